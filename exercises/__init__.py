@@ -1,0 +1,1 @@
+"""Your code: one module per chapter. Fill in the functions, then run `nox -s chapterN`."""

@@ -1,0 +1,193 @@
+"""Comparisons that teach: every failure names the step, the inputs, the exact and printed values, what
+came back, the tolerance, a hint, and the classic mistake the result looks like."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from .answer_key import DEFAULT_ATOL, DEFAULT_RTOL, Step, load
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return f"{float(v):.10g}"
+
+
+def show(value: Any) -> str:
+    """Format a value for a failure message: arrays on one line, numbers to 10 significant digits."""
+    if isinstance(value, (np.ndarray, list, tuple, float, int, np.floating, np.integer)):
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # ragged
+            return repr(value)
+        if arr.dtype.kind in "fiub":
+            return _fmt(arr.tolist())
+    return repr(value)
+
+
+def _printed(printed: Any) -> str:
+    if isinstance(printed, list):
+        return "[" + ", ".join(_printed(p) for p in printed) + "]"
+    return str(printed)
+
+
+def _matches(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> bool:
+    if got.shape != want.shape:
+        return False
+    if want.dtype == bool or got.dtype == bool:
+        return bool(np.array_equal(got, want))
+    if not np.all(np.isfinite(got)):
+        return False
+    return bool(np.allclose(got, want, rtol=rtol, atol=atol))
+
+
+def _as_array(got: Any) -> np.ndarray:
+    try:
+        arr = np.asarray(got)
+    except ValueError as err:  # ragged nesting
+        pytest.fail(f"the result is not an array of numbers: {got!r} ({err})", pytrace=False)
+    if arr.dtype == object:
+        pytest.fail(f"the result is not an array of numbers: {got!r}", pytrace=False)
+    return arr
+
+
+def looks_like(got: np.ndarray, mistakes: Iterable[tuple[str, Any]], rtol: float, atol: float) -> str | None:
+    """Name the first known mistake whose value ``got`` matches, if any."""
+    for name, value in mistakes:
+        want = np.asarray(value)
+        if _matches(got, want, max(rtol, 1e-9), max(atol, 1e-12)):
+            return name
+    return None
+
+
+def expect(
+    step: Step,
+    got: Any,
+    *,
+    mistakes: Iterable[tuple[str, Any]] = (),
+    inputs: dict[str, Any] | None = None,
+) -> None:
+    """Check ``got`` against the answer key's exact value for ``step``; fail with a teaching message.
+
+    Args:
+        step: the worksheet step (from ``reference/``).
+        got: what the implementation returned for the step's inputs.
+        mistakes: extra (name, value) pairs, computed in the test, for mistakes the key does not list.
+        inputs: the inputs to show, when they are not the step's own ``inputs``.
+    """
+    arr = _as_array(got)
+    if _matches(arr, step.exact, step.rtol, step.atol):
+        return
+    known = [(m.name, m.value) for m in step.mistakes] + list(mistakes)
+    lines = [f"{step.id} {step.title}"]
+    shown_inputs = step.inputs if inputs is None else inputs
+    for name, value in shown_inputs.items():
+        lines.append(f"  input     {name} = {show(value)}")
+    lines.append(f"  expected  {show(step.exact)}  (exact float64)")
+    if step.printed is not None:
+        printed = f"  worksheet {_printed(step.printed)}"
+        if step.erratum:
+            printed += "  (the printed value is wrong: see the erratum)"
+        lines.append(printed)
+    if arr.shape != step.exact.shape:
+        lines.append(f"  got       shape {arr.shape}, expected shape {step.exact.shape}: {show(arr)}")
+    else:
+        lines.append(f"  got       {show(arr)}")
+    if step.exact.dtype != bool:
+        lines.append(f"  tolerance rtol {step.rtol:g}, atol {step.atol:g}")
+    mistake = looks_like(arr, known, step.rtol, step.atol)
+    if mistake:
+        why = next((m.why for m in step.mistakes if m.name == mistake and m.why), "")
+        lines.append(f"  looks like: {mistake}" + (f" — {why}" if why else ""))
+    if step.hints:
+        lines.append(f"  hint      {step.hints[0]}")
+        if len(step.hints) > 1:
+            lines.append(f"            more hints: nox -s hint -- {step.id}")
+    chapter = load(step.chapter)
+    lines.append(f"  docs      {chapter.page}#{step.anchor}")
+    pytest.fail("\n".join(lines), pytrace=False)
+
+
+def close(
+    got: Any,
+    want: Any,
+    what: str,
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    mistakes: Iterable[tuple[str, Any]] = (),
+    inputs: dict[str, Any] | None = None,
+) -> None:
+    """Check a result beyond the worksheet against an oracle computed in the test."""
+    arr = _as_array(got)
+    want_arr = np.asarray(want)
+    if _matches(arr, want_arr, rtol, atol):
+        return
+    lines = [what]
+    for name, value in (inputs or {}).items():
+        lines.append(f"  input     {name} = {show(value)}")
+    lines.append(f"  expected  {show(want_arr)}  (oracle written in the test)")
+    if arr.shape != want_arr.shape:
+        lines.append(f"  got       shape {arr.shape}, expected shape {want_arr.shape}: {show(arr)}")
+    else:
+        lines.append(f"  got       {show(arr)}")
+    lines.append(f"  tolerance rtol {rtol:g}, atol {atol:g}")
+    mistake = looks_like(arr, mistakes, rtol, atol)
+    if mistake:
+        lines.append(f"  looks like: {mistake}")
+    pytest.fail("\n".join(lines), pytrace=False)
+
+
+def raises_clearly(
+    fn: Callable[[], Any], error: type[BaseException] | tuple[type[BaseException], ...], *words: str
+) -> None:
+    """Check that ``fn()`` raises ``error`` with a message that names every one of ``words``.
+
+    A stub's NotImplementedError passes through untouched, so the test shows as "not started".
+    """
+    try:
+        result = fn()
+    except NotImplementedError:
+        raise
+    except error as err:
+        message = str(err)
+        missing = [w for w in words if w.lower() not in message.lower()]
+        if missing:
+            pytest.fail(
+                f"the error is right ({type(err).__name__}) but its message does not name "
+                f"{', '.join(repr(w) for w in missing)}: {message!r}",
+                pytrace=False,
+            )
+        return
+    except Exception as err:  # noqa: BLE001 - we report what came instead
+        names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
+        pytest.fail(f"expected {names}, got {type(err).__name__}: {err}", pytrace=False)
+    names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
+    pytest.fail(f"expected {names}, but the call returned {show(result)} — bad input must not pass silently",
+                pytrace=False)
+
+
+def numerical_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """Central differences of a scalar function, written here so tests never use the learner's version."""
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    it = np.nditer(x, flags=["multi_index"])
+    for _ in it:
+        i = it.multi_index
+        old = x[i]
+        x[i] = old + eps
+        up = f(x.copy())
+        x[i] = old - eps
+        down = f(x.copy())
+        x[i] = old
+        grad[i] = (up - down) / (2 * eps)
+    return grad

@@ -1,0 +1,346 @@
+"""The pytest plugin behind every chapter run (loaded by the root ``conftest.py``).
+
+- ``--impl NAME`` picks whose code runs: ``exercises`` (default), ``solutions``, or any importable
+  package (or a path to a package folder) with the same layout.
+- Chapter modules are imported lazily, one per test module, so a broken chapter costs only its checks.
+- A stub's ``NotImplementedError`` shows as "not started", with no traceback.
+- ``--steps`` prints a chapter as its worksheet; ``--progress`` prints every chapter as a table;
+  ``--kata-results FILE`` writes every result as JSON (for grading and tools).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from . import answer_key
+
+STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
+
+
+@dataclass
+class Result:
+    """What happened to one test, in the course's words."""
+
+    nodeid: str
+    chapter: int | None
+    step: str | None
+    title: str
+    status: str  # passed | failed | not started | error | timed out
+    message: str = ""
+
+
+class ChapterDoesNotImport(Exception):
+    """Raised in place of every test of a chapter whose module fails to import."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kata", "transformer katas")
+    group.addoption(
+        "--impl",
+        default="exercises",
+        help="whose code to check: 'exercises' (default, your stubs), 'solutions', or any importable "
+        "package or package folder with the same chapterNN_<topic>.py layout",
+    )
+    group.addoption("--steps", action="store_true", help="print the run as the chapter's worksheet")
+    group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
+    group.addoption("--kata-results", metavar="FILE", help="write every test's result as JSON to FILE")
+
+
+def _impl_name(config: pytest.Config) -> str:
+    value = config.getoption("impl")
+    path = Path(value)
+    if ("/" in value or value.startswith(".")) and path.is_dir():
+        sys.path.insert(0, str(path.resolve().parent))
+        return path.resolve().name
+    return value
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "step(id): the worksheet step this test checks, e.g. step('4.3')")
+    root = str(answer_key.ROOT)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    if config.getoption("steps") or config.getoption("progress"):
+        # The worksheet view replaces pytest's own report: no tracebacks, no short summary, no stats line.
+        config.option.tbstyle = "no"
+        config.option.reportchars = "N"
+        config.option.verbose = min(config.option.verbose, -2)
+    state = KataState(config)
+    config.stash[STATE] = state
+    config.pluginmanager.register(state, "kata-state")
+
+
+STATE = pytest.StashKey["KataState"]()
+
+
+class KataState:
+    """Holds the implementation, the imported chapters, and every result of the run."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.impl = _impl_name(config)
+        self.modules: dict[str, ModuleType | str] = {}
+        self.results: list[Result] = []
+        self.chapters_seen: dict[int, str] = {}  # chapter -> import error ('' when it imports)
+
+    # -- importing -----------------------------------------------------------------------------
+    def chapter_module(self, number: int) -> ModuleType:
+        chapter = answer_key.load(number)
+        name = f"{self.impl}.{chapter.module}"
+        if name not in self.modules:
+            try:
+                self.modules[name] = importlib.import_module(name)
+            except NotImplementedError:
+                raise
+            except Exception as err:  # noqa: BLE001 - any failure to import is reported in one line
+                self.modules[name] = _one_line_import_error(err, chapter)
+        module = self.modules[name]
+        if isinstance(module, str):
+            self.chapters_seen[number] = module
+            raise ChapterDoesNotImport(module)
+        self.chapters_seen.setdefault(number, "")
+        return module
+
+    # -- hooks -----------------------------------------------------------------------------------
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        try:
+            package = importlib.import_module(self.impl)
+            where = Path(package.__file__).parent if package.__file__ else "?"
+        except Exception as err:  # noqa: BLE001
+            where = f"does not import: {type(err).__name__}: {err}"
+        return f"implementation: {self.impl} ({where})"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            result = _result_for(item, call, report)
+            report.user_properties.append(("kata_status", result.status))
+            if result.step:
+                report.user_properties.append(("kata_step", result.step))
+            if result.status in ("not started", "error"):
+                report.longrepr = result.message
+            self.results.append(result)
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        if (config.getoption("steps") or config.getoption("progress")) and report.when == "call":
+            return report.outcome, "", ""
+        if (config.getoption("steps") or config.getoption("progress")) and report.failed:
+            return report.outcome, "", ""
+        return None
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
+        tr = terminalreporter
+        if config.getoption("steps"):
+            for line in chapter_view(self.results, self.impl, self.chapters_seen):
+                tr.write_line(line)
+        elif config.getoption("progress"):
+            for line in progress_view(self.results, self.impl, self.chapters_seen):
+                tr.write_line(line)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        path = self.config.getoption("kata_results")
+        if path:
+            data = {
+                "implementation": self.impl,
+                "chapters_not_importing": {str(k): v for k, v in self.chapters_seen.items() if v},
+                "results": [r.__dict__ for r in self.results],
+            }
+            Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def _one_line_import_error(err: Exception, chapter: answer_key.Chapter) -> str:
+    if isinstance(err, SyntaxError):
+        where = f"{Path(err.filename or '?').name}, line {err.lineno}"
+        return f"chapter {chapter.number} does not import: SyntaxError: {err.msg} ({where})"
+    frames = traceback.extract_tb(err.__traceback__)
+    last = next((f for f in reversed(frames) if chapter.module in f.filename), frames[-1] if frames else None)
+    where = f" ({Path(last.filename).name}, line {last.lineno})" if last else ""
+    return f"chapter {chapter.number} does not import: {type(err).__name__}: {err}{where}"
+
+
+def _title(item: pytest.Item) -> str:
+    func = getattr(item, "function", None)
+    doc = (func.__doc__ or "").strip().splitlines() if func else []
+    if doc:
+        return doc[0].rstrip(".")
+    return item.name.removeprefix("test_").replace("_", " ")
+
+
+def _chapter_of(item: pytest.Item) -> int | None:
+    return getattr(item.module, "CHAPTER", None) if hasattr(item, "module") else None
+
+
+def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> Result:
+    marker = item.get_closest_marker("step")
+    step_id = marker.args[0] if marker else None
+    chapter = _chapter_of(item)
+    title = _title(item)
+    if step_id and chapter is not None:
+        title = answer_key.load(chapter).step(step_id).title
+    base = dict(nodeid=item.nodeid, chapter=chapter, step=step_id, title=title)
+    if report.passed:
+        return Result(status="passed", **base)
+    excinfo = call.excinfo
+    if excinfo is not None and excinfo.errisinstance(NotImplementedError):
+        said = str(excinfo.value).strip()
+        return Result(status="not started", message=f"not started: {said}" if said else "not started", **base)
+    if excinfo is not None and excinfo.errisinstance(ChapterDoesNotImport):
+        return Result(status="error", message=str(excinfo.value), **base)
+    text = str(report.longreprtext) if hasattr(report, "longreprtext") else str(report.longrepr)
+    if "Timeout" in text and ("pytest_timeout" in text or "+++++ Timeout" in text or "Failed: Timeout" in text):
+        return Result(status="timed out", message="timed out (an endless loop?)", **base)
+    if excinfo is not None and excinfo.typename == "Failed":
+        message = str(excinfo.value)
+    elif excinfo is not None:
+        message = text
+    else:
+        message = text
+    return Result(status="failed", message=message, **base)
+
+
+def _step_order(results: list[Result]) -> list[Result]:
+    def key(r: Result):
+        if r.step is None:
+            return (1, 0, 0)
+        parts = [int(p) if p.isdigit() else p for p in r.step.split(".")]
+        return (0, *parts)
+
+    steps = sorted((r for r in results if r.step), key=key)
+    return steps + [r for r in results if not r.step]
+
+
+def _grouped(results: list[Result]) -> list[tuple[str, list[Result]]]:
+    """Parametrized cases of one check, together, in first-seen order."""
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        groups.setdefault(r.title, []).append(r)
+    return list(groups.items())
+
+
+def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> list[str]:
+    """The chapter run as its worksheet: a line per step, the first failure in full, a closing count."""
+    lines: list[str] = []
+    by_chapter: dict[int | None, list[Result]] = {}
+    for r in results:
+        by_chapter.setdefault(r.chapter, []).append(r)
+    for number in sorted(by_chapter, key=lambda n: (n is None, n or 0)):
+        rs = _step_order(by_chapter[number])
+        steps = [r for r in rs if r.step]
+        checks = [r for r in rs if not r.step]
+        if number is not None:
+            ch = answer_key.load(number)
+            lines.append("")
+            lines.append(f"chapter {number}: {ch.title}  ({impl}/{ch.module}.py)")
+        if number is not None and broken.get(number):
+            lines.append(f"  ! {broken[number]}")
+        for r in steps:
+            extra = "  not started" if r.status == "not started" else ""
+            extra = "  timed out" if r.status == "timed out" else extra
+            lines.append(f"  {STATUS_MARK[r.status]} {r.step:<5} {r.title}{extra}")
+        if checks:
+            lines.append("  checks beyond the worksheet:")
+            for title, group in _grouped(checks):
+                worst = next((s for s in ("error", "timed out", "failed", "not started") if any(
+                    r.status == s for r in group)), "passed")
+                extra = "  not started" if worst == "not started" else ""
+                if len(group) > 1 and worst != "not started":
+                    extra += f"  ({sum(r.status == 'passed' for r in group)}/{len(group)} cases)"
+                lines.append(f"  {STATUS_MARK[worst]}       {title}{extra}")
+        first = next((r for r in rs if r.status in ("failed", "timed out")), None)
+        if first is not None:
+            lines.append("")
+            lines.append("first failing check, in full:")
+            lines.extend("  " + line for line in first.message.splitlines())
+        elif steps and all(r.status == "not started" for r in rs) and number is not None:
+            ch = answer_key.load(number)
+            lines.append("")
+            lines.append(f"nothing started yet: open {ch.exercise_file}, read {ch.page},")
+            lines.append(f"and begin with step {steps[0].step}.")
+        passed_steps = sum(r.status == "passed" for r in steps)
+        passed_checks = sum(r.status == "passed" for r in checks)
+        label = f"chapter {number}" if number is not None else "other tests"
+        tail = f"{label}: {passed_steps}/{len(steps)} steps, {passed_checks}/{len(checks)} checks"
+        if number is not None and broken.get(number):
+            tail += " (does not import)"
+        lines.append("")
+        lines.append(tail)
+    return lines
+
+
+def chapter_status(rs: list[Result], broken: str = "") -> str:
+    """One word for a chapter: done, in progress, not started, or does not import."""
+    if broken:
+        return "does not import"
+    if rs and all(r.status == "passed" for r in rs):
+        return "done"
+    if all(r.status == "not started" for r in rs):
+        return "not started"
+    return "in progress"
+
+
+def progress_view(results: list[Result], impl: str, broken: dict[int, str]) -> list[str]:
+    """Every chapter in one table, then the next step to work on."""
+    by_chapter: dict[int, list[Result]] = {}
+    for r in results:
+        if r.chapter is not None:
+            by_chapter.setdefault(r.chapter, []).append(r)
+    lines = ["", f"progress of {impl}/", ""]
+    lines.append(f"  {'chapter':<8} {'title':<34} {'steps':>7} {'checks':>7}  status")
+    next_step = None
+    for number in sorted(by_chapter):
+        rs = _step_order(by_chapter[number])
+        ch = answer_key.load(number)
+        steps = [r for r in rs if r.step]
+        checks = [r for r in rs if not r.step]
+        s = f"{sum(r.status == 'passed' for r in steps)}/{len(steps)}"
+        c = f"{sum(r.status == 'passed' for r in checks)}/{len(checks)}"
+        status = chapter_status(rs, broken.get(number, ""))
+        lines.append(f"  {number:<8} {ch.title[:34]:<34} {s:>7} {c:>7}  {status}")
+        if next_step is None and status != "done":
+            todo = next((r for r in rs if r.status != "passed"), None)
+            next_step = (number, todo)
+    lines.append("")
+    if next_step is None:
+        lines.append("every chapter passes. Well done.")
+    else:
+        number, todo = next_step
+        what = f"step {todo.step} ({todo.title})" if todo and todo.step else f"'{todo.title}'" if todo else ""
+        lines.append(f"next: chapter {number}, {what}: nox -s chapter{number}")
+    return lines
+
+
+# -- fixtures ----------------------------------------------------------------------------------------
+@pytest.fixture
+def ch(request: pytest.FixtureRequest) -> ModuleType:
+    """The chapter module under test (``CHAPTER`` in the test module), from the chosen implementation."""
+    number = getattr(request.module, "CHAPTER", None)
+    if number is None:
+        raise RuntimeError(f"{request.module.__name__} must set CHAPTER = <chapter number>")
+    state: KataState = request.config.stash[STATE]
+    return state.chapter_module(number)
+
+
+@pytest.fixture
+def ws(request: pytest.FixtureRequest) -> answer_key.Step:
+    """The worksheet step this test checks (from its ``@pytest.mark.step(...)``), from ``reference/``."""
+    marker = request.node.get_closest_marker("step")
+    if marker is None:
+        raise RuntimeError(f"{request.node.name} uses `ws` but has no @pytest.mark.step(...)")
+    return answer_key.load(request.module.CHAPTER).step(marker.args[0])
+
+
+@pytest.fixture
+def impl_module(request: pytest.FixtureRequest):
+    """Import another chapter of the same implementation: ``impl_module(4)``."""
+    state: KataState = request.config.stash[STATE]
+    return state.chapter_module

@@ -1,0 +1,150 @@
+"""Chapter 4: Attention Intuition — scores, softmax, masks, and scaled dot-product attention.
+
+Every position asks "which positions hold what I need?". Its query is dotted with every key (how well
+they match), the scores are scaled by 1/√d_k, softmax turns them into weights that sum to 1, and the
+output is the weighted sum of the values. Row-vector convention: one row per position.
+
+Worksheet: the book's Example 1, steps 3–5 (input "A B", W_Q = W_K = W_V = 0.1·I).
+"""
+
+import numpy as np
+
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    r"""Turn scores into probabilities along ``axis``, stably.
+
+    $$\mathrm{softmax}(x)_i = \frac{e^{x_i - \max_j x_j}}{\sum_k e^{x_k - \max_j x_j}}$$
+
+    Subtracting the maximum first changes nothing mathematically (it cancels) but keeps ``exp`` from
+    overflowing: ``softmax([1000, 1001])`` must be ``[0.2689, 0.7311]``, not ``nan``. Entries of
+    ``-inf`` (masked positions) get probability 0.
+
+    Args:
+        x: scores, any shape with at least one entry along ``axis``.
+        axis: the axis that sums to 1 (default: the last, one distribution per row).
+
+    Returns:
+        Probabilities, same shape as ``x``; every slice along ``axis`` is positive where ``x`` is finite
+        and sums to 1.
+
+    Raises:
+        ValueError: if ``x`` is empty along ``axis`` or a slice along ``axis`` is entirely ``-inf``.
+
+    See docs: chapter 4, step 4.3.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0 or x.shape[axis] == 0:
+        raise ValueError(f"softmax needs at least one score along axis {axis}; got shape {x.shape}")
+    top = np.max(x, axis=axis, keepdims=True)
+    if np.any(np.isneginf(top)):
+        raise ValueError("softmax: a slice is entirely -inf (every position masked), nothing to normalise")
+    e = np.exp(x - top)  # the largest entry becomes exp(0) = 1: no overflow
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def raw_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    r"""Dot every query with every key, before any scaling.
+
+    $$S_{ij} = q_i \cdot k_j \quad\text{i.e.}\quad S = Q K^\top$$
+
+    Args:
+        Q: queries, shape (seq_q, d_k).
+        K: keys, shape (seq_k, d_k).
+
+    Returns:
+        Raw scores, shape (seq_q, seq_k); row i holds query i against every key.
+
+    Raises:
+        ValueError: if Q or K is not 2-D, or their widths d_k differ (the message names both shapes).
+
+    See docs: chapter 4, step 4.1.
+    """
+    Q = np.asarray(Q, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    if Q.ndim != 2 or K.ndim != 2 or Q.shape[1] != K.shape[1]:
+        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must be 2-D with the same width d_k")
+    return Q @ K.T  # (seq_q, d_k) @ (d_k, seq_k) -> (seq_q, seq_k)
+
+
+def attention_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    r"""Scaled scores: raw scores divided by the square root of the key width.
+
+    $$S = \frac{Q K^\top}{\sqrt{d_k}}$$
+
+    Without the scaling, dot products grow with d_k and softmax saturates.
+
+    Args:
+        Q: queries, shape (seq_q, d_k).
+        K: keys, shape (seq_k, d_k).
+
+    Returns:
+        Scaled scores, shape (seq_q, seq_k).
+
+    Raises:
+        ValueError: if the shapes do not fit (as ``raw_scores``).
+
+    See docs: chapter 4, step 4.2.
+    """
+    S = raw_scores(Q, K)
+    d_k = np.asarray(K).shape[1]
+    return S / np.sqrt(d_k)
+
+
+def causal_mask(n: int) -> np.ndarray:
+    """Which positions each position may attend to when it must not look ahead.
+
+    Args:
+        n: sequence length, at least 1.
+
+    Returns:
+        Boolean array, shape (n, n): entry [i, j] is True when j <= i (position i may see position j).
+
+    Raises:
+        ValueError: if n is not a positive whole number.
+
+    See docs: chapter 4, step 4.5.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"causal_mask needs a positive whole number of positions, got {n!r}")
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def scaled_dot_product_attention(
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Attention: each query's softmax-weighted average of the values.
+
+    $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
+
+    Where ``mask`` is False, the score is replaced by −∞ before the softmax, so that position gets
+    weight 0.
+
+    Args:
+        Q: queries, shape (seq_q, d_k).
+        K: keys, shape (seq_k, d_k).
+        V: values, shape (seq_k, d_v).
+        mask: optional booleans, shape (seq_q, seq_k); True where query i may attend to key j.
+
+    Returns:
+        (output, weights): output has shape (seq_q, d_v); weights has shape (seq_q, seq_k) and each row
+        sums to 1.
+
+    Raises:
+        ValueError: if V has a different number of rows than K, the mask has the wrong shape, or a mask
+            row allows nothing.
+
+    See docs: chapter 4, steps 4.3, 4.4 and 4.6.
+    """
+    S = attention_scores(Q, K)  # (seq_q, seq_k)
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim != 2 or V.shape[0] != S.shape[1]:
+        raise ValueError(f"values V {V.shape} need one row per key; K has {S.shape[1]} rows")
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != S.shape:
+            raise ValueError(f"mask {mask.shape} must have the scores' shape {S.shape}")
+        if not mask.any(axis=-1).all():
+            raise ValueError("mask: some query may attend to no position at all")
+        S = np.where(mask, S, -np.inf)  # a masked position gets weight exp(-inf) = 0
+    weights = softmax(S, axis=-1)  # (seq_q, seq_k), rows sum to 1
+    return weights @ V, weights  # (seq_q, seq_k) @ (seq_k, d_v) -> (seq_q, d_v)

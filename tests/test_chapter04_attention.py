@@ -1,0 +1,185 @@
+"""Chapter 4: Attention Intuition — the book's Example 1 worksheet, steps 3–5, and beyond.
+
+Input "A B" with W_Q = W_K = W_V = 0.1·I, so Q = K = V = [[0.1, 0], [0, 0.1]]. Each worksheet step
+is one test below, named as the claim it checks; the numbers come from reference/chapter04_attention.toml.
+"""
+
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata import close, expect, raises_clearly
+
+CHAPTER = 4
+RNG = np.random.default_rng(4)
+
+
+def softmax_oracle(x, axis=-1):
+    """Softmax written out in the test (never the learner's), stable by subtracting the max."""
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# -- the worksheet, step by step -------------------------------------------------------------------
+@pytest.mark.step("4.1")
+def test_raw_score_of_b_is_zero_against_a_and_a_hundredth_against_itself(ch, ws):
+    S = ch.raw_scores(ws.input("Q"), ws.input("K"))
+    expect(ws, np.asarray(S)[1])
+
+
+@pytest.mark.step("4.2")
+def test_scaling_by_root_two_turns_the_hundredth_into_0_00707(ch, ws):
+    S = ch.attention_scores(ws.input("Q"), ws.input("K"))
+    expect(ws, np.asarray(S)[1])
+
+
+@pytest.mark.step("4.3")
+def test_softmax_gives_b_slightly_more_weight_than_a(ch, ws):
+    expect(ws, ch.softmax(ws.input("scores")))
+
+
+@pytest.mark.step("4.4")
+def test_context_of_b_mixes_both_values_almost_equally(ch, ws):
+    output, _ = ch.scaled_dot_product_attention(ws.input("Q"), ws.input("K"), ws.input("V"))
+    expect(ws, np.asarray(output)[1])
+
+
+@pytest.mark.step("4.5")
+def test_causal_mask_lets_each_position_see_itself_and_the_past(ch, ws):
+    expect(ws, ch.causal_mask(ws.input("n")))
+
+
+@pytest.mark.step("4.6")
+def test_with_the_causal_mask_a_sees_only_itself(ch, ws):
+    Q, K, V = ws.input("Q"), ws.input("K"), ws.input("V")
+    output, _ = ch.scaled_dot_product_attention(Q, K, V, mask=np.tril(np.ones((2, 2), dtype=bool)))
+    expect(ws, output)
+
+
+# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+@pytest.mark.parametrize("shape", [(3, 5), (6, 4), (1, 7)])
+def test_softmax_matches_the_formula_on_other_shapes(ch, shape):
+    """softmax matches exp / sum on other shapes, row by row"""
+    x = RNG.normal(size=shape) * 3
+    got = ch.softmax(x)
+    close(got, softmax_oracle(x, axis=-1), f"softmax of a {shape} array, along the last axis", inputs={"x": x},
+          mistakes=[("softmax over the wrong axis (columns instead of rows)", softmax_oracle(x, axis=0)),
+                    ("softmax over every entry at once", np.exp(x) / np.exp(x).sum())])
+
+
+def test_softmax_respects_the_axis_argument(ch):
+    """softmax(x, axis=0) normalises columns"""
+    x = RNG.normal(size=(4, 3))
+    close(ch.softmax(x, axis=0), softmax_oracle(x, axis=0), "softmax(x, axis=0) of a (4, 3) array",
+          mistakes=[("the axis argument was ignored", softmax_oracle(x, axis=-1))])
+
+
+def test_softmax_is_stable_for_large_scores(ch):
+    """softmax([1000, 1001]) is finite and right (subtract the max first)"""
+    got = ch.softmax(np.array([1000.0, 1001.0]))
+    close(got, [1 / (1 + np.e), np.e / (1 + np.e)], "softmax([1000, 1001])",
+          mistakes=[("exp overflowed: subtract the max before exponentiating (appendix C, mistake 2)",
+                     [np.nan, np.nan])])
+    got = ch.softmax(np.array([-1000.0, -1001.0]))
+    close(got, [np.e / (1 + np.e), 1 / (1 + np.e)], "softmax([-1000, -1001]) (underflow)")
+
+
+def test_softmax_does_not_modify_its_input(ch):
+    """softmax leaves its input untouched"""
+    x = RNG.normal(size=(3, 4))
+    before = x.copy()
+    ch.softmax(x)
+    close(x, before, "the input array after softmax(x)")
+
+
+def test_softmax_of_masked_entries_is_zero(ch):
+    """softmax gives -inf entries probability 0"""
+    got = ch.softmax(np.array([0.5, -np.inf, 1.5]))
+    close(got, [1 / (1 + np.e), 0.0, np.e / (1 + np.e)], "softmax([0.5, -inf, 1.5])")
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "d_k"), [(3, 5, 4), (6, 6, 3), (2, 7, 8)])
+def test_scores_match_a_loop_over_query_key_pairs(ch, n_q, n_k, d_k):
+    """raw and scaled scores match a loop over every query–key pair, non-square too"""
+    Q, K = RNG.normal(size=(n_q, d_k)), RNG.normal(size=(n_k, d_k))
+    loop = np.array([[sum(Q[i, d] * K[j, d] for d in range(d_k)) for j in range(n_k)] for i in range(n_q)])
+    raw = ch.raw_scores(Q, K)
+    scaled = ch.attention_scores(Q, K)
+    close(raw, loop, f"raw_scores for Q {Q.shape}, K {K.shape}")
+    close(scaled, loop / np.sqrt(d_k), f"attention_scores for Q {Q.shape}, K {K.shape}",
+          mistakes=[("no 1/√d_k scaling (appendix C, mistake 1)", loop), ("divided by d_k, not √d_k", loop / d_k),
+                    ("scaled by the number of keys instead of d_k", loop / np.sqrt(n_k))])
+
+
+@pytest.mark.parametrize("n", [1, 3, 6])
+def test_causal_mask_is_the_lower_triangle(ch, n):
+    """causal_mask(n) is True exactly where j <= i"""
+    want = np.array([[j <= i for j in range(n)] for i in range(n)])
+    got = ch.causal_mask(n)
+    with check:
+        assert np.asarray(got).dtype == bool, f"causal_mask should return booleans, got {np.asarray(got).dtype}"
+    close(got, want, f"causal_mask({n})", mistakes=[("the upper triangle: looking ahead", want.T)])
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "d_k", "d_v"), [(3, 3, 4, 5), (5, 5, 2, 3), (2, 6, 3, 1)])
+def test_attention_matches_a_numpy_one_liner(ch, n_q, n_k, d_k, d_v):
+    """attention output and weights match softmax(QKᵀ/√d_k)V on other shapes"""
+    Q, K, V = RNG.normal(size=(n_q, d_k)), RNG.normal(size=(n_k, d_k)), RNG.normal(size=(n_k, d_v))
+    w = softmax_oracle(Q @ K.T / np.sqrt(d_k))
+    output, weights = ch.scaled_dot_product_attention(Q, K, V)
+    close(weights, w, "attention weights", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T)),
+                                                     ("softmax over the wrong axis", softmax_oracle(Q @ K.T / np.sqrt(d_k), 0))])
+    close(output, w @ V, "attention output", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T) @ V)])
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_masked_attention_never_looks_ahead(ch, n):
+    """with a causal mask, weights above the diagonal are 0 and rows still sum to 1"""
+    Q, K, V = RNG.normal(size=(n, 4)), RNG.normal(size=(n, 4)), RNG.normal(size=(n, 3))
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    S = np.where(mask, Q @ K.T / 2.0, -np.inf)
+    w = softmax_oracle(S)
+    output, weights = ch.scaled_dot_product_attention(Q, K, V, mask=mask)
+    close(weights, w, f"causal attention weights, {n} positions",
+          mistakes=[("the mask was ignored", softmax_oracle(Q @ K.T / 2.0))])
+    close(output, w @ V, f"causal attention output, {n} positions")
+
+
+def test_attention_does_not_modify_its_inputs(ch):
+    """attention leaves Q, K, V and the mask untouched"""
+    Q, K, V = RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2))
+    mask = np.tril(np.ones((3, 3), dtype=bool))
+    copies = [a.copy() for a in (Q, K, V, mask)]
+    ch.scaled_dot_product_attention(Q, K, V, mask=mask)
+    for name, a, b in zip("QKVM", (Q, K, V, mask), copies, strict=True):
+        close(a, b, f"{name} after attention")
+
+
+# -- bad input gets a clear error ------------------------------------------------------------------
+def test_scores_of_mismatched_widths_name_both_shapes(ch):
+    """Q (2, 3) against K (2, 2) raises ValueError naming both shapes"""
+    raises_clearly(lambda: ch.raw_scores(np.ones((2, 3)), np.ones((2, 2))), ValueError, "(2, 3)", "(2, 2)")
+    raises_clearly(lambda: ch.attention_scores(np.ones((2, 3)), np.ones((2, 2))), ValueError, "(2, 3)", "(2, 2)")
+
+
+def test_values_with_the_wrong_number_of_rows_are_refused(ch):
+    """V with a different number of rows than K raises ValueError naming V's shape"""
+    raises_clearly(lambda: ch.scaled_dot_product_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((3, 2))),
+                   ValueError, "(3, 2)")
+
+
+def test_a_mask_of_the_wrong_shape_is_refused(ch):
+    """a (3, 3) mask for (2, 2) scores raises ValueError naming both shapes"""
+    raises_clearly(lambda: ch.scaled_dot_product_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)),
+                                                           mask=np.ones((3, 3), dtype=bool)),
+                   ValueError, "(3, 3)", "(2, 2)")
+
+
+def test_causal_mask_refuses_zero_positions(ch):
+    """causal_mask(0) raises ValueError"""
+    raises_clearly(lambda: ch.causal_mask(0), ValueError, "0")
+
+
+def test_softmax_of_nothing_is_refused(ch):
+    """softmax of an empty array raises ValueError"""
+    raises_clearly(lambda: ch.softmax(np.array([])), ValueError, "softmax")
