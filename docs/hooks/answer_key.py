@@ -1,0 +1,95 @@
+"""MkDocs hook: fill the chapter pages' worksheet tables, hints and errata from reference/.
+
+Markers in a page (HTML comments, so a page still reads sensibly without the hook):
+
+- ``<!-- kata:worksheet N -->`` — one row per step: id (the step's anchor), title, the worksheet's
+  printed value, the exact float64 value.
+- ``<!-- kata:hints N -->`` — every step's hints, folded, in three layers.
+- ``<!-- kata:errata N -->`` — every erratum and note of chapter N.
+
+Numbers on the pages come from the same answer key as the tests; none is typed twice.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kata import answer_key  # noqa: E402
+from kata.checks import show  # noqa: E402
+
+MARKER = re.compile(r"<!--\s*kata:(worksheet|hints|errata)\s+(\d+)\s*-->")
+
+
+def _printed(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return "[" + ", ".join(_printed(v) for v in value) + "]"
+    return str(value)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def worksheet(chapter: answer_key.Chapter) -> str:
+    """The worksheet table of a chapter."""
+    rows = [
+        "| step | what | the worksheet prints | exact (float64) |",
+        "| --- | --- | --- | --- |",
+    ]
+    for s in chapter.steps:
+        flag = " ⚠ [erratum](#errata)" if s.erratum else ""
+        rows.append(
+            f'| <span id="{s.anchor}"></span>**{s.id}** | {_cell(s.title)} | `{_cell(_printed(s.printed))}`{flag} '
+            f"| `{_cell(show(s.exact))}` |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def hints(chapter: answer_key.Chapter) -> str:
+    """Every step's hints, folded, layer by layer."""
+    out = []
+    names = ("nudge", "formula", "worked numbers")
+    for s in chapter.steps:
+        out.append(f'??? tip "Hints for step {s.id}: {s.title}"')
+        for name, text in zip(names, s.hints, strict=False):
+            out.append(f"    **{name}** — {text}")
+            out.append("")
+        out.append("")
+    return "\n".join(out)
+
+
+def errata(chapter: answer_key.Chapter) -> str:
+    """The chapter's errata (printed numbers that are wrong) and notes."""
+    wrong = [s for s in chapter.steps if s.erratum]
+    notes = [s for s in chapter.steps if s.note]
+    out = []
+    if wrong:
+        for s in wrong:
+            out.append(f"- **{s.id} {s.title}.** The worksheet prints `{_printed(s.printed)}`; exact arithmetic "
+                       f"gives `{show(s.exact)}`. {s.erratum}")
+    else:
+        out.append("No errata: every number this chapter's worksheet prints agrees with exact arithmetic to the "
+                   "precision it is printed with.")
+    if notes:
+        out.append("")
+        for s in notes:
+            out.append(f"- *Note on {s.id}:* {s.note}")
+    return "\n".join(out) + "\n"
+
+
+RENDER = {"worksheet": worksheet, "hints": hints, "errata": errata}
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: D103 - MkDocs hook
+    def replace(m: re.Match) -> str:
+        return RENDER[m.group(1)](answer_key.load(int(m.group(2))))
+
+    return MARKER.sub(replace, markdown)

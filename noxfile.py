@@ -1,0 +1,85 @@
+"""Sessions for learners, instructors and authors. `nox -l` lists them.
+
+Learners: `nox -s chapter1` … `nox -s chapterN` (pass options through after `--`, e.g.
+`nox -s chapter3 -- --impl solutions`), `nox -s progress`.
+Authors: `nox -s selfcheck` (the project's own test suite), `nox -s bench`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+
+
+def install(session: nox.Session, *groups: str) -> None:
+    """Install dependency groups once per environment; skip when the environment already has them.
+
+    A warm chapter run then starts pytest straight away instead of asking the installer again.
+    """
+    requirements = sorted({r for g in groups for r in nox.project.dependency_groups(PYPROJECT, g)})
+    digest = hashlib.sha256("\n".join(requirements).encode()).hexdigest()
+    location = getattr(session.virtualenv, "location", None)
+    stamp = Path(location) / ".kata-installed" if location else None
+    if stamp is not None and stamp.exists() and stamp.read_text() == digest:
+        return
+    session.install(*requirements)
+    if stamp is not None:
+        stamp.write_text(digest)
+
+
+def chapters() -> list[tuple[int, str, str]]:
+    """(number, module, title) for every chapter with an answer key in reference/."""
+    found = []
+    for path in sorted((ROOT / "reference").glob("chapter*.toml")):
+        m = re.match(r"chapter(\d\d)_(\w+)\.toml$", path.name)
+        title = re.search(r'^title\s*=\s*"(.*)"', path.read_text(encoding="utf-8"), re.M)
+        if m:
+            found.append((int(m.group(1)), f"chapter{m.group(1)}_{m.group(2)}", title.group(1) if title else ""))
+    return found
+
+
+def _chapter_session(number: int, module: str, title: str) -> None:
+    def run(session: nox.Session) -> None:
+        install(session, "test")
+        session.run("python", "-m", "pytest", f"tests/test_{module}.py", "--steps", *session.posargs)
+
+    run.__doc__ = f"Check chapter {number}, {title}, in exercises/ (-- --impl solutions for the reference)."
+    nox.session(name=f"chapter{number}", default=False)(run)
+
+
+for _number, _module, _title in chapters():
+    _chapter_session(_number, _module, _title)
+
+
+@nox.session(default=False)
+def progress(session: nox.Session) -> None:
+    """Every chapter in one run: steps passed per chapter, and the next step to work on."""
+    install(session, "test")
+    files = [f"tests/test_{module}.py" for _, module, _ in chapters()]
+    session.run("python", "-m", "pytest", *files, "--progress", *session.posargs, success_codes=[0, 1])
+
+
+@nox.session
+def selfcheck(session: nox.Session) -> None:
+    """The project's own test suite: solutions pass, stubs fail, key and sync hold, docs build --strict."""
+    install(session, "test", "docs")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *session.posargs)
+    session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "build/site")
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio."""
+    install(session, "test")
+    session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)

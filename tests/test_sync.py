@@ -1,0 +1,66 @@
+"""exercises/ and solutions/ stay in sync: same public names, signatures, docstrings and data; stubs are stubs."""
+
+import ast
+
+import pytest
+
+from kata import answer_key
+
+ROOT = answer_key.ROOT
+MODULES = sorted(p.stem for p in (ROOT / "solutions").glob("chapter*.py"))
+
+
+def _public(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    funcs, data = {}, {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            funcs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and not t.id.startswith("_"):
+                    data[t.id] = ast.dump(node.value)
+    return tree, funcs, data
+
+
+def test_every_chapter_has_both_files():
+    """each solutions/chapterNN_*.py has its exercises/ twin and the other way round"""
+    stubs = sorted(p.stem for p in (ROOT / "exercises").glob("chapter*.py"))
+    assert stubs == MODULES
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_stub_and_solution_have_the_same_public_names_signatures_and_docstrings(module):
+    """same names, same signatures, same docstrings, same data"""
+    s_tree, s_funcs, s_data = _public(ROOT / "solutions" / f"{module}.py")
+    e_tree, e_funcs, e_data = _public(ROOT / "exercises" / f"{module}.py")
+    assert ast.get_docstring(s_tree) == ast.get_docstring(e_tree), f"{module}: module docstrings differ"
+    assert sorted(s_funcs) == sorted(e_funcs), f"{module}: public functions differ"
+    assert s_data == e_data, f"{module}: public data (constants) differ"
+    for name, sf in s_funcs.items():
+        ef = e_funcs[name]
+        assert ast.dump(sf.args) == ast.dump(ef.args), f"{module}.{name}: signatures differ"
+        s_ret = ast.dump(sf.returns) if sf.returns else None
+        e_ret = ast.dump(ef.returns) if ef.returns else None
+        assert s_ret == e_ret, f"{module}.{name}: return annotations differ"
+        assert ast.get_docstring(sf), f"{module}.{name} has no docstring"
+        assert ast.get_docstring(sf) == ast.get_docstring(ef), f"{module}.{name}: docstrings differ"
+        assert "Returns:" in ast.get_docstring(sf) or "Yields:" in ast.get_docstring(sf), (
+            f"{module}.{name}: the docstring must say what it returns (with shapes)")
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_stub_only_raises_not_implemented(module):
+    """each stub body is its docstring and one `raise NotImplementedError(...)` naming a step"""
+    _, funcs, _ = _public(ROOT / "exercises" / f"{module}.py")
+    for name, f in funcs.items():
+        body = f.body[1:] if ast.get_docstring(f) else f.body
+        assert len(body) == 1 and isinstance(body[0], ast.Raise), f"{module}.{name} is not an untouched stub"
+        exc = body[0].exc
+        call = exc.func.id if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name) else None
+        assert call == "NotImplementedError", f"{module}.{name} must raise NotImplementedError"
+        message = exc.args[0].value if exc.args and isinstance(exc.args[0], ast.Constant) else ""
+        number = int(module[len("chapter"):len("chapter") + 2])
+        assert message.startswith(f"{number}."), (
+            f"{module}.{name}: the stub's message should start with its step id ('{number}.k ...'), got {message!r}")
