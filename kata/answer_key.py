@@ -39,7 +39,7 @@ class Step:
     id: str
     title: str
     chapter: int
-    exact: np.ndarray
+    exact: Any  # float64 or bool array; text or nested lists for non-numeric answers
     printed: Any = None  # nested lists of strings, exactly as the worksheet prints them
     source: str = ""
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -125,12 +125,17 @@ def _unit(text: str) -> float:
     return float(Decimal(1).scaleb(exponent))
 
 
-def _array(value: Any, where: str) -> np.ndarray:
+def _array(value: Any, where: str) -> Any:
+    """Numbers become float64 arrays, booleans bool arrays; anything else (text, ragged lists of examples)
+    stays as TOML gives it and is compared for equality."""
     if isinstance(value, bool) or (isinstance(value, list) and _is_bool_tree(value)):
         return np.array(value, dtype=bool)
-    if not _is_number_tree(value):
-        raise ValueError(f"{where}: expected numbers or nested lists of numbers, got {value!r}")
-    return np.array(value, dtype=np.float64)
+    if _is_number_tree(value):
+        try:
+            return np.array(value, dtype=np.float64)
+        except ValueError:  # ragged
+            return value
+    return value
 
 
 def _is_bool_tree(v: Any) -> bool:

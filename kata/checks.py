@@ -84,6 +84,9 @@ def expect(
         mistakes: extra (name, value) pairs, computed in the test, for mistakes the key does not list.
         inputs: the inputs to show, when they are not the step's own ``inputs``.
     """
+    if not isinstance(step.exact, np.ndarray):
+        _expect_equal(step, got, inputs)
+        return
     arr = _as_array(got)
     if _matches(arr, step.exact, step.rtol, step.atol):
         return
@@ -114,6 +117,34 @@ def expect(
             lines.append(f"            more hints: nox -s hint -- {step.id}")
     chapter = load(step.chapter)
     lines.append(f"  docs      {chapter.page}#{step.anchor}")
+    pytest.fail("\n".join(lines), pytrace=False)
+
+
+def plain(value: Any) -> Any:
+    """Tuples to lists, NumPy scalars and arrays to Python values: for comparing structured answers."""
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None) -> None:
+    if plain(got) == step.exact:
+        return
+    lines = [f"{step.id} {step.title}"]
+    for name, value in (step.inputs if inputs is None else inputs).items():
+        lines.append(f"  input     {name} = {value!r}")
+    lines.append(f"  expected  {step.exact!r}")
+    lines.append(f"  got       {plain(got)!r}")
+    mistake = next((m.name for m in step.mistakes if plain(m.value) == plain(got)), None)
+    if mistake:
+        lines.append(f"  looks like: {mistake}")
+    if step.hints:
+        lines.append(f"  hint      {step.hints[0]}")
+    lines.append(f"  docs      {load(step.chapter).page}#{step.anchor}")
     pytest.fail("\n".join(lines), pytrace=False)
 
 

@@ -1,5 +1,5 @@
 """Write a chapter's stub from its solution: same imports, names, signatures and docstrings, every
-function body replaced by ``raise NotImplementedError(...)``. A starting point for authors; edit each
+public function body replaced (private helpers dropped) by ``raise NotImplementedError(...)``. A starting point for authors; edit each
 message to name the step and give a nudge, e.g. ``"4.2: divide Q @ K.T by sqrt(d_k)"``.
 
 Usage: python -m kata.stubgen solutions/chapter05_forward_pass.py > exercises/chapter05_forward_pass.py
@@ -26,6 +26,10 @@ def stub(source: str) -> str:
             cuts.append((start, node.end_lineno, indent, node.name))
     for start, end, indent, name in reversed(cuts):
         lines[start - 1:end] = [f'{indent}raise NotImplementedError("{name}: not written yet")\n']
+    private = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")]
+    for node in reversed(private):  # helpers of the solution are the learner's to write, not to be given
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        lines[first - 1:node.end_lineno] = []
     return "".join(lines)
 
 

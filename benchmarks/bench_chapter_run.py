@@ -1,0 +1,62 @@
+"""Benchmark: a warm chapter run against the floor of a bare pytest run, measured in one run.
+
+Prints the median wall time of `python -m pytest tests/test_chapter04_attention.py --steps` (what
+`nox -s chapter4` runs once its environment exists), of the whole `nox -R -s chapter4`, and of a bare
+`python -m pytest` on one trivial test, and their ratios. Targets on a 2-core machine: a warm chapter
+run within 1.0 s median and within 3× the floor. This prints; it never fails on a slow machine.
+
+Usage: python benchmarks/bench_chapter_run.py [--repeat N] [--chapter N]
+"""
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(cmd: list[str], cwd: Path, repeat: int) -> list[float]:
+    """Wall times of `repeat` runs of `cmd` (after one warm-up run)."""
+    subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    """Measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--chapter", type=int, default=4)
+    args = parser.parse_args()
+    test_file = next((ROOT / "tests").glob(f"test_chapter{args.chapter:02d}_*.py"))
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "test_trivial.py"
+        trivial.write_text("def test_trivial():\n    assert True\n")
+        floor = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(trivial)], Path(tmp),
+                      args.repeat)
+    chapter = timed([sys.executable, "-m", "pytest", str(test_file), "--steps", "-p", "no:cacheprovider"], ROOT,
+                    args.repeat)
+    rows = [("bare pytest, one trivial test (floor)", floor), (f"chapter {args.chapter} run (pytest)", chapter)]
+    nox = shutil.which("nox")
+    if nox:
+        rows.append((f"nox -R -s chapter{args.chapter} (warm)",
+                     timed([nox, "-R", "-s", f"chapter{args.chapter}"], ROOT, args.repeat)))
+    base = statistics.median(floor)
+    print(f"{'what':<42} {'median s':>9} {'min s':>7} {'× floor':>8}")
+    for name, times in rows:
+        med = statistics.median(times)
+        print(f"{name:<42} {med:>9.3f} {min(times):>7.3f} {med / base:>8.2f}")
+    print("targets: warm chapter run ≤ 1.0 s median and ≤ 3× the floor")
+
+
+if __name__ == "__main__":
+    main()

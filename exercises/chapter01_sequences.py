@@ -1,0 +1,117 @@
+"""Chapter 1: Why Transformers? — sequences as next-token prediction.
+
+A language model reads a sequence of tokens and predicts the next one. This chapter sets up the tiny
+four-token vocabulary every later chapter uses, turns text into token ids and back, cuts a sequence
+into (context, next token) training examples, and counts how far information has to travel in a
+recurrent network compared with attention.
+"""
+
+VOCAB = ("A", "B", "C", "D")
+
+
+def encode(text: str) -> list[int]:
+    """Turn space-separated tokens into their ids in ``VOCAB``.
+
+    Args:
+        text: tokens separated by white space, e.g. ``"A B"``.
+
+    Returns:
+        One id per token, e.g. ``[0, 1]``; an empty list for empty text.
+
+    Raises:
+        ValueError: if a token is not in ``VOCAB`` (the message names it and the vocabulary).
+
+    See docs: chapter 1, step 1.1.
+    """
+    raise NotImplementedError("1.1 encode: split on white space, look each token up in VOCAB, refuse unknown ones (6 lines)")
+
+
+def decode(ids: list[int]) -> str:
+    """Turn token ids back into space-separated text.
+
+    Args:
+        ids: token ids, each in ``range(len(VOCAB))``.
+
+    Returns:
+        The tokens joined by single spaces, e.g. ``"C D A"`` for ``[2, 3, 0]``.
+
+    Raises:
+        ValueError: if an id is outside the vocabulary (negative ids too; the message names the id).
+
+    See docs: chapter 1, step 1.2.
+    """
+    raise NotImplementedError("1.2 decode: check each id, then join VOCAB[i] with spaces (5 lines)")
+
+
+def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
+    """Cut one sequence into next-token training examples.
+
+    Every prefix predicts the token that follows it: ``[0, 1, 2]`` gives ``([0], 1)`` and ``([0, 1], 2)``.
+
+    Args:
+        ids: a sequence of token ids, length n.
+
+    Returns:
+        n − 1 pairs ``(context, target)``: ``context`` is the list ``ids[:k]`` and ``target`` is
+        ``ids[k]``, for k = 1 … n − 1. Empty for sequences shorter than 2.
+
+    See docs: chapter 1, step 1.3.
+    """
+    raise NotImplementedError("1.3 next_token_examples: one (ids[:k], ids[k]) pair per k from 1 (1 line)")
+
+
+def rnn_distance(i: int, j: int) -> int:
+    """How many recurrent steps information needs to get from position i to position j.
+
+    A recurrent network passes its hidden state one position at a time.
+
+    Args:
+        i: a position, 0-based.
+        j: another position, 0-based.
+
+    Returns:
+        The number of hops, ``|i − j|``.
+
+    Raises:
+        ValueError: if a position is negative.
+
+    See docs: chapter 1, step 1.4.
+    """
+    raise NotImplementedError("1.4 rnn_distance: one hop per position in between (3 lines)")
+
+
+def attention_distance(i: int, j: int) -> int:
+    """How many attention steps information needs to get from position i to position j.
+
+    Args:
+        i: a position, 0-based.
+        j: another position, 0-based.
+
+    Returns:
+        0 when i == j, otherwise 1: any position reads any other directly.
+
+    Raises:
+        ValueError: if a position is negative.
+
+    See docs: chapter 1, step 1.5.
+    """
+    raise NotImplementedError("1.5 attention_distance: every position reads every other directly (3 lines)")
+
+
+def causal_pair_count(n: int) -> int:
+    """How many query–key pairs causal attention scores for n tokens.
+
+    Position i compares its query with the keys of positions 0 … i.
+
+    Args:
+        n: number of tokens, 0 or more.
+
+    Returns:
+        1 + 2 + … + n = n(n + 1)/2.
+
+    Raises:
+        ValueError: if n is negative.
+
+    See docs: chapter 1, step 1.6.
+    """
+    raise NotImplementedError("1.6 causal_pair_count: position i scores i + 1 keys; add them up (3 lines)")

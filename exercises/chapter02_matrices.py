@@ -1,0 +1,119 @@
+"""Chapter 2: The Matrix Core — multiplication by hand, transposes, dot products, and their gradients.
+
+Everything a transformer computes is built from matrix products. Here they are written out as loops,
+so that every multiply-add is visible, together with the two rules that carry gradients back through a
+product, and central differences to check any gradient numerically.
+"""
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+
+def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    r"""Multiply two matrices with explicit loops.
+
+    $$C_{ij} = \sum_k A_{ik} B_{kj}$$
+
+    Args:
+        A: shape (m, n).
+        B: shape (n, p).
+
+    Returns:
+        C = AB, shape (m, p).
+
+    Raises:
+        ValueError: if A's columns and B's rows differ (the message names both shapes), or either is
+            not 2-D.
+
+    See docs: chapter 2, steps 2.1 and 2.2.
+    """
+    raise NotImplementedError("2.1 matmul: check shapes, then three nested loops adding A[i, k] * B[k, j] (10 lines)")
+
+
+def transpose(A: np.ndarray) -> np.ndarray:
+    r"""Swap rows and columns.
+
+    $$(A^\top)_{ij} = A_{ji}$$
+
+    Args:
+        A: shape (m, n).
+
+    Returns:
+        Aᵀ, shape (n, m), a new array.
+
+    Raises:
+        ValueError: if A is not 2-D.
+
+    See docs: chapter 2, step 2.6.
+    """
+    raise NotImplementedError("2.6 transpose: T[j, i] = A[i, j] in two loops (6 lines)")
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    r"""Dot product of two vectors: how aligned they are.
+
+    $$a \cdot b = \sum_i a_i b_i$$
+
+    Args:
+        a: shape (n,).
+        b: shape (n,).
+
+    Returns:
+        The dot product, a float.
+
+    Raises:
+        ValueError: if a and b are not 1-D vectors of the same length (the message names both shapes).
+
+    See docs: chapter 2, steps 2.3–2.5.
+    """
+    raise NotImplementedError("2.3 dot: check both are vectors of one length, then sum a[i] * b[i] (6 lines)")
+
+
+def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Carry the gradient of C = AB back to A and B.
+
+    $$\frac{\partial L}{\partial A} = \frac{\partial L}{\partial C} B^\top, \qquad
+    \frac{\partial L}{\partial B} = A^\top \frac{\partial L}{\partial C}$$
+
+    Each gradient has the shape of the matrix it belongs to; that alone tells you where the transposes go.
+
+    Args:
+        A: shape (m, n).
+        B: shape (n, p).
+        dC: gradient of the loss with respect to C, shape (m, p).
+
+    Returns:
+        (dA, dB) with shapes (m, n) and (n, p).
+
+    Raises:
+        ValueError: if the shapes do not fit together (the message names them).
+
+    See docs: chapter 2, steps 2.7 and 2.8.
+    """
+    raise NotImplementedError("2.7 matmul_backward: dA = dC Bᵀ, dB = Aᵀ dC — let the shapes guide you (5 lines)")
+
+
+def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    r"""Estimate the gradient of a scalar function by central differences.
+
+    $$\frac{\partial f}{\partial X_{ij}} \approx \frac{f(X + \epsilon E_{ij}) - f(X - \epsilon E_{ij})}{2\epsilon}$$
+
+    Nudge one entry up and down, watch f, and divide; the error shrinks like ε². Later chapters check every
+    hand-derived gradient this way.
+
+    Args:
+        f: a function of an array shaped like X, returning a float.
+        X: the point, any shape; it is not modified.
+        eps: the nudge, greater than 0.
+
+    Returns:
+        The estimated gradient, same shape as X.
+
+    Raises:
+        ValueError: if eps is not positive.
+
+    See docs: chapter 2, step 2.9.
+    """
+    raise NotImplementedError("2.9 numerical_gradient: nudge each entry by ±eps, (f(up) − f(down)) / (2 eps) (12 lines)")

@@ -1,0 +1,133 @@
+"""Chapter 1: Why Transformers? — sequences as next-token prediction.
+
+A language model reads a sequence of tokens and predicts the next one. This chapter sets up the tiny
+four-token vocabulary every later chapter uses, turns text into token ids and back, cuts a sequence
+into (context, next token) training examples, and counts how far information has to travel in a
+recurrent network compared with attention.
+"""
+
+VOCAB = ("A", "B", "C", "D")
+
+
+def encode(text: str) -> list[int]:
+    """Turn space-separated tokens into their ids in ``VOCAB``.
+
+    Args:
+        text: tokens separated by white space, e.g. ``"A B"``.
+
+    Returns:
+        One id per token, e.g. ``[0, 1]``; an empty list for empty text.
+
+    Raises:
+        ValueError: if a token is not in ``VOCAB`` (the message names it and the vocabulary).
+
+    See docs: chapter 1, step 1.1.
+    """
+    ids = []
+    for token in text.split():
+        if token not in VOCAB:
+            raise ValueError(f"unknown token {token!r}: the vocabulary is {', '.join(VOCAB)}")
+        ids.append(VOCAB.index(token))
+    return ids
+
+
+def decode(ids: list[int]) -> str:
+    """Turn token ids back into space-separated text.
+
+    Args:
+        ids: token ids, each in ``range(len(VOCAB))``.
+
+    Returns:
+        The tokens joined by single spaces, e.g. ``"C D A"`` for ``[2, 3, 0]``.
+
+    Raises:
+        ValueError: if an id is outside the vocabulary (negative ids too; the message names the id).
+
+    See docs: chapter 1, step 1.2.
+    """
+    tokens = []
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(VOCAB):
+            raise ValueError(f"token id {i!r} is outside the vocabulary 0..{len(VOCAB) - 1}")
+        tokens.append(VOCAB[i])
+    return " ".join(tokens)
+
+
+def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
+    """Cut one sequence into next-token training examples.
+
+    Every prefix predicts the token that follows it: ``[0, 1, 2]`` gives ``([0], 1)`` and ``([0, 1], 2)``.
+
+    Args:
+        ids: a sequence of token ids, length n.
+
+    Returns:
+        n − 1 pairs ``(context, target)``: ``context`` is the list ``ids[:k]`` and ``target`` is
+        ``ids[k]``, for k = 1 … n − 1. Empty for sequences shorter than 2.
+
+    See docs: chapter 1, step 1.3.
+    """
+    return [(list(ids[:k]), ids[k]) for k in range(1, len(ids))]
+
+
+def rnn_distance(i: int, j: int) -> int:
+    """How many recurrent steps information needs to get from position i to position j.
+
+    A recurrent network passes its hidden state one position at a time.
+
+    Args:
+        i: a position, 0-based.
+        j: another position, 0-based.
+
+    Returns:
+        The number of hops, ``|i − j|``.
+
+    Raises:
+        ValueError: if a position is negative.
+
+    See docs: chapter 1, step 1.4.
+    """
+    if i < 0 or j < 0:
+        raise ValueError(f"positions must be 0 or more, got {i} and {j}")
+    return abs(i - j)
+
+
+def attention_distance(i: int, j: int) -> int:
+    """How many attention steps information needs to get from position i to position j.
+
+    Args:
+        i: a position, 0-based.
+        j: another position, 0-based.
+
+    Returns:
+        0 when i == j, otherwise 1: any position reads any other directly.
+
+    Raises:
+        ValueError: if a position is negative.
+
+    See docs: chapter 1, step 1.5.
+    """
+    if i < 0 or j < 0:
+        raise ValueError(f"positions must be 0 or more, got {i} and {j}")
+    return 0 if i == j else 1
+
+
+def causal_pair_count(n: int) -> int:
+    """How many query–key pairs causal attention scores for n tokens.
+
+    Position i compares its query with the keys of positions 0 … i.
+
+    Args:
+        n: number of tokens, 0 or more.
+
+    Returns:
+        1 + 2 + … + n = n(n + 1)/2.
+
+    Raises:
+        ValueError: if n is negative.
+
+    See docs: chapter 1, step 1.6.
+    """
+    if n < 0:
+        raise ValueError(f"the number of tokens must be 0 or more, got {n}")
+    return n * (n + 1) // 2

@@ -1,0 +1,165 @@
+"""Chapter 2: The Matrix Core — multiplication by hand, transposes, dot products, and their gradients.
+
+Everything a transformer computes is built from matrix products. Here they are written out as loops,
+so that every multiply-add is visible, together with the two rules that carry gradients back through a
+product, and central differences to check any gradient numerically.
+"""
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+def _matrix(name: str, A) -> np.ndarray:
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {A.shape}")
+    return A
+
+
+def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    r"""Multiply two matrices with explicit loops.
+
+    $$C_{ij} = \sum_k A_{ik} B_{kj}$$
+
+    Args:
+        A: shape (m, n).
+        B: shape (n, p).
+
+    Returns:
+        C = AB, shape (m, p).
+
+    Raises:
+        ValueError: if A's columns and B's rows differ (the message names both shapes), or either is
+            not 2-D.
+
+    See docs: chapter 2, steps 2.1 and 2.2.
+    """
+    A, B = _matrix("A", A), _matrix("B", B)
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"cannot multiply A {A.shape} by B {B.shape}: A has {A.shape[1]} columns, B {B.shape[0]} rows")
+    m, n = A.shape
+    p = B.shape[1]
+    C = np.zeros((m, p))
+    for i in range(m):
+        for j in range(p):
+            for k in range(n):
+                C[i, j] += A[i, k] * B[k, j]  # row i of A meets column j of B
+    return C
+
+
+def transpose(A: np.ndarray) -> np.ndarray:
+    r"""Swap rows and columns.
+
+    $$(A^\top)_{ij} = A_{ji}$$
+
+    Args:
+        A: shape (m, n).
+
+    Returns:
+        Aᵀ, shape (n, m), a new array.
+
+    Raises:
+        ValueError: if A is not 2-D.
+
+    See docs: chapter 2, step 2.6.
+    """
+    A = _matrix("A", A)
+    m, n = A.shape
+    T = np.zeros((n, m))
+    for i in range(m):
+        for j in range(n):
+            T[j, i] = A[i, j]
+    return T
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    r"""Dot product of two vectors: how aligned they are.
+
+    $$a \cdot b = \sum_i a_i b_i$$
+
+    Args:
+        a: shape (n,).
+        b: shape (n,).
+
+    Returns:
+        The dot product, a float.
+
+    Raises:
+        ValueError: if a and b are not 1-D vectors of the same length (the message names both shapes).
+
+    See docs: chapter 2, steps 2.3–2.5.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"dot needs two vectors of the same length, got shapes {a.shape} and {b.shape}")
+    total = 0.0
+    for x, y in zip(a, b, strict=True):
+        total += x * y
+    return float(total)
+
+
+def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Carry the gradient of C = AB back to A and B.
+
+    $$\frac{\partial L}{\partial A} = \frac{\partial L}{\partial C} B^\top, \qquad
+    \frac{\partial L}{\partial B} = A^\top \frac{\partial L}{\partial C}$$
+
+    Each gradient has the shape of the matrix it belongs to; that alone tells you where the transposes go.
+
+    Args:
+        A: shape (m, n).
+        B: shape (n, p).
+        dC: gradient of the loss with respect to C, shape (m, p).
+
+    Returns:
+        (dA, dB) with shapes (m, n) and (n, p).
+
+    Raises:
+        ValueError: if the shapes do not fit together (the message names them).
+
+    See docs: chapter 2, steps 2.7 and 2.8.
+    """
+    A, B, dC = _matrix("A", A), _matrix("B", B), _matrix("dC", dC)
+    if A.shape[1] != B.shape[0] or dC.shape != (A.shape[0], B.shape[1]):
+        raise ValueError(f"matmul_backward: A {A.shape}, B {B.shape} and dC {dC.shape} do not fit C = AB")
+    dA = dC @ B.T  # (m, p) @ (p, n) -> (m, n)
+    dB = A.T @ dC  # (n, m) @ (m, p) -> (n, p)
+    return dA, dB
+
+
+def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    r"""Estimate the gradient of a scalar function by central differences.
+
+    $$\frac{\partial f}{\partial X_{ij}} \approx \frac{f(X + \epsilon E_{ij}) - f(X - \epsilon E_{ij})}{2\epsilon}$$
+
+    Nudge one entry up and down, watch f, and divide; the error shrinks like ε². Later chapters check every
+    hand-derived gradient this way.
+
+    Args:
+        f: a function of an array shaped like X, returning a float.
+        X: the point, any shape; it is not modified.
+        eps: the nudge, greater than 0.
+
+    Returns:
+        The estimated gradient, same shape as X.
+
+    Raises:
+        ValueError: if eps is not positive.
+
+    See docs: chapter 2, step 2.9.
+    """
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    X = np.array(X, dtype=np.float64)  # a private copy: the caller's X is never touched
+    grad = np.zeros_like(X)
+    for idx in np.ndindex(X.shape):
+        old = X[idx]
+        X[idx] = old + eps
+        up = f(X)
+        X[idx] = old - eps
+        down = f(X)
+        X[idx] = old
+        grad[idx] = (up - down) / (2 * eps)
+    return grad

@@ -1,0 +1,128 @@
+"""Chapter 3: Embeddings — from token ids to vectors, and gradients back to the table.
+
+Tokens are symbols; networks need numbers. An embedding table holds one learned row per token, and
+looking a token up is the same as multiplying its one-hot vector by the table. Training sends a
+gradient back to exactly the rows that were used.
+"""
+
+import numpy as np
+
+TOY_EMBEDDINGS = np.array(
+    [
+        [1.0, 0.0],  # A
+        [0.0, 1.0],  # B
+        [1.0, 1.0],  # C
+        [0.0, 0.0],  # D
+    ]
+)
+
+
+def _ids(ids, vocab_size: int) -> np.ndarray:
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ValueError(f"token ids must be a 1-D list of whole numbers, got {ids!r}")
+    bad = [int(i) for i in arr if not 0 <= i < vocab_size]
+    if bad:
+        raise IndexError(f"token ids {bad} are outside the table of {vocab_size} tokens (0..{vocab_size - 1})")
+    return arr.astype(np.int64)
+
+
+def one_hot(ids: list[int], vocab_size: int) -> np.ndarray:
+    """One-hot rows: a 1 in the token's column, 0 elsewhere.
+
+    Args:
+        ids: token ids, length seq.
+        vocab_size: number of tokens in the vocabulary, V.
+
+    Returns:
+        Shape (seq, V), float64.
+
+    Raises:
+        IndexError: if an id is outside 0..V−1 (negative ids too).
+
+    See docs: chapter 3, step 3.1.
+    """
+    arr = _ids(ids, vocab_size)
+    out = np.zeros((len(arr), vocab_size))
+    out[np.arange(len(arr)), arr] = 1.0
+    return out
+
+
+def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
+    """Look up each token's row in the embedding table.
+
+    Equivalent to ``one_hot(ids, V) @ table``, without the multiplications.
+
+    Args:
+        ids: token ids, length seq.
+        table: embedding table, shape (V, d).
+
+    Returns:
+        X, shape (seq, d): row i is ``table[ids[i]]``, a new array.
+
+    Raises:
+        IndexError: if an id is outside 0..V−1 — including −1, which NumPy would silently read as the
+            last row.
+        ValueError: if the table is not 2-D.
+
+    See docs: chapter 3, steps 3.2 and 3.3.
+    """
+    table = np.asarray(table, dtype=np.float64)
+    if table.ndim != 2:
+        raise ValueError(f"the embedding table must be 2-D (V, d), got shape {table.shape}")
+    return table[_ids(ids, table.shape[0])].copy()
+
+
+def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Send the gradient of the looked-up rows back to the table.
+
+    Row ``ids[i]`` of the table receives ``d_X[i]``; a token used twice receives both gradients, added.
+
+    Args:
+        ids: token ids, length seq.
+        d_X: gradient of the loss with respect to the embedded rows, shape (seq, d).
+        vocab_size: number of rows in the table, V.
+
+    Returns:
+        d_table, shape (V, d); rows of unused tokens are 0.
+
+    Raises:
+        IndexError: if an id is outside 0..V−1.
+        ValueError: if d_X does not have one row per id.
+
+    See docs: chapter 3, step 3.6.
+    """
+    arr = _ids(ids, vocab_size)
+    d_X = np.asarray(d_X, dtype=np.float64)
+    if d_X.ndim != 2 or d_X.shape[0] != len(arr):
+        raise ValueError(f"d_X {d_X.shape} needs one row per id ({len(arr)} ids)")
+    d_table = np.zeros((vocab_size, d_X.shape[1]))
+    np.add.at(d_table, arr, d_X)  # accumulates repeated ids; d_table[arr] += d_X would keep only one
+    return d_table
+
+
+def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    r"""How closely two vectors point the same way, whatever their lengths.
+
+    $$\cos(a, b) = \frac{a \cdot b}{\lVert a \rVert\,\lVert b \rVert}$$
+
+    Args:
+        a: shape (d,).
+        b: shape (d,).
+
+    Returns:
+        A float in [−1, 1]: 1 same direction, 0 perpendicular, −1 opposite.
+
+    Raises:
+        ValueError: if the shapes differ or either vector is all zeros (no direction to compare).
+
+    See docs: chapter 3, steps 3.4 and 3.5.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"cosine_similarity needs two vectors of the same length, got {a.shape} and {b.shape}")
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        raise ValueError("cosine similarity of a zero vector is undefined: it has no direction")
+    return float(a @ b / (na * nb))

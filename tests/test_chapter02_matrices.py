@@ -1,0 +1,138 @@
+"""Chapter 2: The Matrix Core — the book's worked examples from sections 2.3–2.9, and beyond.
+
+Numbers come from reference/chapter02_matrices.toml. Note the row-vector convention (step 2.2).
+"""
+
+import numpy as np
+import pytest
+
+from kata import close, expect, raises_clearly
+
+CHAPTER = 2
+RNG = np.random.default_rng(2)
+
+
+@pytest.mark.step("2.1")
+def test_the_identity_passes_the_half_matrix_through(ch, ws):
+    expect(ws, ch.matmul(ws.input("A"), ws.input("B")))
+
+
+@pytest.mark.step("2.2")
+def test_a_row_vector_times_the_rotation_turns_to_minus_y(ch, ws):
+    expect(ws, ch.matmul(ws.input("x"), ws.input("R")))
+
+
+@pytest.mark.step("2.3")
+def test_a_vector_dotted_with_itself_gives_one(ch, ws):
+    expect(ws, ch.dot(ws.input("a"), ws.input("b")))
+
+
+@pytest.mark.step("2.4")
+def test_perpendicular_vectors_give_zero(ch, ws):
+    expect(ws, ch.dot(ws.input("a"), ws.input("b")))
+
+
+@pytest.mark.step("2.5")
+def test_opposite_vectors_give_minus_one(ch, ws):
+    expect(ws, ch.dot(ws.input("a"), ws.input("b")))
+
+
+@pytest.mark.step("2.6")
+def test_transposing_the_rotation_swaps_rows_and_columns(ch, ws):
+    expect(ws, ch.transpose(ws.input("A")))
+
+
+@pytest.mark.step("2.7")
+def test_the_gradient_for_a_is_dc_times_b_transposed(ch, ws):
+    dA, _ = ch.matmul_backward(ws.input("A"), ws.input("B"), ws.input("dC"))
+    expect(ws, dA)
+
+
+@pytest.mark.step("2.8")
+def test_the_gradient_for_b_is_a_transposed_times_dc(ch, ws):
+    _, dB = ch.matmul_backward(ws.input("A"), ws.input("B"), ws.input("dC"))
+    expect(ws, dB)
+
+
+@pytest.mark.step("2.9")
+def test_central_differences_find_the_gradient_of_a_sum(ch, ws):
+    B = ws.input("B")
+    expect(ws, ch.numerical_gradient(lambda A: float((A @ B).sum()), ws.input("A")))
+
+
+# -- beyond the worksheet ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("m", "n", "p"), [(3, 4, 2), (1, 5, 1), (4, 1, 3), (5, 5, 5)])
+def test_matmul_matches_numpy_on_other_shapes(ch, m, n, p):
+    """matmul matches NumPy's @ on non-square shapes"""
+    A, B = RNG.normal(size=(m, n)), RNG.normal(size=(n, p))
+    close(ch.matmul(A, B), A @ B, f"matmul of {A.shape} by {B.shape}")
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (1, 4), (6, 2)])
+def test_transpose_matches_numpy(ch, shape):
+    """transpose matches A.T on non-square shapes"""
+    A = RNG.normal(size=shape)
+    close(ch.transpose(A), A.T, f"transpose of a {shape} matrix")
+
+
+@pytest.mark.parametrize("n", [1, 3, 10])
+def test_dot_matches_a_sum_of_products(ch, n):
+    """dot(a, b) equals sum(a * b) for vectors of other lengths"""
+    a, b = RNG.normal(size=n), RNG.normal(size=n)
+    close(ch.dot(a, b), float(np.sum(a * b)), f"dot of two length-{n} vectors")
+
+
+@pytest.mark.parametrize(("m", "n", "p"), [(3, 4, 2), (2, 5, 3)])
+def test_matmul_backward_matches_numerical_gradients(ch, m, n, p):
+    """dA and dB agree with central differences of L = sum(G * (A @ B)) on non-square shapes"""
+    A, B, G = RNG.normal(size=(m, n)), RNG.normal(size=(n, p)), RNG.normal(size=(m, p))
+
+    def numeric(f, X, eps=1e-6):  # central differences, written here: never the learner's
+        g = np.zeros_like(X)
+        for idx in np.ndindex(X.shape):
+            up, down = X.copy(), X.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            g[idx] = (f(up) - f(down)) / (2 * eps)
+        return g
+
+    dA, dB = ch.matmul_backward(A, B, G)
+    close(dA, numeric(lambda X: np.sum(G * (X @ B)), A), "dA", rtol=1e-5, atol=1e-8)
+    close(dB, numeric(lambda X: np.sum(G * (A @ X)), B), "dB", rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 2, 2)])
+def test_numerical_gradient_of_a_known_function(ch, shape):
+    """numerical_gradient of sum(sin(X)) is cos(X), and X is left untouched"""
+    X = RNG.normal(size=shape)
+    before = X.copy()
+    g = ch.numerical_gradient(lambda Y: float(np.sum(np.sin(Y))), X)
+    close(g, np.cos(X), f"numerical gradient of sum(sin(X)) for X of shape {shape}", rtol=1e-6, atol=1e-8,
+          mistakes=[("a one-sided difference without the 2 in 2ε", 2 * np.cos(X))])
+    close(X, before, "X after numerical_gradient (it must not be modified)")
+
+
+def test_matmul_and_transpose_leave_their_inputs_alone(ch):
+    """matmul and transpose do not modify their inputs"""
+    A, B = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 2))
+    a0, b0 = A.copy(), B.copy()
+    ch.matmul(A, B)
+    ch.transpose(A)
+    close(A, a0, "A after matmul/transpose")
+    close(B, b0, "B after matmul")
+
+
+def test_mismatched_shapes_name_both(ch):
+    """matmul of (2, 3) by (2, 2) raises ValueError naming both shapes"""
+    raises_clearly(lambda: ch.matmul(np.ones((2, 3)), np.ones((2, 2))), ValueError, "(2, 3)", "(2, 2)")
+
+
+def test_dot_of_different_lengths_is_refused(ch):
+    """dot of length 2 and length 3 raises ValueError naming both shapes"""
+    raises_clearly(lambda: ch.dot(np.ones(2), np.ones(3)), ValueError, "(2,)", "(3,)")
+
+
+def test_matmul_backward_refuses_a_wrong_gradient_shape(ch):
+    """matmul_backward with dC of the wrong shape raises ValueError naming it"""
+    raises_clearly(lambda: ch.matmul_backward(np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2))),
+                   ValueError, "(4, 2)")
