@@ -88,3 +88,19 @@ def test_a_planted_mistake_fails_and_is_named(mutant, tmp_path):
              or ("looks like:" in r["message"].lower() and mutant.named.lower() in r["message"].lower())]
     assert named, (f"the mistake '{mutant.named}' was caught but never named; failure messages were:\n"
                    + "\n---\n".join(r["message"][:400] for r in failed))
+
+
+def test_a_chapter_that_does_not_import_costs_only_its_own_checks(tmp_path):
+    """a syntax error in chapter 2 is reported in one line; chapters 1 and 3 are checked as usual"""
+    package = tmp_path / "broken"
+    shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
+    target = package / "chapter02_matrices.py"
+    target.write_text(target.read_text(encoding="utf-8") + "\ndef oops(:\n", encoding="utf-8")
+    files = [answer_key.load(n).test_file for n in (1, 2, 3)]
+    data = run_chapters(package, tmp_path / "results.json", files)
+    by_chapter = {n: [r for r in data["results"] if r["chapter"] == n] for n in (1, 2, 3)}
+    assert all(r["status"] == "passed" for r in by_chapter[1] + by_chapter[3]), "chapters 1 and 3 should pass"
+    assert by_chapter[2] and all(r["status"] == "error" for r in by_chapter[2])
+    message = by_chapter[2][0]["message"]
+    assert "\n" not in message and "SyntaxError" in message and "chapter02_matrices.py" in message, message
+    assert "chapter 2 does not import" in data["chapters_not_importing"]["2"]
