@@ -80,6 +80,13 @@ def selfcheck(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def lint(session: nox.Session) -> None:
+    """Ruff with the Google docstring convention: a docstring cannot describe a parameter that is not there."""
+    install(session, "lint")
+    session.run("ruff", "check", ".", *session.posargs)
+
+
+@nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio."""
     install(session, "test")

@@ -10,7 +10,6 @@ from collections.abc import Callable
 import numpy as np
 
 
-
 def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     r"""Multiply two matrices with explicit loops.
 

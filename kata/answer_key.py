@@ -126,8 +126,10 @@ def _unit(text: str) -> float:
 
 
 def _array(value: Any, where: str) -> Any:
-    """Numbers become float64 arrays, booleans bool arrays; anything else (text, ragged lists of examples)
-    stays as TOML gives it and is compared for equality."""
+    """Numbers become float64 arrays and booleans bool arrays.
+
+    Anything else (text, ragged lists of examples) stays as TOML gives it and is compared for equality.
+    """
     if isinstance(value, bool) or (isinstance(value, list) and _is_bool_tree(value)):
         return np.array(value, dtype=bool)
     if _is_number_tree(value):

@@ -1,5 +1,8 @@
-"""Comparisons that teach: every failure names the step, the inputs, the exact and printed values, what
-came back, the tolerance, a hint, and the classic mistake the result looks like."""
+"""Comparisons that teach.
+
+Every failure names the step, the inputs, the exact and printed values, what came back, the tolerance,
+a hint, and the classic mistake the result looks like.
+"""
 
 from __future__ import annotations
 

@@ -42,6 +42,7 @@ class ChapterDoesNotImport(Exception):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add --impl, --steps, --progress and --kata-results."""
     group = parser.getgroup("kata", "transformer katas")
     group.addoption(
         "--impl",
@@ -64,6 +65,7 @@ def _impl_name(config: pytest.Config) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the step marker, choose the view, and start collecting results."""
     config.addinivalue_line("markers", "step(id): the worksheet step this test checks, e.g. step('4.3')")
     root = str(answer_key.ROOT)
     if root not in sys.path:
@@ -93,6 +95,7 @@ class KataState:
 
     # -- importing -----------------------------------------------------------------------------
     def chapter_module(self, number: int) -> ModuleType:
+        """Import chapter ``number`` of the chosen implementation once; a failure is kept as one line."""
         chapter = answer_key.load(number)
         name = f"{self.impl}.{chapter.module}"
         if name not in self.modules:
@@ -111,6 +114,7 @@ class KataState:
 
     # -- hooks -----------------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> str:
+        """Say whose code runs."""
         try:
             package = importlib.import_module(self.impl)
             where = Path(package.__file__).parent if package.__file__ else "?"
@@ -120,6 +124,7 @@ class KataState:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """Record each test's result in the course's words; "not started" and import errors lose the traceback."""
         report = yield
         if report.when == "call" or (report.when == "setup" and not report.passed):
             result = _result_for(item, call, report)
@@ -132,6 +137,7 @@ class KataState:
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        """In the worksheet and progress views, print nothing per test."""
         if (config.getoption("steps") or config.getoption("progress")) and report.when == "call":
             return report.outcome, "", ""
         if (config.getoption("steps") or config.getoption("progress")) and report.failed:
@@ -139,6 +145,7 @@ class KataState:
         return None
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
+        """Print the chapter or progress view."""
         tr = terminalreporter
         if config.getoption("steps"):
             for line in chapter_view(self.results, self.impl, self.chapters_seen):
@@ -148,6 +155,7 @@ class KataState:
                 tr.write_line(line)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write --kata-results."""
         path = self.config.getoption("kata_results")
         if path:
             data = {

@@ -1,5 +1,7 @@
-"""Write a chapter's stub from its solution: same imports, names, signatures and docstrings, every
-public function body replaced (private helpers dropped) by ``raise NotImplementedError(...)``. A starting point for authors; edit each
+"""Write a chapter's stub from its solution.
+
+Same imports, names, signatures and docstrings; every public function body replaced by
+``raise NotImplementedError(...)``; private helpers dropped. A starting point for authors: edit each
 message to name the step and give a nudge, e.g. ``"4.2: divide Q @ K.T by sqrt(d_k)"``.
 
 Usage: python -m kata.stubgen solutions/chapter05_forward_pass.py > exercises/chapter05_forward_pass.py

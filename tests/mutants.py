@@ -21,6 +21,7 @@ class Mutant:
 
     @property
     def id(self) -> str:
+        """A short name for the test id."""
         return f"ch{self.chapter}-{self.named[:40]}"
 
 
@@ -42,6 +43,16 @@ MUTANTS = [
     Mutant(4, "chapter04_attention.py", "e / np.sum(e, axis=axis, keepdims=True)", "e / np.sum(e, axis=0, keepdims=True)",
            "wrong axis"),
     Mutant(4, "chapter04_attention.py", "S = np.where(mask, S, -np.inf)", "S = S", "the mask was ignored"),
+    Mutant(5, "chapter05_forward_pass.py", "context = output[-1]", "context = output[0]",
+           "the context taken from the first position instead of the last"),
+    Mutant(5, "chapter05_forward_pass.py", "mask=causal_mask(len(X))", "mask=None", "the causal mask was ignored"),
+    Mutant(6, "chapter06_training_step.py", "return param - lr * grad", "return param + lr * grad",
+           "update adds the gradient instead of subtracting it"),
+    Mutant(6, "chapter06_training_step.py", "dlogits[t] -= 1.0", "dlogits[t] -= 0.0",
+           "dL/dlogits without the −1 at the target"),
+    Mutant(6, "chapter06_training_step.py", "dWO = np.outer(c, dz)", "dWO = -np.outer(c, dz)", "the sign flipped"),
+    Mutant(6, "chapter06_training_step.py", "return param - lr * grad", "return param - grad",
+           "the learning rate forgotten"),
     Mutant(9, "chapter09_feed_forward.py", "return np.where(x > 0, d_out, 0.0)", "return d_out",
            "ReLU gradient passed through for negative inputs"),
     Mutant(9, "chapter09_feed_forward.py", "return np.where(x > 0, d_out, 0.0)", "return np.where(x >= 0, d_out, 0.0)",

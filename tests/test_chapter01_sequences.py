@@ -58,7 +58,7 @@ def test_encode_then_decode_gives_the_text_back(ch):
 
 
 def test_encode_ignores_extra_white_space(ch):
-    """encode("  A   B\\tC ") is [0, 1, 2]"""
+    """encode("  A   B  C ") with tabs and runs of spaces is [0, 1, 2]"""
     got = ch.encode("  A   B\tC ")
     assert plain(got) == [0, 1, 2], f"encode('  A   B\\tC ') gave {got!r}"
 

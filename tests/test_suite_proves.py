@@ -1,5 +1,7 @@
-"""The suite proves itself: every test fails on the untouched stubs, passes on solutions/, and catches
-and names the planted mistakes in tests/mutants.py.
+"""The suite proves itself.
+
+Every test fails on the untouched stubs, passes on solutions/, and catches and names the planted
+mistakes in tests/mutants.py.
 
 Each run is a separate pytest process with `--impl`, reading the machine-readable results the kata
 plugin writes with `--kata-results`.
