@@ -47,7 +47,7 @@ def _matches(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> boo
     if got.shape != want.shape:
         return False
     if want.dtype == bool or got.dtype == bool:
-        return bool(np.array_equal(got, want))
+        return got.dtype == want.dtype and bool(np.array_equal(got, want))
     if not np.all(np.isfinite(got)):
         return False
     return bool(np.allclose(got, want, rtol=rtol, atol=atol))
@@ -110,6 +110,8 @@ def expect(
         lines.append(f"  got       {show(arr)}")
     if step.exact.dtype != bool:
         lines.append(f"  tolerance rtol {step.rtol:g}, atol {step.atol:g}")
+    elif arr.dtype != bool:
+        lines.append(f"  note      expected booleans (dtype bool), got dtype {arr.dtype}")
     mistake = looks_like(arr, known, step.rtol, step.atol)
     if mistake:
         why = next((m.why for m in step.mistakes if m.name == mistake and m.why), "")

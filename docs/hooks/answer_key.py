@@ -6,6 +6,8 @@ Markers in a page (HTML comments, so a page still reads sensibly without the hoo
   printed value, the exact float64 value.
 - ``<!-- kata:hints N -->`` — every step's hints, folded, in three layers.
 - ``<!-- kata:errata N -->`` — every erratum and note of chapter N.
+- ``<!-- kata:errata all -->`` — every erratum of every chapter in ``reference/``, each linked to its
+  step on the chapter's page (the site-wide Errata page).
 
 Numbers on the pages come from the same answer key as the tests; none is typed twice.
 """
@@ -23,7 +25,7 @@ if str(ROOT) not in sys.path:
 from kata import answer_key  # noqa: E402
 from kata.checks import show  # noqa: E402
 
-MARKER = re.compile(r"<!--\s*kata:(worksheet|hints|errata)\s+(\d+)\s*-->")
+MARKER = re.compile(r"<!--\s*kata:(worksheet|hints|errata)\s+(\d+|all)\s*-->")
 
 
 def _printed(value) -> str:
@@ -85,11 +87,44 @@ def errata(chapter: answer_key.Chapter) -> str:
     return "\n".join(out) + "\n"
 
 
+def all_errata(from_page: str) -> str:
+    """Every erratum of every chapter, grouped by chapter; step ids link to the chapter pages.
+
+    ``from_page`` is the docs-relative path of the page being rendered (links are relative to it).
+    """
+    up = "../" * from_page.count("/")
+    chapters = answer_key.chapters()
+    total = sum(1 for c in chapters for s in c.steps if s.erratum)
+    out = [f"{total} printed number{'s' if total != 1 else ''} corrected across {len(chapters)} "
+           f"chapter{'s' if len(chapters) != 1 else ''} with an answer key.", ""]
+    for chapter in chapters:
+        page = up + chapter.page.removeprefix("docs/") if (ROOT / chapter.page).is_file() else None
+        wrong = [s for s in chapter.steps if s.erratum]
+        out.append(f"## Chapter {chapter.number}: {chapter.title}")
+        out.append("")
+        if chapter.source:
+            out.append(f"*Worksheet: {chapter.source}.*" + (f" [Go to the chapter]({page})." if page else ""))
+            out.append("")
+        if not wrong:
+            out.append("No errata: every number this chapter's worksheet prints agrees with exact arithmetic to "
+                       "the precision it is printed with.")
+        for s in wrong:
+            step = f"[{s.id}]({page}#{s.anchor})" if page else s.id
+            out.append(f"- **{step} {s.title}.** The worksheet prints "
+                       f"`{_printed(s.printed)}`; exact arithmetic gives `{show(s.exact)}`. {s.erratum}")
+        out.append("")
+    return "\n".join(out)
+
+
 RENDER = {"worksheet": worksheet, "hints": hints, "errata": errata}
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: D103 - MkDocs hook
     def replace(m: re.Match) -> str:
+        if m.group(2) == "all":
+            if m.group(1) != "errata":
+                raise ValueError(f"{page.file.src_uri}: only kata:errata takes 'all', not {m.group(0)}")
+            return all_errata(page.file.src_uri)
         return RENDER[m.group(1)](answer_key.load(int(m.group(2))))
 
     return MARKER.sub(replace, markdown)
