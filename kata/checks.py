@@ -98,7 +98,7 @@ def expect(
     shown_inputs = step.inputs if inputs is None else inputs
     for name, value in shown_inputs.items():
         lines.append(f"  input     {name} = {show(value)}")
-    lines.append(f"  expected  {show(step.exact)}  (exact float64)")
+    lines.append(f"  expected  {show(step.exact)}" + ("" if step.exact.dtype == bool else "  (exact float64)"))
     if step.printed is not None:
         printed = f"  worksheet {_printed(step.printed)}"
         if step.erratum:
