@@ -49,6 +49,7 @@ class Step:
     erratum: str = ""
     note: str = ""
     mistakes: tuple[Mistake, ...] = ()
+    own_tolerance: bool = False  # True when the key sets rtol or atol for this step
 
     @property
     def anchor(self) -> str:
@@ -169,6 +170,7 @@ def _step(raw: dict[str, Any], chapter: int, where: str) -> Step:
         erratum=raw.get("erratum", ""),
         note=raw.get("note", ""),
         mistakes=mistakes,
+        own_tolerance="rtol" in raw or "atol" in raw,
     )
 
 

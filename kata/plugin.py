@@ -53,6 +53,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--steps", action="store_true", help="print the run as the chapter's worksheet")
     group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
     group.addoption("--kata-results", metavar="FILE", help="write every test's result as JSON to FILE")
+    group.addoption(
+        "--strict-exact",
+        action="store_true",
+        help="authors: compare worksheet steps at rtol 1e-12 (unless the key sets a tolerance) to prove the "
+        "answer key's exact values are stored to full float64 precision",
+    )
 
 
 def _impl_name(config: pytest.Config) -> str:
@@ -75,6 +81,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.tbstyle = "no"
         config.option.reportchars = "N"
         config.option.verbose = min(config.option.verbose, -2)
+    if config.getoption("strict_exact"):
+        from . import checks
+
+        checks.STRICT_EXACT = True
     state = KataState(config)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "kata-state")

@@ -13,25 +13,28 @@ from pathlib import Path
 
 
 def stub(source: str) -> str:
-    """Return ``source`` with every top-level function body after its docstring replaced by a raise."""
+    """Return ``source`` with public function bodies (after the docstring) replaced by a raise.
+
+    Every edit is a (first line, last line, replacement) on the original line numbers, applied from the
+    bottom up, so no edit shifts the lines of another.
+    """
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
-    cuts = []  # (first body line after docstring, last line, indent, name)
+    edits = []
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            body = node.body
-            start = body[1].lineno if (len(body) > 1 and isinstance(body[0], ast.Expr)
-                                       and isinstance(body[0].value, ast.Constant)) else body[0].lineno
-            if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) == 1:
-                start = body[0].end_lineno + 1
-            indent = " " * (node.col_offset + 4)
-            cuts.append((start, node.end_lineno, indent, node.name))
-    for start, end, indent, name in reversed(cuts):
-        lines[start - 1:end] = [f'{indent}raise NotImplementedError("{name}: not written yet")\n']
-    private = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")]
-    for node in reversed(private):  # helpers of the solution are the learner's to write, not to be given
-        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        lines[first - 1:node.end_lineno] = []
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if node.name.startswith("_"):  # a helper of the solution: the learner writes their own
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            edits.append((first, node.end_lineno, []))
+            continue
+        body = node.body
+        has_doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+        start = body[0].end_lineno + 1 if has_doc else body[0].lineno
+        indent = " " * (node.col_offset + 4)
+        edits.append((start, node.end_lineno, [f'{indent}raise NotImplementedError("{node.name}: not written yet")\n']))
+    for first, last, replacement in sorted(edits, reverse=True):
+        lines[first - 1:last] = replacement
     return "".join(lines)
 
 

@@ -21,10 +21,10 @@ ROOT = answer_key.ROOT
 CHAPTER_TESTS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_chapter*.py"))
 
 
-def run_chapters(impl: str, out, files=CHAPTER_TESTS) -> dict:
+def run_chapters(impl: str, out, files=CHAPTER_TESTS, *options: str) -> dict:
     """Run chapter tests against `impl` in a fresh process; return the plugin's JSON results."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *files, "--impl", str(impl), "--kata-results", str(out),
+        [sys.executable, "-m", "pytest", *files, *options, "--impl", str(impl), "--kata-results", str(out),
          "-q", "-p", "no:cacheprovider", "--timeout", "120"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )
@@ -37,7 +37,10 @@ def run_chapters(impl: str, out, files=CHAPTER_TESTS) -> dict:
 
 @pytest.fixture(scope="module")
 def on_solutions(tmp_path_factory):
-    return run_chapters("solutions", tmp_path_factory.mktemp("solutions") / "results.json")
+    # --strict-exact: the key's exact values must agree with the reference to 1e-12, so a value typed from
+    # a rounded printout (off by 1e-9, inside the learners' tolerance) is caught here.
+    return run_chapters("solutions", tmp_path_factory.mktemp("solutions") / "results.json", CHAPTER_TESTS,
+                        "--strict-exact")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +49,7 @@ def on_stubs(tmp_path_factory):
 
 
 def test_every_chapter_test_passes_on_the_solutions(on_solutions):
-    """solutions/ passes every chapter test"""
+    """solutions/ passes every chapter test, worksheet steps at rtol 1e-12 (the key's values are exact)"""
     results = on_solutions["results"]
     assert results, "no chapter tests ran"
     bad = [f"{r['nodeid']}: {r['status']}: {r['message'][:300]}" for r in results if r["status"] != "passed"]
