@@ -1,0 +1,155 @@
+"""Chapter 5: The Forward Pass — from token ids to next-token probabilities.
+
+The book's Example 1, end to end: embeddings, the Q/K/V projections, causal scaled dot-product
+attention, the context at the last position, the output matrix W_O, and a softmax over the vocabulary.
+Every intermediate is returned so that a pencil worksheet can be compared with it line by line.
+
+Two modelling choices make the book's "simplified" model exact:
+
+- W_O is an explicit (d_v, vocab) matrix, 2×4 here: ``[[0.1, 0, 0, 0], [0, 0, 0.1, 0]]``, so that
+  ``logits = context @ W_O`` gives the worksheet's logits [0.00498, 0, 0.00502, 0].
+- Attention is causal (a position sees itself and the positions before it), and the context that
+  predicts the next token is the attention output at the LAST position.
+
+Worksheet: the book's Example 1 (input "A B", W_Q = W_K = W_V = 0.1·I).
+"""
+
+import numpy as np
+
+from .chapter03_embeddings import TOY_EMBEDDINGS, embed
+from .chapter04_attention import attention_scores, causal_mask, raw_scores, scaled_dot_product_attention, softmax
+
+PARAM_NAMES = ("WQ", "WK", "WV", "WO")
+
+
+def _matrix(params: dict, name: str) -> np.ndarray:
+    if name not in params:
+        raise ValueError(f"params is missing {name!r}: it needs {', '.join(PARAM_NAMES)}")
+    W = np.asarray(params[name], dtype=np.float64)
+    if W.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {W.shape}")
+    return W
+
+
+def toy_params() -> dict[str, np.ndarray]:
+    r"""The book's toy model: W_Q = W_K = W_V = 0.1·I and the explicit 2×4 output matrix W_O.
+
+    $$W_Q = W_K = W_V = \begin{bmatrix} 0.1 & 0 \\ 0 & 0.1 \end{bmatrix}, \qquad
+    W_O = \begin{bmatrix} 0.1 & 0 & 0 & 0 \\ 0 & 0 & 0.1 & 0 \end{bmatrix}$$
+
+    Column j of W_O scores token j (A, B, C, D): context[0] feeds A's logit, context[1] feeds C's.
+
+    Returns:
+        A new dict ``{"WQ", "WK", "WV"}`` of shape (2, 2) each and ``"WO"`` of shape (2, 4); fresh arrays
+        on every call, so changing one model never changes another.
+
+    See docs: chapter 5, step 5.1.
+    """
+    return {
+        "WQ": 0.1 * np.eye(2),
+        "WK": 0.1 * np.eye(2),
+        "WV": 0.1 * np.eye(2),
+        "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]]),
+    }
+
+
+def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Project every embedded token to its query, key and value.
+
+    $$Q = X W_Q, \qquad K = X W_K, \qquad V = X W_V$$
+
+    Args:
+        X: embedded tokens, shape (seq, d_model), one row per position.
+        params: a dict with ``"WQ"`` and ``"WK"`` of shape (d_model, d_k) and ``"WV"`` of shape
+            (d_model, d_v); other keys are ignored.
+
+    Returns:
+        (Q, K, V) with shapes (seq, d_k), (seq, d_k) and (seq, d_v); new arrays.
+
+    Raises:
+        ValueError: if X is not 2-D, a matrix is missing or not 2-D, a matrix's rows differ from X's
+            width d_model, or W_Q and W_K have different widths (the message names the matrix and shapes).
+
+    See docs: chapter 5, step 5.3.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (seq, d_model), got shape {X.shape}")
+    WQ, WK, WV = (_matrix(params, name) for name in ("WQ", "WK", "WV"))
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        if W.shape[0] != X.shape[1]:
+            raise ValueError(f"{name} {W.shape} needs {X.shape[1]} rows to multiply X {X.shape}")
+    if WQ.shape[1] != WK.shape[1]:
+        raise ValueError(f"WQ {WQ.shape} and WK {WK.shape} must have the same width d_k: queries meet keys")
+    return X @ WQ, X @ WK, X @ WV  # (seq, d_model) @ (d_model, d_k or d_v)
+
+
+def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.ndarray | None = None) -> dict:
+    r"""Run the whole model on a sequence and keep every intermediate.
+
+    $$X = E[\text{ids}], \quad Q, K, V = X W_Q, X W_K, X W_V, \quad
+    A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M_{\text{causal}}\right) V$$
+
+    $$c = A_{\text{last}}, \qquad z = c\, W_O, \qquad p = \mathrm{softmax}(z)$$
+
+    Args:
+        ids: token ids, length seq ≥ 1, each a row of the embedding table.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v) and ``"WO"`` (d_v, vocab).
+        embeddings: the embedding table E, shape (vocab, d_model); None means chapter 3's
+            ``TOY_EMBEDDINGS`` (A, B, C, D as [1, 0], [0, 1], [1, 1], [0, 0]).
+
+    Returns:
+        A dict of new arrays:
+        ``"X"`` (seq, d_model) embedded tokens;
+        ``"Q"``, ``"K"`` (seq, d_k) and ``"V"`` (seq, d_v);
+        ``"raw_scores"`` (seq, seq) Q Kᵀ; ``"scores"`` (seq, seq) Q Kᵀ/√d_k, before the mask;
+        ``"weights"`` (seq, seq) causal attention weights, zero above the diagonal, rows summing to 1;
+        ``"output"`` (seq, d_v) attention output, one row per position;
+        ``"context"`` (d_v,) the output's last row; ``"logits"`` (vocab,); ``"probs"`` (vocab,).
+
+    Raises:
+        IndexError: if a token id is outside the embedding table (the message names the id).
+        ValueError: if ids is empty, or a matrix is missing or has a shape that does not fit (W_O must
+            have d_v rows and one column per token of the table; the message names the matrix).
+
+    See docs: chapter 5, steps 5.2–5.8.
+    """
+    table = TOY_EMBEDDINGS if embeddings is None else np.asarray(embeddings, dtype=np.float64)
+    X = embed(ids, table)  # (seq, d_model); refuses ids outside the table
+    if X.shape[0] == 0:
+        raise ValueError("forward needs at least one token id, got none")
+    Q, K, V = project_qkv(X, params)
+    WO = _matrix(params, "WO")
+    if WO.shape != (V.shape[1], table.shape[0]):
+        raise ValueError(f"WO {WO.shape} must be (d_v, vocab) = ({V.shape[1]}, {table.shape[0]}): one row per "
+                         f"value dimension, one column per token of the embedding table {table.shape}")
+    output, weights = scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(X)))  # (seq, d_v), (seq, seq)
+    context = output[-1]  # the last position is the one that predicts the next token
+    logits = context @ WO  # (d_v,) @ (d_v, vocab) -> (vocab,)
+    return {
+        "X": X, "Q": Q, "K": K, "V": V,
+        "raw_scores": raw_scores(Q, K), "scores": attention_scores(Q, K),
+        "weights": weights, "output": output, "context": context,
+        "logits": logits, "probs": softmax(logits),
+    }
+
+
+def next_token_probs(ids: list[int], params: dict[str, np.ndarray], *,
+                     embeddings: np.ndarray | None = None) -> np.ndarray:
+    """The model's prediction: a probability for every token of the vocabulary to come next.
+
+    Args:
+        ids: token ids, length seq ≥ 1.
+        params: as for ``forward``.
+        embeddings: as for ``forward`` (None: the toy table).
+
+    Returns:
+        Probabilities, shape (vocab,), positive and summing to 1.
+
+    Raises:
+        IndexError: as for ``forward``.
+        ValueError: as for ``forward``.
+
+    See docs: chapter 5, step 5.8.
+    """
+    return forward(ids, params, embeddings=embeddings)["probs"]

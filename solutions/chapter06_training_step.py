@@ -1,0 +1,177 @@
+"""Chapter 6: One Training Step — loss, its gradient, and one step of gradient descent on W_O.
+
+The book's Example 2: feed "A B", measure how surprised the model is that C comes next (cross-entropy),
+carry the gradient back to the logits and on to the output matrix W_O, and move W_O a little against
+the gradient. Only W_O learns here (W_Q, W_K, W_V stay fixed, as in the book), but all eight entries
+of the explicit 2×4 W_O move, not only the one the worksheet updates.
+
+Worksheet: the book's Example 2 (input "A B", target C = 2, learning rate 0.1).
+"""
+
+import numpy as np
+
+from .chapter05_forward_pass import forward
+
+
+def _probs(probs) -> np.ndarray:
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"probs must be a non-empty 1-D vector (vocab,), got shape {p.shape}")
+    if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-6:
+        raise ValueError(f"probs must be a probability distribution (non-negative, summing to 1), got sum "
+                         f"{p.sum():.6g} and minimum {p.min():.6g}: were logits passed instead of probabilities?")
+    return p
+
+
+def _target(target, vocab: int) -> int:
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
+        raise TypeError(f"target must be a whole-number token id, got {target!r}")
+    if not 0 <= target < vocab:
+        raise IndexError(f"target {target} is outside the vocabulary of {vocab} tokens (0..{vocab - 1})")
+    return int(target)
+
+
+def cross_entropy(probs: np.ndarray, target: int) -> float:
+    r"""How surprised the model is by the right answer: minus the log of its probability.
+
+    $$L = -\log p_{\text{target}}$$
+
+    Args:
+        probs: the model's probabilities, shape (vocab,), non-negative and summing to 1.
+        target: the id of the token that really comes next, in 0..vocab−1.
+
+    Returns:
+        The loss, a float ≥ 0: 0 when the model gives the target probability 1.
+
+    Raises:
+        IndexError: if target is outside 0..vocab−1 (the message names it and the vocabulary size).
+        TypeError: if target is not a whole number.
+        ValueError: if probs is not a 1-D probability distribution (logits passed by mistake, say).
+
+    See docs: chapter 6, step 6.1.
+    """
+    p = _probs(probs)
+    t = _target(target, len(p))
+    return float(-np.log(p[t]))
+
+
+def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
+    r"""Gradient of the cross-entropy loss with respect to the logits (softmax included).
+
+    $$\frac{\partial L}{\partial z_i} = p_i - \mathbb{1}[i = \text{target}]$$
+
+    Negative only at the target: gradient descent raises the target's logit and lowers every other.
+
+    Args:
+        probs: the softmax probabilities, shape (vocab,).
+        target: the id of the right token, in 0..vocab−1.
+
+    Returns:
+        dL/dlogits, shape (vocab,), a new array summing to 0.
+
+    Raises:
+        IndexError: if target is outside 0..vocab−1.
+        TypeError: if target is not a whole number.
+        ValueError: if probs is not a 1-D probability distribution.
+
+    See docs: chapter 6, step 6.2.
+    """
+    p = _probs(probs)
+    t = _target(target, len(p))
+    dlogits = p.copy()
+    dlogits[t] -= 1.0  # the one-hot of the target
+    return dlogits
+
+
+def output_backward(context: np.ndarray, WO: np.ndarray, dlogits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Carry the gradient of the logits z = c W_O back to the context and to W_O.
+
+    $$\frac{\partial L}{\partial c} = W_O \frac{\partial L}{\partial z}, \qquad
+    \frac{\partial L}{\partial W_O} = c^\top \frac{\partial L}{\partial z}
+    \quad(\text{the outer product: } dW_O[i][j] = c_i \, dz_j)$$
+
+    Args:
+        context: the context vector c, shape (d_v,).
+        WO: the output matrix, shape (d_v, vocab).
+        dlogits: dL/dz, shape (vocab,).
+
+    Returns:
+        (dcontext, dWO) with shapes (d_v,) and (d_v, vocab).
+
+    Raises:
+        ValueError: if context or dlogits is not 1-D, WO is not 2-D, or the shapes do not fit
+            z = c W_O (the message names all three shapes).
+
+    See docs: chapter 6, steps 6.3 and 6.4.
+    """
+    c = np.asarray(context, dtype=np.float64)
+    WO = np.asarray(WO, dtype=np.float64)
+    dz = np.asarray(dlogits, dtype=np.float64)
+    if c.ndim != 1 or WO.ndim != 2 or dz.ndim != 1 or WO.shape != (c.size, dz.size):
+        raise ValueError(f"output_backward: context {c.shape}, WO {WO.shape} and dlogits {dz.shape} do not fit "
+                         "logits = context @ WO (need (d_v,), (d_v, vocab) and (vocab,))")
+    dcontext = WO @ dz  # (d_v, vocab) @ (vocab,) -> (d_v,)
+    dWO = np.outer(c, dz)  # (d_v,) outer (vocab,) -> (d_v, vocab)
+    return dcontext, dWO
+
+
+def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
+    r"""One step of gradient descent: move against the gradient.
+
+    $$W_{\text{new}} = W - \eta \, \frac{\partial L}{\partial W}$$
+
+    Args:
+        param: the parameter, any shape.
+        grad: dL/dparam, the same shape.
+        lr: the learning rate η, a finite number ≥ 0.
+
+    Returns:
+        The updated parameter, a new array of the same shape; ``param`` itself is not changed.
+
+    Raises:
+        ValueError: if the shapes differ (the message names both) or lr is negative or not finite.
+        TypeError: if lr is not a real number.
+
+    See docs: chapter 6, step 6.5.
+    """
+    param = np.asarray(param, dtype=np.float64)
+    grad = np.asarray(grad, dtype=np.float64)
+    if param.shape != grad.shape:
+        raise ValueError(f"sgd_step: param {param.shape} and grad {grad.shape} must have the same shape")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
+        raise TypeError(f"the learning rate must be a number, got {lr!r}")
+    if not (np.isfinite(lr) and lr >= 0):
+        raise ValueError(f"the learning rate must be finite and 0 or more, got {lr}")
+    return param - lr * grad  # downhill: against the gradient
+
+
+def train_output_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: float, *,
+                      embeddings: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], float]:
+    """One training step that updates W_O only: forward, loss, gradient, descent.
+
+    Args:
+        ids: the input token ids, length seq ≥ 1.
+        target: the id of the token that should come next, in 0..vocab−1.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        lr: the learning rate η ≥ 0.
+        embeddings: the embedding table (vocab, d_model); None means the toy table.
+
+    Returns:
+        (new_params, loss): a new dict with the same keys, W_O replaced by W_O − η·dW_O and the other
+        matrices copied unchanged; ``loss`` is the cross-entropy BEFORE the update, a float.
+        ``params`` is not changed.
+
+    Raises:
+        IndexError: if a token id or the target is outside the vocabulary.
+        TypeError: if target is not a whole number.
+        ValueError: if a matrix is missing or its shape does not fit, or lr is negative.
+
+    See docs: chapter 6, step 6.6.
+    """
+    f = forward(ids, params, embeddings=embeddings)
+    loss = cross_entropy(f["probs"], target)
+    dlogits = cross_entropy_grad(f["probs"], target)  # (vocab,)
+    _, dWO = output_backward(f["context"], params["WO"], dlogits)  # (d_v, vocab)
+    new_params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}  # copies, not views
+    new_params["WO"] = sgd_step(params["WO"], dWO, lr)
+    return new_params, loss
