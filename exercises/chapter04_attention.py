@@ -28,11 +28,12 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
         and sums to 1.
 
     Raises:
-        ValueError: if ``x`` is empty along ``axis`` or a slice along ``axis`` is entirely ``-inf``.
+        ValueError: if ``x`` is empty along ``axis`` (the message says "softmax") or a slice along ``axis``
+            is entirely ``-inf`` (the message says "-inf").
 
     See docs: chapter 4, step 4.3.
     """
-    raise NotImplementedError("4.3 softmax: subtract the max along axis, exponentiate, divide by the sum (4 lines)")
+    raise NotImplementedError("4.3 softmax: refuse empty or all -inf input, subtract the max along axis, exponentiate, divide by the sum (8 lines)")
 
 
 def raw_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
@@ -115,8 +116,9 @@ def scaled_dot_product_attention(
         sums to 1.
 
     Raises:
-        ValueError: if V has a different number of rows than K, the mask has the wrong shape, or a mask
-            row allows nothing.
+        ValueError: if Q and K do not fit (as ``raw_scores``); if V has a different number of rows than K
+            (the message names V's shape); if the mask's shape differs from the scores' (the message names
+            both shapes); or if a mask row allows nothing (the message says "mask").
 
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """

@@ -61,6 +61,8 @@ class Step:
         if name not in self.inputs:
             raise KeyError(f"step {self.id} has no input {name!r}; it has {sorted(self.inputs)}")
         value = self.inputs[name]
+        if isinstance(value, list) and _is_bool_tree(value):
+            return np.array(value, dtype=bool)
         if isinstance(value, list) and all(_is_number_tree(v) for v in value):
             return np.array(value, dtype=np.float64)
         return value

@@ -278,16 +278,19 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> li
         if first is not None:
             lines.append("")
             lines.append("first failing check, in full:")
-            lines.extend("  " + line for line in first.message.splitlines())
+            if not first.step:  # a step's message starts with its id and title; a check's does not
+                lines.append(f"  {first.title}")
+            lines.extend(("    " if not first.step else "  ") + line for line in first.message.splitlines())
         elif steps and all(r.status == "not started" for r in rs) and number is not None:
             ch = answer_key.load(number)
             lines.append("")
             lines.append(f"nothing started yet: open {ch.exercise_file}, read {ch.page},")
             lines.append(f"and begin with step {steps[0].step}.")
         passed_steps = sum(r.status == "passed" for r in steps)
-        passed_checks = sum(r.status == "passed" for r in checks)
+        check_groups = _grouped(checks)  # a check with several cases passes when all of them do
+        passed_checks = sum(all(r.status == "passed" for r in group) for _, group in check_groups)
         label = f"chapter {number}" if number is not None else "other tests"
-        tail = f"{label}: {passed_steps}/{len(steps)} steps, {passed_checks}/{len(checks)} checks"
+        tail = f"{label}: {passed_steps}/{len(steps)} steps, {passed_checks}/{len(check_groups)} checks"
         if number is not None and broken.get(number):
             tail += " (does not import)"
         lines.append("")
@@ -320,8 +323,9 @@ def progress_view(results: list[Result], impl: str, broken: dict[int, str]) -> l
         ch = answer_key.load(number)
         steps = [r for r in rs if r.step]
         checks = [r for r in rs if not r.step]
+        groups = _grouped(checks)
         s = f"{sum(r.status == 'passed' for r in steps)}/{len(steps)}"
-        c = f"{sum(r.status == 'passed' for r in checks)}/{len(checks)}"
+        c = f"{sum(all(r.status == 'passed' for r in g) for _, g in groups)}/{len(groups)}"
         status = chapter_status(rs, broken.get(number, ""))
         lines.append(f"  {number:<8} {ch.title[:34]:<34} {s:>7} {c:>7}  {status}")
         if next_step is None and status != "done":

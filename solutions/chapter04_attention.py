@@ -28,7 +28,8 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
         and sums to 1.
 
     Raises:
-        ValueError: if ``x`` is empty along ``axis`` or a slice along ``axis`` is entirely ``-inf``.
+        ValueError: if ``x`` is empty along ``axis`` (the message says "softmax") or a slice along ``axis``
+            is entirely ``-inf`` (the message says "-inf").
 
     See docs: chapter 4, step 4.3.
     """
@@ -130,8 +131,9 @@ def scaled_dot_product_attention(
         sums to 1.
 
     Raises:
-        ValueError: if V has a different number of rows than K, the mask has the wrong shape, or a mask
-            row allows nothing.
+        ValueError: if Q and K do not fit (as ``raw_scores``); if V has a different number of rows than K
+            (the message names V's shape); if the mask's shape differs from the scores' (the message names
+            both shapes); or if a mask row allows nothing (the message says "mask").
 
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """

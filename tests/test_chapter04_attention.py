@@ -52,7 +52,7 @@ def test_causal_mask_lets_each_position_see_itself_and_the_past(ch, ws):
 @pytest.mark.step("4.6")
 def test_with_the_causal_mask_a_sees_only_itself(ch, ws):
     Q, K, V = ws.input("Q"), ws.input("K"), ws.input("V")
-    output, _ = ch.scaled_dot_product_attention(Q, K, V, mask=np.tril(np.ones((2, 2), dtype=bool)))
+    output, _ = ch.scaled_dot_product_attention(Q, K, V, mask=ws.input("mask"))
     expect(ws, output)
 
 
@@ -137,7 +137,7 @@ def test_attention_matches_a_numpy_one_liner(ch, n_q, n_k, d_k, d_v):
 
 @pytest.mark.parametrize("n", [3, 5])
 def test_masked_attention_never_looks_ahead(ch, n):
-    """with a causal mask, weights above the diagonal are 0 and rows still sum to 1"""
+    """causal attention matches softmax(masked QKᵀ/√d_k)V: zero weight above the diagonal"""
     Q, K, V = RNG.normal(size=(n, 4)), RNG.normal(size=(n, 4)), RNG.normal(size=(n, 3))
     mask = np.tril(np.ones((n, n), dtype=bool))
     S = np.where(mask, Q @ K.T / 2.0, -np.inf)
@@ -184,5 +184,13 @@ def test_causal_mask_refuses_zero_positions(ch):
 
 
 def test_softmax_of_nothing_is_refused(ch):
-    """softmax of an empty array raises ValueError"""
+    """softmax of an empty array, or of a row that is all -inf, raises ValueError"""
     raises_clearly(lambda: ch.softmax(np.array([])), ValueError, "softmax")
+    raises_clearly(lambda: ch.softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]])), ValueError, "-inf")
+
+
+def test_a_mask_row_that_allows_nothing_is_refused(ch):
+    """a mask row with no True entry raises ValueError (that query would attend to nothing)"""
+    mask = np.array([[True, False], [False, False]])
+    raises_clearly(lambda: ch.scaled_dot_product_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)),
+                                                           mask=mask), ValueError, "mask")
