@@ -1,0 +1,195 @@
+"""Chapter 7: Backpropagation — the gradient of the loss for every weight, through attention.
+
+The book's Example 3: the same "A B" → C example as chapter 6, but now W_Q, W_K and W_V learn too. The
+chain rule is applied backwards, one local rule at a time: the loss to the logits, the logits to W_O and
+to the context, the context to the attention output, the output to the attention weights and the values,
+through the softmax to the scores, through the 1/√d_k to Q Kᵀ, and on to Q, K and the three projections.
+
+The model is chapter 5's: explicit 2×4 W_O, causal attention, and the context taken from the LAST
+position, so only that position's output receives a gradient from the loss.
+
+Worksheet: the book's Example 3 (input "A B", target C = 2, learning rate 0.1, all four matrices trainable).
+"""
+
+import numpy as np
+
+from .chapter05_forward_pass import PARAM_NAMES, forward  # noqa: F401 - yours to use
+from .chapter06_training_step import cross_entropy, cross_entropy_grad, sgd_step  # noqa: F401 - yours to use
+
+
+def softmax_backward(probs: np.ndarray, dprobs: np.ndarray) -> np.ndarray:
+    r"""Carry a gradient back through a softmax, row by row (a Jacobian-vector product).
+
+    $$\frac{\partial L}{\partial x_i} = \sum_j \frac{\partial s_j}{\partial x_i}\frac{\partial L}{\partial s_j}
+    = s_i \Big(g_i - \sum_j s_j\, g_j\Big), \qquad g = \frac{\partial L}{\partial s}$$
+
+    Each row is one softmax: s = softmax(x) along the last axis. The Jacobian
+    ∂s_i/∂x_j = s_i (δ_ij − s_j) is never built; the weighted average Σ_j s_j g_j does the same work.
+    Where s_i = 0 (a masked position) the gradient is 0.
+
+    Args:
+        probs: the softmax's output s, shape (..., n); each row sums to 1.
+        dprobs: dL/ds, the same shape.
+
+    Returns:
+        dL/dx, the gradient with respect to the softmax's input, same shape; each row sums to 0.
+
+    Raises:
+        ValueError: if the shapes differ (the message names both) or the arrays are 0-D.
+
+    See docs: chapter 7, steps 7.6 and 7.7.
+    """
+    raise NotImplementedError(
+        "7.7 softmax_backward: dot = sum of probs * dprobs along the last axis, then probs * (dprobs - dot)"
+        " (3 lines)"
+    )
+
+
+def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Carry the gradient of Y = X W back to the input X and the weights W.
+
+    $$\frac{\partial L}{\partial X} = \frac{\partial L}{\partial Y} W^\top, \qquad
+    \frac{\partial L}{\partial W} = X^\top \frac{\partial L}{\partial Y}$$
+
+    Chapter 2's rule for C = AB, applied to a layer. Each gradient has the shape of what it belongs to,
+    which tells you where the transposes go. A single row vector is a matrix with one row.
+
+    Args:
+        X: the input, shape (n, d_in), one row per position.
+        W: the weights, shape (d_in, d_out).
+        dY: dL/dY, shape (n, d_out).
+
+    Returns:
+        (dX, dW) with shapes (n, d_in) and (d_in, d_out).
+
+    Raises:
+        ValueError: if an array is not 2-D or the shapes do not fit Y = X W (the message names all three).
+
+    See docs: chapter 7, steps 7.2, 7.3 and 7.5.
+    """
+    raise NotImplementedError("7.2 linear_backward: check the shapes, dX = dY @ W.T, dW = X.T @ dY (5 lines)")
+
+
+def attention_backward(
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, weights: np.ndarray, d_output: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Carry the gradient of the attention output back to the queries, keys and values.
+
+    Forward: $R = Q K^\top$, $S = R / \sqrt{d_k}$, $A = \mathrm{softmax}(S + M)$, $H = A V$. Backward:
+
+    $$dA = dH\, V^\top, \quad dV = A^\top dH, \quad dS = \mathrm{softmax\_backward}(A, dA), \quad
+    dR = \frac{dS}{\sqrt{d_k}}, \quad dQ = dR\, K, \quad dK = dR^\top Q$$
+
+    The weights are given, mask already applied: a masked weight is 0, so its score gets no gradient.
+
+    Args:
+        Q: queries, shape (seq, d_k).
+        K: keys, shape (seq, d_k).
+        V: values, shape (seq, d_v).
+        weights: the attention weights A from the forward pass, shape (seq, seq); rows sum to 1.
+        d_output: dL/dH, the gradient of the attention output H, shape (seq, d_v); zero in rows the loss
+            does not read.
+
+    Returns:
+        (dQ, dK, dV) with shapes (seq, d_k), (seq, d_k) and (seq, d_v).
+
+    Raises:
+        ValueError: if an array is not 2-D or the shapes do not fit (the message names them).
+
+    See docs: chapter 7, steps 7.9, 7.10 and 7.11.
+    """
+    raise NotImplementedError(
+        "7.9 attention_backward: linear_backward through weights @ V, softmax_backward, divide by sqrt(d_k),"
+        " linear_backward through Q @ K.T (8 lines)"
+    )
+
+
+def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *,
+                   embeddings: np.ndarray | None = None) -> dict:
+    r"""The whole backward pass, keeping every intermediate gradient for comparison with a pencil.
+
+    One line per link of the chain, from the loss back to the weights:
+
+    $$dz = p - \mathrm{onehot}(t), \quad dW_O = c^\top dz, \quad dc = dz\, W_O^\top, \quad
+    dH = [0; \dots; 0; dc], \quad dA = dH\, V^\top, \quad dS = \mathrm{softmax\_backward}(A, dA),$$
+    $$dR = dS/\sqrt{d_k}, \quad dQ = dR\, K, \quad dK = dR^\top Q, \quad dV = A^\top dH, \quad
+    dW_Q = X^\top dQ, \quad dW_K = X^\top dK, \quad dW_V = X^\top dV$$
+
+    Args:
+        ids: the input token ids, length seq ≥ 1.
+        target: the id of the token that should come next, in 0..vocab−1.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        embeddings: the embedding table (vocab, d_model); None means chapter 3's toy table.
+
+    Returns:
+        Chapter 5's forward dict (``"X"``, ``"Q"``, ``"K"``, ``"V"``, ``"weights"``, ``"context"``,
+        ``"probs"``, …) plus ``"loss"`` (float) and the gradients:
+        ``"dlogits"`` (vocab,); ``"dWO"`` (d_v, vocab); ``"dcontext"`` (d_v,);
+        ``"d_output"`` (seq, d_v), zero except its last row; ``"d_weights"`` (seq, seq);
+        ``"d_scores"`` (seq, seq) with respect to the scaled scores Q Kᵀ/√d_k (the softmax's input);
+        ``"d_raw_scores"`` (seq, seq) with respect to Q Kᵀ; ``"dQ"``, ``"dK"`` (seq, d_k);
+        ``"dV"`` (seq, d_v); ``"dWQ"``, ``"dWK"`` (d_model, d_k); ``"dWV"`` (d_model, d_v).
+
+    Raises:
+        IndexError: if a token id or the target is outside the vocabulary (the message names it).
+        TypeError: if target is not a whole number.
+        ValueError: if a matrix is missing or its shape does not fit (the message names it).
+
+    See docs: chapter 7, steps 7.1, 7.4 and 7.8.
+    """
+    raise NotImplementedError(
+        "7.1 backward_trace: run forward, then one line per link from dlogits back to dWQ, dWK, dWV (18 lines)"
+    )
+
+
+def backward(ids: list[int], target: int, params: dict[str, np.ndarray], *,
+             embeddings: np.ndarray | None = None) -> tuple[float, dict[str, np.ndarray]]:
+    """The loss and its gradient with respect to each of the four weight matrices.
+
+    Args:
+        ids: the input token ids, length seq ≥ 1.
+        target: the id of the token that should come next, in 0..vocab−1.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        embeddings: the embedding table (vocab, d_model); None means chapter 3's toy table.
+
+    Returns:
+        (loss, grads): the cross-entropy, a float, and a new dict keyed like ``params`` (``"WQ"``,
+        ``"WK"``, ``"WV"``, ``"WO"``), each gradient the shape of its matrix.
+
+    Raises:
+        IndexError: if a token id or the target is outside the vocabulary.
+        TypeError: if target is not a whole number.
+        ValueError: if a matrix is missing or its shape does not fit.
+
+    See docs: chapter 7, steps 7.12, 7.13 and 7.14.
+    """
+    raise NotImplementedError("7.12 backward: backward_trace, then pick the loss and the four gradients (2 lines)")
+
+
+def train_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: float, *,
+               embeddings: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], float]:
+    r"""One step of gradient descent on all four matrices.
+
+    $$W \leftarrow W - \eta \frac{\partial L}{\partial W} \qquad \text{for } W \in \{W_Q, W_K, W_V, W_O\}$$
+
+    Args:
+        ids: the input token ids, length seq ≥ 1.
+        target: the id of the token that should come next, in 0..vocab−1.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        lr: the learning rate η ≥ 0.
+        embeddings: the embedding table (vocab, d_model); None means chapter 3's toy table.
+
+    Returns:
+        (new_params, loss): a new dict with the same keys, each of the four matrices replaced by
+        W − η·dW (other entries copied), and the loss BEFORE the update, a float. ``params`` is not changed.
+
+    Raises:
+        IndexError: if a token id or the target is outside the vocabulary.
+        TypeError: if target or lr is not a number of the right kind.
+        ValueError: if a matrix is missing or its shape does not fit, or lr is negative.
+
+    See docs: chapter 7, steps 7.15–7.19.
+    """
+    raise NotImplementedError(
+        "7.15 train_step: backward, then sgd_step on each of WQ, WK, WV, WO into a new dict (4 lines)"
+    )

@@ -1,0 +1,235 @@
+"""Chapter 7: Backpropagation — the gradient of the loss for every weight, through attention.
+
+The book's Example 3: the same "A B" → C example as chapter 6, but now W_Q, W_K and W_V learn too. The
+chain rule is applied backwards, one local rule at a time: the loss to the logits, the logits to W_O and
+to the context, the context to the attention output, the output to the attention weights and the values,
+through the softmax to the scores, through the 1/√d_k to Q Kᵀ, and on to Q, K and the three projections.
+
+The model is chapter 5's: explicit 2×4 W_O, causal attention, and the context taken from the LAST
+position, so only that position's output receives a gradient from the loss.
+
+Worksheet: the book's Example 3 (input "A B", target C = 2, learning rate 0.1, all four matrices trainable).
+"""
+
+import numpy as np
+
+from .chapter05_forward_pass import PARAM_NAMES, forward
+from .chapter06_training_step import cross_entropy, cross_entropy_grad, sgd_step
+
+
+def _matrix(name: str, A) -> np.ndarray:
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {A.shape}")
+    return A
+
+
+def softmax_backward(probs: np.ndarray, dprobs: np.ndarray) -> np.ndarray:
+    r"""Carry a gradient back through a softmax, row by row (a Jacobian-vector product).
+
+    $$\frac{\partial L}{\partial x_i} = \sum_j \frac{\partial s_j}{\partial x_i}\frac{\partial L}{\partial s_j}
+    = s_i \Big(g_i - \sum_j s_j\, g_j\Big), \qquad g = \frac{\partial L}{\partial s}$$
+
+    Each row is one softmax: s = softmax(x) along the last axis. The Jacobian
+    ∂s_i/∂x_j = s_i (δ_ij − s_j) is never built; the weighted average Σ_j s_j g_j does the same work.
+    Where s_i = 0 (a masked position) the gradient is 0.
+
+    Args:
+        probs: the softmax's output s, shape (..., n); each row sums to 1.
+        dprobs: dL/ds, the same shape.
+
+    Returns:
+        dL/dx, the gradient with respect to the softmax's input, same shape; each row sums to 0.
+
+    Raises:
+        ValueError: if the shapes differ (the message names both) or the arrays are 0-D.
+
+    See docs: chapter 7, steps 7.6 and 7.7.
+    """
+    s = np.asarray(probs, dtype=np.float64)
+    g = np.asarray(dprobs, dtype=np.float64)
+    if s.shape != g.shape or s.ndim == 0:
+        raise ValueError(f"softmax_backward: probs {s.shape} and dprobs {g.shape} must have the same shape, "
+                         "at least 1-D")
+    dot = np.sum(s * g, axis=-1, keepdims=True)  # (..., 1): the probability-weighted average of g
+    return s * (g - dot)  # (..., n)
+
+
+def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Carry the gradient of Y = X W back to the input X and the weights W.
+
+    $$\frac{\partial L}{\partial X} = \frac{\partial L}{\partial Y} W^\top, \qquad
+    \frac{\partial L}{\partial W} = X^\top \frac{\partial L}{\partial Y}$$
+
+    Chapter 2's rule for C = AB, applied to a layer. Each gradient has the shape of what it belongs to,
+    which tells you where the transposes go. A single row vector is a matrix with one row.
+
+    Args:
+        X: the input, shape (n, d_in), one row per position.
+        W: the weights, shape (d_in, d_out).
+        dY: dL/dY, shape (n, d_out).
+
+    Returns:
+        (dX, dW) with shapes (n, d_in) and (d_in, d_out).
+
+    Raises:
+        ValueError: if an array is not 2-D or the shapes do not fit Y = X W (the message names all three).
+
+    See docs: chapter 7, steps 7.2, 7.3 and 7.5.
+    """
+    X, W, dY = _matrix("X", X), _matrix("W", W), _matrix("dY", dY)
+    if X.shape[1] != W.shape[0] or dY.shape != (X.shape[0], W.shape[1]):
+        raise ValueError(f"linear_backward: X {X.shape}, W {W.shape} and dY {dY.shape} do not fit Y = X @ W")
+    dX = dY @ W.T  # (n, d_out) @ (d_out, d_in) -> (n, d_in)
+    dW = X.T @ dY  # (d_in, n) @ (n, d_out) -> (d_in, d_out)
+    return dX, dW
+
+
+def attention_backward(
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, weights: np.ndarray, d_output: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Carry the gradient of the attention output back to the queries, keys and values.
+
+    Forward: $R = Q K^\top$, $S = R / \sqrt{d_k}$, $A = \mathrm{softmax}(S + M)$, $H = A V$. Backward:
+
+    $$dA = dH\, V^\top, \quad dV = A^\top dH, \quad dS = \mathrm{softmax\_backward}(A, dA), \quad
+    dR = \frac{dS}{\sqrt{d_k}}, \quad dQ = dR\, K, \quad dK = dR^\top Q$$
+
+    The weights are given, mask already applied: a masked weight is 0, so its score gets no gradient.
+
+    Args:
+        Q: queries, shape (seq, d_k).
+        K: keys, shape (seq, d_k).
+        V: values, shape (seq, d_v).
+        weights: the attention weights A from the forward pass, shape (seq, seq); rows sum to 1.
+        d_output: dL/dH, the gradient of the attention output H, shape (seq, d_v); zero in rows the loss
+            does not read.
+
+    Returns:
+        (dQ, dK, dV) with shapes (seq, d_k), (seq, d_k) and (seq, d_v).
+
+    Raises:
+        ValueError: if an array is not 2-D or the shapes do not fit (the message names them).
+
+    See docs: chapter 7, steps 7.9, 7.10 and 7.11.
+    """
+    Q, K, V = _matrix("Q", Q), _matrix("K", K), _matrix("V", V)
+    A, dH = _matrix("weights", weights), _matrix("d_output", d_output)
+    n = Q.shape[0]
+    if K.shape != Q.shape or V.shape[0] != n or A.shape != (n, n) or dH.shape != V.shape:
+        raise ValueError(f"attention_backward: Q {Q.shape}, K {K.shape}, V {V.shape}, weights {A.shape} and "
+                         f"d_output {dH.shape} do not fit (need (seq, d_k), (seq, d_k), (seq, d_v), "
+                         "(seq, seq), (seq, d_v))")
+    d_weights, dV = linear_backward(A, V, dH)  # H = A V: (seq, seq), (seq, d_v)
+    d_scores = softmax_backward(A, d_weights)  # through the softmax, row by row: (seq, seq)
+    d_raw = d_scores / np.sqrt(Q.shape[1])  # S = R / sqrt(d_k), so dR = dS / sqrt(d_k)
+    dQ, dK_T = linear_backward(Q, K.T, d_raw)  # R = Q Kᵀ: (seq, d_k), (d_k, seq)
+    return dQ, dK_T.T, dV
+
+
+def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *,
+                   embeddings: np.ndarray | None = None) -> dict:
+    r"""The whole backward pass, keeping every intermediate gradient for comparison with a pencil.
+
+    One line per link of the chain, from the loss back to the weights:
+
+    $$dz = p - \mathrm{onehot}(t), \quad dW_O = c^\top dz, \quad dc = dz\, W_O^\top, \quad
+    dH = [0; \dots; 0; dc], \quad dA = dH\, V^\top, \quad dS = \mathrm{softmax\_backward}(A, dA),$$
+    $$dR = dS/\sqrt{d_k}, \quad dQ = dR\, K, \quad dK = dR^\top Q, \quad dV = A^\top dH, \quad
+    dW_Q = X^\top dQ, \quad dW_K = X^\top dK, \quad dW_V = X^\top dV$$
+
+    Args:
+        ids: the input token ids, length seq ≥ 1.
+        target: the id of the token that should come next, in 0..vocab−1.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        embeddings: the embedding table (vocab, d_model); None means chapter 3's toy table.
+
+    Returns:
+        Chapter 5's forward dict (``"X"``, ``"Q"``, ``"K"``, ``"V"``, ``"weights"``, ``"context"``,
+        ``"probs"``, …) plus ``"loss"`` (float) and the gradients:
+        ``"dlogits"`` (vocab,); ``"dWO"`` (d_v, vocab); ``"dcontext"`` (d_v,);
+        ``"d_output"`` (seq, d_v), zero except its last row; ``"d_weights"`` (seq, seq);
+        ``"d_scores"`` (seq, seq) with respect to the scaled scores Q Kᵀ/√d_k (the softmax's input);
+        ``"d_raw_scores"`` (seq, seq) with respect to Q Kᵀ; ``"dQ"``, ``"dK"`` (seq, d_k);
+        ``"dV"`` (seq, d_v); ``"dWQ"``, ``"dWK"`` (d_model, d_k); ``"dWV"`` (d_model, d_v).
+
+    Raises:
+        IndexError: if a token id or the target is outside the vocabulary (the message names it).
+        TypeError: if target is not a whole number.
+        ValueError: if a matrix is missing or its shape does not fit (the message names it).
+
+    See docs: chapter 7, steps 7.1, 7.4 and 7.8.
+    """
+    f = forward(ids, params, embeddings=embeddings)
+    X, Q, K, V, A = f["X"], f["Q"], f["K"], f["V"], f["weights"]
+    t = dict(f, loss=cross_entropy(f["probs"], target))
+    t["dlogits"] = cross_entropy_grad(f["probs"], target)  # (vocab,)
+    dc, t["dWO"] = linear_backward(f["context"][None, :], params["WO"], t["dlogits"][None, :])  # c as one row
+    t["dcontext"] = dc[0]  # (d_v,)
+    t["d_output"] = np.zeros_like(f["output"])  # (seq, d_v): only the last row reaches the loss
+    t["d_output"][-1] = t["dcontext"]
+    t["d_weights"], t["dV"] = linear_backward(A, V, t["d_output"])  # H = A V
+    t["d_scores"] = softmax_backward(A, t["d_weights"])  # (seq, seq), through the softmax
+    t["d_raw_scores"] = t["d_scores"] / np.sqrt(K.shape[1])  # through the 1/sqrt(d_k)
+    t["dQ"], dK_T = linear_backward(Q, K.T, t["d_raw_scores"])  # R = Q Kᵀ
+    t["dK"] = dK_T.T  # (seq, d_k)
+    _, t["dWQ"] = linear_backward(X, params["WQ"], t["dQ"])  # Q = X W_Q
+    _, t["dWK"] = linear_backward(X, params["WK"], t["dK"])  # K = X W_K
+    _, t["dWV"] = linear_backward(X, params["WV"], t["dV"])  # V = X W_V
+    return t
+
+
+def backward(ids: list[int], target: int, params: dict[str, np.ndarray], *,
+             embeddings: np.ndarray | None = None) -> tuple[float, dict[str, np.ndarray]]:
+    """The loss and its gradient with respect to each of the four weight matrices.
+
+    Args:
+        ids: the input token ids, length seq ≥ 1.
+        target: the id of the token that should come next, in 0..vocab−1.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        embeddings: the embedding table (vocab, d_model); None means chapter 3's toy table.
+
+    Returns:
+        (loss, grads): the cross-entropy, a float, and a new dict keyed like ``params`` (``"WQ"``,
+        ``"WK"``, ``"WV"``, ``"WO"``), each gradient the shape of its matrix.
+
+    Raises:
+        IndexError: if a token id or the target is outside the vocabulary.
+        TypeError: if target is not a whole number.
+        ValueError: if a matrix is missing or its shape does not fit.
+
+    See docs: chapter 7, steps 7.12, 7.13 and 7.14.
+    """
+    t = backward_trace(ids, target, params, embeddings=embeddings)
+    return t["loss"], {name: t["d" + name] for name in PARAM_NAMES}
+
+
+def train_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: float, *,
+               embeddings: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], float]:
+    r"""One step of gradient descent on all four matrices.
+
+    $$W \leftarrow W - \eta \frac{\partial L}{\partial W} \qquad \text{for } W \in \{W_Q, W_K, W_V, W_O\}$$
+
+    Args:
+        ids: the input token ids, length seq ≥ 1.
+        target: the id of the token that should come next, in 0..vocab−1.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        lr: the learning rate η ≥ 0.
+        embeddings: the embedding table (vocab, d_model); None means chapter 3's toy table.
+
+    Returns:
+        (new_params, loss): a new dict with the same keys, each of the four matrices replaced by
+        W − η·dW (other entries copied), and the loss BEFORE the update, a float. ``params`` is not changed.
+
+    Raises:
+        IndexError: if a token id or the target is outside the vocabulary.
+        TypeError: if target or lr is not a number of the right kind.
+        ValueError: if a matrix is missing or its shape does not fit, or lr is negative.
+
+    See docs: chapter 7, steps 7.15–7.19.
+    """
+    loss, grads = backward(ids, target, params, embeddings=embeddings)
+    new_params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}  # copies, not views
+    for name in PARAM_NAMES:
+        new_params[name] = sgd_step(params[name], grads[name], lr)  # W - lr * dW
+    return new_params, loss

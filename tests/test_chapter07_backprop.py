@@ -1,0 +1,407 @@
+"""Chapter 7: Backpropagation — the book's Example 3 worksheet (full backprop through attention), and beyond.
+
+Input "A B", target C (2), learning rate 0.1, W_Q = W_K = W_V = 0.1·I and the explicit 2×4
+W_O = [[0.1, 0, 0, 0], [0, 0, 0.1, 0]]; causal attention, the context is the last position's output.
+Each worksheet step is one test below, named as the claim it checks; the numbers come from
+reference/chapter07_backprop.toml. Beyond the worksheet, every backward function is checked against
+central-difference gradients of a forward pass written in this file, on seeded random inputs.
+"""
+
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata import close, expect, numerical_gradient, raises_clearly
+
+CHAPTER = 7
+RNG = np.random.default_rng(7)
+TOY_E = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])  # A, B, C, D, written out here
+NAMES = ("WQ", "WK", "WV", "WO")
+NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences are good to about 1e-10 at these magnitudes
+
+
+# -- oracles written here, never the learner's ---------------------------------------------------------
+def softmax_oracle(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention_oracle(Q, K, V):
+    """Causal scaled dot-product attention: (weights, output)."""
+    n = len(Q)
+    S = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / np.sqrt(K.shape[1]), -np.inf)
+    A = softmax_oracle(S)
+    return A, A @ V
+
+
+def probs_oracle(ids, params, table=TOY_E):
+    X = table[ids]
+    _, H = attention_oracle(X @ params["WQ"], X @ params["WK"], X @ params["WV"])
+    return softmax_oracle(H[-1] @ params["WO"])
+
+
+def loss_oracle(ids, target, params, table=TOY_E):
+    return float(-np.log(probs_oracle(ids, params, table)[target]))
+
+
+def numeric_grads(ids, target, params, table=TOY_E):
+    """dL/dW for each of the four matrices, by central differences of the loss."""
+    return {name: numerical_gradient(lambda W, name=name: loss_oracle(ids, target, dict(params, **{name: W}), table),
+                                     params[name]) for name in NAMES}
+
+
+def model(ws):
+    return list(ws.inputs["ids"]), ws.input("target"), {name: ws.input(name) for name in NAMES}
+
+
+def random_model(d_model, d_k, d_v, vocab):
+    table = RNG.normal(size=(vocab, d_model))
+    params = {"WQ": RNG.normal(size=(d_model, d_k)), "WK": RNG.normal(size=(d_model, d_k)),
+              "WV": RNG.normal(size=(d_model, d_v)), "WO": RNG.normal(size=(d_v, vocab))}
+    return table, params
+
+
+# -- the worksheet, step by step -------------------------------------------------------------------
+@pytest.mark.step("7.1")
+def test_dlogits_are_the_probabilities_with_one_taken_off_at_c(ch, ws):
+    ids, target, params = model(ws)
+    trace = ch.backward_trace(ids, target, params)
+    expect(ws, trace["dlogits"])
+
+
+@pytest.mark.step("7.2")
+def test_dwo_is_the_context_times_dlogits(ch, ws):
+    _, dWO = ch.linear_backward(ws.input("context"), ws.input("WO"), ws.input("dlogits"))
+    expect(ws, dWO)
+
+
+@pytest.mark.step("7.3")
+def test_dcontext_collects_the_logit_gradients_of_a_and_c_through_wo(ch, ws):
+    dcontext, _ = ch.linear_backward(ws.input("context"), ws.input("WO"), ws.input("dlogits"))
+    expect(ws, dcontext)
+
+
+@pytest.mark.step("7.4")
+def test_only_the_last_position_receives_a_gradient(ch, ws):
+    ids, target, params = model(ws)
+    expect(ws, ch.backward_trace(ids, target, params)["d_output"])
+
+
+@pytest.mark.step("7.5")
+def test_dweights_is_doutput_times_v_transposed(ch, ws):
+    d_weights, _ = ch.linear_backward(ws.input("weights"), ws.input("V"), ws.input("d_output"))
+    expect(ws, d_weights)
+
+
+@pytest.mark.step("7.6")
+def test_the_softmax_backward_subtracts_the_weighted_average_of_the_gradient(ch, ws):
+    s, g = ws.input("probs"), ws.input("dprobs")
+    got = np.asarray(ch.softmax_backward(s, g), dtype=np.float64)
+    if got.shape != s.shape:
+        pytest.fail(f"softmax_backward returned shape {got.shape} for probs of shape {s.shape}", pytrace=False)
+    implied = g - got / s  # softmax_backward = s * (g - dot), so each entry gives the dot back
+    for i in range(len(s)):
+        expect(ws, implied[i], inputs={"probs": s, "dprobs": g, f"dprobs[{i}] − result[{i}] / probs[{i}]": implied[i]})
+
+
+@pytest.mark.step("7.7")
+def test_through_the_softmax_the_two_scores_get_equal_and_opposite_gradients(ch, ws):
+    expect(ws, ch.softmax_backward(ws.input("probs"), ws.input("dprobs")))
+
+
+@pytest.mark.step("7.8")
+def test_through_the_scaling_the_raw_score_gradient_is_divided_by_root_two(ch, ws):
+    ids, target, params = model(ws)
+    expect(ws, ch.backward_trace(ids, target, params)["d_raw_scores"])
+
+
+@pytest.mark.step("7.9")
+def test_dq_moves_only_the_query_of_b(ch, ws):
+    dQ, _, _ = ch.attention_backward(ws.input("Q"), ws.input("K"), ws.input("V"), ws.input("weights"),
+                                     ws.input("d_output"))
+    expect(ws, dQ)
+
+
+@pytest.mark.step("7.10")
+def test_dk_of_a_points_along_the_query_of_b(ch, ws):
+    _, dK, _ = ch.attention_backward(ws.input("Q"), ws.input("K"), ws.input("V"), ws.input("weights"),
+                                     ws.input("d_output"))
+    expect(ws, np.asarray(dK)[0])
+
+
+@pytest.mark.step("7.11")
+def test_dv_of_a_is_its_weight_times_the_output_gradient(ch, ws):
+    _, _, dV = ch.attention_backward(ws.input("Q"), ws.input("K"), ws.input("V"), ws.input("weights"),
+                                     ws.input("d_output"))
+    expect(ws, np.asarray(dV)[0])
+
+
+@pytest.mark.step("7.12")
+def test_dwq_equals_dq_because_the_embeddings_are_the_identity(ch, ws):
+    ids, target, params = model(ws)
+    _, grads = ch.backward(ids, target, params)
+    expect(ws, grads["WQ"])
+
+
+@pytest.mark.step("7.13")
+def test_dwk_equals_dk(ch, ws):
+    ids, target, params = model(ws)
+    _, grads = ch.backward(ids, target, params)
+    expect(ws, grads["WK"])
+
+
+@pytest.mark.step("7.14")
+def test_dwv_is_two_hundred_times_larger_than_dwq(ch, ws):
+    ids, target, params = model(ws)
+    _, grads = ch.backward(ids, target, params)
+    expect(ws, grads["WV"])
+
+
+def _stepped(ch, ws):
+    ids, target, params = model(ws)
+    new_params, loss = ch.train_step(ids, target, params, ws.input("lr"))
+    return new_params, loss
+
+
+@pytest.mark.step("7.15")
+def test_one_step_nudges_the_query_of_b_by_two_hundred_thousandths(ch, ws):
+    new_params, _ = _stepped(ch, ws)
+    expect(ws, new_params["WQ"])
+
+
+@pytest.mark.step("7.16")
+def test_one_step_nudges_wk(ch, ws):
+    new_params, _ = _stepped(ch, ws)
+    expect(ws, new_params["WK"])
+
+
+@pytest.mark.step("7.17")
+def test_one_step_moves_wv_towards_c(ch, ws):
+    new_params, _ = _stepped(ch, ws)
+    expect(ws, new_params["WV"])
+
+
+@pytest.mark.step("7.18")
+def test_one_step_moves_all_eight_entries_of_wo(ch, ws):
+    new_params, _ = _stepped(ch, ws)
+    expect(ws, new_params["WO"])
+
+
+@pytest.mark.step("7.19")
+def test_one_full_step_lowers_the_loss_more_than_training_wo_alone(ch, ws):
+    ids, target, _ = model(ws)
+    new_params, loss = _stepped(ch, ws)
+    after = loss_oracle(ids, target, {name: np.asarray(new_params[name], dtype=np.float64) for name in NAMES})
+    expect(ws, [loss, after], inputs={**ws.inputs, "loss after (this test's forward pass)": after})
+
+
+# -- beyond the worksheet: numerical gradients on other shapes ---------------------------------------
+@pytest.mark.parametrize(("rows", "n"), [(1, 5), (3, 4), (6, 3), (4, 7)])
+def test_softmax_backward_matches_numerical_gradients(ch, rows, n):
+    """softmax_backward equals central differences of sum(G * softmax(x)), row by row"""
+    x, G = RNG.normal(size=(rows, n)) * 2, RNG.normal(size=(rows, n))
+    s = softmax_oracle(x)
+    got = ch.softmax_backward(s, G)
+    dot = (s * G).sum(axis=-1, keepdims=True)
+    close(got, numerical_gradient(lambda v: float((G * softmax_oracle(v)).sum()), x),
+          f"softmax_backward for {rows} rows of {n}", **NUM,
+          mistakes=[("the dot was left out (s ⊙ g)", s * G), ("not multiplied by s (g − dot)", G - dot),
+                    ("the dot taken over columns instead of rows", s * (G - (s * G).sum(axis=0, keepdims=True)))])
+
+
+def test_softmax_backward_of_a_single_vector(ch):
+    """softmax_backward works on one 1-D softmax too"""
+    x, g = RNG.normal(size=6), RNG.normal(size=6)
+    got = ch.softmax_backward(softmax_oracle(x), g)
+    close(got, numerical_gradient(lambda v: float(g @ softmax_oracle(v)), x), "softmax_backward of a (6,) vector", **NUM)
+
+
+@pytest.mark.parametrize(("n", "d_in", "d_out"), [(3, 4, 2), (1, 5, 3), (6, 3, 3), (4, 2, 5)])
+def test_linear_backward_matches_numerical_gradients(ch, n, d_in, d_out):
+    """dX and dW equal central differences of sum(G * (X @ W)), non-square shapes"""
+    X, W, G = RNG.normal(size=(n, d_in)), RNG.normal(size=(d_in, d_out)), RNG.normal(size=(n, d_out))
+    dX, dW = ch.linear_backward(X, W, G)
+    close(dX, numerical_gradient(lambda v: float((G * (v @ W)).sum()), X), f"dX for X {X.shape}, W {W.shape}", **NUM)
+    transposed = [("transposed gradient", (X.T @ G).T)] if d_in == d_out else []
+    close(dW, numerical_gradient(lambda v: float((G * (X @ v)).sum()), W), f"dW for X {X.shape}, W {W.shape}", **NUM,
+          mistakes=transposed)
+
+
+@pytest.mark.parametrize(("n", "d_k", "d_v"), [(3, 4, 2), (4, 3, 5), (5, 2, 3), (6, 5, 4)])
+def test_attention_backward_matches_numerical_gradients(ch, n, d_k, d_v):
+    """dQ, dK, dV equal central differences of sum(G * causal_attention(Q, K, V)), every row with a gradient"""
+    Q, K, V = RNG.normal(size=(n, d_k)), RNG.normal(size=(n, d_k)), RNG.normal(size=(n, d_v))
+    G = RNG.normal(size=(n, d_v))
+    A, _ = attention_oracle(Q, K, V)
+    dQ, dK, dV = ch.attention_backward(Q, K, V, A, G)
+
+    def f(Q=Q, K=K, V=V):
+        return float((G * attention_oracle(Q, K, V)[1]).sum())
+
+    # the gradient of the raw scores R = Q Kᵀ, also by central differences, to name classic mistakes
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    dR = numerical_gradient(lambda R: float((G * (softmax_oracle(np.where(mask, R / np.sqrt(d_k), -np.inf)) @ V)).sum()),
+                            Q @ K.T)
+    close(dQ, numerical_gradient(lambda v: f(Q=v), Q), f"dQ for {n} positions, d_k {d_k}", **NUM,
+          mistakes=[("no 1/√d_k in the backward pass", dR @ K * np.sqrt(d_k)), ("transposed gradient (dRᵀ K)", dR.T @ K)])
+    close(dK, numerical_gradient(lambda v: f(K=v), K), f"dK for {n} positions, d_k {d_k}", **NUM,
+          mistakes=[("no 1/√d_k in the backward pass", dR.T @ Q * np.sqrt(d_k)), ("transposed gradient (dR Q)", dR @ Q)])
+    close(dV, numerical_gradient(lambda v: f(V=v), V), f"dV for {n} positions, d_v {d_v}", **NUM,
+          mistakes=[("A @ dO instead of Aᵀ @ dO (transposed)", A @ G)])
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_k", "d_v", "vocab"),
+                         [(3, 3, 4, 2, 5), (4, 2, 3, 3, 4), (5, 4, 2, 5, 6), (6, 3, 3, 4, 7)])
+def test_backward_matches_numerical_gradients_of_the_whole_model(ch, seq, d_model, d_k, d_v, vocab):
+    """backward's loss and all four gradients equal central differences of the loss, random model and sequence"""
+    table, params = random_model(d_model, d_k, d_v, vocab)
+    params = {k: v * 0.7 for k, v in params.items()}
+    ids = [int(i) for i in RNG.integers(0, vocab, size=seq)]
+    target = int(RNG.integers(0, vocab))
+    loss, grads = ch.backward(ids, target, params, embeddings=table)
+    want = numeric_grads(ids, target, params, table)
+    with check:
+        assert sorted(grads) == sorted(NAMES), f"grads should be keyed like params {sorted(NAMES)}, got {sorted(grads)}"
+    close(loss, loss_oracle(ids, target, params, table), f"loss for ids {ids}, target {target}")
+    for name in NAMES:
+        mistakes = [("transposed gradient", want[name].T)] if want[name].shape[0] == want[name].shape[1] else []
+        if name in ("WQ", "WK"):
+            mistakes.append(("no 1/√d_k in the backward pass", want[name] * np.sqrt(d_k)))
+        close(grads[name], want[name], f"dL/d{name}, seq {seq}, d_model {d_model}, d_k {d_k}, d_v {d_v}, vocab {vocab}",
+              **NUM, mistakes=mistakes)
+
+
+def test_backward_trace_is_consistent_with_numerical_gradients(ch):
+    """backward_trace's dQ, dK, dV and the score gradients agree with central differences (5 positions)"""
+    table, params = random_model(3, 4, 3, 5)
+    ids, target = [1, 4, 0, 2, 2], 3
+    t = ch.backward_trace(ids, target, params, embeddings=table)
+    X = table[ids]
+    Q, K, V = X @ params["WQ"], X @ params["WK"], X @ params["WV"]
+
+    def loss_from(Q=Q, K=K, V=V):
+        return float(-np.log(softmax_oracle(attention_oracle(Q, K, V)[1][-1] @ params["WO"])[target]))
+
+    close(t["dQ"], numerical_gradient(lambda v: loss_from(Q=v), Q), "trace dQ", **NUM)
+    close(t["dK"], numerical_gradient(lambda v: loss_from(K=v), K), "trace dK", **NUM)
+    close(t["dV"], numerical_gradient(lambda v: loss_from(V=v), V), "trace dV", **NUM)
+    mask = np.tril(np.ones((5, 5), dtype=bool))
+
+    def loss_from_scores(S):
+        H = softmax_oracle(np.where(mask, S, -np.inf)) @ V
+        return float(-np.log(softmax_oracle(H[-1] @ params["WO"])[target]))
+
+    S = Q @ K.T / 2.0  # d_k = 4
+    d_scores = numerical_gradient(loss_from_scores, S)
+    close(t["d_scores"], d_scores, "trace d_scores (gradient of the scaled scores)", **NUM)
+    close(t["d_raw_scores"], d_scores / 2.0, "trace d_raw_scores (gradient of Q Kᵀ)", **NUM,
+          mistakes=[("no 1/√d_k in the backward pass", d_scores), ("multiplied by √d_k", d_scores * 2.0)])
+    d_output = np.zeros((5, 3))
+    d_output[-1] = numerical_gradient(lambda c: float(-np.log(softmax_oracle(c @ params["WO"])[target])),
+                                      attention_oracle(Q, K, V)[1][-1])
+    close(t["d_output"], d_output, "trace d_output: only the last row",
+          mistakes=[("the gradient went to the first position instead of the last", d_output[::-1])])
+
+
+# -- beyond the worksheet: training ------------------------------------------------------------------
+def test_a_full_step_lowers_the_loss_on_random_models(ch):
+    """train_step moves all four matrices by −η·(numerical gradient) and lowers the loss (random models, widths 3)"""
+    for _ in range(3):
+        table, params = random_model(3, 3, 3, 5)
+        ids, target = [int(i) for i in RNG.integers(0, 5, size=4)], int(RNG.integers(0, 5))
+        before = loss_oracle(ids, target, params, table)
+        new_params, loss = ch.train_step(ids, target, params, 0.01, embeddings=table)
+        close(loss, before, "the loss train_step returns (before its update)")
+        numeric = numeric_grads(ids, target, params, table)
+        for name in NAMES:
+            close(new_params[name], params[name] - 0.01 * numeric[name], f"new {name} after one step with lr 0.01",
+                  **NUM, mistakes=[("the update adds the gradient instead of subtracting it",
+                                    params[name] + 0.01 * numeric[name]),
+                                   ("not updated", params[name])])
+        after = loss_oracle(ids, target, {name: np.asarray(new_params[name], dtype=np.float64) for name in NAMES},
+                            table)
+        with check:
+            assert after < before, f"the loss rose from {before:.9f} to {after:.9f} after one step"
+
+
+def test_repeated_steps_drive_the_probability_of_c_towards_one(ch):
+    """200 steps with learning rate 5 on "A B" → C take P(C) from 0.25 to above 0.99, the loss falling every step"""
+    params = {"WQ": 0.1 * np.eye(2), "WK": 0.1 * np.eye(2), "WV": 0.1 * np.eye(2),
+              "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
+    losses = []
+    for _ in range(200):
+        params, loss = ch.train_step([0, 1], 2, params, 5.0)
+        losses.append(loss)
+    p_c = probs_oracle([0, 1], {k: np.asarray(params[k]) for k in NAMES})[2]
+    with check:
+        assert all(b < a for a, b in zip(losses, losses[1:], strict=False)), "the loss did not fall at every step"
+    with check:
+        assert p_c > 0.99, f"after 200 steps P(C) = {p_c:.4f}, expected above 0.99"
+
+
+def test_train_step_and_backward_leave_their_inputs_alone(ch):
+    """backward and train_step do not modify params (train_step returns a new dict of new arrays)"""
+    params = {"WQ": 0.1 * np.eye(2), "WK": 0.1 * np.eye(2), "WV": 0.1 * np.eye(2),
+              "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
+    copies = {k: v.copy() for k, v in params.items()}
+    ch.backward([0, 1], 2, params)
+    new_params, _ = ch.train_step([0, 1], 2, params, 0.1)
+    for name in NAMES:
+        close(params[name], copies[name], f"params[{name!r}] after backward and train_step")
+    with check:
+        assert new_params is not params, "train_step must return a new dict, not the one it was given"
+    with check:
+        assert sorted(new_params) == sorted(NAMES), f"new_params should have the keys {NAMES}, got {sorted(new_params)}"
+
+
+def test_backward_functions_leave_their_inputs_alone(ch):
+    """softmax_backward, linear_backward and attention_backward do not modify their inputs"""
+    Q, K, V, G = (RNG.normal(size=(4, 3)) for _ in range(4))
+    A, _ = attention_oracle(Q, K, V)
+    arrays = (Q, K, V, A, G)
+    copies = [a.copy() for a in arrays]
+    ch.softmax_backward(A, G @ K.T)
+    ch.linear_backward(Q, K.T, A)
+    ch.attention_backward(Q, K, V, A, G)
+    for name, a, b in zip(("Q", "K", "V", "weights", "d_output"), arrays, copies, strict=True):
+        close(a, b, f"{name} after the backward functions")
+
+
+# -- bad input gets a clear error ------------------------------------------------------------------
+def _toy():
+    return {"WQ": 0.1 * np.eye(2), "WK": 0.1 * np.eye(2), "WV": 0.1 * np.eye(2),
+            "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
+
+
+def test_a_target_outside_the_vocabulary_is_refused(ch):
+    """target 4 or −1 (the vocabulary is A, B, C, D) raises IndexError naming the target"""
+    raises_clearly(lambda: ch.backward([0, 1], 4, _toy()), IndexError, "4")
+    raises_clearly(lambda: ch.backward([0, 1], -1, _toy()), IndexError, "-1")
+    raises_clearly(lambda: ch.train_step([0, 1], 4, _toy(), 0.1), IndexError, "4")
+
+
+def test_token_ids_outside_the_embedding_table_are_refused(ch):
+    """ids [0, 7] raise IndexError naming 7"""
+    raises_clearly(lambda: ch.backward([0, 7], 2, _toy()), IndexError, "7")
+    raises_clearly(lambda: ch.train_step([0, 7], 2, _toy(), 0.1), IndexError, "7")
+
+
+def test_parameters_of_mismatched_shapes_are_refused(ch):
+    """a W_K narrower than W_Q, or a W_O with 3 columns for 4 tokens, raises ValueError naming the matrix"""
+    raises_clearly(lambda: ch.backward([0, 1], 2, dict(_toy(), WK=np.ones((2, 3)))), ValueError, "WK")
+    raises_clearly(lambda: ch.backward([0, 1], 2, dict(_toy(), WO=np.ones((2, 3)))), ValueError, "WO")
+    raises_clearly(lambda: ch.train_step([0, 1], 2, dict(_toy(), WV=np.ones((3, 2))), 0.1), ValueError, "WV")
+
+
+def test_a_negative_learning_rate_is_refused(ch):
+    """train_step with lr −0.1 raises ValueError (that would climb the loss)"""
+    raises_clearly(lambda: ch.train_step([0, 1], 2, _toy(), -0.1), ValueError, "-0.1")
+
+
+def test_backward_functions_refuse_shapes_that_do_not_fit(ch):
+    """softmax_backward, linear_backward and attention_backward name the shapes that do not fit"""
+    raises_clearly(lambda: ch.softmax_backward(np.ones((2, 3)) / 3, np.ones((3, 2))), ValueError, "(2, 3)", "(3, 2)")
+    raises_clearly(lambda: ch.linear_backward(np.ones((3, 2)), np.ones((3, 4)), np.ones((3, 4))), ValueError,
+                   "(3, 2)", "(3, 4)")
+    raises_clearly(lambda: ch.attention_backward(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)),
+                                                 np.ones((2, 2)) / 2, np.ones((3, 2))), ValueError, "(2, 2)")
