@@ -1,0 +1,227 @@
+"""Chapter 9: Feed-Forward Layers — ReLU, a two-layer network per position, and a residual connection.
+
+Attention mixes information *between* positions; the feed-forward network then transforms each position
+on its own: a linear layer widens it to d_ff features, ReLU zeroes the negative ones, and a second
+linear layer brings it back. The residual connection adds the input back on, so the layer only has to
+learn a correction, and gradients get a path that skips the layer entirely. Row-vector convention: one
+row per position.
+
+Worksheet: the book's Example 5 (input "A B", W_Q = W_K = W_V = 0.1·I, W1 = W2 = [[0.2, 0.1], [0.1, 0.2]]).
+"""
+
+import numpy as np
+
+from .chapter04_attention import causal_mask, scaled_dot_product_attention  # noqa: F401 - yours to use
+
+
+def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray) -> np.ndarray:
+    r"""Causal self-attention of a sequence: the sublayer whose output feeds the feed-forward network.
+
+    $$Q = X W_Q,\quad K = X W_K,\quad V = X W_V,\qquad
+    \mathrm{output} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V$$
+
+    with the causal mask M of chapter 4: position i sees positions 0…i only, so row 0 is V[0] exactly.
+
+    Args:
+        X: embeddings, shape (seq, d_model), one row per position.
+        WQ: query projection, shape (d_model, d_k).
+        WK: key projection, shape (d_model, d_k).
+        WV: value projection, shape (d_model, d_v).
+
+    Returns:
+        Attention output, shape (seq, d_v): every row, not just the last.
+
+    Raises:
+        ValueError: if X is not 2-D or a projection does not have one row per column of X (the message
+            names both shapes).
+
+    See docs: chapter 9, step 9.1.
+    """
+    raise NotImplementedError("9.1 self_attention: project X three ways, then chapter 4's attention with a causal mask (5 lines)")
+
+
+def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    r"""A linear layer: every row times W, plus an optional bias.
+
+    $$y = x W + b$$
+
+    Args:
+        x: input rows, shape (seq, d_in).
+        W: weights, shape (d_in, d_out).
+        b: optional bias, shape (d_out,), added to every row; None means no bias.
+
+    Returns:
+        Output rows, shape (seq, d_out).
+
+    Raises:
+        ValueError: if x or W is not 2-D, W does not have one row per column of x, or b is not (d_out,)
+            (the message names the shapes).
+
+    See docs: chapter 9, step 9.2.
+    """
+    raise NotImplementedError("9.2 linear: check the shapes, x @ W, add b when given (7 lines)")
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    r"""Rectified linear unit, entry by entry: keep positives, replace negatives by 0.
+
+    $$\mathrm{ReLU}(x) = \max(0, x)$$
+
+    Args:
+        x: any shape.
+
+    Returns:
+        Same shape as x, every entry max(0, x).
+
+    See docs: chapter 9, steps 9.3 and 9.6.
+    """
+    raise NotImplementedError("9.3 relu: max(0, x) entry by entry (2 lines)")
+
+
+def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
+    r"""Gradient through ReLU: pass the upstream gradient where the input was positive, block it elsewhere.
+
+    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y} \odot \mathbb{1}[x > 0]$$
+
+    At exactly x = 0 ReLU has a kink and no derivative; this course uses 0 there (the gradient is
+    blocked), the same choice as PyTorch and JAX.
+
+    Args:
+        x: the input ReLU saw (not its output), any shape.
+        d_out: gradient of the loss with respect to ReLU's output, same shape as x.
+
+    Returns:
+        Gradient with respect to x, same shape as x.
+
+    Raises:
+        ValueError: if x and d_out have different shapes (the message names both).
+
+    See docs: chapter 9, step 9.7.
+    """
+    raise NotImplementedError("9.7 relu_backward: keep d_out where x > 0, zero elsewhere (0 at exactly 0) (5 lines)")
+
+
+def feed_forward(
+    x: np.ndarray, W1: np.ndarray, W2: np.ndarray, b1: np.ndarray | None = None, b2: np.ndarray | None = None
+) -> np.ndarray:
+    r"""Position-wise feed-forward network: widen, ReLU, project back.
+
+    $$\mathrm{FFN}(x) = \mathrm{ReLU}(x W_1 + b_1)\, W_2 + b_2$$
+
+    Every row (position) is transformed on its own; no information moves between rows.
+
+    Args:
+        x: input rows, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_out); d_out = d_model when a residual follows.
+        b1: optional bias of the first layer, shape (d_ff,); None means none.
+        b2: optional bias of the second layer, shape (d_out,); None means none.
+
+    Returns:
+        Output rows, shape (seq, d_out).
+
+    Raises:
+        ValueError: if a shape does not fit (the message names the shapes involved).
+
+    See docs: chapter 9, step 9.4.
+    """
+    raise NotImplementedError("9.4 feed_forward: linear, relu, linear (3 lines plus shape checks)")
+
+
+def feed_forward_backward(
+    x: np.ndarray,
+    W1: np.ndarray,
+    W2: np.ndarray,
+    b1: np.ndarray | None,
+    b2: np.ndarray | None,
+    d_out: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients of the feed-forward network, for its input and every parameter.
+
+    With $h = x W_1 + b_1$, $a = \mathrm{ReLU}(h)$ and $y = a W_2 + b_2$, going backwards:
+
+    $$\frac{\partial L}{\partial W_2} = a^\top \frac{\partial L}{\partial y},\quad
+    \frac{\partial L}{\partial b_2} = \sum_{\text{rows}} \frac{\partial L}{\partial y},\quad
+    \frac{\partial L}{\partial h} = \frac{\partial L}{\partial y} W_2^\top \odot \mathbb{1}[h > 0],$$
+    $$\frac{\partial L}{\partial W_1} = x^\top \frac{\partial L}{\partial h},\quad
+    \frac{\partial L}{\partial b_1} = \sum_{\text{rows}} \frac{\partial L}{\partial h},\quad
+    \frac{\partial L}{\partial x} = \frac{\partial L}{\partial h} W_1^\top$$
+
+    Args:
+        x: the input of the forward pass, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_out).
+        b1: bias of the first layer, shape (d_ff,), or None (no bias).
+        b2: bias of the second layer, shape (d_out,), or None (no bias).
+        d_out: gradient of the loss with respect to the output, shape (seq, d_out).
+
+    Returns:
+        (dx, dW1, dW2, db1, db2), in the order of the arguments: dx (seq, d_model), dW1 (d_model, d_ff),
+        dW2 (d_ff, d_out), db1 (d_ff,), db2 (d_out,). db1 and db2 are returned even when the bias is None:
+        they are the gradients a zero bias would receive.
+
+    Raises:
+        ValueError: if a shape does not fit, d_out included (the message names the shapes involved).
+
+    See docs: chapter 9, steps 9.8 and 9.9.
+    """
+    raise NotImplementedError("9.8 feed_forward_backward: recompute h and ReLU(h), then back through W2, ReLU, W1 (10 lines)")
+
+
+def residual_feed_forward(
+    x: np.ndarray, W1: np.ndarray, W2: np.ndarray, b1: np.ndarray | None = None, b2: np.ndarray | None = None
+) -> np.ndarray:
+    r"""The feed-forward network with a residual connection: the input plus its correction.
+
+    $$y = x + \mathrm{FFN}(x)$$
+
+    Args:
+        x: input rows, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_model): the output must be as wide as the input to be added.
+        b1: optional bias of the first layer, shape (d_ff,).
+        b2: optional bias of the second layer, shape (d_model,).
+
+    Returns:
+        Output rows, shape (seq, d_model).
+
+    Raises:
+        ValueError: if a shape does not fit, or W2's output width differs from x's (the message names both).
+
+    See docs: chapter 9, step 9.5.
+    """
+    raise NotImplementedError("9.5 residual_feed_forward: x + feed_forward(x, ...) (2 lines plus a width check)")
+
+
+def residual_feed_forward_backward(
+    x: np.ndarray,
+    W1: np.ndarray,
+    W2: np.ndarray,
+    b1: np.ndarray | None,
+    b2: np.ndarray | None,
+    d_out: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients of y = x + FFN(x): the FFN's gradients, plus the residual path's straight copy to x.
+
+    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y}
+    + \frac{\partial L}{\partial y}\,\frac{\partial\,\mathrm{FFN}}{\partial x}$$
+
+    The parameters' gradients are the FFN's own; only dx gains the identity term.
+
+    Args:
+        x: the input of the forward pass, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_model).
+        b1: bias of the first layer, shape (d_ff,), or None.
+        b2: bias of the second layer, shape (d_model,), or None.
+        d_out: gradient of the loss with respect to y, shape (seq, d_model).
+
+    Returns:
+        (dx, dW1, dW2, db1, db2), shaped as in ``feed_forward_backward``.
+
+    Raises:
+        ValueError: if a shape does not fit (as ``residual_feed_forward`` and ``feed_forward_backward``).
+
+    See docs: chapter 9, step 9.10.
+    """
+    raise NotImplementedError("9.10 residual_feed_forward_backward: the FFN's gradients, plus d_out itself on dx (3 lines)")

@@ -1,0 +1,232 @@
+"""Chapter 8: Batch Training — several patterns at once, one averaged update per epoch.
+
+A batch is a list of examples, each an ``(ids, target)`` pair: the token ids the model reads and the id
+of the token that should come next. Forward every example, take the mean of their losses, take the mean
+of their gradients, and move every weight once, against that mean gradient. Repeat for a number of
+epochs and the model learns all the patterns together.
+
+The model is chapters 5–7's: the toy embeddings, W_Q, W_K, W_V, the explicit 2×4 W_O, causal attention,
+and the context taken from the last position.
+
+Worksheet: the book's Example 4 (A B → C, A A → D, B A → C; toy parameters; learning rate 0.1).
+"""
+
+import numpy as np
+
+from .chapter05_forward_pass import PARAM_NAMES, forward
+from .chapter06_training_step import cross_entropy, cross_entropy_grad, output_backward, sgd_step
+from .chapter07_backprop import backward
+
+
+def _examples(examples) -> list[tuple[list[int], int]]:
+    """Check that ``examples`` is a non-empty list of (ids, target) pairs; return it as a list."""
+    if isinstance(examples, np.ndarray) or not isinstance(examples, (list, tuple)):
+        raise TypeError(f"examples must be a list of (ids, target) pairs, got {type(examples).__name__}")
+    if len(examples) == 0:
+        raise ValueError("the batch is empty: there is nothing to average over")
+    for k, example in enumerate(examples):
+        if not isinstance(example, (list, tuple)) or len(example) != 2:
+            raise TypeError(f"example {k} must be an (ids, target) pair, got {example!r}")
+        target = example[1]
+        if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
+            raise TypeError(f"example {k}: the target must be a whole-number token id, got {target!r}")
+    return list(examples)
+
+
+def _check_target(k: int, target: int, vocab: int) -> None:
+    if not 0 <= target < vocab:
+        raise IndexError(f"example {k}: target {target} is outside the vocabulary of {vocab} tokens (0..{vocab - 1})")
+
+
+def per_example(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
+                embeddings: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    r"""Forward every example and take its loss and output gradients: the worksheet's Parts 1 and 2, stacked.
+
+    For example k with context $c_k$: $z_k = c_k W_O$, $p_k = \mathrm{softmax}(z_k)$,
+    $L_k = -\log p_{k,t_k}$, $\partial L_k/\partial z_k = p_k - \text{onehot}(t_k)$,
+    $\partial L_k/\partial c_k = W_O\, \partial L_k/\partial z_k$.
+
+    Args:
+        examples: N ≥ 1 pairs ``(ids, target)``: token ids (length ≥ 1, may differ between examples) and
+            the id of the token that should come next.
+        params: ``"WQ"``, ``"WK"`` (d_model, d_k), ``"WV"`` (d_model, d_v), ``"WO"`` (d_v, vocab).
+        embeddings: the embedding table (vocab, d_model); None means the toy table (A, B, C, D).
+
+    Returns:
+        A dict of new arrays, row k for example k: ``"context"`` (N, d_v), ``"logits"`` (N, vocab),
+        ``"probs"`` (N, vocab), ``"loss"`` (N,), ``"dlogits"`` (N, vocab), ``"dcontext"`` (N, d_v).
+
+    Raises:
+        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
+        IndexError: if a token id or a target is outside the vocabulary (the message names the example).
+        TypeError: if examples is not a list of (ids, target) pairs with whole-number targets.
+
+    See docs: chapter 8, steps 8.1–8.4, 8.6 and 8.7.
+    """
+    rows = {key: [] for key in ("context", "logits", "probs", "loss", "dlogits", "dcontext")}
+    for k, (ids, target) in enumerate(_examples(examples)):
+        f = forward(ids, params, embeddings=embeddings)
+        _check_target(k, target, len(f["probs"]))
+        dlogits = cross_entropy_grad(f["probs"], target)  # p - onehot(target), (vocab,)
+        dcontext, _ = output_backward(f["context"], params["WO"], dlogits)  # (d_v,)
+        for key, value in (("context", f["context"]), ("logits", f["logits"]), ("probs", f["probs"]),
+                           ("loss", cross_entropy(f["probs"], target)), ("dlogits", dlogits), ("dcontext", dcontext)):
+            rows[key].append(value)
+    return {key: np.array(values, dtype=np.float64) for key, values in rows.items()}
+
+
+def batch_loss(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
+               embeddings: np.ndarray | None = None) -> float:
+    r"""The mean cross-entropy over a batch.
+
+    $$L = \frac{1}{N} \sum_{k=1}^{N} -\log p_{k,\,t_k}$$
+
+    Args:
+        examples: N ≥ 1 pairs ``(ids, target)``.
+        params: ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"`` as in chapter 5.
+        embeddings: the embedding table (vocab, d_model); None means the toy table.
+
+    Returns:
+        The mean loss, a float.
+
+    Raises:
+        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
+        IndexError: if a token id or a target is outside the vocabulary.
+        TypeError: if examples is not a list of (ids, target) pairs.
+
+    See docs: chapter 8, steps 8.5 and 8.13.
+    """
+    return float(np.mean(per_example(examples, params, embeddings=embeddings)["loss"]))
+
+
+def batch_gradients(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
+                    embeddings: np.ndarray | None = None) -> tuple[float, dict[str, np.ndarray]]:
+    r"""The mean loss and the mean gradient of every weight matrix over a batch.
+
+    $$\frac{\partial L}{\partial W} = \frac{1}{N} \sum_{k=1}^{N} \frac{\partial L_k}{\partial W}
+    \qquad \text{for } W \in \{W_Q, W_K, W_V, W_O\}$$
+
+    Averaging (not summing) keeps the step size independent of the batch size.
+
+    Args:
+        examples: N ≥ 1 pairs ``(ids, target)``.
+        params: ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"`` as in chapter 5.
+        embeddings: the embedding table (vocab, d_model); None means the toy table.
+
+    Returns:
+        (mean_loss, mean_grads): the mean loss, a float, and a new dict keyed ``"WQ"``, ``"WK"``, ``"WV"``,
+        ``"WO"``, each the mean gradient, shaped like its matrix.
+
+    Raises:
+        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
+        IndexError: if a token id or a target is outside the vocabulary (the message names the example).
+        TypeError: if examples is not a list of (ids, target) pairs.
+
+    See docs: chapter 8, steps 8.8 and 8.9.
+    """
+    examples = _examples(examples)
+    losses, grads = [], []
+    for k, (ids, target) in enumerate(examples):
+        vocab = np.asarray(params["WO"]).shape[-1] if "WO" in params else None
+        if vocab is not None:
+            _check_target(k, target, vocab)
+        loss, g = backward(ids, target, params, embeddings=embeddings)  # forward and backward, one example
+        losses.append(loss)
+        grads.append(g)
+    mean_grads = {name: np.mean([g[name] for g in grads], axis=0) for name in PARAM_NAMES}  # (N, ...) -> (...)
+    return float(np.mean(losses)), mean_grads
+
+
+def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray], lr: float) -> dict[str, np.ndarray]:
+    r"""One step of gradient descent on every matrix that has a gradient.
+
+    $$W \leftarrow W - \eta\, \frac{\partial L}{\partial W} \qquad \text{for every } W \text{ in grads}$$
+
+    Args:
+        params: the weights, name -> array.
+        grads: name -> gradient, each shaped like ``params[name]``; names not in ``grads`` are copied
+            unchanged (so ``{"WO": dWO}`` updates W_O only, as the worksheet does).
+        lr: the learning rate η ≥ 0.
+
+    Returns:
+        A new dict with the same keys as ``params``; ``params`` is not changed.
+
+    Raises:
+        KeyError: if grads names a matrix that params does not have.
+        ValueError: if a gradient's shape differs from its matrix's, or lr is negative.
+        TypeError: if lr is not a number.
+
+    See docs: chapter 8, step 8.10.
+    """
+    unknown = sorted(set(grads) - set(params))
+    if unknown:
+        raise KeyError(f"gradients for {unknown}, which params does not have (it has {sorted(params)})")
+    new_params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}  # copies, not views
+    for name, g in grads.items():
+        new_params[name] = sgd_step(params[name], g, lr)  # W - lr * dW
+    return new_params
+
+
+def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], lr: float, epochs: int, *,
+          embeddings: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Full-batch gradient descent: one averaged update of all four matrices per epoch.
+
+    Args:
+        examples: N ≥ 1 pairs ``(ids, target)``.
+        params: the starting ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"``; not changed.
+        lr: the learning rate η ≥ 0.
+        epochs: how many updates, a whole number ≥ 0.
+        embeddings: the embedding table (vocab, d_model); None means the toy table.
+
+    Returns:
+        (params, losses): the trained weights, a new dict; and the losses, shape (epochs,), where
+        ``losses[i]`` is the mean loss BEFORE update i (so ``losses[0]`` is the untrained model's).
+
+    Raises:
+        ValueError: if the batch is empty, epochs is negative, lr is negative, or a shape does not fit.
+        IndexError: if a token id or a target is outside the vocabulary.
+        TypeError: if epochs is not a whole number, or examples is not a list of (ids, target) pairs.
+
+    See docs: chapter 8, steps 8.14 and 8.16.
+    """
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)):
+        raise TypeError(f"epochs must be a whole number, got {epochs!r}")
+    if epochs < 0:
+        raise ValueError(f"epochs must be 0 or more, got {epochs}")
+    examples = _examples(examples)
+    params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}
+    losses = []
+    for _ in range(epochs):
+        loss, grads = batch_gradients(examples, params, embeddings=embeddings)
+        losses.append(loss)  # the loss before this update
+        params = apply_gradients(params, grads, lr)
+    return params, np.array(losses, dtype=np.float64)
+
+
+def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
+             embeddings: np.ndarray | None = None) -> float:
+    r"""The fraction of examples whose most probable next token is the target.
+
+    $$\text{accuracy} = \frac{1}{N} \sum_{k=1}^{N} \mathbb{1}\big[\arg\max_j p_{k,j} = t_k\big]$$
+
+    A tie goes to the lowest token id (NumPy's ``argmax``).
+
+    Args:
+        examples: N ≥ 1 pairs ``(ids, target)``.
+        params: ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"`` as in chapter 5.
+        embeddings: the embedding table (vocab, d_model); None means the toy table.
+
+    Returns:
+        A float in [0, 1].
+
+    Raises:
+        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
+        IndexError: if a token id or a target is outside the vocabulary.
+        TypeError: if examples is not a list of (ids, target) pairs.
+
+    See docs: chapter 8, steps 8.15 and 8.16.
+    """
+    examples = _examples(examples)
+    probs = per_example(examples, params, embeddings=embeddings)["probs"]  # (N, vocab)
+    targets = np.array([target for _, target in examples])
+    return float(np.mean(np.argmax(probs, axis=1) == targets))

@@ -1,0 +1,300 @@
+"""Chapter 9: Feed-Forward Layers — ReLU, a two-layer network per position, and a residual connection.
+
+Attention mixes information *between* positions; the feed-forward network then transforms each position
+on its own: a linear layer widens it to d_ff features, ReLU zeroes the negative ones, and a second
+linear layer brings it back. The residual connection adds the input back on, so the layer only has to
+learn a correction, and gradients get a path that skips the layer entirely. Row-vector convention: one
+row per position.
+
+Worksheet: the book's Example 5 (input "A B", W_Q = W_K = W_V = 0.1·I, W1 = W2 = [[0.2, 0.1], [0.1, 0.2]]).
+"""
+
+import numpy as np
+
+from .chapter04_attention import causal_mask, scaled_dot_product_attention
+
+
+def _matrix(name: str, a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D; got shape {a.shape}")
+    return a
+
+
+def _check_ffn(x, W1, W2, b1, b2) -> tuple:
+    """Validate the shapes of a feed-forward layer's input and parameters; return them as float64."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-D (seq, d_model); got shape {x.shape} (use x[None, :] for one row)")
+    W1, W2 = _matrix("W1", W1), _matrix("W2", W2)
+    if W1.shape[0] != x.shape[1]:
+        raise ValueError(f"W1 {W1.shape} must have one row per input feature: x is {x.shape}")
+    if W2.shape[0] != W1.shape[1]:
+        raise ValueError(f"W2 {W2.shape} must have one row per hidden feature: W1 is {W1.shape}")
+    if b1 is not None:
+        b1 = np.asarray(b1, dtype=np.float64)
+        if b1.shape != (W1.shape[1],):
+            raise ValueError(f"b1 {b1.shape} must have shape ({W1.shape[1]},), one entry per column of W1 {W1.shape}")
+    if b2 is not None:
+        b2 = np.asarray(b2, dtype=np.float64)
+        if b2.shape != (W2.shape[1],):
+            raise ValueError(f"b2 {b2.shape} must have shape ({W2.shape[1]},), one entry per column of W2 {W2.shape}")
+    return x, W1, W2, b1, b2
+
+
+def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray) -> np.ndarray:
+    r"""Causal self-attention of a sequence: the sublayer whose output feeds the feed-forward network.
+
+    $$Q = X W_Q,\quad K = X W_K,\quad V = X W_V,\qquad
+    \mathrm{output} = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V$$
+
+    with the causal mask M of chapter 4: position i sees positions 0…i only, so row 0 is V[0] exactly.
+
+    Args:
+        X: embeddings, shape (seq, d_model), one row per position.
+        WQ: query projection, shape (d_model, d_k).
+        WK: key projection, shape (d_model, d_k).
+        WV: value projection, shape (d_model, d_v).
+
+    Returns:
+        Attention output, shape (seq, d_v): every row, not just the last.
+
+    Raises:
+        ValueError: if X is not 2-D or a projection does not have one row per column of X (the message
+            names both shapes).
+
+    See docs: chapter 9, step 9.1.
+    """
+    X = _matrix("X", X)
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        W = _matrix(name, W)
+        if W.shape[0] != X.shape[1]:
+            raise ValueError(f"{name} {W.shape} must have one row per column of X {X.shape}")
+    Q, K, V = X @ WQ, X @ WK, X @ WV  # (seq, d_model) @ (d_model, d_k) -> (seq, d_k)
+    output, _ = scaled_dot_product_attention(Q, K, V, mask=causal_mask(X.shape[0]))
+    return output
+
+
+def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    r"""A linear layer: every row times W, plus an optional bias.
+
+    $$y = x W + b$$
+
+    Args:
+        x: input rows, shape (seq, d_in).
+        W: weights, shape (d_in, d_out).
+        b: optional bias, shape (d_out,), added to every row; None means no bias.
+
+    Returns:
+        Output rows, shape (seq, d_out).
+
+    Raises:
+        ValueError: if x or W is not 2-D, W does not have one row per column of x, or b is not (d_out,)
+            (the message names the shapes).
+
+    See docs: chapter 9, step 9.2.
+    """
+    x, W = _matrix("x", x), _matrix("W", W)
+    if W.shape[0] != x.shape[1]:
+        raise ValueError(f"W {W.shape} must have one row per column of x {x.shape}")
+    y = x @ W  # (seq, d_in) @ (d_in, d_out) -> (seq, d_out)
+    if b is not None:
+        b = np.asarray(b, dtype=np.float64)
+        if b.shape != (W.shape[1],):
+            raise ValueError(f"b {b.shape} must have shape ({W.shape[1]},), one entry per column of W {W.shape}")
+        y = y + b  # broadcast over rows
+    return y
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    r"""Rectified linear unit, entry by entry: keep positives, replace negatives by 0.
+
+    $$\mathrm{ReLU}(x) = \max(0, x)$$
+
+    Args:
+        x: any shape.
+
+    Returns:
+        Same shape as x, every entry max(0, x).
+
+    See docs: chapter 9, steps 9.3 and 9.6.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    return np.maximum(x, 0.0)
+
+
+def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
+    r"""Gradient through ReLU: pass the upstream gradient where the input was positive, block it elsewhere.
+
+    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y} \odot \mathbb{1}[x > 0]$$
+
+    At exactly x = 0 ReLU has a kink and no derivative; this course uses 0 there (the gradient is
+    blocked), the same choice as PyTorch and JAX.
+
+    Args:
+        x: the input ReLU saw (not its output), any shape.
+        d_out: gradient of the loss with respect to ReLU's output, same shape as x.
+
+    Returns:
+        Gradient with respect to x, same shape as x.
+
+    Raises:
+        ValueError: if x and d_out have different shapes (the message names both).
+
+    See docs: chapter 9, step 9.7.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    d_out = np.asarray(d_out, dtype=np.float64)
+    if x.shape != d_out.shape:
+        raise ValueError(f"x {x.shape} and d_out {d_out.shape} must have the same shape")
+    return np.where(x > 0, d_out, 0.0)  # derivative 1 for x > 0, 0 for x <= 0 (0 at the kink)
+
+
+def feed_forward(
+    x: np.ndarray, W1: np.ndarray, W2: np.ndarray, b1: np.ndarray | None = None, b2: np.ndarray | None = None
+) -> np.ndarray:
+    r"""Position-wise feed-forward network: widen, ReLU, project back.
+
+    $$\mathrm{FFN}(x) = \mathrm{ReLU}(x W_1 + b_1)\, W_2 + b_2$$
+
+    Every row (position) is transformed on its own; no information moves between rows.
+
+    Args:
+        x: input rows, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_out); d_out = d_model when a residual follows.
+        b1: optional bias of the first layer, shape (d_ff,); None means none.
+        b2: optional bias of the second layer, shape (d_out,); None means none.
+
+    Returns:
+        Output rows, shape (seq, d_out).
+
+    Raises:
+        ValueError: if a shape does not fit (the message names the shapes involved).
+
+    See docs: chapter 9, step 9.4.
+    """
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
+    hidden = linear(x, W1, b1)  # (seq, d_ff)
+    return linear(relu(hidden), W2, b2)  # (seq, d_ff) @ (d_ff, d_out) -> (seq, d_out)
+
+
+def feed_forward_backward(
+    x: np.ndarray,
+    W1: np.ndarray,
+    W2: np.ndarray,
+    b1: np.ndarray | None,
+    b2: np.ndarray | None,
+    d_out: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients of the feed-forward network, for its input and every parameter.
+
+    With $h = x W_1 + b_1$, $a = \mathrm{ReLU}(h)$ and $y = a W_2 + b_2$, going backwards:
+
+    $$\frac{\partial L}{\partial W_2} = a^\top \frac{\partial L}{\partial y},\quad
+    \frac{\partial L}{\partial b_2} = \sum_{\text{rows}} \frac{\partial L}{\partial y},\quad
+    \frac{\partial L}{\partial h} = \frac{\partial L}{\partial y} W_2^\top \odot \mathbb{1}[h > 0],$$
+    $$\frac{\partial L}{\partial W_1} = x^\top \frac{\partial L}{\partial h},\quad
+    \frac{\partial L}{\partial b_1} = \sum_{\text{rows}} \frac{\partial L}{\partial h},\quad
+    \frac{\partial L}{\partial x} = \frac{\partial L}{\partial h} W_1^\top$$
+
+    Args:
+        x: the input of the forward pass, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_out).
+        b1: bias of the first layer, shape (d_ff,), or None (no bias).
+        b2: bias of the second layer, shape (d_out,), or None (no bias).
+        d_out: gradient of the loss with respect to the output, shape (seq, d_out).
+
+    Returns:
+        (dx, dW1, dW2, db1, db2), in the order of the arguments: dx (seq, d_model), dW1 (d_model, d_ff),
+        dW2 (d_ff, d_out), db1 (d_ff,), db2 (d_out,). db1 and db2 are returned even when the bias is None:
+        they are the gradients a zero bias would receive.
+
+    Raises:
+        ValueError: if a shape does not fit, d_out included (the message names the shapes involved).
+
+    See docs: chapter 9, steps 9.8 and 9.9.
+    """
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
+    d_out = np.asarray(d_out, dtype=np.float64)
+    if d_out.shape != (x.shape[0], W2.shape[1]):
+        raise ValueError(f"d_out {d_out.shape} must have the output's shape {(x.shape[0], W2.shape[1])}")
+    hidden = linear(x, W1, b1)  # recompute the forward pass: (seq, d_ff)
+    activated = relu(hidden)  # (seq, d_ff)
+    dW2 = activated.T @ d_out  # (d_ff, seq) @ (seq, d_out) -> (d_ff, d_out)
+    db2 = d_out.sum(axis=0)  # the bias was added to every row
+    d_hidden = relu_backward(hidden, d_out @ W2.T)  # (seq, d_out) @ (d_out, d_ff), blocked where h <= 0
+    dW1 = x.T @ d_hidden  # (d_model, seq) @ (seq, d_ff) -> (d_model, d_ff)
+    db1 = d_hidden.sum(axis=0)
+    dx = d_hidden @ W1.T  # (seq, d_ff) @ (d_ff, d_model) -> (seq, d_model)
+    return dx, dW1, dW2, db1, db2
+
+
+def residual_feed_forward(
+    x: np.ndarray, W1: np.ndarray, W2: np.ndarray, b1: np.ndarray | None = None, b2: np.ndarray | None = None
+) -> np.ndarray:
+    r"""The feed-forward network with a residual connection: the input plus its correction.
+
+    $$y = x + \mathrm{FFN}(x)$$
+
+    Args:
+        x: input rows, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_model): the output must be as wide as the input to be added.
+        b1: optional bias of the first layer, shape (d_ff,).
+        b2: optional bias of the second layer, shape (d_model,).
+
+    Returns:
+        Output rows, shape (seq, d_model).
+
+    Raises:
+        ValueError: if a shape does not fit, or W2's output width differs from x's (the message names both).
+
+    See docs: chapter 9, step 9.5.
+    """
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
+    if W2.shape[1] != x.shape[1]:
+        raise ValueError(f"the residual adds x {x.shape} to the FFN's output: W2 {W2.shape} must map back to "
+                         f"{x.shape[1]} features")
+    return x + feed_forward(x, W1, W2, b1, b2)  # (seq, d_model)
+
+
+def residual_feed_forward_backward(
+    x: np.ndarray,
+    W1: np.ndarray,
+    W2: np.ndarray,
+    b1: np.ndarray | None,
+    b2: np.ndarray | None,
+    d_out: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients of y = x + FFN(x): the FFN's gradients, plus the residual path's straight copy to x.
+
+    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y}
+    + \frac{\partial L}{\partial y}\,\frac{\partial\,\mathrm{FFN}}{\partial x}$$
+
+    The parameters' gradients are the FFN's own; only dx gains the identity term.
+
+    Args:
+        x: the input of the forward pass, shape (seq, d_model).
+        W1: first layer, shape (d_model, d_ff).
+        W2: second layer, shape (d_ff, d_model).
+        b1: bias of the first layer, shape (d_ff,), or None.
+        b2: bias of the second layer, shape (d_model,), or None.
+        d_out: gradient of the loss with respect to y, shape (seq, d_model).
+
+    Returns:
+        (dx, dW1, dW2, db1, db2), shaped as in ``feed_forward_backward``.
+
+    Raises:
+        ValueError: if a shape does not fit (as ``residual_feed_forward`` and ``feed_forward_backward``).
+
+    See docs: chapter 9, step 9.10.
+    """
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
+    if W2.shape[1] != x.shape[1]:
+        raise ValueError(f"the residual adds x {x.shape} to the FFN's output: W2 {W2.shape} must map back to "
+                         f"{x.shape[1]} features")
+    dx, dW1, dW2, db1, db2 = feed_forward_backward(x, W1, W2, b1, b2, d_out)
+    dx = dx + np.asarray(d_out, dtype=np.float64)  # the residual path copies d_out straight to x
+    return dx, dW1, dW2, db1, db2

@@ -1,0 +1,345 @@
+"""Chapter 8: Batch Training — the book's Example 4 worksheet, and beyond.
+
+The batch A B → C, A A → D, B A → C on the toy model (W_Q = W_K = W_V = 0.1·I, explicit 2×4 W_O, causal
+attention, context from the last position), learning rate 0.1. Each worksheet step is one test below,
+named as the claim it checks; the numbers come from reference/chapter08_batch_training.toml, where the
+worksheet's many slips are recorded as errata. Steps 8.14–8.16 train all four matrices until every
+pattern is right: 200 epochs at η = 0.1 (the last pattern flips after 158 updates).
+"""
+
+import numpy as np
+import pytest
+
+from kata import close, expect, load, numerical_gradient, raises_clearly
+
+CHAPTER = 8
+RNG = np.random.default_rng(8)
+NAMES = ("WQ", "WK", "WV", "WO")
+TOY_TABLE = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])  # A, B, C, D as in chapter 3
+
+
+# -- the worksheet's inputs, read from the key -------------------------------------------------------
+def batch(ws):
+    """The step's examples as (ids, target) pairs of plain ints."""
+    return [([int(i) for i in ids], int(t)) for ids, t in zip(ws.inputs["ids"], ws.inputs["targets"], strict=True)]
+
+
+def params(ws):
+    """The step's four matrices, as fresh float64 arrays."""
+    return {name: ws.input(name) for name in NAMES}
+
+
+_trained: dict[tuple, tuple] = {}
+
+
+def trained(ch, ws):
+    """train() on the worksheet's batch for the key's epoch budget, run once and shared by 8.14 and 8.16."""
+    key = (ch.__name__, float(ws.inputs["lr"]), int(ws.inputs["epochs"]))
+    if key not in _trained:
+        _trained[key] = ch.train(batch(ws), params(ws), float(ws.inputs["lr"]), int(ws.inputs["epochs"]))
+    return _trained[key]
+
+
+# -- oracles written here, never the learner's ------------------------------------------------------
+def oracle_forward(ids, p, table):
+    """The chapter 5 model written out: embed, project, causal attention, last row; (context, logits, probs)."""
+    X = table[ids]
+    Q, K, V = X @ p["WQ"], X @ p["WK"], X @ p["WV"]
+    n = len(ids)
+    S = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / np.sqrt(K.shape[1]), -np.inf)
+    w = np.exp(S - S.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    context = (w @ V)[-1]
+    z = context @ p["WO"]
+    e = np.exp(z - z.max())
+    return context, z, e / e.sum()
+
+
+def oracle_losses(examples, p, table):
+    """Cross-entropy of each example under the model written out above."""
+    out = []
+    for ids, t in examples:
+        _, z, _ = oracle_forward(ids, p, table)
+        out.append(np.log(np.sum(np.exp(z - z.max()))) + z.max() - z[t])  # −log softmax(z)[t]
+    return np.array(out)
+
+
+def oracle_gradients(examples, p, table):
+    """Central differences of the MEAN loss for each of the four matrices."""
+    grads = {}
+    for name in NAMES:
+        def loss(W, name=name):
+            return float(np.mean(oracle_losses(examples, {**p, name: W}, table)))
+        grads[name] = numerical_gradient(loss, p[name])
+    return grads
+
+
+def random_problem(n_examples, vocab, d_model, d_k, seed):
+    """A random batch (sequences of length 1–5), table and parameters of other shapes."""
+    rng = np.random.default_rng(seed)
+    table = rng.normal(size=(vocab, d_model))
+    p = {"WQ": rng.normal(size=(d_model, d_k)), "WK": rng.normal(size=(d_model, d_k)),
+         "WV": rng.normal(size=(d_model, d_k)), "WO": rng.normal(size=(d_k, vocab))}
+    examples = [([int(i) for i in rng.integers(0, vocab, size=rng.integers(1, 6))], int(rng.integers(0, vocab)))
+                for _ in range(n_examples)]
+    return examples, p, table
+
+
+# -- the worksheet, step by step -------------------------------------------------------------------
+@pytest.mark.step("8.1")
+def test_a_b_and_b_a_get_mirrored_contexts_and_a_a_gets_a_s_value(ch, ws):
+    expect(ws, ch.per_example(batch(ws), params(ws))["context"])
+
+
+@pytest.mark.step("8.2")
+def test_w_o_turns_each_context_into_logits_for_a_and_c(ch, ws):
+    expect(ws, ch.per_example(batch(ws), params(ws))["logits"])
+
+
+@pytest.mark.step("8.3")
+def test_every_probability_stays_close_to_a_quarter(ch, ws):
+    expect(ws, ch.per_example(batch(ws), params(ws))["probs"])
+
+
+@pytest.mark.step("8.4")
+def test_each_loss_is_close_to_ln_4(ch, ws):
+    expect(ws, ch.per_example(batch(ws), params(ws))["loss"])
+
+
+@pytest.mark.step("8.5")
+def test_the_batch_loss_is_the_mean_of_the_three(ch, ws):
+    expect(ws, ch.batch_loss(batch(ws), params(ws)))
+
+
+@pytest.mark.step("8.6")
+def test_dlogits_is_probabilities_minus_the_one_hot_target(ch, ws):
+    expect(ws, ch.per_example(batch(ws), params(ws))["dlogits"])
+
+
+@pytest.mark.step("8.7")
+def test_dcontext_picks_the_a_and_c_gradients_through_w_o(ch, ws):
+    expect(ws, ch.per_example(batch(ws), params(ws))["dcontext"])
+
+
+@pytest.mark.step("8.8")
+def test_each_example_on_its_own_gives_outer_context_dlogits(ch, ws):
+    p = params(ws)
+    per = [ch.batch_gradients([example], p)[1]["WO"] for example in batch(ws)]  # batches of one
+    expect(ws, np.array(per))
+
+
+@pytest.mark.step("8.9")
+def test_the_batch_gradient_is_the_mean_of_the_three(ch, ws):
+    _, grads = ch.batch_gradients(batch(ws), params(ws))
+    expect(ws, grads["WO"])
+
+
+@pytest.mark.step("8.10")
+def test_one_step_against_the_averaged_gradient_moves_w_o_slightly(ch, ws):
+    new = ch.apply_gradients(params(ws), {"WO": ws.input("dWO")}, float(ws.inputs["lr"]))
+    expect(ws, new["WO"])
+
+
+@pytest.mark.step("8.11")
+def test_after_the_step_every_target_is_slightly_more_likely(ch, ws):
+    examples = batch(ws)
+    probs = np.asarray(ch.per_example(examples, params(ws))["probs"])
+    expect(ws, probs[np.arange(len(examples)), [t for _, t in examples]])
+
+
+@pytest.mark.step("8.12")
+def test_after_the_step_every_loss_is_slightly_lower(ch, ws):
+    expect(ws, ch.per_example(batch(ws), params(ws))["loss"])
+
+
+@pytest.mark.step("8.13")
+def test_after_the_step_the_batch_loss_is_lower(ch, ws):
+    expect(ws, ch.batch_loss(batch(ws), params(ws)))
+
+
+@pytest.mark.step("8.14")
+def test_training_all_four_matrices_brings_the_loss_down_slowly_then_fast(ch, ws):
+    _, losses = trained(ch, ws)
+    losses = np.asarray(losses)
+    assert losses.shape == (int(ws.inputs["epochs"]),), (
+        f"train should return one loss per epoch, shape ({ws.inputs['epochs']},); got shape {losses.shape}")
+    expect(ws, losses[:: int(ws.inputs["every"])])
+
+
+@pytest.mark.step("8.15")
+def test_before_training_only_a_b_to_c_is_right(ch, ws):
+    expect(ws, ch.accuracy(batch(ws), params(ws)))
+
+
+@pytest.mark.step("8.16")
+def test_after_200_epochs_every_pattern_is_right(ch, ws):
+    trained_params, _ = trained(ch, ws)
+    expect(ws, ch.accuracy(batch(ws), trained_params))
+
+
+# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+def test_one_averaged_update_of_w_o_lowers_the_worksheets_mean_loss(ch):
+    """the chapter's claim, in exact arithmetic: one averaged W_O step lowers the mean loss of the three"""
+    ws = load(CHAPTER).step("8.5")
+    examples, p = batch(ws), params(ws)
+    loss, grads = ch.batch_gradients(examples, p)
+    new = ch.apply_gradients(p, {"WO": grads["WO"]}, 0.1)
+    before, after = oracle_losses(examples, p, TOY_TABLE).mean(), oracle_losses(examples, new, TOY_TABLE).mean()
+    close(loss, before, "batch_gradients' mean loss on the worksheet's batch")
+    close(new["WQ"], p["WQ"], "W_Q after an update that has no gradient for it (unchanged)")
+    assert after < before, f"the mean loss rose from {before:.9f} to {after:.9f} after one averaged step on W_O"
+
+
+@pytest.mark.parametrize(("n", "vocab", "d_model", "d_k"), [(4, 6, 3, 2), (5, 5, 2, 4), (3, 7, 4, 3)])
+def test_batch_loss_and_per_example_match_the_model_on_other_shapes(ch, n, vocab, d_model, d_k):
+    """per-example losses and the mean loss match the model written in the test (vocab > 4, seq 1–5)"""
+    examples, p, table = random_problem(n, vocab, d_model, d_k, seed=n * 100 + vocab)
+    want = oracle_losses(examples, p, table)
+    got = ch.per_example(examples, p, embeddings=table)
+    mean = ch.batch_loss(examples, p, embeddings=table)
+    rows = [oracle_forward(ids, p, table) for ids, _ in examples]
+    contexts, logits, probs = (np.array([r[k] for r in rows]) for k in range(3))
+    onehot = np.eye(vocab)[[t for _, t in examples]]
+    close(got["context"], contexts, f"per_example contexts, {n} examples, d_k {d_k}",
+          mistakes=[("the context taken from the first position instead of the last",
+                     np.array([table[ids[0]] @ p["WV"] for ids, _ in examples]))])
+    close(got["logits"], logits, f"per_example logits, {n} examples, vocab {vocab}")
+    close(got["probs"], probs, f"per_example probabilities, {n} examples, vocab {vocab}")
+    close(got["dlogits"], probs - onehot, f"per_example dL/dlogits, {n} examples, vocab {vocab}",
+          mistakes=[("dL/dlogits without the −1 at the target", probs)])
+    close(got["dcontext"], (probs - onehot) @ p["WO"].T, f"per_example dL/dcontext, {n} examples, d_k {d_k}",
+          mistakes=[("W_O not transposed on the way back", probs - onehot)])
+    close(got["loss"], want, f"per_example losses, {n} examples, vocab {vocab}",
+          mistakes=[("log base 10 instead of the natural log", want / np.log(10))])
+    close(mean, want.mean(), f"batch_loss, {n} examples, vocab {vocab}",
+          mistakes=[("summed instead of averaged: the total, not the mean", want.sum())])
+
+
+@pytest.mark.parametrize(("n", "vocab", "d_model", "d_k"), [(4, 6, 3, 2), (5, 5, 2, 4), (3, 7, 4, 3)])
+def test_batch_gradients_match_numerical_gradients_of_the_mean_loss(ch, n, vocab, d_model, d_k):
+    """every mean gradient agrees with central differences of the mean loss, on other shapes"""
+    examples, p, table = random_problem(n, vocab, d_model, d_k, seed=n * 10 + vocab)
+    loss, grads = ch.batch_gradients(examples, p, embeddings=table)
+    want = oracle_gradients(examples, p, table)
+    close(loss, oracle_losses(examples, p, table).mean(), "batch_gradients' mean loss")
+    for name in NAMES:
+        close(grads[name], want[name], f"batch_gradients' {name}, {n} examples (d_model {d_model}, d_k {d_k})",
+              rtol=1e-5, atol=1e-8,
+              mistakes=[("summed instead of averaged gradients", n * want[name]),
+                        ("divided by N − 1 instead of N", n / (n - 1) * want[name])])
+
+
+def test_train_matches_gradient_descent_written_in_the_test(ch):
+    """three epochs of train() on a random batch follow gradient descent on the mean loss"""
+    examples, p, table = random_problem(4, 5, 3, 2, seed=88)
+    lr = 0.3
+    want_losses, q = [], dict(p)
+    for _ in range(3):
+        want_losses.append(oracle_losses(examples, q, table).mean())
+        g = oracle_gradients(examples, q, table)
+        q = {name: q[name] - lr * g[name] for name in NAMES}
+    got_params, got_losses = ch.train(examples, p, lr, 3, embeddings=table)
+    close(got_losses, want_losses, "train's losses (each before its update), 3 epochs, lr 0.3", rtol=1e-6,
+          atol=1e-8,
+          mistakes=[("the loss recorded after each update instead of before it",
+                     want_losses[1:] + [oracle_losses(examples, q, table).mean()])])
+    for name in NAMES:
+        close(got_params[name], q[name], f"train's {name} after 3 epochs", rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("shapes", [{"WO": (3, 5), "WV": (4, 3)}, {"WQ": (2, 6)}])
+def test_apply_gradients_steps_downhill_and_copies_the_rest(ch, shapes):
+    """apply_gradients gives W − lr·dW for the matrices it has gradients for, copies of the others"""
+    p = {"WQ": RNG.normal(size=(2, 6)), "WV": RNG.normal(size=(4, 3)), "WO": RNG.normal(size=(3, 5))}
+    grads = {name: RNG.normal(size=shape) for name, shape in shapes.items()}
+    new = ch.apply_gradients(p, grads, 0.37)
+    assert sorted(new) == sorted(p), f"apply_gradients should keep every key of params {sorted(p)}; got {sorted(new)}"
+    for name in p:
+        want = p[name] - 0.37 * grads[name] if name in grads else p[name]
+        close(new[name], want, f"{name} after apply_gradients with lr 0.37",
+              mistakes=[("the gradient added instead of subtracted (uphill)", p[name] + 0.37 * grads[name])]
+              if name in grads else [])
+
+
+def test_the_loss_falls_at_every_epoch_of_the_worksheets_training(ch):
+    """at η = 0.1 the mean loss decreases at every one of the 200 epochs"""
+    ws = load(CHAPTER).step("8.14")
+    _, losses = trained(ch, ws)
+    steps = np.diff(np.asarray(losses))
+    assert np.all(steps < 0), f"the loss rose at epochs {np.flatnonzero(steps >= 0)[:10].tolist()}"
+
+
+def test_accuracy_matches_argmax_on_other_shapes(ch):
+    """accuracy is the fraction of examples whose most probable token is the target"""
+    examples, p, table = random_problem(6, 5, 3, 3, seed=808)
+    probs = []
+    for ids, _ in examples:  # the model written out in the test, probabilities this time
+        X = table[ids]
+        Q, K, V = X @ p["WQ"], X @ p["WK"], X @ p["WV"]
+        n = len(ids)
+        S = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / np.sqrt(3), -np.inf)
+        w = np.exp(S - S.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        z = (w @ V)[-1] @ p["WO"]
+        probs.append(np.exp(z - z.max()) / np.exp(z - z.max()).sum())
+    predicted = np.argmax(probs, axis=1)
+    examples = [(ids, int(predicted[k]) if k % 2 == 0 else int((predicted[k] + 1) % 5))
+                for k, (ids, _) in enumerate(examples)]  # right on even examples, wrong on odd ones
+    got = ch.accuracy(examples, p, embeddings=table)
+    close(got, 0.5, "accuracy on 6 examples, 3 of them predicted right",
+          mistakes=[("the number right, not the fraction", 3.0)])
+
+
+def test_nothing_modifies_its_inputs(ch):
+    """per_example, batch_gradients, apply_gradients and train leave the batch and params untouched"""
+    examples, p, table = random_problem(3, 5, 3, 2, seed=8)
+    copies = {name: W.copy() for name, W in p.items()}
+    batch_copy = [(list(ids), t) for ids, t in examples]
+    ch.per_example(examples, p, embeddings=table)
+    _, grads = ch.batch_gradients(examples, p, embeddings=table)
+    ch.apply_gradients(p, grads, 0.1)
+    ch.train(examples, p, 0.1, 2, embeddings=table)
+    for name in NAMES:
+        close(p[name], copies[name], f"params[{name!r}] after the calls")
+    assert examples == batch_copy, "the batch was modified"
+
+
+# -- bad input gets a clear error ------------------------------------------------------------------
+def toy():
+    return {"WQ": 0.1 * np.eye(2), "WK": 0.1 * np.eye(2), "WV": 0.1 * np.eye(2),
+            "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
+
+
+def test_an_empty_batch_is_refused(ch):
+    """an empty batch raises ValueError saying it is empty, in every function that averages"""
+    raises_clearly(lambda: ch.batch_loss([], toy()), ValueError, "empty")
+    raises_clearly(lambda: ch.batch_gradients([], toy()), ValueError, "empty")
+    raises_clearly(lambda: ch.accuracy([], toy()), ValueError, "empty")
+    raises_clearly(lambda: ch.train([], toy(), 0.1, 3), ValueError, "empty")
+
+
+def test_a_target_outside_the_vocabulary_is_refused(ch):
+    """target 4 (or −1) of a 4-token vocabulary raises IndexError naming the target"""
+    bad = [([0, 1], 2), ([0, 0], 4)]
+    raises_clearly(lambda: ch.batch_loss(bad, toy()), IndexError, "4")
+    raises_clearly(lambda: ch.batch_gradients(bad, toy()), IndexError, "4")
+    raises_clearly(lambda: ch.batch_gradients([([0, 1], -1)], toy()), IndexError, "-1")
+
+
+def test_mismatched_parameter_shapes_are_refused(ch):
+    """a (2, 3) W_O for a 4-token vocabulary raises ValueError naming W_O"""
+    p = toy()
+    p["WO"] = np.ones((2, 3))
+    raises_clearly(lambda: ch.batch_loss([([0, 1], 2)], p), ValueError, "WO")
+    raises_clearly(lambda: ch.apply_gradients(toy(), {"WO": np.ones((2, 3))}, 0.1), ValueError, "(2, 3)")
+
+
+def test_an_example_that_is_not_a_pair_is_refused(ch):
+    """an example without a target, or with a fractional target, raises TypeError"""
+    raises_clearly(lambda: ch.batch_loss([([0, 1],)], toy()), TypeError, "pair")
+    raises_clearly(lambda: ch.batch_loss([([0, 1], 2.5)], toy()), TypeError, "2.5")
+
+
+def test_a_negative_number_of_epochs_is_refused(ch):
+    """train with epochs = −1 raises ValueError naming it"""
+    raises_clearly(lambda: ch.train([([0, 1], 2)], toy(), 0.1, -1), ValueError, "-1")

@@ -1,0 +1,306 @@
+"""Chapter 9: Feed-Forward Layers — the book's Example 5 worksheet, and beyond.
+
+Input "A B" (X = I), W_Q = W_K = W_V = 0.1·I, W1 = W2 = [[0.2, 0.1], [0.1, 0.2]]. Each worksheet step is
+one test below, named as the claim it checks; the numbers come from reference/chapter09_feed_forward.toml.
+The worksheet shows only position 1 and copies it into row 0; steps 9.1–9.5 pin both rows. Steps 9.6–9.10
+are this course's: ReLU's gradient and the gradients through the FFN and the residual.
+"""
+
+import numpy as np
+import pytest
+
+from kata import close, expect, numerical_gradient, raises_clearly
+
+CHAPTER = 9
+RNG = np.random.default_rng(9)
+
+
+# -- oracles written here, never the learner's ------------------------------------------------------
+def ffn_oracle(x, W1, W2, b1, b2):
+    """ReLU(x W1 + b1) W2 + b2, with None biases as zeros."""
+    b1 = np.zeros(W1.shape[1]) if b1 is None else b1
+    b2 = np.zeros(W2.shape[1]) if b2 is None else b2
+    return np.maximum(x @ W1 + b1, 0) @ W2 + b2
+
+
+def ffn_gradients_numerically(x, W1, W2, b1, b2, d_out, residual=False):
+    """Central-difference gradients of sum(d_out * y) for x, W1, W2, b1, b2 (y = FFN(x), or x + FFN(x))."""
+    def loss(x_, W1_, W2_, b1_, b2_):
+        y = ffn_oracle(x_, W1_, W2_, b1_, b2_) + (x_ if residual else 0)
+        return float(np.sum(d_out * y))
+
+    return (numerical_gradient(lambda v: loss(v, W1, W2, b1, b2), x),
+            numerical_gradient(lambda v: loss(x, v, W2, b1, b2), W1),
+            numerical_gradient(lambda v: loss(x, W1, v, b1, b2), W2),
+            numerical_gradient(lambda v: loss(x, W1, W2, v, b2), b1),
+            numerical_gradient(lambda v: loss(x, W1, W2, b1, v), b2))
+
+
+def ffn_mistakes(x, W1, W2, b1, d_out):
+    """What the classic backward mistakes give for dx, computed here."""
+    h = x @ W1 + b1
+    return [
+        ("ReLU gradient passed through for negative inputs", (d_out @ W2.T) @ W1.T),
+        ("derivative 1 at exactly 0 (x >= 0 instead of x > 0)", ((d_out @ W2.T) * (h >= 0)) @ W1.T),
+        ("multiplied by ReLU's output instead of by its derivative", ((d_out @ W2.T) * np.maximum(h, 0)) @ W1.T),
+    ]
+
+
+def random_ffn(seq, d_model, d_ff, bias=True):
+    """A random layer whose pre-activations are of both signs and stay well away from the ReLU kink."""
+    while True:
+        x = RNG.normal(size=(seq, d_model))
+        W1, W2 = RNG.normal(size=(d_model, d_ff)), RNG.normal(size=(d_ff, d_model))
+        b1, b2 = (RNG.normal(size=d_ff), RNG.normal(size=d_model)) if bias else (np.zeros(d_ff), np.zeros(d_model))
+        h = x @ W1 + b1
+        if (h > 0).any() and (h < 0).any() and np.abs(h).min() > 1e-3:  # central differences need no kink nearby
+            return x, W1, W2, b1, b2
+
+
+# -- the worksheet, step by step -------------------------------------------------------------------
+@pytest.mark.step("9.1")
+def test_causal_attention_gives_a_its_own_value_and_b_a_near_even_mix(ch, ws):
+    got = ch.self_attention(ws.input("X"), ws.input("WQ"), ws.input("WK"), ws.input("WV"))
+    expect(ws, got)
+
+
+@pytest.mark.step("9.2")
+def test_the_first_layer_maps_each_row_through_w1(ch, ws):
+    expect(ws, ch.linear(ws.input("x"), ws.input("W")))
+
+
+@pytest.mark.step("9.3")
+def test_relu_leaves_the_positive_hidden_values_unchanged(ch, ws):
+    expect(ws, ch.relu(ws.input("x")))
+
+
+@pytest.mark.step("9.4")
+def test_the_feed_forward_output_is_a_small_correction(ch, ws):
+    expect(ws, ch.feed_forward(ws.input("x"), ws.input("W1"), ws.input("W2")))
+
+
+@pytest.mark.step("9.5")
+def test_the_residual_adds_the_correction_to_the_attention_output(ch, ws):
+    expect(ws, ch.residual_feed_forward(ws.input("x"), ws.input("W1"), ws.input("W2")))
+
+
+@pytest.mark.step("9.6")
+def test_relu_turns_minus_a_half_into_zero(ch, ws):
+    expect(ws, ch.relu(ws.input("x")))
+
+
+@pytest.mark.step("9.7")
+def test_relu_gradient_flows_only_where_the_input_was_positive(ch, ws):
+    expect(ws, ch.relu_backward(ws.input("x"), ws.input("d_out")))
+
+
+@pytest.mark.step("9.8")
+def test_the_gradient_through_the_ffn_is_0_09_per_entry(ch, ws):
+    dx, *_ = ch.feed_forward_backward(ws.input("x"), ws.input("W1"), ws.input("W2"), None, None, ws.input("d_out"))
+    expect(ws, dx)
+
+
+@pytest.mark.step("9.9")
+def test_w1_gets_each_input_feature_times_the_hidden_gradient(ch, ws):
+    _, dW1, *_ = ch.feed_forward_backward(ws.input("x"), ws.input("W1"), ws.input("W2"), None, None,
+                                          ws.input("d_out"))
+    expect(ws, dW1)
+
+
+@pytest.mark.step("9.10")
+def test_the_residual_passes_the_whole_gradient_back_plus_the_ffns(ch, ws):
+    dx, *_ = ch.residual_feed_forward_backward(ws.input("x"), ws.input("W1"), ws.input("W2"), None, None,
+                                               ws.input("d_out"))
+    expect(ws, dx)
+
+
+# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 5)])
+def test_relu_matches_max_zero_on_any_shape(ch, shape):
+    """relu is max(0, x) entry by entry, on any shape, negatives included"""
+    x = RNG.normal(size=shape)
+    close(ch.relu(x), np.maximum(x, 0), f"relu of a {shape} array", inputs={"x": x},
+          mistakes=[("ReLU not applied", x), ("the absolute value instead of max(0, x)", np.abs(x)),
+                    ("min instead of max", np.minimum(x, 0))])
+
+
+def test_relu_backward_at_exactly_zero_blocks_the_gradient(ch):
+    """relu_backward uses derivative 0 at x = 0, 1 above, 0 below, on a (3, 4) array"""
+    x = RNG.normal(size=(3, 4))
+    x[0, 0] = x[1, 2] = 0.0
+    d = RNG.normal(size=(3, 4))
+    got = ch.relu_backward(x, d)
+    close(got, np.where(x > 0, d, 0.0), "relu_backward on a (3, 4) array with two exact zeros", inputs={"x": x},
+          mistakes=[("ReLU gradient passed through for negative inputs", d),
+                    ("derivative 1 at exactly 0 (x >= 0 instead of x > 0)", np.where(x >= 0, d, 0.0)),
+                    ("multiplied by ReLU's output instead of by its derivative", d * np.maximum(x, 0))])
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 3)])
+def test_relu_backward_matches_numerical_gradients_away_from_zero(ch, shape):
+    """relu_backward agrees with central differences of sum(d_out * relu(x))"""
+    x = RNG.normal(size=shape)
+    x[np.abs(x) < 1e-3] = 0.5
+    d = RNG.normal(size=shape)
+    got = ch.relu_backward(x, d)
+    want = numerical_gradient(lambda v: float(np.sum(d * np.maximum(v, 0))), x)
+    close(got, want, f"relu_backward of a {shape} array vs numerical gradients", rtol=1e-6, atol=1e-8,
+          mistakes=[("ReLU gradient passed through for negative inputs", d)])
+
+
+@pytest.mark.parametrize(("seq", "d_in", "d_out"), [(3, 5, 2), (1, 4, 6), (6, 2, 3)])
+def test_linear_matches_a_loop_with_and_without_bias(ch, seq, d_in, d_out):
+    """linear is x W (+ b), checked against a loop on other shapes"""
+    x, W, b = RNG.normal(size=(seq, d_in)), RNG.normal(size=(d_in, d_out)), RNG.normal(size=d_out)
+    loop = np.array([[sum(x[i, k] * W[k, j] for k in range(d_in)) for j in range(d_out)] for i in range(seq)])
+    no_bias = ch.linear(x, W)
+    with_bias = ch.linear(x, W, b)
+    close(no_bias, loop, f"linear(x {x.shape}, W {W.shape})")
+    close(with_bias, loop + b, f"linear(x {x.shape}, W {W.shape}, b {b.shape})",
+          mistakes=[("the bias was ignored", loop)])
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (1, 6, 4)])
+def test_feed_forward_matches_the_formula_on_other_shapes(ch, seq, d_model, d_ff):
+    """feed_forward is ReLU(x W1 + b1) W2 + b2, negatives included, with and without biases"""
+    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
+    with_bias = ch.feed_forward(x, W1, W2, b1, b2)
+    no_bias = ch.feed_forward(x, W1, W2)
+    close(with_bias, ffn_oracle(x, W1, W2, b1, b2), f"feed_forward, x {x.shape}, W1 {W1.shape}, with biases",
+          mistakes=[("ReLU not applied (two linear layers collapse into one)", (x @ W1 + b1) @ W2 + b2),
+                    ("ReLU applied after the second layer", np.maximum((x @ W1 + b1) @ W2 + b2, 0)),
+                    ("the residual was added inside feed_forward", x + ffn_oracle(x, W1, W2, b1, b2))])
+    close(no_bias, ffn_oracle(x, W1, W2, None, None), f"feed_forward, x {x.shape}, W1 {W1.shape}, no biases")
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (1, 6, 4)])
+def test_residual_feed_forward_adds_the_input(ch, seq, d_model, d_ff):
+    """residual_feed_forward is x + FFN(x) on other shapes"""
+    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
+    got = ch.residual_feed_forward(x, W1, W2, b1, b2)
+    ffn = ffn_oracle(x, W1, W2, b1, b2)
+    close(got, x + ffn, f"residual_feed_forward, x {x.shape}, d_ff {d_ff}",
+          mistakes=[("the FFN output alone: the residual replaced x instead of adding to it", ffn)])
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (2, 6, 5)])
+def test_feed_forward_backward_matches_numerical_gradients(ch, seq, d_model, d_ff):
+    """every gradient of the FFN (x, W1, W2, b1, b2) agrees with central differences"""
+    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
+    d = RNG.normal(size=(seq, d_model))
+    got = ch.feed_forward_backward(x, W1, W2, b1, b2, d)
+    want = ffn_gradients_numerically(x, W1, W2, b1, b2, d)
+    assert isinstance(got, tuple) and len(got) == 5, (
+        f"feed_forward_backward should return the tuple (dx, dW1, dW2, db1, db2); got {type(got).__name__} "
+        f"of length {len(got) if hasattr(got, '__len__') else '?'}")
+    for name, g, w in zip(("dx", "dW1", "dW2", "db1", "db2"), got, want, strict=True):
+        close(g, w, f"feed_forward_backward's {name} (x {x.shape}, d_ff {d_ff}) vs numerical gradients",
+              rtol=1e-6, atol=1e-8,
+              mistakes=ffn_mistakes(x, W1, W2, b1, d) + [
+                  ("the residual's identity added (that is residual_feed_forward_backward)", w + d)] if name == "dx"
+              else [])
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (4, 3, 2)])
+def test_feed_forward_backward_without_biases(ch, seq, d_model, d_ff):
+    """with b1 = b2 = None, the gradients match a zero bias's, bias gradients included"""
+    x, W1, W2, z1, z2 = random_ffn(seq, d_model, d_ff, bias=False)
+    d = RNG.normal(size=(seq, d_model))
+    got = ch.feed_forward_backward(x, W1, W2, None, None, d)
+    want = ffn_gradients_numerically(x, W1, W2, z1, z2, d)
+    for name, g, w in zip(("dx", "dW1", "dW2", "db1", "db2"), got, want, strict=True):
+        close(g, w, f"feed_forward_backward's {name} with no biases", rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (2, 6, 5)])
+def test_residual_feed_forward_backward_matches_numerical_gradients(ch, seq, d_model, d_ff):
+    """every gradient of x + FFN(x) agrees with central differences; dx carries the identity path"""
+    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
+    d = RNG.normal(size=(seq, d_model))
+    got = ch.residual_feed_forward_backward(x, W1, W2, b1, b2, d)
+    want = ffn_gradients_numerically(x, W1, W2, b1, b2, d, residual=True)
+    for name, g, w in zip(("dx", "dW1", "dW2", "db1", "db2"), got, want, strict=True):
+        close(g, w, f"residual_feed_forward_backward's {name} (x {x.shape}, d_ff {d_ff}) vs numerical gradients",
+              rtol=1e-6, atol=1e-8,
+              mistakes=[("the residual path missing from the backward pass", w - d),
+                        ("only the residual path: the FFN's gradient was dropped", d)] if name == "dx" else [])
+
+
+def test_self_attention_matches_a_numpy_one_liner_on_other_shapes(ch):
+    """self_attention is causal softmax(QKᵀ/√d_k)V on a (5, 3) input with (3, 4) projections"""
+    X = RNG.normal(size=(5, 3))
+    WQ, WK, WV = (RNG.normal(size=(3, 4)) for _ in range(3))
+    Q, K, V = X @ WQ, X @ WK, X @ WV
+    S = np.where(np.tril(np.ones((5, 5), dtype=bool)), Q @ K.T / 2.0, -np.inf)
+    w = np.exp(S - S.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    full = np.exp(Q @ K.T / 2.0 - (Q @ K.T / 2.0).max(axis=1, keepdims=True))
+    full /= full.sum(axis=1, keepdims=True)
+    got = ch.self_attention(X, WQ, WK, WV)
+    close(got, w @ V, "self_attention of a (5, 3) input", mistakes=[("the causal mask was left out", full @ V)])
+
+
+def test_nothing_modifies_its_inputs(ch):
+    """relu, feed_forward and both backward passes leave their inputs untouched"""
+    x, W1, W2, b1, b2 = random_ffn(3, 4, 5)
+    d = RNG.normal(size=(3, 4))
+    arrays = (x, W1, W2, b1, b2, d)
+    copies = [a.copy() for a in arrays]
+    ch.relu(x)
+    ch.relu_backward(x, d)
+    ch.feed_forward(x, W1, W2, b1, b2)
+    ch.residual_feed_forward(x, W1, W2, b1, b2)
+    ch.feed_forward_backward(x, W1, W2, b1, b2, d)
+    ch.residual_feed_forward_backward(x, W1, W2, b1, b2, d)
+    for name, a, b in zip(("x", "W1", "W2", "b1", "b2", "d_out"), arrays, copies, strict=True):
+        close(a, b, f"{name} after the forward and backward calls")
+
+
+# -- bad input gets a clear error ------------------------------------------------------------------
+def test_w1_that_does_not_fit_x_names_both_shapes(ch):
+    """x (2, 3) with W1 (2, 4) raises ValueError naming both shapes"""
+    x, W1, W2 = np.ones((2, 3)), np.ones((2, 4)), np.ones((4, 3))
+    raises_clearly(lambda: ch.feed_forward(x, W1, W2), ValueError, "(2, 3)", "(2, 4)")
+    raises_clearly(lambda: ch.feed_forward_backward(x, W1, W2, None, None, np.ones((2, 3))), ValueError,
+                   "(2, 3)", "(2, 4)")
+
+
+def test_w2_that_does_not_fit_w1_names_both_shapes(ch):
+    """W1 (3, 4) followed by W2 (5, 3) raises ValueError naming both shapes"""
+    raises_clearly(lambda: ch.feed_forward(np.ones((2, 3)), np.ones((3, 4)), np.ones((5, 3))), ValueError,
+                   "(3, 4)", "(5, 3)")
+
+
+def test_a_bias_of_the_wrong_length_is_refused(ch):
+    """b1 of length 3 for a 4-wide hidden layer raises ValueError naming its shape"""
+    x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3))
+    raises_clearly(lambda: ch.feed_forward(x, W1, W2, np.ones(3)), ValueError, "b1", "(3,)")
+    raises_clearly(lambda: ch.feed_forward(x, W1, W2, None, np.ones(4)), ValueError, "b2", "(4,)")
+
+
+def test_a_residual_needs_the_output_as_wide_as_the_input(ch):
+    """W2 mapping back to 2 features for a 3-feature x raises ValueError naming both"""
+    x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2))
+    raises_clearly(lambda: ch.residual_feed_forward(x, W1, W2), ValueError, "(2, 3)", "(4, 2)")
+    raises_clearly(lambda: ch.residual_feed_forward_backward(x, W1, W2, None, None, np.ones((2, 3))), ValueError,
+                   "(2, 3)", "(4, 2)")
+
+
+def test_d_out_of_the_wrong_shape_is_refused(ch):
+    """d_out (3, 3) for a (2, 3) output raises ValueError naming both shapes"""
+    x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3))
+    raises_clearly(lambda: ch.feed_forward_backward(x, W1, W2, None, None, np.ones((3, 3))), ValueError,
+                   "(3, 3)", "(2, 3)")
+    raises_clearly(lambda: ch.relu_backward(np.ones((2, 3)), np.ones((3, 2))), ValueError, "(2, 3)", "(3, 2)")
+
+
+def test_a_single_row_must_be_made_2d(ch):
+    """a 1-D x raises ValueError naming its shape"""
+    raises_clearly(lambda: ch.feed_forward(np.ones(3), np.ones((3, 4)), np.ones((4, 3))), ValueError, "(3,)")
+
+
+def test_projections_that_do_not_fit_x_name_both_shapes(ch):
+    """self_attention with X (2, 3) and WQ (2, 2) raises ValueError naming both shapes"""
+    raises_clearly(lambda: ch.self_attention(np.ones((2, 3)), np.ones((2, 2)), np.ones((3, 2)), np.ones((3, 2))),
+                   ValueError, "(2, 3)", "(2, 2)")
+    raises_clearly(lambda: ch.linear(np.ones((2, 3)), np.ones((2, 2))), ValueError, "(2, 3)", "(2, 2)")
