@@ -108,9 +108,10 @@ def expect(
     lines.append(f"  expected  {show(step.exact)}" + ("" if step.exact.dtype == bool else "  (exact float64)"))
     if step.printed is not None:
         printed = f"  worksheet {_printed(step.printed)}"
-        if step.erratum:
-            printed += "  (the printed value is wrong: see the erratum)"
         lines.append(printed)
+        if step.erratum:
+            first = step.erratum.split(". ")[0].rstrip(".")
+            lines.append(f"  erratum   the printed value is off: {first}. (Errata on the chapter's page.)")
     if arr.shape != step.exact.shape:
         lines.append(f"  got       shape {arr.shape}, expected shape {step.exact.shape}: {show(arr)}")
     else:

@@ -284,8 +284,8 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> li
         elif steps and all(r.status == "not started" for r in rs) and number is not None:
             ch = answer_key.load(number)
             lines.append("")
-            lines.append(f"nothing started yet: open {ch.exercise_file}, read {ch.page},")
-            lines.append(f"and begin with step {steps[0].step}.")
+            lines.append(f"nothing started yet: read {ch.page} (its 'Your turn' section says where to begin),")
+            lines.append(f"then fill in {ch.exercise_file} and run this again.")
         passed_steps = sum(r.status == "passed" for r in steps)
         check_groups = _grouped(checks)  # a check with several cases passes when all of them do
         passed_checks = sum(all(r.status == "passed" for r in group) for _, group in check_groups)
