@@ -102,3 +102,79 @@ def docs(session: nox.Session) -> None:
         session.run("python", "-m", "mkdocs", "serve", "--dev-addr", "127.0.0.1:8000")
     else:
         session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "site")
+
+
+@nox.session(name="docs-browser", default=False)
+def docs_browser(session: nox.Session) -> None:
+    """Read every page of the built site in headless Chromium (Debian's chromium package) as a learner would.
+
+    No console error, every formula and diagram drawn, every image and internal link resolving, nothing loaded
+    from another host, search working from file://; screenshots of the chapter pages in build/docs-browser/.
+    """
+    install(session, "test", "docs")
+    session.env["NO_MKDOCS_2_WARNING"] = "1"
+    site, shots = "build/docs-browser/site", "build/docs-browser/screenshots"
+    session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", site)
+    session.run("python", "scripts/docs_browser.py", "--site", site, "--screenshots", shots, *session.posargs)
+
+
+@nox.session(name="docs-zensical", default=False)
+def docs_zensical(session: nox.Session) -> None:
+    """Build the same mkdocs.yml with Zensical, Material for MkDocs' successor: a report, not a gate.
+
+    Reports how its site differs from the MkDocs one (pages, warnings, generated content, external references);
+    `-- --browser` also reads the Zensical site in headless Chromium.
+    """
+    install(session, "test", "docs", "zensical")
+    session.env["NO_MKDOCS_2_WARNING"] = "1"
+    session.run("python", "scripts/docs_zensical.py", *session.posargs)
+
+
+# -- the learner's loop and course grading: tools/kata_tools/, docs/instructors.md -------------------------
+def _kata_tool(session: nox.Session, command: str) -> None:
+    """Run ``python -m kata_tools COMMAND`` with the session's arguments."""
+    install(session, "test")
+    tools = str(ROOT / "tools")
+    session.run("python", "-m", "kata_tools", command, *session.posargs, env={"PYTHONPATH": tools})
+
+
+@nox.session(default=False)
+def watch(session: nox.Session) -> None:
+    """Re-check a chapter every time you save: `nox -s watch -- 3` (add `--poll` where saves go unnoticed)."""
+    _kata_tool(session, "watch")
+
+
+@nox.session(default=False)
+def hint(session: nox.Session) -> None:
+    """The next hint for a step, one layer at a time: `nox -s hint -- 4.3` (`--all` for every layer)."""
+    _kata_tool(session, "hint")
+
+
+@nox.session(default=False)
+def worksheet(session: nox.Session) -> None:
+    """A chapter's worksheet with your numbers beside the printed and exact ones: `nox -s worksheet -- 5`."""
+    _kata_tool(session, "worksheet")
+
+
+@nox.session(default=False)
+def doctor(session: nox.Session) -> None:
+    """What to tell a helper when stuck: versions, which code runs, which chapters import, what to run next."""
+    _kata_tool(session, "doctor")
+
+
+@nox.session(default=False)
+def grade(session: nox.Session) -> None:
+    """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options."""
+    _kata_tool(session, "grade")
+
+
+@nox.session(default=False)
+def release(session: nox.Session) -> None:
+    """Write the student edition (no solutions, with the grading workflow): `nox -s release -- DIR --tag v1`."""
+    _kata_tool(session, "release")
+
+
+@nox.session(name="bench-watch", default=False)
+def bench_watch(session: nox.Session) -> None:
+    """Benchmark `nox -s watch`: seconds from a save to the re-checked chapter, against the 0.5 s target."""
+    _kata_tool(session, "bench-watch")

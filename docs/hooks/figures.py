@@ -1,0 +1,228 @@
+"""MkDocs hook: pictures computed from ``solutions/`` at build time, so they cannot go stale.
+
+A page asks for a figure with a marker, e.g. ``<!-- kata:figure attention-4 -->``; the marker becomes
+the image and its caption. Every figure is drawn as SVG by ``charts.py`` from numbers the reference
+implementation computes during the build, and written into the built site under ``figures/``. Nothing
+is committed: change a solution or an answer key and the picture follows.
+
+Which figures exist follows from which chapters exist: a figure is drawn when its chapter's solution
+module is present. ``python docs/hooks/figures.py`` lists them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+for _path in (ROOT, HERE):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import charts  # noqa: E402
+
+from kata import answer_key  # noqa: E402
+
+MARKER = re.compile(r"<!--\s*kata:figure\s+([\w-]+)\s*-->")
+FOLDER = "figures"
+TOKENS = ("A", "B", "C", "D")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A picture: the chapter whose solution it needs, its caption, and how to draw it."""
+
+    name: str
+    chapter: int
+    alt: str
+    caption: str
+    draw: Callable[[], str]  # returns SVG text
+
+    @property
+    def path(self) -> str:
+        """Where the figure lands in the built site, e.g. ``figures/attention-4.svg``."""
+        return f"{FOLDER}/{self.name}.svg"
+
+
+def solution(chapter: int):
+    """Import ``solutions.chapterNN_<topic>`` for a chapter number, found by file name."""
+    found = sorted((ROOT / "solutions").glob(f"chapter{chapter:02d}_*.py"))
+    if not found:
+        raise LookupError(f"no solutions/chapter{chapter:02d}_*.py")
+    return importlib.import_module(f"solutions.{found[0].stem}")
+
+
+def _labels(ids) -> list[str]:
+    return [f"{TOKENS[i] if i < len(TOKENS) else i} ({p})" for p, i in enumerate(ids)]
+
+
+def draw_attention_4() -> str:
+    """Chapter 4's worksheet: causal attention weights for "A B" (step 4.6's inputs)."""
+    ch = solution(4)
+    step = answer_key.load(4).step("4.6")
+    Q, K, V = step.input("Q"), step.input("K"), step.input("V")
+    mask = ch.causal_mask(len(Q))
+    _, weights = ch.scaled_dot_product_attention(Q, K, V, mask)
+    return charts.heatmap(weights, ["A (0)", "B (1)"], ["A (0)", "B (1)"],
+                          'Causal attention weights for "A B"', masked=~mask)
+
+
+def draw_layer_norm_10() -> str:
+    """Chapter 10: layer norm over 2 features sends every row with unequal entries to ±[1, −1]."""
+    ch = solution(10)
+    rng = np.random.default_rng(10)
+    rows = rng.uniform(-2.6, 2.6, size=(24, 2))
+    out = ch.layer_norm(rows, np.ones(2), np.zeros(2))
+    return charts.arrows_2d(
+        rows, out, "Layer norm over 2 features: every row lands on one of two points",
+        "feature 1", "feature 2",
+        note="24 random rows, γ = 1, β = 0.\nSubtract the mean, divide by\nthe spread: with 2 features\n"
+             "only the sign of x₁ − x₂\nsurvives, at ±[1, −1].")
+
+
+def draw_loss_8() -> str:
+    """Chapter 8: the worksheet's batch trained at η = 0.1, all four matrices vs W_O only (step 8.14's inputs)."""
+    ch = solution(8)
+    step = answer_key.load(8).step("8.14")
+    examples = [([int(i) for i in ids], int(t)) for ids, t in zip(step.inputs["ids"], step.inputs["targets"],
+                                                                   strict=True)]
+    params = {name: step.input(name) for name in ("WQ", "WK", "WV", "WO")}
+    lr, epochs = float(step.inputs["lr"]), int(step.inputs["epochs"])
+    _, all_four = ch.train(examples, params, lr, epochs)
+    only_wo, wo_losses = dict(params), []
+    for _ in range(epochs):
+        loss, grads = ch.batch_gradients(examples, only_wo)
+        wo_losses.append(loss)
+        only_wo = ch.apply_gradients(only_wo, {"WO": grads["WO"]}, lr)
+    return charts.line_chart({"all four matrices": list(all_four), "W_O only": wo_losses},
+                             "A B → C, A A → D, B A → C: mean loss per epoch (η = 0.1)", "epoch",
+                             "mean loss before the update")
+
+
+def draw_loss_10() -> str:
+    """Chapter 10: the three patterns (2 layers), and [A, B, A] → C, [B, A, A] → D with and without positions."""
+    ch = solution(10)
+    patterns = [([0, 1], [-1, 2]), ([0, 0], [-1, 3]), ([1, 0], [-1, 2])]
+    order = [([0, 1, 0], [-1, -1, 2]), ([1, 0, 0], [-1, -1, 3])]
+    _, three = ch.train_transformer(patterns, ch.init_params(4, 8, 16, 2, 8, seed=0), 0.3, 100)
+    _, learned = ch.train_transformer(order, ch.init_params(4, 8, 16, 1, 3, seed=0), 0.3, 100)
+
+    def step(p, g1, g2):  # p − η · mean gradient, leaf by leaf
+        if isinstance(p, dict):
+            return {k: step(p[k], g1[k], g2[k]) for k in p}
+        if isinstance(p, list):
+            return [step(*leaf) for leaf in zip(p, g1, g2, strict=True)]
+        return p - 0.3 * (g1 + g2) / 2
+
+    params, frozen = ch.init_params(4, 8, 16, 1, 3, seed=0), []
+    params["pos_emb"] = np.zeros_like(params["pos_emb"])
+    for _ in range(100):  # the same steps, but the position table stays at zero
+        (loss1, g1), (loss2, g2) = (ch.transformer_loss_and_grads(ids, t, params) for ids, t in order)
+        frozen.append((loss1 + loss2) / 2)
+        g1["pos_emb"] = g2["pos_emb"] = np.zeros_like(params["pos_emb"])
+        params = step(params, g1, g2)
+    return charts.line_chart({"3 patterns, 2 layers": list(three), "A B A / B A A, positions": list(learned),
+                              "A B A / B A A, none": frozen},
+                             "d_model 8, d_ff 16, η = 0.3: mean loss per epoch", "epoch",
+                             "mean loss before the update", note="without positions the loss stays above ln 2 ≈ 0.693")
+
+
+def draw_attention_10() -> str:
+    """Chapter 10: where each position looks, in both layers of the model trained on "A B C D A B C D".
+
+    The same run as the chapter's sequence test (d_model 8, d_ff 16, 2 layers, seed 0, η = 0.3, 100 epochs);
+    the weights are recomputed layer by layer with chapter 4's attention from the documented parameters.
+    """
+    ch, ch4 = solution(10), solution(4)
+    ids = [0, 1, 2, 3, 0, 1, 2, 3]
+    targets = [1, 2, 3, 0, 1, 2, 3, -1]
+    params, _ = ch.train_transformer([(ids, targets)], ch.init_params(4, 8, 16, 2, 8, seed=0), 0.3, 100)
+    x = ch.embed(ids, params)
+    mask = ch4.causal_mask(len(ids))
+    labels = [f"{TOKENS[i]}{p}" for p, i in enumerate(ids)]
+    maps = []
+    for number, block in enumerate(params["blocks"], start=1):
+        h = ch.layer_norm(x, block["ln1_gamma"], block["ln1_beta"])
+        _, weights = ch4.scaled_dot_product_attention(h @ block["WQ"], h @ block["WK"], h @ block["WV"], mask)
+        maps.append(charts.heatmap(weights, labels, labels, f"layer {number}", masked=~mask, digits=2))
+        x, _ = ch.block_forward(x, block)
+    return charts.side_by_side(maps, 'Attention weights after training on "A B C D A B C D"')
+
+
+FIGURES = {f.name: f for f in (
+    Figure("attention-4", 4, "Heatmap of the causal attention weights for A B",
+           "Chapter 4's worksheet as a picture: each row is a query position and sums to 1. "
+           "A may only look at itself; B splits its attention almost evenly, leaning slightly towards itself.",
+           draw_attention_4),
+    Figure("attention-10", 10, "Heatmaps of the attention weights of both layers of the trained sequence model",
+           "The two-layer model of the sequence run, after training, computed from solutions/ when the site is "
+           "built. Row i is position i's attention over positions 0 … i (grey: masked, the future). "
+           "Token and position embeddings enter both layers; read the rows to see which earlier positions each "
+           "layer consults before predicting the next token.", draw_attention_10),
+    Figure("loss-8", 8, "Line chart of the mean loss over 200 epochs of batch training",
+           "Chapter 8's batch trained from the toy weights at η = 0.1. Training only W_O, as the worksheet "
+           "does, barely moves the loss. Training all four matrices starts just as slowly (every logit is a "
+           "product of small weights, so every gradient is small), then speeds up as the weights grow.",
+           draw_loss_8),
+    Figure("layer-norm-10", 10, "Random 2-feature rows and where layer norm sends them",
+           "Why 2 features are too few for layer norm: after subtracting the mean and "
+           "dividing by the standard deviation, every row with unequal entries becomes [1, −1] or [−1, 1] "
+           "(times γ, plus β), as long as its two entries differ by much more than √ε ≈ 0.003. The book's "
+           "tiny activations do not: see step 10.2.", draw_layer_norm_10),
+    Figure("loss-10", 10, "Line chart of the mean loss of three chapter-10 training runs over 100 epochs",
+           "Computed from solutions/ at build time, from init_params(..., seed=0). The two-layer model learns "
+           "the three patterns; one layer with learned positions separates [A, B, A] from [B, A, A]; the same "
+           "layer with its positions held at zero cannot, and its loss never goes below ln 2.", draw_loss_10),
+)}
+
+
+def available() -> dict[str, Figure]:
+    """The figures whose chapter has a solution module."""
+    present = {int(p.name[7:9]) for p in (ROOT / "solutions").glob("chapter[0-9][0-9]_*.py")}
+    return {name: f for name, f in FIGURES.items() if f.chapter in present}
+
+
+_drawn: dict[str, str] = {}
+
+
+def on_files(files, config):  # noqa: D103 - MkDocs hook
+    from mkdocs.structure.files import File
+
+    _drawn.clear()
+    for name, figure in available().items():
+        svg = figure.draw()
+        _drawn[name] = svg
+        files.append(File.generated(config, figure.path, content=svg))
+    return files
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: D103 - MkDocs hook
+    def replace(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in FIGURES:
+            raise ValueError(f"{page.file.src_uri}: unknown figure {name!r}; known: {sorted(FIGURES)}")
+        if name not in _drawn and not (ROOT / "solutions").is_dir():  # the student edition has no solutions/
+            return (f'!!! note "Figure: {FIGURES[name].alt}"\n    This picture is drawn from the reference '
+                    "solutions when the site is built; this copy of the course has none.\n")
+        if name not in _drawn:
+            raise ValueError(f"{page.file.src_uri}: figure {name!r} needs solutions/ for chapter "
+                             f"{FIGURES[name].chapter}, which is not there")
+        figure = FIGURES[name]
+        up = "../" * page.file.src_uri.count("/")
+        return (f'<figure class="kata-figure" markdown>\n![{figure.alt}]({up}{figure.path})\n'
+                f"<figcaption>{figure.caption}</figcaption>\n</figure>")
+
+    return MARKER.sub(replace, markdown)
+
+
+if __name__ == "__main__":
+    for name, figure in FIGURES.items():
+        state = "drawn" if name in available() else f"waits for chapter {figure.chapter}"
+        print(f"{name:16} {state:24} <!-- kata:figure {name} -->")

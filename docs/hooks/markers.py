@@ -1,0 +1,92 @@
+"""A Markdown extension that renders the ``<!-- kata:... -->`` markers where MkDocs hooks do not run.
+
+Under MkDocs the hooks in this folder fill the markers (``on_page_markdown``) before Markdown sees the
+page, so this extension finds nothing left to do. Zensical, Material for MkDocs' successor, reads the
+same ``mkdocs.yml`` but does not run MkDocs hooks; it does run Markdown extensions. Listed in
+``markdown_extensions`` as ``docs.hooks.markers`` (with the repository root importable), it calls the
+very same render functions, so both builders produce the same pages:
+
+- ``kata:worksheet N``, ``kata:hints N``, ``kata:errata N|all`` — ``answer_key.py``;
+- ``kata:api`` — ``api.py``;
+- ``kata:figure NAME`` — ``figures.py``; the SVG is inlined as a ``data:`` image, since an extension
+  cannot add files to the site.
+
+``nox -s docs-zensical`` builds with it and reports what still differs.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib.util
+import sys
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
+
+from markdown import Extension
+from markdown.preprocessors import Preprocessor
+
+HERE = Path(__file__).resolve().parent
+
+
+@cache
+def hook(name: str):
+    """Load a hook module of this folder by file name (the way MkDocs loads hooks)."""
+    spec = importlib.util.spec_from_file_location(f"kata_docs_hook_{name}", HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _page_path(md) -> str:
+    """The page being rendered, relative to docs/ (from Zensical's rendering context), or "" if unknown."""
+    context = md.preprocessors["rendering_context"] if "rendering_context" in md.preprocessors else None
+    path = getattr(getattr(context, "page", None), "path", "") or ""
+    return path.replace("\\", "/").removeprefix("docs/")
+
+
+@cache
+def _figure_uri(name: str) -> str:
+    svg = hook("figures").FIGURES[name].draw()
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def _figures(text: str) -> str:
+    figures = hook("figures")
+
+    def replace(m) -> str:
+        figure = figures.FIGURES[m.group(1)]
+        if figure.name not in figures.available() and not (figures.ROOT / "solutions").is_dir():
+            return f"*Figure: {html.escape(figure.alt)} (drawn from the reference solutions, absent here).*"
+        return (f'<figure class="kata-figure"><img alt="{html.escape(figure.alt)}" src="{_figure_uri(figure.name)}">'
+                f"<figcaption>{html.escape(figure.caption)}</figcaption></figure>")
+
+    return figures.MARKER.sub(replace, text)
+
+
+class KataMarkers(Preprocessor):
+    """Replace every kata marker with the Markdown the MkDocs hooks would have produced."""
+
+    def run(self, lines: list[str]) -> list[str]:  # noqa: D102 - Preprocessor API
+        text = "\n".join(lines)
+        if "kata:" not in text:
+            return lines
+        page = SimpleNamespace(file=SimpleNamespace(src_uri=_page_path(self.md)))
+        text = hook("answer_key").on_page_markdown(text, page, None, None)
+        text = hook("api").on_page_markdown(text, page, None, None)
+        text = _figures(text)
+        return text.split("\n")
+
+
+class KataMarkersExtension(Extension):
+    """Register the preprocessor ahead of raw-HTML handling (which would hide the comments)."""
+
+    def extendMarkdown(self, md) -> None:  # noqa: D102, N802 - Markdown API
+        md.preprocessors.register(KataMarkers(md), "kata_markers", 40)
+
+
+def makeExtension(**kwargs) -> KataMarkersExtension:  # noqa: N802 - Markdown API
+    """Entry point for ``markdown_extensions: [docs.hooks.markers]``."""
+    return KataMarkersExtension(**kwargs)

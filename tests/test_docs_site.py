@@ -1,0 +1,143 @@
+"""The built docs site: offline, complete, and generated from the sources it describes.
+
+The site is built once per run with MkDocs (``--strict``) into a temporary folder, then scanned:
+it must reference no other host, every local reference must exist, the Errata page must carry every
+erratum of the answer keys, the API page every function of ``exercises/``, and the figures must be
+drawn at build time, never committed. The reader's view (maths typeset, diagrams drawn, console clean)
+is checked in a real browser by ``nox -s docs-browser``.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kata import answer_key
+from scripts import site_scan
+
+ROOT = answer_key.ROOT
+DOCS = ROOT / "docs"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site, built from the working tree exactly as `nox -s selfcheck` builds it."""
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return out
+
+
+def test_the_scanner_finds_external_and_missing_references(tmp_path):
+    """the scan itself can fail: it sees a CDN script, a web font, a protocol-relative image, a dead file"""
+    (tmp_path / "index.html").write_text(
+        '<html><head><script src="https://cdn.example.org/lib.js"></script>'
+        '<style>@import "//fonts.example.org/css";</style></head><body>'
+        '<img src="//img.example.org/x.png" srcset="local.png 1x, https://img.example.org/y.png 2x">'
+        '<a href="missing.html#top">dead</a><a href="#here">anchor</a><a href="mailto:a@b.c">mail</a>'
+        '<svg><use xlink:href="sprite.svg#icon"></use></svg></body></html>', encoding="utf-8")
+    (tmp_path / "local.png").write_bytes(b"")
+    (tmp_path / "sprite.svg").write_text("<svg/>", encoding="utf-8")
+    (tmp_path / "style.css").write_text('a { background: url("https://img.example.org/z.png") }', encoding="utf-8")
+    found = sorted(r.url for r in site_scan.external(tmp_path))
+    assert found == ["//fonts.example.org/css", "//img.example.org/x.png", "https://cdn.example.org/lib.js",
+                     "https://img.example.org/y.png", "https://img.example.org/z.png"]
+    assert [r.url for r in site_scan.unresolved(tmp_path)] == ["missing.html#top"]
+
+
+def test_the_built_site_references_no_other_host(site):
+    """no page, stylesheet or figure of the built site loads or links anything from another host"""
+    found = site_scan.external(site)
+    assert not found, "the site must work offline; these references leave it:\n" + "\n".join(
+        f"  {r.file}: {r.url}" for r in found[:40])
+
+
+def test_every_local_reference_of_the_built_site_exists(site):
+    """every local src/href/url() (pages, scripts, KaTeX fonts, figures) points at a file of the site"""
+    missing = site_scan.unresolved(site)
+    assert not missing, "these references point at nothing:\n" + "\n".join(
+        f"  {r.file}: {r.url}" for r in missing[:40])
+
+
+def test_the_maths_diagram_and_search_libraries_ship_with_the_site(site):
+    """KaTeX, mermaid and the file:// search shim are served from the site itself, and search has its index"""
+    page = (site / "index.html").read_text(encoding="utf-8")
+    for script in ("assets/vendor/katex/katex.min.js", "assets/vendor/mermaid/mermaid.min.js",
+                   "assets/vendor/iframe-worker/shim.js", "assets/javascripts/katex-init.js"):
+        assert f'src="{script}"' in page, f"index.html does not load {script}"
+        assert (site / script).is_file(), f"{script} is not in the built site"
+    assert (site / "search" / "search_index.js").is_file(), "the offline plugin wrote no search/search_index.js"
+
+
+def test_the_errata_page_lists_every_erratum_of_every_answer_key(site):
+    """every step with an erratum in reference/ appears on the Errata page, linked to its chapter page"""
+    page = (site / "errata.html").read_text(encoding="utf-8")
+    missing = []
+    for chapter in answer_key.chapters():
+        if f"Chapter {chapter.number}: " not in page:
+            missing.append(f"chapter {chapter.number} has no section")
+        html_page = Path(chapter.page).relative_to("docs").with_suffix(".html").as_posix()
+        for step in chapter.steps:
+            if step.erratum and f'href="{html_page}#{step.anchor}"' not in page:
+                missing.append(f"{step.id} ({step.title})")
+    assert not missing, "the Errata page misses:\n  " + "\n  ".join(missing)
+
+
+def test_the_api_page_shows_every_function_of_exercises(site):
+    """every public function in exercises/chapter*.py has its entry, with its signature, on the API page"""
+    page = (site / "api.html").read_text(encoding="utf-8")
+    missing = []
+    for path in sorted((ROOT / "exercises").glob("chapter*.py")):
+        for name in re.findall(r"^def ([a-zA-Z]\w*)\(", path.read_text(encoding="utf-8"), re.M):
+            if f'id="api-{path.stem}-{name}"' not in page:
+                missing.append(f"{path.stem}.{name}")
+    assert not missing, "the API page has no entry for:\n  " + "\n  ".join(missing)
+
+
+def test_figures_are_drawn_at_build_time_and_never_committed(site):
+    """every figure a page asks for is a well-formed SVG in the built site; docs/ holds no drawn image"""
+    wanted = set()
+    for page in DOCS.rglob("*.md"):
+        wanted |= set(re.findall(r"<!--\s*kata:figure\s+([\w-]+)\s*-->", page.read_text(encoding="utf-8")))
+    for name in sorted(wanted):
+        svg = site / "figures" / f"{name}.svg"
+        assert svg.is_file(), f"figure {name} was asked for but not drawn"
+        root = ET.parse(svg).getroot()
+        assert root.tag == "{http://www.w3.org/2000/svg}svg", f"{svg.name} is not an SVG document"
+        assert list(root.iter("{http://www.w3.org/2000/svg}title")), f"{svg.name} has no <title> for screen readers"
+    images = [p.relative_to(ROOT).as_posix() for p in DOCS.rglob("*")
+              if p.suffix.lower() in {".svg", ".png", ".jpg", ".jpeg", ".gif", ".webp"}
+              and "vendor" not in p.relative_to(DOCS).parts]
+    assert not images, f"generated images belong in the build, not in docs/: {images}"
+
+
+def test_material_is_pinned_below_10():
+    """Material for MkDocs is in maintenance mode (end of life 2027-05-05): the docs group keeps it below 10"""
+    import tomllib
+
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["dependency-groups"]
+    material = [r for r in groups["docs"] if isinstance(r, str) and r.startswith("mkdocs-material")]
+    assert material and "<10" in material[0].replace(" ", ""), f"docs group: {groups['docs']}"
+
+
+def test_getting_started_quotes_the_real_stub_and_step_titles():
+    """the Getting started page's pasted run matches today's chapter-4 stub message and answer-key titles"""
+    page = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    stub = (ROOT / "exercises" / "chapter04_attention.py").read_text(encoding="utf-8")
+    quoted = re.findall(r'raise NotImplementedError\("[^"]*"\)', page)
+    assert quoted, "the page quotes no stub line"
+    for line in quoted:
+        assert line in stub, f"the page quotes {line!r}, which is not in exercises/chapter04_attention.py"
+    titles = {s.id: s.title for s in answer_key.load(4).steps}
+    shown = re.findall(r"^  [✓✗·] (4\.\d+)\s+(.+?)(?:  not started)?$", page, re.M)
+    assert shown, "the page shows no step lines"
+    wrong = [f"{sid}: page {title!r}, key {titles.get(sid)!r}" for sid, title in shown if titles.get(sid) != title]
+    assert not wrong, "step titles on the page differ from reference/chapter04_attention.toml:\n  " + "\n  ".join(wrong)
