@@ -1,0 +1,662 @@
+"""Chapter 10: The Complete Transformer — layer norm, blocks, training and greedy generation.
+
+Every piece of the earlier chapters, put together and trained end to end. Token ids are looked up in a
+token table and a position table and added; ``n_layers`` blocks each compute
+``x + Attention(LayerNorm(x))`` and then ``x + FFN(LayerNorm(x))`` (pre-norm, causal single-head attention
+scaled by 1/√d_model); a final layer norm and an output projection give one row of logits per position.
+Every forward function returns ``(output, cache)`` and its backward takes the cache back, so the chain
+rule runs through the model in the reverse order of the forward pass. Row-vector convention throughout:
+one row per position, ``x @ W``.
+
+Worksheet: this course's own (the book's Example 6 has none); see docs/chapters/10-transformer.md.
+"""
+
+import numpy as np
+
+from .chapter04_attention import causal_mask, softmax
+
+BLOCK_KEYS = ("ln1_gamma", "ln1_beta", "WQ", "WK", "WV", "ln2_gamma", "ln2_beta", "W1", "b1", "W2", "b2")
+MODEL_KEYS = ("tok_emb", "pos_emb", "blocks", "lnf_gamma", "lnf_beta", "WO")
+
+
+def _standardise(x: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """(x − mean) / √(var + eps) over the last axis, and 1 / √(var + eps)."""
+    d = x.shape[-1]
+    xc = x - x.sum(axis=-1, keepdims=True) / d
+    var = (xc * xc).sum(axis=-1, keepdims=True) / d  # population variance: divide by d, not d - 1
+    inv_std = 1.0 / np.sqrt(var + eps)
+    return xc * inv_std, inv_std
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    r"""Normalise every row to mean 0 and variance 1, then scale by gamma and shift by beta.
+
+    $$\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,\qquad
+    \mu = \frac{1}{d}\sum_i x_i,\quad \sigma^2 = \frac{1}{d}\sum_i (x_i - \mu)^2$$
+
+    The variance is the population variance (divide by d, not d − 1). With only d = 2 features a row
+    keeps one degree of freedom: it becomes ±h/√(h² + ε) with h half the difference of its entries.
+
+    Args:
+        x: activations, shape (..., d_model); normalised over the last axis, each row on its own.
+        gamma: scales, shape (d_model,).
+        beta: shifts, shape (d_model,).
+        eps: added to the variance so a constant row does not divide by zero.
+
+    Returns:
+        Array of the shape of x.
+
+    Raises:
+        ValueError: if x has no feature axis, or gamma or beta does not have shape (d_model,).
+
+    See docs: chapter 10, steps 10.1 and 10.2.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    _check_features(x, gamma, beta)
+    x_hat, _ = _standardise(x, eps)  # (..., d_model), every row mean 0 and variance ≈ 1
+    return gamma * x_hat + beta
+
+
+def layer_norm_backward(
+    x: np.ndarray, gamma: np.ndarray, d_out: np.ndarray, eps: float = 1e-5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients of a loss through ``layer_norm``, given the gradient of its output.
+
+    With $\hat x = (x - \mu)/\sqrt{\sigma^2+\epsilon}$ and $g = d_{out} \odot \gamma$ (per row):
+
+    $$\frac{\partial L}{\partial x} = \frac{1}{\sqrt{\sigma^2+\epsilon}}
+      \left(g - \overline{g} - \hat x\, \overline{g \odot \hat x}\right),\quad
+      \frac{\partial L}{\partial \gamma} = \sum_{\text{rows}} d_{out} \odot \hat x,\quad
+      \frac{\partial L}{\partial \beta} = \sum_{\text{rows}} d_{out}$$
+
+    (a bar is the mean over the row's d features). The two subtracted terms are there because every
+    input moves the row's mean and variance too.
+
+    Args:
+        x: the input that went into ``layer_norm``, shape (..., d_model).
+        gamma: its scales, shape (d_model,).
+        d_out: gradient of the loss with respect to the output, shape of x.
+        eps: the same eps as the forward pass.
+
+    Returns:
+        (dx, dgamma, dbeta): dx has the shape of x; dgamma and dbeta have shape (d_model,), summed over
+        every row.
+
+    Raises:
+        ValueError: if d_out does not have the shape of x, or gamma does not have shape (d_model,).
+
+    See docs: chapter 10, step 10.3.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    d_out = np.asarray(d_out, dtype=np.float64)
+    _check_features(x, gamma)
+    if d_out.shape != x.shape:
+        raise ValueError(f"layer_norm_backward: d_out {d_out.shape} must have the shape of x {x.shape}")
+    x_hat, inv_std = _standardise(x, eps)
+    rows = tuple(range(x.ndim - 1))  # every axis but the features
+    d_gamma = np.sum(d_out * x_hat, axis=rows)  # (d_model,)
+    d_beta = np.sum(d_out, axis=rows)  # (d_model,)
+    d = x.shape[-1]
+    g = d_out * gamma  # gradient with respect to x_hat
+    g_mean = g.sum(axis=-1, keepdims=True) / d  # through the mean
+    gx_mean = (g * x_hat).sum(axis=-1, keepdims=True) / d  # through the variance
+    dx = inv_std * (g - g_mean - x_hat * gx_mean)
+    return dx, d_gamma, d_beta
+
+
+def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray) -> tuple[np.ndarray, tuple]:
+    r"""Causal single-head self-attention, and what its backward pass needs.
+
+    $$Q = xW_Q,\ K = xW_K,\ V = xW_V,\qquad
+      A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_{model}}} \text{ with } j > i \text{ masked}\right) V$$
+
+    Args:
+        x: the (normalised) input rows, shape (seq, d_model).
+        WQ: query weights, shape (d_model, d_model).
+        WK: key weights, shape (d_model, d_model).
+        WV: value weights, shape (d_model, d_model).
+
+    Returns:
+        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``attention_backward``.
+
+    Raises:
+        ValueError: if x is not 2-D or a weight is not (d_model, d_model).
+
+    See docs: chapter 10, step 10.4.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    _check_rows(x, "attention_forward: x")
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        _check_shape(W, (x.shape[1], x.shape[1]), f"attention_forward: {name}")
+    Q, K, V = x @ WQ, x @ WK, x @ WV  # (seq, d_model) each
+    S = Q @ K.T / np.sqrt(K.shape[1])  # (seq, seq)
+    S = np.where(causal_mask(len(x)), S, -np.inf)  # position i sees positions 0..i only
+    P = softmax(S)  # (seq, seq), rows sum to 1
+    return P @ V, (x, WQ, WK, WV, Q, K, V, P)
+
+
+def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients through ``attention_forward``.
+
+    $$dV = P^\top dA,\quad dP = dA\,V^\top,\quad dS = P \odot \left(dP - \textstyle\sum_j (dP \odot P)_{:,j}\right),$$
+    $$dQ = dS\,K/\sqrt{d},\quad dK = dS^\top Q/\sqrt{d},\quad
+      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$$
+
+    Masked entries have P = 0, so their dS is 0 without a second mask.
+
+    Args:
+        d_out: gradient of the loss with respect to the attention output, shape (seq, d_model).
+        cache: the cache ``attention_forward`` returned.
+
+    Returns:
+        (dx, dWQ, dWK, dWV): dx has shape (seq, d_model); each weight gradient (d_model, d_model).
+
+    Raises:
+        ValueError: if d_out does not have the output's shape.
+
+    See docs: chapter 10, step 10.8.
+    """
+    x, WQ, WK, WV, Q, K, V, P = cache
+    d_out = np.asarray(d_out, dtype=np.float64)
+    _check_shape(d_out, x.shape, "attention_backward: d_out")
+    dV = P.T @ d_out  # (seq, d_model)
+    dP = d_out @ V.T  # (seq, seq)
+    dS = P * (dP - np.sum(dP * P, axis=-1, keepdims=True))  # softmax backward, row by row
+    dS /= np.sqrt(K.shape[1])  # the scaling of the scores, on the way back
+    dQ = dS @ K  # (seq, d_model)
+    dK = dS.T @ Q  # (seq, d_model)
+    dx = dQ @ WQ.T + dK @ WK.T + dV @ WV.T  # x fed all three projections
+    return dx, x.T @ dQ, x.T @ dK, x.T @ dV
+
+
+def ffn_forward(
+    x: np.ndarray, W1: np.ndarray, b1: np.ndarray, W2: np.ndarray, b2: np.ndarray
+) -> tuple[np.ndarray, tuple]:
+    r"""The position-wise feed-forward network, and what its backward pass needs.
+
+    $$\mathrm{FFN}(x) = \mathrm{ReLU}(xW_1 + b_1)\,W_2 + b_2$$
+
+    Args:
+        x: the (normalised) input rows, shape (seq, d_model).
+        W1: shape (d_model, d_ff).
+        b1: shape (d_ff,).
+        W2: shape (d_ff, d_model).
+        b2: shape (d_model,).
+
+    Returns:
+        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``ffn_backward``.
+
+    Raises:
+        ValueError: if a weight or bias has the wrong shape (the message names it).
+
+    See docs: chapter 10, step 10.5.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    _check_rows(x, "ffn_forward: x")
+    d_model, d_ff = x.shape[1], np.shape(W1)[-1]
+    for name, a, shape in (("W1", W1, (d_model, d_ff)), ("b1", b1, (d_ff,)), ("W2", W2, (d_ff, d_model)),
+                           ("b2", b2, (d_model,))):
+        _check_shape(a, shape, f"ffn_forward: {name}")
+    z = x @ W1 + b1  # (seq, d_ff)
+    r = np.maximum(z, 0.0)  # ReLU
+    return r @ W2 + b2, (x, W1, W2, z, r)  # (seq, d_model)
+
+
+def ffn_backward(
+    d_out: np.ndarray, cache: tuple
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients through ``ffn_forward``.
+
+    $$dW_2 = r^\top d_{out},\ db_2 = \textstyle\sum_{\text{rows}} d_{out},\
+      dz = (d_{out} W_2^\top) \odot [z > 0],\ dW_1 = x^\top dz,\ db_1 = \textstyle\sum_{\text{rows}} dz,\
+      dx = dz\,W_1^\top$$
+
+    At exactly z = 0 the ReLU's slope is taken as 0.
+
+    Args:
+        d_out: gradient of the loss with respect to the FFN output, shape (seq, d_model).
+        cache: the cache ``ffn_forward`` returned.
+
+    Returns:
+        (dx, dW1, db1, dW2, db2), shaped like x, W1, b1, W2, b2.
+
+    Raises:
+        ValueError: if d_out does not have the output's shape.
+
+    See docs: chapter 10, step 10.7.
+    """
+    x, W1, W2, z, r = cache
+    d_out = np.asarray(d_out, dtype=np.float64)
+    _check_shape(d_out, x.shape, "ffn_backward: d_out")
+    dz = (d_out @ W2.T) * (z > 0)  # (seq, d_ff); no gradient where the ReLU was off
+    return dz @ W1.T, x.T @ dz, np.sum(dz, axis=0), r.T @ d_out, np.sum(d_out, axis=0)
+
+
+def block_forward(x: np.ndarray, block: dict) -> tuple[np.ndarray, tuple]:
+    r"""One pre-norm transformer block: attention, then feed-forward, each with a residual connection.
+
+    $$x_1 = x + \mathrm{Attention}(\mathrm{LN}_1(x)),\qquad y = x_1 + \mathrm{FFN}(\mathrm{LN}_2(x_1))$$
+
+    Args:
+        x: the residual stream, shape (seq, d_model).
+        block: one block's parameters, the dict described in ``init_params``.
+
+    Returns:
+        (y, cache): y has shape (seq, d_model); cache is an opaque tuple for ``block_backward``.
+
+    Raises:
+        ValueError: if a parameter has the wrong shape.
+
+    See docs: chapter 10, step 10.6.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    h1 = layer_norm(x, block["ln1_gamma"], block["ln1_beta"])
+    a, attention_cache = attention_forward(h1, block["WQ"], block["WK"], block["WV"])
+    x1 = x + a  # residual: the sub-layer adds to the stream
+    h2 = layer_norm(x1, block["ln2_gamma"], block["ln2_beta"])
+    f, ffn_cache = ffn_forward(h2, block["W1"], block["b1"], block["W2"], block["b2"])
+    return x1 + f, (block, x, attention_cache, x1, ffn_cache)
+
+
+def block_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, dict]:
+    r"""Gradients through ``block_forward``.
+
+    Each residual connection y = x + F(x) sends the gradient down two paths: straight through
+    (dy) and through the sub-layer (dF/dx · dy); the two are added.
+
+    Args:
+        d_y: gradient of the loss with respect to the block's output, shape (seq, d_model).
+        cache: the cache ``block_forward`` returned.
+
+    Returns:
+        (dx, grads): dx has shape (seq, d_model); grads is a dict with the block's keys, each gradient
+        shaped like its parameter.
+
+    Raises:
+        ValueError: if d_y does not have the output's shape.
+
+    See docs: chapter 10, step 10.9.
+    """
+    block, x, attention_cache, x1, ffn_cache = cache
+    dh2, dW1, db1, dW2, db2 = ffn_backward(d_y, ffn_cache)
+    dx1_via_norm, d_ln2_gamma, d_ln2_beta = layer_norm_backward(x1, block["ln2_gamma"], dh2)
+    dx1 = d_y + dx1_via_norm  # residual path + path through LN2 and the FFN
+    dh1, dWQ, dWK, dWV = attention_backward(dx1, attention_cache)
+    dx_via_norm, d_ln1_gamma, d_ln1_beta = layer_norm_backward(x, block["ln1_gamma"], dh1)
+    dx = dx1 + dx_via_norm  # residual path + path through LN1 and attention
+    grads = {"ln1_gamma": d_ln1_gamma, "ln1_beta": d_ln1_beta, "WQ": dWQ, "WK": dWK, "WV": dWV,
+             "ln2_gamma": d_ln2_gamma, "ln2_beta": d_ln2_beta, "W1": dW1, "b1": db1, "W2": dW2, "b2": db2}
+    return dx, grads
+
+
+def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len: int, seed: int = 0) -> dict:
+    r"""Random parameters for the whole model, as a nested dict of float64 arrays.
+
+    The structure (every gradient dict in this chapter mirrors it)::
+
+        {
+          "tok_emb":   (vocab, d_model)    token embeddings, N(0, 1)
+          "pos_emb":   (max_len, d_model)  position embeddings, N(0, 1)
+          "blocks":    list of n_layers dicts, each
+              {"ln1_gamma": (d_model,) ones, "ln1_beta": (d_model,) zeros,
+               "WQ", "WK", "WV": (d_model, d_model) N(0, 1/d_model),
+               "ln2_gamma": (d_model,) ones, "ln2_beta": (d_model,) zeros,
+               "W1": (d_model, d_ff) N(0, 1/d_model), "b1": (d_ff,) zeros,
+               "W2": (d_ff, d_model) N(0, 1/d_ff),   "b2": (d_model,) zeros}
+          "lnf_gamma": (d_model,) ones,  "lnf_beta": (d_model,) zeros   the final layer norm
+          "WO":     (d_model, vocab)    N(0, 0.01/d_model): first predictions are nearly uniform
+        }
+
+    N(0, s) means normal with mean 0 and variance s, drawn from ``np.random.default_rng(seed)``.
+
+    Args:
+        vocab_size: number of token ids (vocab).
+        d_model: width of the residual stream.
+        d_ff: width of the feed-forward hidden layer.
+        n_layers: number of blocks (0 is allowed: embeddings, final norm, output only).
+        max_len: longest sequence the position table covers.
+        seed: seed for the random generator; the same seed gives the same parameters.
+
+    Returns:
+        The parameter dict above.
+
+    Raises:
+        ValueError: if a size is not a positive whole number (n_layers may be 0).
+
+    See docs: chapter 10, step 10.10.
+    """
+    for name, value, least in (("vocab_size", vocab_size, 1), ("d_model", d_model, 1), ("d_ff", d_ff, 1),
+                               ("n_layers", n_layers, 0), ("max_len", max_len, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"init_params: {name} must be a whole number ≥ {least}, got {value!r}")
+    rng = np.random.default_rng(seed)
+
+    def normal(shape, variance):
+        return rng.normal(0.0, np.sqrt(variance), size=shape)
+
+    blocks = [
+        {"ln1_gamma": np.ones(d_model), "ln1_beta": np.zeros(d_model),
+         "WQ": normal((d_model, d_model), 1 / d_model), "WK": normal((d_model, d_model), 1 / d_model),
+         "WV": normal((d_model, d_model), 1 / d_model),
+         "ln2_gamma": np.ones(d_model), "ln2_beta": np.zeros(d_model),
+         "W1": normal((d_model, d_ff), 1 / d_model), "b1": np.zeros(d_ff),
+         "W2": normal((d_ff, d_model), 1 / d_ff), "b2": np.zeros(d_model)}
+        for _ in range(n_layers)
+    ]
+    return {"tok_emb": normal((vocab_size, d_model), 1.0), "pos_emb": normal((max_len, d_model), 1.0),
+            "blocks": blocks, "lnf_gamma": np.ones(d_model), "lnf_beta": np.zeros(d_model),
+            "WO": normal((d_model, vocab_size), 0.01 / d_model)}
+
+
+def embed(ids, params: dict) -> np.ndarray:
+    r"""Look up each token and its position and add them.
+
+    $$x_i = E_{tok}[\mathrm{ids}_i] + E_{pos}[i]$$
+
+    Args:
+        ids: token ids, a sequence of seq whole numbers in [0, vocab), 1 ≤ seq ≤ max_len.
+        params: the model's parameters (see ``init_params``).
+
+    Returns:
+        The residual stream entering block 0, shape (seq, d_model).
+
+    Raises:
+        ValueError: if ids is empty, not whole numbers, outside the vocabulary, or longer than max_len.
+
+    See docs: chapter 10, step 10.11.
+    """
+    ids = _check_ids(ids, params)
+    return params["tok_emb"][ids] + params["pos_emb"][: len(ids)]  # (seq, d_model)
+
+
+def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
+    r"""The whole model: embeddings, every block, the final layer norm, the output projection.
+
+    $$x_0 = \mathrm{embed}(\mathrm{ids}),\quad x_{l+1} = \mathrm{block}_l(x_l),\quad
+      \mathrm{logits} = \mathrm{LN}_f(x_L)\, W_O$$
+
+    Args:
+        ids: token ids, a sequence of seq whole numbers in [0, vocab), 1 ≤ seq ≤ max_len.
+        params: the model's parameters (see ``init_params``).
+
+    Returns:
+        (logits, cache): logits has shape (seq, vocab), row i scoring the token after position i; cache
+        is an opaque dict for ``transformer_backward``.
+
+    Raises:
+        ValueError: if a parameter is missing or has a shape that does not fit the others (the message
+            names it), or the ids are bad (as ``embed``).
+
+    See docs: chapter 10, step 10.12.
+    """
+    _check_params(params)
+    x = embed(ids, params)  # (seq, d_model)
+    block_caches = []
+    for block in params["blocks"]:
+        x, block_cache = block_forward(x, block)
+        block_caches.append(block_cache)
+    h = layer_norm(x, params["lnf_gamma"], params["lnf_beta"])  # (seq, d_model)
+    logits = h @ params["WO"]  # (seq, d_model) @ (d_model, vocab) -> (seq, vocab)
+    cache = {"ids": np.asarray(ids, dtype=np.int64), "params": params, "blocks": block_caches, "x": x, "h": h}
+    return logits, cache
+
+
+def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
+    r"""Mean cross-entropy over the positions that have a target, and its gradient.
+
+    $$L = -\frac{1}{n}\sum_{i:\,t_i \ge 0} \log \mathrm{softmax}(\mathrm{logits}_i)_{t_i},\qquad
+      \frac{\partial L}{\partial\, \mathrm{logits}_i} = \frac{\mathrm{softmax}(\mathrm{logits}_i) -
+      \mathrm{onehot}(t_i)}{n}\ \text{(0 where } t_i < 0)$$
+
+    with n the number of positions whose target is not negative.
+
+    Args:
+        logits: shape (seq, vocab).
+        targets: one whole number per position, shape (seq,); a negative entry means "no loss here".
+
+    Returns:
+        (loss, d_logits): loss is a float; d_logits has shape (seq, vocab).
+
+    Raises:
+        ValueError: if targets does not have one entry per position, is not whole numbers, has an entry
+            ≥ vocab, or has no entry ≥ 0.
+
+    See docs: chapter 10, steps 10.13 and 10.14.
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    targets = _check_targets(targets, logits.shape)
+    rows = np.flatnonzero(targets >= 0)  # positions that count
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)  # stable: the largest logit becomes 0
+    log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))  # (seq, vocab)
+    loss = -np.mean(log_probs[rows, targets[rows]])
+    d_logits = np.zeros_like(logits)
+    d_logits[rows] = np.exp(log_probs[rows])  # softmax where there is a target, 0 elsewhere
+    d_logits[rows, targets[rows]] -= 1.0
+    return float(loss), d_logits / len(rows)  # the mean: divide by the number of targets
+
+
+def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
+    r"""Gradients of every parameter, given the gradient of the logits.
+
+    The forward pass in reverse: the output projection, the final layer norm, the blocks from last to
+    first, then the embeddings. A token that occurs at several positions collects the gradient of every
+    one of them.
+
+    Args:
+        d_logits: gradient of the loss with respect to the logits, shape (seq, vocab).
+        cache: the cache ``transformer_forward`` returned.
+
+    Returns:
+        Gradients in a nested dict that mirrors the parameters (same keys, same shapes, see
+        ``init_params``).
+
+    Raises:
+        ValueError: if d_logits does not have the logits' shape.
+
+    See docs: chapter 10, step 10.15.
+    """
+    params, ids, h = cache["params"], cache["ids"], cache["h"]
+    d_logits = np.asarray(d_logits, dtype=np.float64)
+    _check_shape(d_logits, (len(ids), params["WO"].shape[1]), "transformer_backward: d_logits")
+    grads = {"WO": h.T @ d_logits}  # (d_model, vocab)
+    dh = d_logits @ params["WO"].T  # (seq, d_model)
+    dx, grads["lnf_gamma"], grads["lnf_beta"] = layer_norm_backward(cache["x"], params["lnf_gamma"], dh)
+    block_grads = []
+    for block_cache in reversed(cache["blocks"]):
+        dx, g = block_backward(dx, block_cache)
+        block_grads.append(g)
+    grads["blocks"] = block_grads[::-1]
+    d_tok = np.zeros_like(params["tok_emb"])
+    np.add.at(d_tok, ids, dx)  # a repeated token adds up the rows of all its positions
+    d_pos = np.zeros_like(params["pos_emb"])
+    d_pos[: len(ids)] = dx
+    grads["tok_emb"], grads["pos_emb"] = d_tok, d_pos
+    return {key: grads[key] for key in MODEL_KEYS}
+
+
+def transformer_loss_and_grads(ids, targets, params: dict) -> tuple[float, dict]:
+    """Forward, loss and backward for one sequence.
+
+    Args:
+        ids: token ids, shape (seq,).
+        targets: the wanted next token at each position, shape (seq,); negative means "no loss here".
+        params: the model's parameters (see ``init_params``).
+
+    Returns:
+        (loss, grads): the mean cross-entropy over the positions with a target, and gradients mirroring
+        params.
+
+    Raises:
+        ValueError: as ``transformer_forward`` and ``cross_entropy``.
+
+    See docs: chapter 10, step 10.16.
+    """
+    logits, cache = transformer_forward(ids, params)
+    loss, d_logits = cross_entropy(logits, targets)
+    return loss, transformer_backward(d_logits, cache)
+
+
+def train_transformer(data, params: dict, lr: float, epochs: int) -> tuple[dict, np.ndarray]:
+    r"""Full-batch gradient descent: each epoch one update on the mean gradient over ``data``.
+
+    $$\theta \leftarrow \theta - \eta\,\frac{1}{N}\sum_{n=1}^{N} \nabla_\theta L_n$$
+
+    Args:
+        data: a non-empty list of (ids, targets) pairs, N of them; each pair as in
+            ``transformer_loss_and_grads``.
+        params: the starting parameters (left untouched).
+        lr: learning rate η.
+        epochs: number of updates, ≥ 0.
+
+    Returns:
+        (params, losses): new parameters after ``epochs`` updates; losses has shape (epochs,), losses[i]
+        the mean loss over ``data`` before update i.
+
+    Raises:
+        ValueError: if data is empty, a pair is bad (as ``transformer_loss_and_grads``), lr is not a
+            finite number or epochs is not a whole number ≥ 0.
+
+    See docs: chapter 10, step 10.17.
+    """
+    data = list(data)
+    if not data:
+        raise ValueError("train_transformer: data is empty; give at least one (ids, targets) pair")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+        raise ValueError(f"train_transformer: epochs must be a whole number ≥ 0, got {epochs!r}")
+    if not np.isfinite(lr):
+        raise ValueError(f"train_transformer: lr must be a finite number, got {lr!r}")
+    step = lr / len(data)  # the mean gradient: the sum divided by the number of examples
+    losses = np.zeros(epochs)
+    for epoch in range(epochs):
+        total_loss, total_grads = 0.0, None
+        for ids, targets in data:
+            loss, grads = transformer_loss_and_grads(ids, targets, params)
+            total_loss += loss
+            total_grads = grads if total_grads is None else _tree(np.add, total_grads, grads)
+        losses[epoch] = total_loss / len(data)
+        params = _tree(lambda p, g: p - step * g, params, total_grads)
+    return params, losses
+
+
+def generate(prompt_ids, params: dict, n_new: int) -> np.ndarray:
+    """Greedy generation: append the most likely next token, ``n_new`` times.
+
+    Each new token is the argmax of the last row of the logits of everything so far.
+
+    Args:
+        prompt_ids: the prompt's token ids, shape (n_prompt,), at least one.
+        params: the model's parameters (see ``init_params``).
+        n_new: how many tokens to add, ≥ 0.
+
+    Returns:
+        The prompt followed by the new tokens, integer array of shape (n_prompt + n_new,).
+
+    Raises:
+        ValueError: if n_new is not a whole number ≥ 0, the result would be longer than max_len, or the
+            prompt is bad (as ``embed``).
+
+    See docs: chapter 10, step 10.18.
+    """
+    if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
+        raise ValueError(f"generate: n_new must be a whole number ≥ 0, got {n_new!r}")
+    ids = list(_check_ids(prompt_ids, params))
+    max_len = np.shape(params["pos_emb"])[0]
+    if len(ids) + n_new > max_len:
+        raise ValueError(f"generate: {len(ids)} prompt tokens + {n_new} new ones exceed max_len {max_len}")
+    for _ in range(n_new):
+        logits, _ = transformer_forward(ids, params)
+        ids.append(int(np.argmax(logits[-1])))  # greedy: the single most likely next token
+    return np.array(ids, dtype=np.int64)
+
+
+# -- checks and helpers (not part of the exercise) -----------------------------------------------------
+def _tree(fn, a, b):
+    """Apply fn leaf by leaf to two trees of the same structure (dicts, lists, arrays)."""
+    if isinstance(a, dict):
+        return {k: _tree(fn, a[k], b[k]) for k in a}
+    if isinstance(a, list):
+        return [_tree(fn, x, y) for x, y in zip(a, b, strict=True)]
+    return fn(a, b)
+
+
+def _check_shape(a, shape: tuple, what: str) -> None:
+    if np.shape(a) != tuple(shape):
+        raise ValueError(f"{what} has shape {np.shape(a)}, expected {tuple(shape)}")
+
+
+def _check_rows(x: np.ndarray, what: str) -> None:
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"{what} must be 2-D (seq, d_model) with at least one row, got shape {x.shape}")
+
+
+def _check_features(x: np.ndarray, gamma, beta=None) -> None:
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"layer norm needs a feature axis with at least one entry, got shape {x.shape}")
+    _check_shape(gamma, (x.shape[-1],), "layer norm: gamma")
+    if beta is not None:
+        _check_shape(beta, (x.shape[-1],), "layer norm: beta")
+
+
+def _check_params(params: dict) -> None:
+    """Every parameter present, float, and with a shape that fits the others."""
+    if not isinstance(params, dict) or set(params) != set(MODEL_KEYS):
+        got = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise ValueError(f"params must be a dict with keys {sorted(MODEL_KEYS)}, got {got}")
+    vocab, d_model = np.shape(params["tok_emb"]) if np.ndim(params["tok_emb"]) == 2 else (None, None)
+    if vocab is None:
+        raise ValueError(f"params['tok_emb'] must be 2-D (vocab, d_model), got shape {np.shape(params['tok_emb'])}")
+    if np.ndim(params["pos_emb"]) != 2:
+        raise ValueError(f"params['pos_emb'] must be 2-D (max_len, d_model), got shape {np.shape(params['pos_emb'])}")
+    max_len = np.shape(params["pos_emb"])[0]
+    _check_shape(params["pos_emb"], (max_len, d_model), "params['pos_emb']")
+    _check_shape(params["lnf_gamma"], (d_model,), "params['lnf_gamma']")
+    _check_shape(params["lnf_beta"], (d_model,), "params['lnf_beta']")
+    _check_shape(params["WO"], (d_model, vocab), "params['WO']")
+    if not isinstance(params["blocks"], list):
+        raise ValueError(f"params['blocks'] must be a list of dicts, got {type(params['blocks']).__name__}")
+    for i, block in enumerate(params["blocks"]):
+        if not isinstance(block, dict) or set(block) != set(BLOCK_KEYS):
+            got = sorted(block) if isinstance(block, dict) else type(block).__name__
+            raise ValueError(f"params['blocks'][{i}] must be a dict with keys {sorted(BLOCK_KEYS)}, got {got}")
+        d_ff = np.shape(block["W1"])[-1] if np.ndim(block["W1"]) == 2 else -1
+        shapes = {"ln1_gamma": (d_model,), "ln1_beta": (d_model,), "WQ": (d_model, d_model),
+                  "WK": (d_model, d_model), "WV": (d_model, d_model), "ln2_gamma": (d_model,),
+                  "ln2_beta": (d_model,), "W1": (d_model, d_ff), "b1": (d_ff,), "W2": (d_ff, d_model),
+                  "b2": (d_model,)}
+        for key, shape in shapes.items():
+            _check_shape(block[key], shape, f"params['blocks'][{i}]['{key}']")
+
+
+def _whole_numbers(values, what: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be a 1-D sequence of token ids, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{what} must be whole numbers, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _check_ids(ids, params: dict) -> np.ndarray:
+    ids = _whole_numbers(ids, "ids")
+    vocab, max_len = np.shape(params["tok_emb"])[0], np.shape(params["pos_emb"])[0]
+    if ids.size == 0:
+        raise ValueError("ids is empty: the model needs at least one token")
+    if ids.size > max_len:
+        raise ValueError(f"a sequence of {ids.size} tokens is longer than max_len {max_len}")
+    bad = ids[(ids < 0) | (ids >= vocab)]
+    if bad.size:
+        raise ValueError(f"token ids must lie in [0, {vocab}) (the vocabulary), got {bad.tolist()}")
+    return ids
+
+
+def _check_targets(targets, logits_shape: tuple) -> np.ndarray:
+    targets = _whole_numbers(targets, "targets")
+    if len(logits_shape) != 2 or targets.shape != (logits_shape[0],):
+        raise ValueError(f"targets {targets.shape} must have one entry per position of logits {logits_shape}")
+    vocab = logits_shape[1]
+    if np.any(targets >= vocab):
+        raise ValueError(f"targets must lie below vocab = {vocab} (negative = no loss), got "
+                         f"{targets[targets >= vocab].tolist()} outside the vocabulary")
+    if not np.any(targets >= 0):
+        raise ValueError("targets: no position has a target (all are negative), so there is no loss to average")
+    return targets

@@ -1,0 +1,619 @@
+"""Chapter 10: The Complete Transformer — the course's own worksheet (the book's Example 6 has none), and beyond.
+
+The worksheet: layer norm by hand on [0, 2, 2, 8] and on the book's two-feature rows, one block
+(d_model 4, d_ff 8, three positions) forward and backward, then the worksheet model (vocab A B C D, that
+block as its only layer) on [A, B, A]: logits, loss, gradients, three epochs of training, generation.
+Beyond it: every function against oracles written here (loops and one-liners), every backward against
+central differences of those oracles on seeded random inputs of several widths, real training runs with
+stated budgets, the positions experiment both ways, and bad input.
+"""
+
+import numpy as np
+import pytest
+from pytest_check import check
+
+from kata import close, expect, load, numerical_gradient, raises_clearly
+
+CHAPTER = 10
+RNG = np.random.default_rng(10)
+A, B, C, D = 0, 1, 2, 3
+# Central differences of a float64 loss are good to about 1e-8; a gradient compared with them gets that slack
+# (the mistakes the checks name are off by far more: whole terms or factors of 2).
+NUM_RTOL, NUM_ATOL = 1e-5, 1e-7
+
+
+# -- oracles, written here and never taken from the code under test ---------------------------------
+def tree(value):
+    """Nested lists from the answer key -> float64 arrays, keeping dicts and lists of dicts."""
+    if isinstance(value, dict):
+        return {k: tree(v) for k, v in value.items()}
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [tree(v) for v in value]
+    return np.array(value, dtype=np.float64)
+
+
+def leaves(params, path=""):
+    """(path, array) for every array in a parameter tree, in a fixed order."""
+    if isinstance(params, dict):
+        return [x for k in sorted(params) for x in leaves(params[k], f"{path}[{k!r}]")]
+    if isinstance(params, list):
+        return [x for i, v in enumerate(params) for x in leaves(v, f"{path}[{i}]")]
+    return [(path, params)]
+
+
+def copy_tree(params):
+    if isinstance(params, dict):
+        return {k: copy_tree(v) for k, v in params.items()}
+    if isinstance(params, list):
+        return [copy_tree(v) for v in params]
+    return np.array(params, dtype=np.float64)
+
+
+def worksheet_model():
+    """The worksheet model: its parameters are stored once, in step 10.11's inputs."""
+    return tree(load(CHAPTER).step("10.11").inputs["params"])
+
+
+def ln_oracle(x, gamma, beta, eps=1e-5, ddof=0):
+    return gamma * (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, ddof=ddof, keepdims=True) + eps) + beta
+
+
+def softmax_rows(S):
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention_oracle(x, WQ, WK, WV, scale=True):
+    """Causal attention, one position at a time: position i reads positions 0..i."""
+    Q, K, V = x @ WQ, x @ WK, x @ WV
+    out = np.zeros_like(V)
+    for i in range(len(x)):
+        s = np.array([Q[i] @ K[j] for j in range(i + 1)]) / (np.sqrt(K.shape[1]) if scale else 1.0)
+        w = np.exp(s - s.max())
+        out[i] = (w / w.sum()) @ V[: i + 1]
+    return out
+
+
+def ffn_oracle(x, W1, b1, W2, b2):
+    return np.maximum(x @ W1 + b1, 0.0) @ W2 + b2
+
+
+def block_oracle(x, b):
+    x1 = x + attention_oracle(ln_oracle(x, b["ln1_gamma"], b["ln1_beta"]), b["WQ"], b["WK"], b["WV"])
+    return x1 + ffn_oracle(ln_oracle(x1, b["ln2_gamma"], b["ln2_beta"]), b["W1"], b["b1"], b["W2"], b["b2"])
+
+
+def logits_oracle(ids, p):
+    x = p["tok_emb"][list(ids)] + p["pos_emb"][: len(ids)]
+    for b in p["blocks"]:
+        x = block_oracle(x, b)
+    return ln_oracle(x, p["lnf_gamma"], p["lnf_beta"]) @ p["WO"]
+
+
+def loss_oracle(logits, targets):
+    terms = []
+    for row, t in zip(logits, targets, strict=True):
+        if t >= 0:
+            terms.append(np.log(np.sum(np.exp(row - row.max()))) + row.max() - row[t])
+    return float(np.mean(terms))
+
+
+def model_loss_oracle(ids, targets, p):
+    return loss_oracle(logits_oracle(ids, p), targets)
+
+
+def random_block(d_model, d_ff, rng):
+    return {"ln1_gamma": 1 + 0.3 * rng.normal(size=d_model), "ln1_beta": 0.3 * rng.normal(size=d_model),
+            "WQ": rng.normal(size=(d_model, d_model)), "WK": rng.normal(size=(d_model, d_model)),
+            "WV": rng.normal(size=(d_model, d_model)),
+            "ln2_gamma": 1 + 0.3 * rng.normal(size=d_model), "ln2_beta": 0.3 * rng.normal(size=d_model),
+            "W1": rng.normal(size=(d_model, d_ff)), "b1": 0.3 * rng.normal(size=d_ff),
+            "W2": rng.normal(size=(d_ff, d_model)) / np.sqrt(d_ff), "b2": 0.3 * rng.normal(size=d_model)}
+
+
+def random_model(vocab, d_model, d_ff, n_layers, max_len, rng):
+    """Parameters in the documented layout, drawn here (so the checks do not rely on init_params)."""
+    return {"tok_emb": rng.normal(size=(vocab, d_model)), "pos_emb": rng.normal(size=(max_len, d_model)),
+            "blocks": [random_block(d_model, d_ff, rng) for _ in range(n_layers)],
+            "lnf_gamma": 1 + 0.3 * rng.normal(size=d_model), "lnf_beta": 0.3 * rng.normal(size=d_model),
+            "WO": rng.normal(size=(d_model, vocab))}
+
+
+def numerical_model_grads(ids, targets, params):
+    """Central differences of the oracle loss with respect to every parameter, as a list of (path, grad)."""
+    out = []
+    for path, leaf in leaves(params):
+        def f(v, leaf=leaf):
+            saved = leaf.copy()
+            leaf[...] = v
+            try:
+                return model_loss_oracle(ids, targets, params)
+            finally:
+                leaf[...] = saved
+        out.append((path, numerical_gradient(f, leaf)))
+    return out
+
+
+def get(params, path):
+    """The array at a path made by ``leaves``, e.g. "['blocks'][0]['W1']"."""
+    return eval("params" + path, {"params": params})  # noqa: S307 - paths are built above, never user input
+
+
+def accuracy(data, params):
+    """Fraction of sequences whose every target position is predicted right (argmax of the oracle's logits)."""
+    right = 0
+    for ids, targets in data:
+        logits = logits_oracle(ids, params)
+        t = np.asarray(targets)
+        right += bool(np.all(logits[t >= 0].argmax(axis=-1) == t[t >= 0]))
+    return right / len(data)
+
+
+# -- the worksheet, step by step -------------------------------------------------------------------
+@pytest.mark.step("10.1")
+def test_layer_norm_maps_0_2_2_8_to_minus_one_third_and_five_thirds_before_gamma_and_beta(ch, ws):
+    expect(ws, ch.layer_norm(ws.input("x"), ws.input("gamma"), ws.input("beta")))
+
+
+@pytest.mark.step("10.2")
+def test_two_features_keep_only_a_sign_and_tiny_rows_are_swamped_by_eps(ch, ws):
+    expect(ws, ch.layer_norm(ws.input("x"), ws.input("gamma"), ws.input("beta")))
+
+
+@pytest.mark.step("10.3")
+def test_layer_norm_backward_spreads_one_output_gradient_over_the_whole_row(ch, ws):
+    x, gamma, d_out = ws.input("x"), ws.input("gamma"), ws.input("d_out")
+    dx, d_gamma, d_beta = ch.layer_norm_backward(x, gamma, d_out)
+    expect(ws, dx)
+    x_hat = ln_oracle(x, 1.0, 0.0)
+    close(d_gamma, (d_out * x_hat).sum(axis=0), "10.3 dgamma = Σ_rows d_out ⊙ x̂ (≈ [−1, 0, 0, 0])")
+    close(d_beta, d_out.sum(axis=0), "10.3 dbeta = Σ_rows d_out ([1, 0, 0, 0])")
+
+
+@pytest.mark.step("10.4")
+def test_attention_lets_row_0_see_only_itself_and_row_2_see_all_three(ch, ws):
+    out, _ = ch.attention_forward(ws.input("x"), ws.input("WQ"), ws.input("WK"), ws.input("WV"))
+    expect(ws, out)
+
+
+@pytest.mark.step("10.5")
+def test_feed_forward_halves_what_exceeds_one_half_in_size(ch, ws):
+    out, _ = ch.ffn_forward(ws.input("x"), ws.input("W1"), ws.input("b1"), ws.input("W2"), ws.input("b2"))
+    expect(ws, out)
+
+
+@pytest.mark.step("10.6")
+def test_one_block_adds_attention_then_feed_forward_to_the_stream(ch, ws):
+    y, _ = ch.block_forward(ws.input("x"), tree(ws.inputs["block"]))
+    expect(ws, y)
+
+
+@pytest.mark.step("10.7")
+def test_feed_forward_backward_passes_only_through_open_relus(ch, ws):
+    weights = [tree(load(CHAPTER).step("10.5").inputs[k]) for k in ("W1", "b1", "W2", "b2")]
+    _, cache = ch.ffn_forward(ws.input("x"), *weights)
+    dx, *_ = ch.ffn_backward(ws.input("d_out"), cache)
+    expect(ws, dx)
+
+
+@pytest.mark.step("10.8")
+def test_attention_backward_sums_the_query_key_and_value_paths(ch, ws):
+    _, cache = ch.attention_forward(ws.input("x"), ws.input("WQ"), ws.input("WK"), ws.input("WV"))
+    dx, *_ = ch.attention_backward(ws.input("d_out"), cache)
+    expect(ws, dx)
+
+
+@pytest.mark.step("10.9")
+def test_block_backward_keeps_both_residual_paths(ch, ws):
+    _, cache = ch.block_forward(ws.input("x"), tree(ws.inputs["block"]))
+    dx, _ = ch.block_backward(ws.input("d_y"), cache)
+    expect(ws, dx)
+
+
+@pytest.mark.step("10.10")
+def test_the_worksheet_model_has_192_parameters(ch, ws):
+    i = ws.inputs
+    params = ch.init_params(i["vocab_size"], i["d_model"], i["d_ff"], i["n_layers"], i["max_len"])
+    expect(ws, sum(np.asarray(a).size for _, a in leaves(params)))
+
+
+@pytest.mark.step("10.11")
+def test_embedding_a_b_a_gives_the_worksheet_blocks_input(ch, ws):
+    expect(ws, ch.embed(ws.inputs["ids"], worksheet_model()))
+
+
+@pytest.mark.step("10.12")
+def test_the_worksheet_model_scores_the_next_token_at_every_position(ch, ws):
+    logits, _ = ch.transformer_forward(ws.inputs["ids"], worksheet_model())
+    expect(ws, logits)
+
+
+@pytest.mark.step("10.13")
+def test_the_loss_averages_over_the_two_positions_with_a_target(ch, ws):
+    loss, _ = ch.cross_entropy(ws.input("logits"), ws.inputs["targets"])
+    expect(ws, loss)
+
+
+@pytest.mark.step("10.14")
+def test_the_logit_gradient_is_softmax_minus_one_hot_over_two(ch, ws):
+    _, d_logits = ch.cross_entropy(ws.input("logits"), ws.inputs["targets"])
+    expect(ws, d_logits)
+
+
+@pytest.mark.step("10.15")
+def test_token_a_collects_the_gradient_of_both_its_positions(ch, ws):
+    _, cache = ch.transformer_forward(ws.inputs["ids"], worksheet_model())
+    d_logits = load(CHAPTER).step("10.14").exact
+    grads = ch.transformer_backward(d_logits, cache)
+    expect(ws, grads["tok_emb"])
+
+
+@pytest.mark.step("10.16")
+def test_loss_and_grads_give_the_output_projections_gradient(ch, ws):
+    loss, grads = ch.transformer_loss_and_grads(ws.inputs["ids"], ws.inputs["targets"], worksheet_model())
+    expect(ws, grads["WO"])
+    close(loss, load(CHAPTER).step("10.13").exact, "10.16 the loss returned with the gradients (step 10.13's)")
+
+
+@pytest.mark.step("10.17")
+def test_three_epochs_of_training_lower_the_mean_loss(ch, ws):
+    data = [(ids, targets) for ids, targets in ws.inputs["data"]]
+    _, losses = ch.train_transformer(data, worksheet_model(), ws.inputs["lr"], ws.inputs["epochs"])
+    expect(ws, losses)
+
+
+@pytest.mark.step("10.18")
+def test_greedy_generation_from_a_continues_with_d_then_c(ch, ws):
+    expect(ws, ch.generate(ws.inputs["prompt_ids"], worksheet_model(), ws.inputs["n_new"]))
+
+
+# -- beyond the worksheet: other shapes and values, oracles written here -----------------------------
+@pytest.mark.parametrize("shape", [(3, 5), (6, 4), (2, 3, 7), (4, 1)])
+def test_layer_norm_matches_the_formula_on_other_shapes(ch, shape):
+    """layer_norm matches γ(x − μ)/√(σ² + ε) + β, population variance, on other shapes"""
+    x = RNG.normal(size=shape) * 3 + 1
+    gamma, beta = RNG.normal(size=shape[-1]), RNG.normal(size=shape[-1])
+    got = ch.layer_norm(x, gamma, beta)
+    close(got, ln_oracle(x, gamma, beta), f"layer_norm of a {shape} array", inputs={"x": x},
+          mistakes=[("the sample variance (n − 1)", ln_oracle(x, gamma, beta, ddof=1))] if shape[-1] > 1 else [])
+
+
+def test_layer_norm_respects_eps(ch):
+    """layer_norm uses its eps argument: a constant row stays finite and eps = 1 changes the result"""
+    x = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]])
+    got = ch.layer_norm(x, np.ones(3), np.zeros(3))
+    close(got, ln_oracle(x, 1.0, 0.0), "layer_norm with a constant row (eps keeps it finite)")
+    got = ch.layer_norm(x, np.ones(3), np.zeros(3), eps=1.0)
+    close(got, ln_oracle(x, 1.0, 0.0, eps=1.0), "layer_norm with eps = 1",
+          mistakes=[("the eps argument was ignored", ln_oracle(x, 1.0, 0.0))])
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (4, 2), (2, 3, 6)])
+def test_layer_norm_backward_matches_numerical_gradients(ch, shape):
+    """layer_norm_backward matches central differences on random rows of several widths"""
+    x = RNG.normal(size=shape)
+    gamma, beta = RNG.normal(size=shape[-1]), RNG.normal(size=shape[-1])
+    R = RNG.normal(size=shape)  # loss = Σ R ⊙ LN(x), so d_out = R
+    dx, d_gamma, d_beta = ch.layer_norm_backward(x, gamma, R)
+    close(dx, numerical_gradient(lambda v: np.sum(R * ln_oracle(v, gamma, beta)), x), f"dx for x {shape}",
+          rtol=NUM_RTOL, atol=NUM_ATOL,
+          mistakes=[("only the direct path γ·d_out/σ", gamma * R / np.sqrt(x.var(-1, keepdims=True) + 1e-5))])
+    close(d_gamma, numerical_gradient(lambda g: np.sum(R * ln_oracle(x, g, beta)), gamma), f"dgamma for x {shape}",
+          rtol=NUM_RTOL, atol=NUM_ATOL)
+    close(d_beta, numerical_gradient(lambda b: np.sum(R * ln_oracle(x, gamma, b)), beta), f"dbeta for x {shape}",
+          rtol=NUM_RTOL, atol=NUM_ATOL)
+
+
+@pytest.mark.parametrize(("seq", "d_model"), [(5, 3), (2, 6), (1, 4)])
+def test_attention_matches_a_loop_over_positions(ch, seq, d_model):
+    """attention_forward matches a position-by-position causal loop"""
+    x = RNG.normal(size=(seq, d_model))
+    W = [RNG.normal(size=(d_model, d_model)) for _ in range(3)]
+    out, _ = ch.attention_forward(x, *W)
+    close(out, attention_oracle(x, *W), f"causal attention, seq {seq}, d_model {d_model}",
+          mistakes=[("no 1/√d_model scaling", attention_oracle(x, *W, scale=False)),
+                    ("the causal mask was left out", softmax_rows((x @ W[0]) @ (x @ W[1]).T / np.sqrt(d_model))
+                     @ (x @ W[2]))])
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(4, 3, 7), (2, 5, 2)])
+def test_feed_forward_matches_the_formula(ch, seq, d_model, d_ff):
+    """ffn_forward matches ReLU(x W1 + b1) W2 + b2 on other shapes"""
+    x = RNG.normal(size=(seq, d_model))
+    W1, b1 = RNG.normal(size=(d_model, d_ff)), RNG.normal(size=d_ff)
+    W2, b2 = RNG.normal(size=(d_ff, d_model)), RNG.normal(size=d_model)
+    out, _ = ch.ffn_forward(x, W1, b1, W2, b2)
+    close(out, ffn_oracle(x, W1, b1, W2, b2), f"feed-forward, seq {seq}, d_model {d_model}, d_ff {d_ff}",
+          mistakes=[("the ReLU was left out", (x @ W1 + b1) @ W2 + b2)])
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(4, 3, 7), (3, 5, 2)])
+def test_attention_and_feed_forward_backward_match_numerical_gradients(ch, seq, d_model, d_ff):
+    """attention_backward and ffn_backward match central differences of the oracles"""
+    x = RNG.normal(size=(seq, d_model))
+    Ws = [RNG.normal(size=(d_model, d_model)) for _ in range(3)]
+    R = RNG.normal(size=(seq, d_model))
+    _, cache = ch.attention_forward(x, *Ws)
+    got = ch.attention_backward(R, cache)
+    wants = [numerical_gradient(lambda v: np.sum(R * attention_oracle(v, *Ws)), x)]
+    for k in range(3):
+        def f(W, k=k):
+            return np.sum(R * attention_oracle(x, *[W if j == k else Ws[j] for j in range(3)]))
+        wants.append(numerical_gradient(f, Ws[k]))
+    for name, g, w in zip(("dx", "dWQ", "dWK", "dWV"), got, wants, strict=True):
+        close(g, w, f"attention_backward {name}, seq {seq}, d_model {d_model}", rtol=NUM_RTOL, atol=NUM_ATOL)
+
+    W1, b1 = RNG.normal(size=(d_model, d_ff)), RNG.normal(size=d_ff)
+    W2, b2 = RNG.normal(size=(d_ff, d_model)), RNG.normal(size=d_model)
+    ps = [x, W1, b1, W2, b2]
+    _, cache = ch.ffn_forward(*ps)
+    got = ch.ffn_backward(R, cache)
+    for k, name in enumerate(("dx", "dW1", "db1", "dW2", "db2")):
+        def f(v, k=k):
+            return np.sum(R * ffn_oracle(*[v if j == k else ps[j] for j in range(5)]))
+        close(got[k], numerical_gradient(f, ps[k]), f"ffn_backward {name}, d_ff {d_ff}", rtol=NUM_RTOL, atol=NUM_ATOL)
+
+
+@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(4, 3, 5), (2, 6, 4)])
+def test_block_matches_the_oracle_and_its_backward_matches_numerical_gradients(ch, seq, d_model, d_ff):
+    """block_forward matches the oracle block; block_backward matches central differences for x and every parameter"""
+    rng = np.random.default_rng(seq * 100 + d_model)
+    x, block = rng.normal(size=(seq, d_model)), random_block(d_model, d_ff, rng)
+    R = rng.normal(size=(seq, d_model))
+    y, cache = ch.block_forward(x, block)
+    dx, grads = ch.block_backward(R, cache)
+    close(y, block_oracle(x, block), f"block_forward, seq {seq}, d_model {d_model}, d_ff {d_ff}")
+    close(dx, numerical_gradient(lambda v: np.sum(R * block_oracle(v, block)), x), "block_backward dx",
+          rtol=NUM_RTOL, atol=NUM_ATOL)
+    with check:
+        assert isinstance(grads, dict) and sorted(grads) == sorted(block), f"block grads keys {sorted(grads)}"
+    for key in sorted(block):
+        def f(v, key=key):
+            return np.sum(R * block_oracle(x, {**block, key: v}))
+        close(grads[key], numerical_gradient(f, block[key]), f"block_backward d{key}", rtol=NUM_RTOL, atol=NUM_ATOL)
+
+
+@pytest.mark.parametrize(("vocab", "d_model", "d_ff", "n_layers", "seq"), [(5, 4, 6, 2, 5), (7, 3, 5, 1, 4)])
+def test_the_whole_transformer_backward_matches_numerical_gradients(ch, vocab, d_model, d_ff, n_layers, seq):
+    """transformer_loss_and_grads: the loss matches the oracle and every gradient matches central differences"""
+    rng = np.random.default_rng(vocab * 10 + d_model)
+    params = random_model(vocab, d_model, d_ff, n_layers, seq + 2, rng)
+    ids = rng.integers(0, vocab, seq)
+    ids[-1] = ids[0]  # a repeated token
+    targets = rng.integers(0, vocab, seq)
+    targets[1] = -1  # one position without a target
+    loss, grads = ch.transformer_loss_and_grads(ids, targets, params)
+    close(loss, model_loss_oracle(ids, targets, params), f"loss, vocab {vocab}, d_model {d_model}, {n_layers} layers")
+    got = dict(leaves(grads))
+    for path, want in numerical_model_grads(ids, targets, params):
+        with check:
+            assert path in got, f"grads has no {path}: grads must mirror params"
+        if path in got:
+            close(got[path], want, f"gradient of {path}", rtol=NUM_RTOL, atol=NUM_ATOL,
+                  mistakes=[("summed over positions instead of averaged", want * np.sum(targets >= 0))])
+
+
+def test_grads_mirror_params(ch):
+    """grads has exactly the keys, list lengths and shapes of params"""
+    params = ch.init_params(6, 4, 8, 2, 5, seed=3)
+    _, grads = ch.transformer_loss_and_grads([1, 2, 3], [2, 3, -1], params)
+    want = [(p, np.shape(a)) for p, a in leaves(params)]
+    got = [(p, np.shape(a)) for p, a in leaves(grads)]
+    with check:
+        assert got == want, f"grads must mirror params: got layout {got}, params have {want}"
+
+
+def test_cross_entropy_matches_a_loop_and_is_stable(ch):
+    """cross_entropy matches a loop over positions, skips negative targets, and survives logits of 1000"""
+    logits = RNG.normal(size=(5, 7)) * 3
+    targets = np.array([3, -1, 0, 6, -2])
+    loss, d_logits = ch.cross_entropy(logits, targets)
+    rows = targets >= 0
+    want_d = np.where(rows[:, None], softmax_rows(logits) - np.eye(7)[np.maximum(targets, 0)], 0.0) / rows.sum()
+    close(loss, loss_oracle(logits, targets), "cross-entropy of (5, 7) logits",
+          mistakes=[("summed over positions instead of averaged", loss_oracle(logits, targets) * rows.sum()),
+                    ("averaged over all positions", loss_oracle(logits, targets) * rows.sum() / 5)])
+    close(d_logits, want_d, "d_logits of (5, 7) logits",
+          mistakes=[("not divided by the number of targets", want_d * rows.sum())])
+    big_loss, big_d = ch.cross_entropy(logits + 1000.0, targets)
+    close(big_loss, loss_oracle(logits, targets), "cross-entropy of logits + 1000 (subtract the max first)")
+    close(big_d, want_d, "d_logits of logits + 1000")
+
+
+@pytest.mark.parametrize(("vocab", "d_model", "n_layers", "seq"), [(6, 5, 2, 4), (3, 2, 0, 3), (9, 8, 1, 7)])
+def test_transformer_forward_matches_the_oracle(ch, vocab, d_model, n_layers, seq):
+    """transformer_forward's logits match the oracle model, including with no blocks at all"""
+    rng = np.random.default_rng(vocab + seq)
+    params = random_model(vocab, d_model, 2 * d_model, n_layers, seq + 1, rng)
+    ids = rng.integers(0, vocab, seq)
+    logits, _ = ch.transformer_forward(ids, params)
+    close(logits, logits_oracle(ids, params), f"logits, vocab {vocab}, d_model {d_model}, {n_layers} layers")
+    x = ch.embed(ids, params)
+    close(x, params["tok_emb"][ids] + params["pos_emb"][:seq], "embed: token rows plus position rows",
+          mistakes=[("the positions were left out", params["tok_emb"][ids])])
+
+
+def test_training_takes_one_step_on_the_mean_gradient(ch):
+    """one epoch of train_transformer = params − lr · mean of the examples' gradients (central differences here)"""
+    rng = np.random.default_rng(7)
+    params = random_model(3, 3, 4, 1, 4, rng)
+    data = [([0, 2, 1], [2, 1, -1]), ([1, 1, 0, 2], [-1, 0, 2, 1]), ([2], [0])]
+    lr = 0.1
+    numerical = [dict(numerical_model_grads(ids, t, params)) for ids, t in data]
+    new, losses = ch.train_transformer(data, params, lr, 1)
+    close(losses, [np.mean([model_loss_oracle(ids, t, params) for ids, t in data])],
+          "losses[0]: the mean loss over the data before the update")
+    for path, leaf in leaves(params):
+        mean = sum(g[path] for g in numerical) / len(data)
+        close(get(new, path), leaf - lr * mean, f"{path} after one epoch", rtol=NUM_RTOL, atol=NUM_ATOL,
+              mistakes=[("summed instead of averaged gradients", leaf - lr * mean * len(data))])
+
+
+def test_training_and_gradients_leave_their_inputs_untouched(ch):
+    """transformer_loss_and_grads and train_transformer never modify params or data"""
+    params = ch.init_params(5, 4, 8, 1, 6, seed=1)
+    before = copy_tree(params)
+    ids, targets = np.array([0, 3, 3]), np.array([3, 3, 1])
+    ch.transformer_loss_and_grads(ids, targets, params)
+    ch.train_transformer([(ids, targets)], params, 0.5, 2)
+    for (path, a), (_, b) in zip(leaves(params), leaves(before), strict=True):
+        close(a, b, f"params{path} after training")
+    close(ids, [0, 3, 3], "ids after training")
+
+
+def test_init_params_has_the_documented_layout_and_scales(ch):
+    """init_params: the documented keys and shapes, float64, γ = 1, β = b = 0, and the documented spreads"""
+    vocab, d, d_ff, n_layers, max_len = 50, 64, 96, 3, 40
+    p = ch.init_params(vocab, d, d_ff, n_layers, max_len, seed=5)
+    block_shapes = {"ln1_gamma": (d,), "ln1_beta": (d,), "WQ": (d, d), "WK": (d, d), "WV": (d, d),
+                    "ln2_gamma": (d,), "ln2_beta": (d,), "W1": (d, d_ff), "b1": (d_ff,), "W2": (d_ff, d), "b2": (d,)}
+    want = {"tok_emb": (vocab, d), "pos_emb": (max_len, d), "lnf_gamma": (d,), "lnf_beta": (d,), "WO": (d, vocab)}
+    want.update({f"['blocks'][{i}][{k!r}]": s for i in range(n_layers) for k, s in block_shapes.items()})
+    got = {path: np.shape(a) for path, a in leaves(p)}
+    want = {(f"[{k!r}]" if not k.startswith("[") else k): s for k, s in want.items()}
+    with check:
+        assert got == want, f"init_params layout: got {got}, expected {want}"
+    with check:
+        assert all(np.asarray(a).dtype == np.float64 for _, a in leaves(p)), "every parameter must be float64"
+    for path, a in leaves(p):
+        if "gamma" in path:
+            close(a, np.ones_like(a), f"{path} starts at 1")
+        elif "beta" in path or path.endswith("['b1']") or path.endswith("['b2']"):
+            close(a, np.zeros_like(a), f"{path} starts at 0")
+    spreads = {"['tok_emb']": 1.0, "['pos_emb']": 1.0, "['WO']": 0.1 / np.sqrt(d),
+               "['blocks'][0]['WQ']": 1 / np.sqrt(d), "['blocks'][2]['W1']": 1 / np.sqrt(d),
+               "['blocks'][1]['W2']": 1 / np.sqrt(d_ff)}
+    for path, std in spreads.items():
+        a = get(p, path)
+        with check:  # thousands of draws: the sample spread is within 10% of the documented one
+            assert abs(np.std(a) / std - 1) < 0.1 and abs(np.mean(a)) < 0.1 * std, (
+                f"{path}: std {np.std(a):.4g}, mean {np.mean(a):.3g}; documented N(0, {std:.4g}²)")
+
+
+def test_init_params_is_reproducible_by_seed(ch):
+    """the same seed gives the same parameters; another seed gives others"""
+    a = ch.init_params(5, 4, 6, 2, 7, seed=11)
+    b = ch.init_params(5, 4, 6, 2, 7, seed=11)
+    c = ch.init_params(5, 4, 6, 2, 7, seed=12)
+    for (path, x), (_, y) in zip(leaves(a), leaves(b), strict=True):
+        close(x, y, f"{path}, seed 11 twice")
+    with check:
+        assert not np.allclose(a["tok_emb"], c["tok_emb"]), "seeds 11 and 12 gave the same token embeddings"
+
+
+# -- training really learns (budgets stated; all well under a second) ------------------------------------
+PATTERNS = [([A, B], [-1, C]), ([A, A], [-1, D]), ([B, A], [-1, C])]
+
+
+def test_two_layers_learn_the_three_patterns_in_100_epochs(ch):
+    """d_model 8, 2 layers, d_ff 16, lr 0.3: A B → C, A A → D, B A → C all right after 100 epochs, loss < 0.05"""
+    params = ch.init_params(4, 8, 16, 2, 8, seed=0)
+    start = np.mean([model_loss_oracle(ids, t, params) for ids, t in PATTERNS])
+    trained, losses = ch.train_transformer(PATTERNS, params, 0.3, 100)
+    close(np.shape(losses), (100,), "losses has one entry per epoch")
+    close(losses[0], start, "losses[0] is the mean loss before any update")
+    with check:
+        assert accuracy(PATTERNS, trained) == 1.0, f"accuracy after 100 epochs {accuracy(PATTERNS, trained):.2f}"
+    with check:
+        assert losses[-1] < 0.05, f"the mean loss before the last update is {losses[-1]:.4f}, expected < 0.05"
+    final = np.mean([model_loss_oracle(ids, t, trained) for ids, t in PATTERNS])
+    with check:
+        assert final < losses[0] / 20, f"loss went from {losses[0]:.4f} to {final:.4f}"
+
+
+def test_two_layers_learn_to_continue_a_b_c_d_in_100_epochs(ch):
+    """trained 100 epochs (lr 0.3) on A B C D A B C D, generate continues [A] as A B C D A B C D"""
+    params = ch.init_params(4, 8, 16, 2, 8, seed=0)
+    data = [([A, B, C, D, A, B, C, D], [B, C, D, A, B, C, D, -1])]
+    trained, _ = ch.train_transformer(data, params, 0.3, 100)
+    got = ch.generate([A], trained, 7)
+    close(got, [A, B, C, D, A, B, C, D], "generate([A], trained, 7)")
+
+
+POSITIONS = [([A, B, A], [-1, -1, C]), ([B, A, A], [-1, -1, D])]
+
+
+def test_with_positions_one_layer_learns_a_b_a_to_c_and_b_a_a_to_d(ch):
+    """1 layer, learned positions, lr 0.3, 100 epochs: [A, B, A] → C and [B, A, A] → D"""
+    params = ch.init_params(4, 8, 16, 1, 3, seed=0)
+    trained, losses = ch.train_transformer(POSITIONS, params, 0.3, 100)
+    with check:
+        assert accuracy(POSITIONS, trained) == 1.0, "with position embeddings both sequences should be learned"
+    with check:
+        assert losses[-1] < 0.05, f"the mean loss before the last update is {losses[-1]:.4f}, expected < 0.05"
+
+
+def test_without_positions_one_layer_cannot_tell_a_b_a_from_b_a_a(ch):
+    """no position embeddings, 1 layer: the last position sees the same keys and values, for any weights"""
+    for seed in range(3):
+        params = ch.init_params(4, 8, 16, 1, 3, seed=seed)
+        params["pos_emb"] = np.zeros_like(params["pos_emb"])
+        first, _ = ch.transformer_forward([A, B, A], params)
+        second, _ = ch.transformer_forward([B, A, A], params)
+        close(first[-1], second[-1], f"last-position logits of [A, B, A] and [B, A, A], seed {seed}",
+              rtol=1e-12, atol=1e-12)
+    # Training cannot help: keep the positions at zero and the mean loss never gets below ln 2.
+    losses = []
+    for _ in range(100):
+        results = [ch.transformer_loss_and_grads(ids, t, params) for ids, t in POSITIONS]
+        losses.append(np.mean([loss for loss, _ in results]))
+        mean = [(path, sum(get(g, path) for _, g in results) / 2) for path, _ in leaves(params)]
+        for path, g in mean:
+            if path != "['pos_emb']":
+                get(params, path)[...] -= 0.3 * g
+    with check:
+        assert min(losses) >= np.log(2) - 1e-9, f"the mean loss reached {min(losses):.4f} < ln 2 without positions"
+
+
+def test_without_positions_two_layers_can_tell_them_apart_through_the_mask(ch):
+    """no position embeddings, 2 layers: the causal mask itself leaks order (position 0 sees only itself)"""
+    params = ch.init_params(4, 8, 16, 2, 3, seed=0)
+    params["pos_emb"] = np.zeros_like(params["pos_emb"])
+    first, _ = ch.transformer_forward([A, B, A], params)
+    second, _ = ch.transformer_forward([B, A, A], params)
+    with check:
+        assert np.max(np.abs(first[-1] - second[-1])) > 1e-6, (
+            "two layers without positions gave identical last-position logits for [A, B, A] and [B, A, A]")
+
+
+# -- bad input gets a clear error ------------------------------------------------------------------
+def test_parameters_of_the_wrong_shape_are_named(ch):
+    """a mis-shaped W1, WO or gamma raises ValueError naming the parameter and its shape"""
+    params = ch.init_params(4, 8, 16, 2, 8, seed=0)
+    bad = copy_tree(params)
+    bad["blocks"][1]["W1"] = np.zeros((7, 16))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], bad), ValueError, "W1", "(7, 16)")
+    bad = copy_tree(params)
+    bad["WO"] = np.zeros((8, 5))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], bad), ValueError, "WO", "(8, 5)")
+    raises_clearly(lambda: ch.layer_norm(np.ones((2, 3)), np.ones(4), np.zeros(3)), ValueError, "gamma", "(4,)")
+
+
+def test_a_sequence_longer_than_max_len_is_refused(ch):
+    """9 tokens for max_len 8 raises ValueError naming both; so does generating past max_len"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    raises_clearly(lambda: ch.transformer_forward([0] * 9, params), ValueError, "9", "max_len")
+    raises_clearly(lambda: ch.generate([0, 1, 2], params, 6), ValueError, "max_len")
+
+
+def test_empty_data_is_refused(ch):
+    """train_transformer with no examples raises ValueError saying the data is empty"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    raises_clearly(lambda: ch.train_transformer([], params, 0.1, 3), ValueError, "empty")
+
+
+def test_targets_outside_the_vocabulary_are_refused(ch):
+    """a target ≥ vocab, a target list of the wrong length, or no target at all raises ValueError"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [2, 4], params), ValueError, "4", "vocab")
+    raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [2], params), ValueError, "targets")
+    raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [-1, -1], params), ValueError, "target")
+
+
+def test_token_ids_outside_the_vocabulary_are_refused(ch):
+    """an id ≥ vocab, a negative id or an empty sequence raises ValueError"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    raises_clearly(lambda: ch.transformer_forward([0, 7], params), ValueError, "7", "vocab")
+    raises_clearly(lambda: ch.embed([-1, 0], params), ValueError, "-1")
+    raises_clearly(lambda: ch.transformer_forward([], params), ValueError, "empty")
+    raises_clearly(lambda: ch.init_params(4, 0, 16, 1, 8), ValueError, "d_model")
