@@ -1,0 +1,189 @@
+"""The learner's loop: watch, hint, worksheet, doctor, and the points an instructor configures."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from kata_tools import doctor, grade, hints, points, project, watch, worksheet
+from kata_tools.runner import RunResult
+
+from .conftest import ROOT, TOOLS, copy_solutions
+
+
+# -- watch ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("poll_only", [True, False], ids=["polling", "file events"])
+def test_a_save_is_noticed(tmp_path, poll_only):
+    """a save under the watched folder is noticed, by file events and by the polling fallback"""
+    (tmp_path / "chapter01_x.py").write_text("x = 1\n", encoding="utf-8")
+    saves = watch.Saves(tmp_path, poll_only=poll_only, interval=0.05)
+    try:
+        assert saves.wait(0.2) is False
+        threading.Timer(0.1, lambda: (tmp_path / "chapter01_x.py").write_text("x = 22\n", encoding="utf-8")).start()
+        assert saves.wait(3.0) is True
+        assert saves.wait(0.3) is False
+    finally:
+        saves.close()
+
+
+def test_watch_rechecks_the_chapter_after_a_save(tmp_path):
+    """the watcher shows chapter 1 at once, and again, now passing, after the stub file is saved with a solution"""
+    impl = tmp_path / "mine"
+    shutil.copytree(ROOT / "exercises", impl, ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kata_tools", "watch", "1", "--impl", str(impl), "--no-clear", "--interval", "0.1"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(TOOLS)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+
+    def closing_line(limit=60.0) -> str:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line.startswith("chapter 1: ") and "steps" in line:
+                return line
+        raise AssertionError("the watcher printed no chapter line")
+
+    try:
+        first = closing_line()
+        assert first.startswith("chapter 1: 0/")
+        shutil.copy2(ROOT / "solutions" / "chapter01_sequences.py", impl / "chapter01_sequences.py")
+        second = closing_line()
+        done, total = second.split(":")[1].split("steps")[0].strip().split("/")
+        assert done == total != "0", second
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+# -- progress ---------------------------------------------------------------------------------------------
+def test_progress_ends_with_the_next_step_and_its_command(tmp_path, chapters):
+    """progress's last line names the first step not yet passing and the command to check it"""
+    impl = tmp_path / "mine"
+    shutil.copytree(ROOT / "exercises", impl, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "solutions" / f"{chapters[0].module}.py", impl / f"{chapters[0].module}.py")
+    files = [c.test_file for c in chapters[:2]]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *files, "--progress", "--impl", str(impl), "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    last = [line for line in proc.stdout.splitlines() if line.strip()][-1]
+    second = chapters[1]
+    assert last.startswith(f"next: chapter {second.number}, step {second.steps[0].id}"), proc.stdout[-2000:]
+    assert last.endswith(f"nox -s chapter{second.number}")
+
+
+# -- hint ------------------------------------------------------------------------------------------------
+def test_hints_come_one_layer_at_a_time_then_all(tmp_path, monkeypatch, capsys):
+    """hint 4.3 prints the nudge, then the formula, then the worked numbers; --all prints all three"""
+    monkeypatch.setattr(hints, "STATE", tmp_path / "hints.json")
+    step = project.chapter(4).steps[2]
+    assert len(step.hints) == 3
+    for i, layer in enumerate(hints.LAYERS):
+        assert hints.main([step.id]) == 0
+        out = capsys.readouterr().out
+        assert f"hint {i + 1} of 3 ({layer})" in out
+        assert " ".join(step.hints[i].split())[:60] in " ".join(out.split())
+        for j, other in enumerate(step.hints):
+            if j != i:
+                assert " ".join(other.split())[:60] not in " ".join(out.split())
+    hints.main([step.id, "--all"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(" ".join(h.split())[:60] in out for h in step.hints)
+
+
+def test_hint_for_an_unknown_step_names_the_steps_there_are():
+    """hint 4.99 is refused, naming chapter 4's steps"""
+    with pytest.raises(SystemExit, match=r"no step '4.99'.*4\.1, 4\.2"):
+        hints.main(["4.99"])
+
+
+# -- worksheet -------------------------------------------------------------------------------------------
+def test_worksheet_shows_printed_exact_and_your_values(capsys):
+    """worksheet 4 with solutions: every step ✓, with the worksheet's printed value and the exact one"""
+    assert worksheet.main(["4", "--impl", "solutions"]) == 0
+    out = capsys.readouterr().out
+    chapter = project.chapter(4)
+    for step in chapter.steps:
+        assert f"✓ {step.id:<5} {step.title}" in out
+        if step.printed is not None:
+            assert f"worksheet  {worksheet._printed(step.printed)}" in out
+    assert f"{len(chapter.steps)}/{len(chapter.steps)} worksheet values match" in out
+
+
+def test_worksheet_on_the_stubs_says_not_started(capsys):
+    """worksheet 4 on the stubs: no ✓, every step 'not started'"""
+    worksheet.main(["4"])
+    out = capsys.readouterr().out
+    assert "✓" not in out
+    assert out.count("yours      not started") == len(project.chapter(4).steps)
+
+
+# -- doctor ----------------------------------------------------------------------------------------------
+def test_doctor_names_versions_files_and_what_to_run(capsys):
+    """doctor prints the versions, every chapter's file, and the next command"""
+    assert doctor.main([]) == 0
+    out = capsys.readouterr().out
+    import numpy
+
+    assert numpy.__version__ in out
+    for chapter in project.chapters():
+        assert f"exercises/{chapter.module}.py" in out
+    assert "next:" in out and "nox -s chapter" in out
+
+
+def test_doctor_points_at_a_chapter_that_does_not_import(tmp_path, capsys):
+    """with a syntax error in chapter 3, doctor says chapter 3 does not import and to fix it first"""
+    impl = copy_solutions(tmp_path / "broken", {"chapter03_embeddings": "def oops(:\n    pass"})
+    doctor.main(["--impl", str(impl)])
+    out = capsys.readouterr().out
+    assert "SyntaxError" in out
+    assert "next: chapter 3 does not import" in out
+
+
+# -- points ----------------------------------------------------------------------------------------------
+def test_points_come_from_the_instructors_file(tmp_path):
+    """grading.toml sets points per step and per check, and can scale a chapter to a total"""
+    config = tmp_path / "grading.toml"
+    config.write_text('[grade]\ncheck_points = 0.5\n[steps]\n"1.1" = 4\n[chapters]\n1 = 30\n', encoding="utf-8")
+    settings = points.load(config)
+    chapter = project.chapter(1)
+    run = RunResult()
+    for step in chapter.steps:
+        nodeid = f"t::{step.id}"
+        run.tests.append({"nodeid": nodeid, "step": step.id, "check": None, "title": step.title})
+        run.results[nodeid] = {"nodeid": nodeid, "status": "passed" if step.id == "1.1" else "failed"}
+    run.tests.append({"nodeid": "t::c", "step": None, "check": "test_c", "title": "a check"})
+    run.results["t::c"] = {"nodeid": "t::c", "status": "passed"}
+    graded = grade._chapter(chapter, run, settings)
+    raw = 4 + (len(chapter.steps) - 1) * 1 + 0.5
+    assert graded["max_points"] == pytest.approx(30)
+    assert graded["points"] == pytest.approx(30 * (4 + 0.5) / raw, abs=1e-3)  # points are kept to 4 decimals
+
+
+def test_a_typo_in_the_points_file_is_an_error(tmp_path):
+    """an unknown key or a negative number in grading.toml is refused, never silently ignored"""
+    config = tmp_path / "grading.toml"
+    config.write_text("[grade]\nstep_point = 2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="step_point"):
+        points.load(config)
+    config.write_text('[steps]\n"4.3" = -1\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="4.3"):
+        points.load(config)
+
+
+def test_the_repositorys_points_file_is_valid():
+    """the grading.toml shipped with the course loads"""
+    assert points.load(ROOT / "grading.toml").source == "grading.toml"

@@ -1,0 +1,32 @@
+"""``python -m kata_tools COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
+
+Commands: grade, watch, hint, worksheet, doctor, release, bench-watch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "grade": "kata_tools.grade",
+    "watch": "kata_tools.watch",
+    "hint": "kata_tools.hints",
+    "worksheet": "kata_tools.worksheet",
+    "doctor": "kata_tools.doctor",
+    "release": "kata_tools.release",
+    "bench-watch": "kata_tools.bench_watch",
+}
+
+
+def main(argv: list[str]) -> int:
+    """Run one command with its arguments; return its exit code."""
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[argv[0]])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

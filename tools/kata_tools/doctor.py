@@ -1,0 +1,128 @@
+"""``nox -s doctor``: what a stuck learner (or whoever helps them) needs to know, in one screen.
+
+Python and NumPy versions, which implementation runs and where each chapter's file is, which
+chapters import (each tried in its own process, so a file that hangs cannot hang the doctor), how
+many stubs are left, and what to run next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.metadata
+import platform
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import project
+
+IMPORT_TIMEOUT = 15.0
+PACKAGES = ("numpy", "pytest", "pytest-check", "pytest-timeout")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``nox -s doctor -- ...``."""
+    p = argparse.ArgumentParser(prog="nox -s doctor --", description="Versions, files, imports, and what next.")
+    p.add_argument("--impl", default="exercises", help="package name or folder to look at (default: exercises)")
+    return p
+
+
+def stubs_left(path: Path) -> tuple[int, int]:
+    """(functions whose body is still only ``raise NotImplementedError``, public functions) in a file."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return (0, 0)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    left = 0
+    for fn in functions:
+        body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Raise):
+            exc = body[0].exc
+            name = exc.func if isinstance(exc, ast.Call) else exc
+            if isinstance(name, ast.Name) and name.id == "NotImplementedError":
+                left += 1
+    return left, len(functions)
+
+
+def try_import(folder: Path, module: str) -> str:
+    """'' when ``folder``'s ``module`` imports in a fresh Python, else the error's last line."""
+    code = (
+        "import importlib, sys; sys.path.insert(0, sys.argv[1]); "
+        "importlib.import_module(sys.argv[2] + '.' + sys.argv[3])"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(folder.parent), folder.name, module],
+            capture_output=True, text=True, timeout=IMPORT_TIMEOUT, cwd=project.ROOT, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"importing did not finish in {IMPORT_TIMEOUT:g} s (an endless loop at module level?)"
+    if proc.returncode == 0:
+        return ""
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    where = next((line.strip() for line in reversed(lines) if line.strip().startswith("File ")), "")
+    return (lines[-1] if lines else f"exit code {proc.returncode}") + (f" ({where})" if where else "")
+
+
+def version(name: str) -> str:
+    """The installed version of a distribution, or 'not installed'."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the diagnosis; return 0."""
+    args = parser().parse_args(argv)
+    print("transformer katas: doctor")
+    print()
+    print(f"  python          {platform.python_version()} ({sys.executable})")
+    for name in PACKAGES:
+        print(f"  {name:<15} {version(name)}")
+    print(f"  system          {platform.platform()}")
+    print(f"  repository      {project.ROOT}")
+    try:
+        folder = project.impl_folder(args.impl)
+    except SystemExit as err:
+        print(f"\n  implementation {args.impl!r}: {err}")
+        return 0
+    print(f"  implementation  {args.impl} -> {folder}  (nox -s chapterN -- --impl NAME picks another)")
+    print()
+    chapters = project.chapters()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        errors = list(pool.map(lambda c: try_import(folder, c.module), chapters))
+    print(f"  {'chapter':<8} {'file':<44} {'imports':<8} stubs left")
+    next_up = None
+    for chapter, error in zip(chapters, errors, strict=True):
+        path = folder / f"{chapter.module}.py"
+        shown = path.relative_to(project.ROOT) if path.is_relative_to(project.ROOT) else path
+        if not path.exists():
+            print(f"  {chapter.number:<8} {str(shown):<44} {'missing':<8}")
+            next_up = next_up or (chapter, f"the file {shown} is missing")
+            continue
+        left, total = stubs_left(path)
+        print(f"  {chapter.number:<8} {str(shown):<44} {'yes' if not error else 'NO':<8} {left}/{total}")
+        if error:
+            print(f"  {'':<8} {error[:150]}")
+            next_up = next_up or (chapter, f"chapter {chapter.number} does not import: fix {shown} first")
+        elif left:
+            next_up = next_up or (chapter, f"chapter {chapter.number} has {left} function(s) still to write")
+    print()
+    if next_up is None:
+        print("  every chapter imports and no stub is left: nox -s progress shows what passes.")
+    else:
+        chapter, why = next_up
+        print(f"  next: {why}.")
+        first = chapter.steps[0].id if chapter.steps else f"{chapter.number}.1"
+        commands = [
+            (f"nox -s chapter{chapter.number}", f"check it (nox -s watch -- {chapter.number} re-checks on every save)"),
+            (f"nox -s worksheet -- {chapter.number}", "your numbers beside the worksheet's"),
+            (f"nox -s hint -- {first}", "a hint, one layer at a time"),
+        ]
+        for command, what in commands:
+            print(f"        {command:<24} {what}")
+    return 0

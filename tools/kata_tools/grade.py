@@ -1,0 +1,386 @@
+"""``nox -s grade``: grade every chapter (or some) of an implementation, for a course's CI.
+
+Writes ``grade/results.json`` (schema: ``results.schema.json``, documented in ``docs/instructors.md``),
+``grade/junit.xml`` and ``grade/summary.md`` (also appended to ``$GITHUB_STEP_SUMMARY``). Exits 0
+whenever grading completed, whatever the score; ``--fail-under PERCENT`` makes a low score exit 1.
+Usage errors exit 2; grading that could not run (a missing ``--pristine`` ref, say) exits 3.
+
+Each chapter runs in its own pytest process (``runner.run_tests``), in a throwaway copy of the
+repository, so nothing a learner's code does (an endless loop, a syntax error, a flood of output, a
+crash) can stop the other chapters from being graded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import points as points_mod
+from . import pristine, project, reports
+from .runner import RunResult, part, run_tests
+
+SCHEMA_VERSION = 1
+STATUSES = ("passed", "failed", "not started", "error", "timed out")
+PRIVATE_DIR = "tests/instructor_checks"
+_SKIP_EVERYWHERE = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", "venv"}
+_SKIP_AT_TOP = {"grade", "site", "build", "node_modules"}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``nox -s grade -- ...``."""
+    p = argparse.ArgumentParser(
+        prog="nox -s grade --",
+        description="Grade the chapters of an implementation; write grade/results.json, junit.xml, summary.md.",
+    )
+    p.add_argument("--chapters", metavar="N,N,...", help="grade only these chapters, e.g. 3,4,5 (default: all)")
+    p.add_argument("--impl", default="exercises", help="package name or folder to grade (default: exercises)")
+    p.add_argument(
+        "--fail-under", type=float, metavar="PERCENT", help="exit 1 when the score is below PERCENT (0-100)"
+    )
+    p.add_argument(
+        "--isolate",
+        action="store_true",
+        help="grade each chapter on top of the reference implementation of every other chapter",
+    )
+    p.add_argument(
+        "--reference",
+        default="solutions",
+        metavar="PACKAGE",
+        help="the reference implementation --isolate builds on (default: solutions)",
+    )
+    p.add_argument(
+        "--pristine",
+        metavar="REF",
+        help="restore tests/, reference/, kata/, tools/, conftest.py, noxfile.py, pyproject.toml and "
+        "grading.toml from this git ref before grading; the report lists every file that differed",
+    )
+    p.add_argument(
+        "--extra-tests", metavar="DIR", help="add an instructor's private tests (test_*.py with CHAPTER = N)"
+    )
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="per-test timeout (default: grading.toml, else 5)")
+    p.add_argument(
+        "--points", metavar="FILE", help="the points settings (default: grading.toml of the graded repository)"
+    )
+    p.add_argument("--out", default="grade", metavar="DIR", help="where to write the reports (default: grade/)")
+    return p
+
+
+class GradingError(Exception):
+    """Grading could not run (exit 3)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Grade, write the reports, print the summary; return the exit code."""
+    args = parser().parse_args(argv)
+    if args.fail_under is not None and not 0 <= args.fail_under <= 100:
+        parser().error("--fail-under takes a percentage between 0 and 100")
+    root = project.ROOT
+    try:
+        with tempfile.TemporaryDirectory(prefix="kata-grade-") as tmp:
+            results = grade(root, args, Path(tmp))
+    except GradingError as err:
+        print(f"grade: {err}", file=sys.stderr)
+        return 3
+    except (ValueError, SystemExit) as err:
+        print(f"grade: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if Path(args.out).is_absolute() else Path.cwd() / args.out
+    paths = reports.write_all(results, out)
+    print(reports.terminal(results))
+    for path in paths:
+        print(f"wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(reports.markdown(results) + "\n")
+    if args.fail_under is not None and results["total"]["percent"] < args.fail_under:
+        print(f"score {results['total']['percent']:.1f} % is below --fail-under {args.fail_under:g} %")
+        return 1
+    return 0
+
+
+# -- the run -------------------------------------------------------------------------------------------
+def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
+    """Build the grading workspace, run every chapter, and return the results (``results.json``)."""
+    learner = project.impl_folder(args.impl, root)  # resolved before anything is copied
+    workspace = tmp / "repo"
+    shutil.copytree(root, workspace, ignore=_ignore(root), symlinks=True)
+    restored = None
+    if args.pristine:
+        try:
+            restored = pristine.restore(root, args.pristine, workspace)
+        except pristine.PristineError as err:
+            raise GradingError(str(err)) from err
+    settings = points_mod.load(Path(args.points) if args.points else workspace / "grading.toml")
+    timeout = args.timeout if args.timeout is not None else settings.timeout
+    chapters = project.chapters(workspace)
+    if args.chapters:
+        wanted = [project.parse_chapter(c) for c in args.chapters.split(",") if c.strip()]
+        have = {c.number: c for c in chapters}
+        unknown = [n for n in wanted if n not in have]
+        if unknown:
+            raise ValueError(f"--chapters: no chapter {unknown} here (chapters: {', '.join(map(str, have))})")
+        chapters = [have[n] for n in sorted(set(wanted))]
+    if not chapters:
+        raise GradingError("no chapters to grade (reference/ has no answer key with a test file)")
+    private = _private_tests(Path(args.extra_tests), workspace) if args.extra_tests else {}
+    packages = tmp / "packages"
+    packages.mkdir()
+    impls = _implementations(args, learner, workspace, packages, chapters)
+    streams = tmp / "streams"
+    streams.mkdir()
+
+    def files(chapter) -> list[str]:
+        return [chapter.test_file, *private.get(chapter.number, [])]
+
+    def run(group: list) -> RunResult:
+        return run_tests(
+            workspace, [f for c in group for f in files(c)], impl=impls[group[0].number], timeout=timeout,
+            stream_dir=streams, extra_paths=[packages],
+        )
+
+    # One pytest process per core, each with a share of the chapters (a process costs more to start
+    # than most chapters take to run); with --isolate every chapter needs its own implementation.
+    workers = max(1, min(len(chapters), os.cpu_count() or 1))
+    groups = [[c] for c in chapters] if args.isolate else [chapters[i::workers] for i in range(workers)]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        runs = list(pool.map(run, groups))
+    by_chapter = {c.number: part(r, files(c)) for group, r in zip(groups, runs, strict=True) for c in group}
+    graded = [_chapter(c, by_chapter[c.number], settings) for c in chapters]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "checks": "public and private" if args.extra_tests else "public",
+        "implementation": args.impl,
+        "options": {
+            "chapters": [c.number for c in chapters],
+            "isolate": bool(args.isolate),
+            "pristine": args.pristine,
+            "extra_tests": str(args.extra_tests) if args.extra_tests else None,
+            "timeout": timeout,
+            "fail_under": args.fail_under,
+            "points_from": settings.source,
+        },
+        "environment": _environment(),
+        "pristine": restored,
+        "total": _total(graded),
+        "chapters": graded,
+    }
+
+
+def _ignore(root: Path):
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skip = {n for n in names if n in _SKIP_EVERYWHERE or n.endswith(".pyc")}
+        if Path(folder).resolve() == root.resolve():
+            skip |= {n for n in names if n in _SKIP_AT_TOP}
+        return skip
+
+    return ignore
+
+
+def _environment() -> dict:
+    try:
+        import numpy
+
+        numpy_version = numpy.__version__
+    except ImportError:  # pragma: no cover - the grade session installs it
+        numpy_version = None
+    return {"python": platform.python_version(), "numpy": numpy_version, "platform": platform.platform()}
+
+
+def _copy_package(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (target / "__init__.py").touch()
+
+
+def _implementations(args, learner: Path, workspace: Path, packages: Path, chapters: list) -> dict[int, str]:
+    """The ``--impl`` name each chapter runs with (a package in the workspace or in ``packages``).
+
+    The workspace is a snapshot, so saving a file while the grade runs changes nothing.
+    """
+    if not args.isolate:
+        if (workspace / args.impl).is_dir() and args.impl.isidentifier():
+            return {c.number: args.impl for c in chapters}  # exercises/, solutions/: copied with the workspace
+        name = learner.name if learner.name.isidentifier() and not (workspace / learner.name).exists() else "graded"
+        _copy_package(learner, packages / name)
+        return {c.number: name for c in chapters}
+    reference = workspace / args.reference
+    if not reference.is_dir():
+        raise GradingError(
+            f"--isolate builds on the reference implementation, and there is no {args.reference}/ here "
+            "(a student edition has none: grade from the course authors' repository with --impl <folder>, "
+            "or name one with --reference)"
+        )
+    impls = {}
+    chapter_file = re.compile(r"chapter\d\d_\w+\.py$")
+    for c in chapters:
+        package = packages / f"isolated_ch{c.number:02d}"
+        _copy_package(reference, package)
+        for path in learner.glob("*.py"):  # the learner's helpers, if any, without overwriting the reference
+            if not chapter_file.match(path.name) and not (package / path.name).exists():
+                shutil.copy2(path, package / path.name)
+        mine = learner / f"{c.module}.py"
+        target = package / f"{c.module}.py"
+        if mine.exists():
+            shutil.copy2(mine, target)
+        else:
+            target.unlink(missing_ok=True)
+        impls[c.number] = package.name
+    return impls
+
+
+def _private_tests(source: Path, workspace: Path) -> dict[int, list[str]]:
+    """Copy the instructor's tests into the workspace; return their files by chapter."""
+    if not source.is_dir():
+        raise ValueError(f"--extra-tests: {source} is not a folder")
+    target = workspace / PRIVATE_DIR
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in [target, *[p for p in target.rglob("*") if p.is_dir()]]:
+        (folder / "__init__.py").touch()
+    by_chapter: dict[int, list[str]] = {}
+    files = sorted(target.rglob("test_*.py"))
+    if not files:
+        raise ValueError(f"--extra-tests: {source} has no test_*.py files")
+    for path in files:
+        found = re.search(r"^CHAPTER\s*=\s*(\d+)", path.read_text(encoding="utf-8"), re.M)
+        if not found:
+            raise ValueError(f"--extra-tests: {path.name} does not say which chapter it checks (CHAPTER = N)")
+        by_chapter.setdefault(int(found.group(1)), []).append(str(path.relative_to(workspace)))
+    return by_chapter
+
+
+# -- scoring -------------------------------------------------------------------------------------------
+def combine(statuses: list[str]) -> str:
+    """One status for several: all passed, all not started, else the worst that happened."""
+    if not statuses:
+        return "error"
+    if all(s == "passed" for s in statuses):
+        return "passed"
+    if all(s == "not started" for s in statuses):
+        return "not started"
+    for worst in ("error", "timed out"):
+        if worst in statuses:
+            return worst
+    return "failed"
+
+
+def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
+    """Group a chapter's tests into steps (the worksheet) and checks (beyond it) and score them."""
+    tests = {t["nodeid"]: t for t in run.tests}
+    results = [run.results.get(n) or _missing(t) for n, t in tests.items()]
+    units: dict[tuple[str, str], list[dict]] = {}
+    for step in chapter.steps:
+        units[("step", step.id)] = []
+    for result in results:
+        test = tests[result["nodeid"]]
+        key = ("step", test["step"]) if test.get("step") else ("check", f"{chapter.number}:{test['check']}")
+        entry = {
+            "nodeid": result["nodeid"],
+            "status": result["status"],
+            "message": result.get("message") or None,
+            "seconds": result.get("seconds"),
+            "private": result["nodeid"].startswith(PRIVATE_DIR),
+            "title": test.get("title"),
+        }
+        units.setdefault(key, []).append(entry)
+    steps = []
+    titles = {s.id: s.title for s in chapter.steps}
+    for (kind, unit_id), members in units.items():
+        if not members and not (run.collect_errors or run.problems):
+            continue  # a step of the key with no test (the chapter is still being written)
+        statuses = [m["status"] for m in members]
+        passed = statuses.count("passed")
+        status = combine(statuses) if members else ("timed out" if run.problems else "error")
+        first = next((m for m in members if m["status"] != "passed"), None)
+        steps.append({
+            "id": unit_id,
+            "kind": kind,
+            "title": titles.get(unit_id) or (members[0]["title"] if members else unit_id),
+            "status": status,
+            "passed": passed,
+            "total": len(members),
+            "max_points": settings.unit(chapter.number, kind, unit_id),
+            "message": first["message"] if first else None,
+            "private": bool(members) and all(m["private"] for m in members),
+            "tests": [{k: v for k, v in m.items() if k != "title"} for m in members],
+        })
+    raw_max = sum(s["max_points"] for s in steps)
+    scale = settings.chapters[chapter.number] / raw_max if chapter.number in settings.chapters and raw_max else 1.0
+    for s in steps:
+        s["max_points"] = round(s["max_points"] * scale, 4)
+        if s["status"] == "passed":
+            earned = s["max_points"]
+        elif settings.partial_credit and s["total"]:
+            earned = s["max_points"] * s["passed"] / s["total"]
+        else:
+            earned = 0.0
+        s["points"] = round(earned, 4)
+    error = _chapter_error(run, results)
+    statuses = [s["status"] for s in steps]
+    status = combine(statuses) if steps else "error"
+    if error and all(st in ("error", "timed out") for st in statuses):
+        status = "timed out" if run.problems else "error"
+    return {
+        "chapter": chapter.number,
+        "title": chapter.title,
+        "module": chapter.module,
+        "status": status,
+        "error": error,
+        **_counts(steps),
+        "steps": steps,
+    }
+
+
+def _missing(test: dict) -> dict:
+    return {"nodeid": test["nodeid"], "status": "error", "message": "no result was recorded for this test"}
+
+
+def _chapter_error(run: RunResult, results: list[dict]) -> str | None:
+    said = [e["message"] for e in run.collect_errors] + run.problems
+    imports = {
+        r["message"] for r in results if r["status"] == "error" and "does not import" in (r.get("message") or "")
+    }
+    said += sorted(imports)
+    if not said:
+        return None
+    return "\n".join(m.strip() for m in said)[:4000]
+
+
+def _counts(units: list[dict]) -> dict:
+    max_points = round(sum(u["max_points"] for u in units), 4)
+    earned = round(sum(u["points"] for u in units), 4)
+    return {
+        "passed": sum(u["status"] == "passed" for u in units),
+        "total": len(units),
+        "points": earned,
+        "max_points": max_points,
+        "percent": round(100 * earned / max_points, 1) if max_points else 0.0,
+        "tests": {
+            "passed": sum(u["tests"]["passed"] if isinstance(u["tests"], dict) else _passed(u) for u in units),
+            "total": sum(u["tests"]["total"] if isinstance(u["tests"], dict) else len(u["tests"]) for u in units),
+        },
+    }
+
+
+def _passed(unit: dict) -> int:
+    return sum(t["status"] == "passed" for t in unit["tests"])
+
+
+def _total(chapters: list[dict]) -> dict:
+    counts = _counts(chapters)
+    counts["passed"] = sum(c["passed"] for c in chapters)
+    counts["total"] = sum(c["total"] for c in chapters)
+    counts["status"] = combine([c["status"] for c in chapters])
+    return counts
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Run chapter tests in a child pytest process that whatever the learner's code does cannot break.
+
+- Every result streams to a file (``kata_tools.grade_plugin``), so nothing is lost if the child dies.
+- A per-test timeout (pytest-timeout, ``signal`` method) turns an endless loop into "timed out" and
+  the run goes on; a watchdog here kills the child when a test outlives that timeout anyway (a loop
+  that swallows the interrupt, a hang in C code), marks the test "timed out" and runs the rest.
+- The child's stdout and stderr go through a pipe that is drained and thrown away except for the
+  last few kilobytes, so a flood of prints cannot fill memory, a disk, or the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parent.parent  # the folder that holds kata_tools
+KEEP_OUTPUT = 16_384  # characters of the child's output kept for diagnostics
+GRACE = 2.0  # seconds past the per-test timeout before the watchdog steps in (at most)
+
+
+@dataclass
+class RunResult:
+    """Everything one run learned: the tests it found, their results, and what went wrong around them."""
+
+    tests: list[dict] = field(default_factory=list)
+    results: dict[str, dict] = field(default_factory=dict)
+    collect_errors: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    output_tail: str = ""
+    seconds: float = 0.0
+
+
+class _Drain(threading.Thread):
+    """Reads a pipe to its end and keeps only the last ``KEEP_OUTPUT`` characters."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+
+    def run(self) -> None:
+        while True:
+            chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
+            if not chunk:
+                break
+            self.chunks.append(chunk)
+            self.size += len(chunk)
+            while self.size - len(self.chunks[0]) > KEEP_OUTPUT and len(self.chunks) > 1:
+                self.size -= len(self.chunks.popleft())
+
+    def tail(self) -> str:
+        return b"".join(self.chunks)[-KEEP_OUTPUT:].decode("utf-8", "replace")
+
+
+def child_env(root: Path, extra_paths: list[Path] = ()) -> dict[str, str]:
+    """The environment of a child run: the tools importable, nothing from outside changing pytest.
+
+    The tools come from ``root/tools`` when it has them (so ``--pristine`` restores them too).
+    """
+    env = dict(os.environ)
+    for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_TIMEOUT", "PYTHONSTARTUP"):
+        env.pop(name, None)
+    tools = root / "tools" if (root / "tools" / "kata_tools").is_dir() else TOOLS
+    paths = [str(p) for p in (*extra_paths, tools)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run_tests(
+    root: Path,
+    files: list[str],
+    *,
+    impl: str,
+    timeout: float,
+    stream_dir: Path,
+    extra_paths: list[Path] = (),
+    record_values: bool = False,
+    extra_args: list[str] = (),
+    collect_budget: float = 60.0,
+) -> RunResult:
+    """Run the tests in ``files`` (relative to ``root``) against ``impl`` until every one has a result.
+
+    Args:
+        root: the repository (or grading workspace) whose ``conftest.py`` and ``pyproject.toml`` apply.
+        files: test files or node ids, relative to ``root``.
+        impl: the implementation package name (or folder) handed to ``--impl``.
+        timeout: seconds one test may run before it counts as "timed out".
+        stream_dir: a folder for the result stream files.
+        extra_paths: folders put on the child's ``PYTHONPATH`` (implementation packages built elsewhere).
+        record_values: also record the value each worksheet step returned.
+        extra_args: more pytest options (e.g. ``["-m", "step"]`` for the worksheet steps only).
+        collect_budget: seconds the child may take to start and collect the tests.
+
+    Returns:
+        The tests found and the result of every one of them.
+    """
+    run = RunResult()
+    started = time.monotonic()
+    skip: list[str] = []  # tests already settled by an earlier attempt (killed or crashed child)
+    for attempt in range(1, 1000):
+        stream = stream_dir / f"stream-{os.getpid()}-{id(run)}-{attempt}.jsonl"
+        stream.write_text("", encoding="utf-8")
+        cmd = [
+            sys.executable, "-m", "pytest",
+            "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
+            "-p", "no:cacheprovider", "-p", "kata_tools.grade_plugin",
+            "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic",
+            f"--timeout={timeout:g}", f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
+            f"--impl={impl}", f"--kata-stream={stream}",
+        ]
+        if record_values:
+            cmd.append("--kata-record-values")
+        cmd += list(extra_args)
+        for nodeid in skip:
+            cmd += ["--deselect", nodeid]
+        cmd += files
+        proc = subprocess.Popen(
+            cmd,
+            cwd=root,
+            env=child_env(root, list(extra_paths)),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        drain = _Drain(proc.stdout)
+        drain.start()
+        killed = _watch(proc, stream, run, timeout, collect_budget, attempt == 1)
+        drain.join(timeout=5)
+        proc.stdout.close()
+        run.output_tail = drain.tail()
+        _read(stream, run)  # whatever arrived after the last look
+        expected = {t["nodeid"] for t in run.tests}
+        missing = [n for n in expected if n not in run.results and n not in skip]
+        if not run.tests:
+            if killed:
+                run.problems.append(killed)
+            elif proc.returncode not in (0, 1, 5) and not run.collect_errors:
+                run.problems.append(f"pytest ended with exit code {proc.returncode} before collecting any test")
+            break
+        if not missing:
+            break
+        current = _current(stream)
+        if killed and current is None:
+            run.problems.append(killed)
+            break
+        if current is None or current not in missing:
+            # the child ended without a word about the rest: nothing more to learn by trying again
+            for nodeid in missing:
+                run.results[nodeid] = _made_up(run, nodeid, "error", _ended(proc.returncode, run.output_tail))
+            break
+        status = "timed out" if killed else "error"
+        message = killed or _ended(proc.returncode, run.output_tail)
+        run.results[current] = _made_up(run, current, status, message)
+        skip = [n for n in expected if n in run.results]
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def part(run: RunResult, files: list[str]) -> RunResult:
+    """The share of ``run`` that belongs to the test files ``files`` (a run may hold several chapters)."""
+    def mine(nodeid: str) -> bool:
+        return any(nodeid == f or nodeid.startswith(f + "::") for f in files)
+
+    tests = [t for t in run.tests if mine(t["nodeid"])]
+    return RunResult(
+        tests=tests,
+        results={n: r for n, r in run.results.items() if mine(n)},
+        collect_errors=[e for e in run.collect_errors if mine(e["nodeid"])],
+        problems=list(run.problems) if not tests else [],
+        output_tail=run.output_tail,
+        seconds=run.seconds,
+    )
+
+
+def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: float, first: bool) -> str:
+    """Wait for ``proc``; kill it when a test or the collection runs too long. Returns why it was killed."""
+    offset = 0
+    current, since = None, time.monotonic()
+    collected = not first or bool(run.tests)
+    born = time.monotonic()
+    while proc.poll() is None:
+        time.sleep(0.05)
+        offset, events = _events(stream, offset)
+        for event in events:
+            _apply(event, run)
+            if event["event"] == "start":
+                current, since = event["nodeid"], time.monotonic()
+            elif event["event"] == "result" and event["nodeid"] == current:
+                current = None
+            elif event["event"] == "collected":
+                collected = True
+        now = time.monotonic()
+        if current is not None and now - since > timeout + min(GRACE, max(0.5, timeout)):
+            _kill(proc)
+            return f"timed out: still running after {timeout:g} s (the test was stopped from outside)"
+        if not collected and now - born > collect_budget:
+            _kill(proc)
+            return f"timed out: loading the tests took more than {collect_budget:g} s"
+    return ""
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _events(stream: Path, offset: int) -> tuple[int, list[dict]]:
+    with stream.open("rb") as f:
+        f.seek(offset)
+        data = f.read()
+    end = data.rfind(b"\n") + 1
+    events = [json.loads(line) for line in data[:end].splitlines() if line.strip()]
+    return offset + end, events
+
+
+def _read(stream: Path, run: RunResult) -> None:
+    _, events = _events(stream, 0)
+    for event in events:
+        _apply(event, run)
+
+
+def _apply(event: dict, run: RunResult) -> None:
+    kind = event["event"]
+    body = {k: v for k, v in event.items() if k != "event"}
+    if kind == "collected":
+        if not run.tests:
+            run.tests = body["tests"]
+    elif kind == "collect-error":
+        if body not in run.collect_errors:
+            run.collect_errors.append(body)
+    elif kind == "result":
+        run.results[body["nodeid"]] = body
+
+
+def _current(stream: Path) -> str | None:
+    """The test that had started but not finished when the child stopped."""
+    _, events = _events(stream, 0)
+    current = None
+    for event in events:
+        if event["event"] == "start":
+            current = event["nodeid"]
+        elif event["event"] == "result" and event["nodeid"] == current:
+            current = None
+    return current
+
+
+def _made_up(run: RunResult, nodeid: str, status: str, message: str) -> dict:
+    test = next((t for t in run.tests if t["nodeid"] == nodeid), {"nodeid": nodeid})
+    return {
+        "nodeid": nodeid,
+        "chapter": test.get("chapter"),
+        "step": test.get("step"),
+        "title": test.get("title", nodeid),
+        "status": status,
+        "message": message,
+    }
+
+
+def _ended(code: int | None, tail: str) -> str:
+    last = [line for line in tail.splitlines() if line.strip()][-5:]
+    said = ("; its last words: " + " | ".join(last)) if last else ""
+    return f"the test process ended (exit code {code}) while this test ran{said}"

@@ -1,0 +1,83 @@
+"""``nox -s worksheet -- 5``: the chapter's worksheet, step by step, with your numbers beside it.
+
+For every step of the answer key: its id and title, the value the worksheet prints, the exact value,
+the value your code gives, and ✓ or ✗. The interactive counterpart of the book's example programs
+that print every intermediate. Your values are the ones the step's test hands to the comparison, so
+this shows exactly what ``nox -s chapter5`` judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from . import project
+from .runner import run_tests
+
+MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``nox -s worksheet -- ...``."""
+    p = argparse.ArgumentParser(prog="nox -s worksheet --", description="Your numbers beside the worksheet's.")
+    p.add_argument("chapter", help="the chapter, e.g. 5")
+    p.add_argument("--impl", default="exercises", help="package name or folder to run (default: exercises)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds one step may run (default: 10)")
+    return p
+
+
+def _printed(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_printed(v) for v in value) + "]"
+    return str(value)
+
+
+def lines_for(chapter, results: dict[str, dict], show) -> list[str]:
+    """The worksheet as text: a block per step, then a count."""
+    out = [f"chapter {chapter.number}: {chapter.title} — worksheet ({chapter.source})", ""]
+    matched = 0
+    for step in chapter.steps:
+        result = results.get(step.id)
+        status = result["status"] if result else "error"
+        matched += status == "passed"
+        out.append(f"{MARK.get(status, '?')} {step.id:<5} {step.title}")
+        if step.printed is not None:
+            out.append(f"        worksheet  {_printed(step.printed)}")
+        out.append(f"        exact      {show(step.exact)}")
+        if result is None:
+            out.append("        yours      (no test ran for this step)")
+        elif "got" in result:
+            got = result["got"]
+            out.append(f"        yours      {got if isinstance(got, str) else show(got)}")
+        else:
+            said = (result.get("message") or status).strip().splitlines()
+            out.append(f"        yours      {said[0] if said else status}")
+        if step.erratum:
+            out.append(f"        erratum    {step.erratum}")
+        out.append("")
+    out.append(f"chapter {chapter.number}: {matched}/{len(chapter.steps)} worksheet values match.")
+    out.append(f"The worksheet is only part of it: nox -s chapter{chapter.number} runs every check.")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the worksheet with your values; return 0."""
+    args = parser().parse_args(argv)
+    chapter = project.chapter(project.parse_chapter(args.chapter))
+    folder = project.impl_folder(args.impl)
+    impl = args.impl if (project.ROOT / args.impl).is_dir() else str(folder)
+    with tempfile.TemporaryDirectory(prefix="kata-worksheet-") as tmp:
+        run = run_tests(
+            project.ROOT, [chapter.test_file], impl=impl, timeout=args.timeout, stream_dir=Path(tmp),
+            record_values=True, extra_args=["-m", "step"],
+        )
+    by_step = {r["step"]: r for r in run.results.values() if r.get("step")}
+    show = project.kata().checks.show
+    print(f"implementation: {folder}")
+    print()
+    for line in lines_for(chapter, by_step, show):
+        print(line)
+    for problem in run.problems + [e["message"].splitlines()[0] for e in run.collect_errors]:
+        print(f"note: {problem}")
+    return 0
