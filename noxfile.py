@@ -72,8 +72,9 @@ def progress(session: nox.Session) -> None:
 
 @nox.session
 def selfcheck(session: nox.Session) -> None:
-    """The project's own test suite: solutions pass, stubs fail, key and sync hold, docs build --strict."""
-    install(session, "test", "docs")
+    """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
+    install(session, "test", "docs", "lint")
+    session.run("ruff", "check", ".")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", *session.posargs)
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "build/site")
