@@ -406,7 +406,7 @@ def check_search_offline(tab: Tab, site: Path, query: str) -> tuple[list[str], i
                         " && !!document.querySelector('input[data-md-component=search-query]')"):
         return problems + ["no search box found on the home page"], 0
     tab.evaluate("document.querySelector('[data-md-toggle=search]').click()")
-    count, deadline = 0, time.monotonic() + 30
+    count, deadline = 0, time.monotonic() + 60  # a cold machine can take long to load the index
     while not count and time.monotonic() < deadline:
         # Type the query again every few seconds: keys typed before the search worker has loaded
         # its index are not searched again once it is ready.
