@@ -418,7 +418,13 @@ def check_search_offline(tab: Tab, site: Path, query: str) -> tuple[list[str], i
             time.sleep(0.2)
             count = tab.evaluate("document.querySelectorAll('.md-search-result__item').length")
     if not count:
-        problems.append(f"search for {query!r} from file:// found nothing")
+        state = tab.evaluate(
+            "(() => { const q = document.querySelector('input[data-md-component=search-query]');"
+            " const m = document.querySelector('.md-search-result__meta');"
+            " return `query=${q ? JSON.stringify(q.value) : 'none'},`"
+            " + ` meta=${m ? JSON.stringify(m.textContent) : 'none'}`;"
+            " })()")
+        problems.append(f"search for {query!r} from file:// found nothing ({state})")
     return problems, count
 
 

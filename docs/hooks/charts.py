@@ -72,7 +72,7 @@ def heatmap(values, rows: list[str], cols: list[str], title: str, row_label: str
     n_rows, n_cols = len(rows), len(cols)
     cell = 86 if max(n_rows, n_cols) <= 4 else 52 if max(n_rows, n_cols) <= 8 else max(24, 416 // max(n_rows, n_cols))
     left, top = 90, 78
-    width = left + n_cols * cell + 30
+    width = max(left + n_cols * cell + 30, 10 * len(title) + 40)  # room for the whole title
     height = top + n_rows * cell + 56
     body = [_text(width / 2, 26, title, 16, weight="bold"),
             _text(left + n_cols * cell / 2, 56, f"{col_label} (attended to) →", 13),
