@@ -170,7 +170,8 @@ def feed_forward(
         Output rows, shape (seq, d_out).
 
     Raises:
-        ValueError: if a shape does not fit (the message names the shapes involved).
+        ValueError: if a shape does not fit (the message names the shapes involved; for a bias, also
+            which one, ``b1`` or ``b2``).
 
     See docs: chapter 9, step 9.4.
     """

@@ -272,7 +272,7 @@ def test_w2_that_does_not_fit_w1_names_both_shapes(ch):
 
 
 def test_a_bias_of_the_wrong_length_is_refused(ch):
-    """b1 of length 3 for a 4-wide hidden layer raises ValueError naming its shape"""
+    """a bias of the wrong length raises ValueError naming which bias (b1, b2) and its shape"""
     x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3))
     raises_clearly(lambda: ch.feed_forward(x, W1, W2, np.ones(3)), ValueError, "b1", "(3,)")
     raises_clearly(lambda: ch.feed_forward(x, W1, W2, None, np.ones(4)), ValueError, "b2", "(4,)")
