@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     saves = Saves(folder, poll_only=args.poll, interval=args.interval)
     headline = f"watching {folder} ({saves.how}); chapter {chapter.number}: {chapter.title}. Ctrl-C stops."
     check = None
+    parent = os.getppid()
     try:
         while True:
             if not args.no_clear:
@@ -273,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{time.strftime('%H:%M:%S')}  {headline}", flush=True)
             check = start_check(chapter, impl)
             while True:
+                if os.getppid() != parent:  # nox (or the terminal) went away: do not linger as an orphan
+                    raise KeyboardInterrupt
                 if saves.wait(0.05):
                     if check is not None and running(check):
                         stop(check)
