@@ -95,10 +95,20 @@ def test_cosine_similarity_matches_the_formula(ch, d):
 
 
 @pytest.mark.parametrize("bad", [4, -1])
-def test_an_id_outside_the_table_is_refused(ch, bad):
+def test_embed_refuses_an_id_outside_the_table(ch, bad):
     """embed with id 4 or −1 for a 4-token table raises IndexError naming the id (NumPy would wrap −1)"""
     raises_clearly(lambda: ch.embed([0, bad], TOY), IndexError, str(bad))
+
+
+@pytest.mark.parametrize("bad", [4, -1])
+def test_one_hot_refuses_an_id_outside_the_vocabulary(ch, bad):
+    """one_hot with id 4 or −1 for 4 tokens raises IndexError naming the id"""
     raises_clearly(lambda: ch.one_hot([bad], 4), IndexError, str(bad))
+
+
+@pytest.mark.parametrize("bad", [4, -1])
+def test_embedding_backward_refuses_an_id_outside_the_table(ch, bad):
+    """embedding_backward with id 4 or −1 for a 4-token table raises IndexError naming the id"""
     raises_clearly(lambda: ch.embedding_backward([bad], np.ones((1, 2)), 4), IndexError, str(bad))
 
 

@@ -91,6 +91,16 @@ def _cell(text: str) -> str:
     return _clean(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _gist(message: str, title: str) -> str:
+    """What went wrong, in one line: the "got" and "looks like" lines of a failure, else its first new line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("got ", "looks like:"))]
+    if said:
+        return " · ".join(" ".join(line.split()) for line in said)
+    fresh = [line for line in lines if title not in line]
+    return fresh[0] if fresh else (lines[0] if lines else "")
+
+
 def markdown(results: dict) -> str:
     """The summary table (what GitHub shows on the run's page)."""
     total = results["total"]
@@ -102,7 +112,7 @@ def markdown(results: dict) -> str:
         f"implementation `{results['implementation']}` · {len(results['chapters'])} chapter(s)"
         + (isolated if results["options"]["isolate"] else ""),
         "",
-        "| Chapter | Title | Steps passed | Points | Status |",
+        "| Chapter | Title | Steps and checks passed | Points | Status |",
         "| ---: | --- | ---: | ---: | --- |",
     ]
     for c in results["chapters"]:
@@ -138,8 +148,7 @@ def markdown(results: dict) -> str:
     if todo:
         lines += ["", "<details><summary>Steps that fail (not-started steps are left out)</summary>", ""]
         for c, s in todo[:200]:
-            said = (s["message"] or "").strip()
-            first = said.splitlines()[0] if said else s["status"]
+            first = _gist(s["message"] or "", s["title"]) or s["status"]
             label = f"step {s['id']}" if s["kind"] == "step" else "check"
             lines.append(f"- chapter {c['chapter']}, {label} {_cell(s['title'])}: {s['status']} — {_cell(first)[:200]}")
         if len(todo) > 200:
