@@ -162,7 +162,7 @@ def terminal(results: dict) -> str:
     """A plain-text table for the terminal."""
     total = results["total"]
     lines = ["", f"grade of {results['implementation']}/ on the {wording(results)}", ""]
-    lines.append(f"  {'chapter':<8} {'title':<34} {'steps':>7} {'points':>11}  status")
+    lines.append(f"  {'chapter':<8} {'title':<34} {'passed':>7} {'points':>11}  status")
     for c in results["chapters"]:
         points = f"{_fmt(c['points'])}/{_fmt(c['max_points'])}"
         steps = f"{c['passed']:>3}/{c['total']:<3}"
