@@ -3,4 +3,4 @@
 Options must be defined here, at the repository root, for `pytest --impl ...` to see them.
 """
 
-pytest_plugins = ["kata.plugin"]
+pytest_plugins = ["kata.judge.plugin"]

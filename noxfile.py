@@ -131,12 +131,11 @@ def docs_zensical(session: nox.Session) -> None:
     session.run("python", "scripts/docs_zensical.py", *session.posargs)
 
 
-# -- the learner's loop and course grading: tools/kata_tools/, docs/instructors.md -------------------------
+# -- the learner's loop and course grading: kata/learner/, kata/grading/, docs/instructors.md ---------------
 def _kata_tool(session: nox.Session, command: str) -> None:
-    """Run ``python -m kata_tools COMMAND`` with the session's arguments."""
+    """Run ``python -m kata COMMAND`` with the session's arguments."""
     install(session, "test")
-    tools = str(ROOT / "tools")
-    session.run("python", "-m", "kata_tools", command, *session.posargs, env={"PYTHONPATH": tools})
+    session.run("python", "-m", "kata", command, *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(default=False)

@@ -1,20 +1,44 @@
-"""The kata machinery: the answer key, teaching comparisons, and the pytest plugin.
+"""The kata machinery. Learners never edit this package; tests import from it.
 
-Learners never edit this package; tests import from it.
+The folders tell the design (docs/architecture in CONTRIBUTING.md):
+
+- ``judge/``: decides every result. The answer key, the teaching comparisons, the pytest plugin, and
+  the proxy through which tests call the learner's functions. It never imports the learner's code.
+- ``worker/``: runs the learner's code, in a separate, resource-limited process. Only
+  ``judge/proxy.py`` starts it; it speaks plain data (``wire.py``) and is never trusted with a verdict.
+- ``grading/``: grades a repository (or a class) with the judge and writes the reports.
+- ``learner/``: the learner's loop (watch, hint, worksheet, doctor), built on the judge.
+- ``authoring/``: tools for course authors (stub generation).
+
+``import kata`` gives the tests what they use (``close``, ``expect``, ``numerical_gradient``, …), loaded
+on first use so that the worker can import ``kata.wire`` without pulling in pytest.
 """
 
-from .answer_key import Chapter, Step, chapters, find_step, load
-from .checks import close, expect, numerical_gradient, raises_clearly, show
+from __future__ import annotations
 
-__all__ = [
-    "Chapter",
-    "Step",
-    "chapters",
-    "close",
-    "expect",
-    "find_step",
-    "load",
-    "numerical_gradient",
-    "raises_clearly",
-    "show",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Chapter": "kata.judge.answer_key",
+    "Step": "kata.judge.answer_key",
+    "chapters": "kata.judge.answer_key",
+    "find_step": "kata.judge.answer_key",
+    "load": "kata.judge.answer_key",
+    "close": "kata.judge.checks",
+    "expect": "kata.judge.checks",
+    "numerical_gradient": "kata.judge.checks",
+    "raises_clearly": "kata.judge.checks",
+    "show": "kata.judge.checks",
+}
+_MODULES = {"answer_key": "kata.judge.answer_key", "checks": "kata.judge.checks"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
+    raise AttributeError(f"module 'kata' has no attribute {name!r}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kata import answer_key
+from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
 CHAPTERS = answer_key.chapters()

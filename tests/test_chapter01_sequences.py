@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kata import close, expect, raises_clearly
-from kata.checks import plain
+from kata.judge.checks import plain
 
 CHAPTER = 1
 RNG = np.random.default_rng(1)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kata import answer_key
+from kata.judge import answer_key
 from scripts import site_scan
 
 ROOT = answer_key.ROOT

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from kata import answer_key
+from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
 PAGES = sorted((ROOT / "docs").rglob("*.md"))

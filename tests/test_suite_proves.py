@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from kata import answer_key
+from kata.judge import answer_key
 from tests.mutants import MUTANTS
 
 ROOT = answer_key.ROOT

@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from kata import answer_key
+from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
 MODULES = sorted(p.stem for p in (ROOT / "solutions").glob("chapter*.py"))

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kata import answer_key  # noqa: E402
-from kata.checks import show  # noqa: E402
+from kata.judge import answer_key  # noqa: E402
+from kata.judge.checks import show  # noqa: E402
 
 MARKER = re.compile(r"<!--\s*kata:(worksheet|hints|errata)\s+(\d+|all)\s*-->")
 

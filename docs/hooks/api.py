@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kata import answer_key  # noqa: E402
+from kata.judge import answer_key  # noqa: E402
 
 EXERCISES = ROOT / "exercises"
 MARKER = re.compile(r"<!--\s*kata:api\s*-->")

@@ -1,1 +1,1 @@
-"""Tests of the learner's and instructor's tools (tools/kata_tools)."""
+"""Tests of the learner's and instructor's tools (kata/learner, kata/grading)."""

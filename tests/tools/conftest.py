@@ -1,6 +1,6 @@
-"""Helpers for the tests of the learner's and instructor's tools (``tools/kata_tools``).
+"""Helpers for the tests of the learner's and instructor's tools (``kata/learner``, ``kata/grading``).
 
-The tools run as a learner or a CI job runs them: ``python -m kata_tools COMMAND`` in a fresh process.
+The tools run as a learner or a CI job runs them: ``python -m kata COMMAND`` in a fresh process.
 Implementations to grade are throwaway copies of ``solutions/`` in a temporary folder, some with a
 planted problem (an endless loop, a syntax error, a flood of output).
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from kata import answer_key
+from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
-TOOLS = ROOT / "tools"
+TOOLS = ROOT  # the folder holding the kata package
 if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 
@@ -28,12 +28,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def tool(*args: str, root: Path = ROOT, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python -m kata_tools ARGS`` with the tools of ``root``, in ``root``."""
+    """Run ``python -m kata ARGS`` with the tools of ``root``, in ``root``."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")}
-    full_env["PYTHONPATH"] = str(root / "tools")
+    full_env["PYTHONPATH"] = str(root)
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "kata_tools", *args],
+        [sys.executable, "-m", "kata", *args],
         cwd=root, env=full_env, capture_output=True, text=True, timeout=timeout, check=False,
     )
 
@@ -49,7 +49,7 @@ def copy_solutions(target: Path, edits: dict[str, str] | None = None) -> Path:
 
 def copy_repository(target: Path) -> Path:
     """A copy of the working tree (what git would list, committed or not) at ``target``."""
-    from kata_tools.release import source_files
+    from kata.grading.release import source_files
 
     for name in source_files(ROOT):
         path = target / name
@@ -74,7 +74,7 @@ def git(repo: Path, *args: str) -> str:
 @pytest.fixture(scope="session")
 def chapters():
     """Every chapter the tools find (answer key and test file), from kata_tools itself."""
-    from kata_tools import project
+    from kata import project
 
     found = project.chapters()
     assert found, "no chapters found"

@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from kata_tools import schema
+
+from kata.grading import schema
 
 from .conftest import ROOT, copy_solutions, tool
 
@@ -230,7 +231,7 @@ def test_public_wording_without_extra_tests(on_solutions):
 
 @pytest.mark.parametrize("run", ["on_solutions", "on_stubs", "endless_loop"])
 def test_results_json_validates_against_its_schema(run, request):
-    """results.json validates against tools/kata_tools/results.schema.json"""
+    """results.json validates against kata/grading/results.schema.json"""
     _, results, _, _, _ = request.getfixturevalue(run)
     assert schema.errors(results) == []
 

@@ -11,8 +11,11 @@ import threading
 import time
 
 import pytest
-from kata_tools import doctor, grade, hints, points, project, watch, worksheet
-from kata_tools.runner import RunResult
+
+from kata import project
+from kata.grading import grade, points
+from kata.grading.runner import RunResult
+from kata.learner import doctor, hints, watch, worksheet
 
 from .conftest import ROOT, TOOLS, copy_solutions
 
@@ -37,7 +40,7 @@ def test_watch_rechecks_the_chapter_after_a_save(tmp_path):
     impl = tmp_path / "mine"
     shutil.copytree(ROOT / "exercises", impl, ignore=shutil.ignore_patterns("__pycache__"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kata_tools", "watch", "1", "--impl", str(impl), "--no-clear", "--interval", "0.1"],
+        [sys.executable, "-m", "kata", "watch", "1", "--impl", str(impl), "--no-clear", "--interval", "0.1"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(TOOLS)},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )

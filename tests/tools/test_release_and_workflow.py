@@ -17,7 +17,8 @@ import shutil
 import subprocess
 
 import pytest
-from kata_tools import release
+
+from kata.grading import release
 
 from .conftest import ROOT, git
 
@@ -84,7 +85,7 @@ def test_the_edition_has_no_solutions_and_the_grading_workflow(course):
     assert instructors == (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")  # quotes markers, keeps all
     workflow = (course / ".github" / "workflows" / "grade.yml").read_text(encoding="utf-8")
     assert f'COURSE_REPO: "{course}"' in workflow and 'COURSE_TAG: "v1"' in workflow
-    assert (course / "tools" / "kata_tools" / "grade.py").exists() and (course / "grading.toml").exists()
+    assert (course / "kata" / "grading" / "grade.py").exists() and (course / "grading.toml").exists()
 
 
 def test_solution_sections_are_cut_and_unclosed_markers_refused():

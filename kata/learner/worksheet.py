@@ -12,8 +12,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from . import project
-from .runner import run_tests
+from .. import project
+from ..grading.runner import run_tests
 
 MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 

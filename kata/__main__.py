@@ -1,4 +1,4 @@
-"""``python -m kata_tools COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
+"""``python -m kata COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
 
 Commands: grade, watch, hint, worksheet, doctor, release, bench-watch.
 """
@@ -9,13 +9,13 @@ import importlib
 import sys
 
 COMMANDS = {
-    "grade": "kata_tools.grade",
-    "watch": "kata_tools.watch",
-    "hint": "kata_tools.hints",
-    "worksheet": "kata_tools.worksheet",
-    "doctor": "kata_tools.doctor",
-    "release": "kata_tools.release",
-    "bench-watch": "kata_tools.bench_watch",
+    "grade": "kata.grading.grade",
+    "watch": "kata.learner.watch",
+    "hint": "kata.learner.hints",
+    "worksheet": "kata.learner.worksheet",
+    "doctor": "kata.learner.doctor",
+    "release": "kata.grading.release",
+    "bench-watch": "kata.learner.bench_watch",
 }
 
 

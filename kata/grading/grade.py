@@ -23,8 +23,9 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .. import project
 from . import points as points_mod
-from . import pristine, project, reports
+from . import pristine, reports
 from .runner import RunResult, part, run_tests
 
 SCHEMA_VERSION = 1
@@ -59,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--pristine",
         metavar="REF",
-        help="restore tests/, reference/, kata/, tools/, conftest.py, noxfile.py, pyproject.toml and "
+        help="restore tests/, reference/, kata/, conftest.py, noxfile.py, pyproject.toml and "
         "grading.toml from this git ref before grading; the report lists every file that differed",
     )
     p.add_argument(

@@ -14,7 +14,7 @@ import tarfile
 from pathlib import Path
 
 # What a learner must not be able to change the grade with. Everything else (exercises/, docs/) is theirs.
-PROTECTED = ("tests", "reference", "conftest.py", "noxfile.py", "pyproject.toml", "kata", "tools", "grading.toml")
+PROTECTED = ("tests", "reference", "conftest.py", "noxfile.py", "pyproject.toml", "kata", "grading.toml")
 
 
 class PristineError(Exception):

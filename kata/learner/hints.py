@@ -12,7 +12,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from . import project
+from .. import project
 
 LAYERS = ("nudge", "formula", "worked numbers")
 STATE = project.ROOT / ".kata" / "hints.json"

@@ -5,7 +5,7 @@ saves a chapter file a few times, and times each save until the chapter's last l
 (``chapter N: ... steps``) is printed. It prints the median and the worst time per chapter and their
 ratio to the 0.5 s target. A benchmark that prints, never a timed test: machines differ.
 
-    nox -s bench_watch            # or: python -m kata_tools bench-watch --saves 5 --poll
+    nox -s bench_watch            # or: python -m kata bench-watch --saves 5 --poll
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import project
+from .. import project
 
 TARGET = 0.5
 
@@ -53,10 +53,10 @@ def bench_chapter(chapter, saves: int, poll: bool) -> list[float]:
         impl = Path(tmp) / "bench_impl"
         shutil.copytree(project.ROOT / "exercises", impl, ignore=shutil.ignore_patterns("__pycache__"))
         target = impl / f"{chapter.module}.py"
-        cmd = [sys.executable, "-m", "kata_tools", "watch", str(chapter.number), "--impl", str(impl), "--no-clear"]
+        cmd = [sys.executable, "-m", "kata", "watch", str(chapter.number), "--impl", str(impl), "--no-clear"]
         if poll:
             cmd.append("--poll")
-        paths = [str(project.ROOT / "tools"), os.environ.get("PYTHONPATH", "")]
+        paths = [str(project.ROOT), os.environ.get("PYTHONPATH", "")]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
         proc = subprocess.Popen(cmd, cwd=project.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
         lines: queue.Queue = queue.Queue()

@@ -1,6 +1,6 @@
 """Run chapter tests in a child pytest process that whatever the learner's code does cannot break.
 
-- Every result streams to a file (``kata_tools.grade_plugin``), so nothing is lost if the child dies.
+- Every result streams to a file (``kata.grading.stream``), so nothing is lost if the child dies.
 - A per-test timeout (pytest-timeout, ``signal`` method) turns an endless loop into "timed out" and
   the run goes on; a watchdog here kills the child when a test outlives that timeout anyway (a loop
   that swallows the interrupt, a hang in C code), marks the test "timed out" and runs the rest.
@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TOOLS = Path(__file__).resolve().parent.parent  # the folder that holds kata_tools
+MACHINERY = Path(__file__).resolve().parents[2]  # the folder that holds the kata package
 KEEP_OUTPUT = 16_384  # characters of the child's output kept for diagnostics
 GRACE = 2.0  # seconds past the per-test timeout before the watchdog steps in (at most)
 
@@ -69,7 +69,7 @@ def child_env(root: Path, extra_paths: list[Path] = ()) -> dict[str, str]:
     env = dict(os.environ)
     for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_TIMEOUT", "PYTHONSTARTUP"):
         env.pop(name, None)
-    tools = root / "tools" if (root / "tools" / "kata_tools").is_dir() else TOOLS
+    tools = root if (root / "kata" / "__init__.py").is_file() else MACHINERY
     paths = [str(p) for p in (*extra_paths, tools)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
@@ -116,7 +116,7 @@ def run_tests(
         cmd = [
             sys.executable, "-m", "pytest",
             "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
-            "-p", "no:cacheprovider", "-p", "kata_tools.grade_plugin",
+            "-p", "no:cacheprovider", "-p", "kata.grading.stream",
             "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic",
             f"--timeout={timeout:g}", f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
             f"--impl={impl}", f"--kata-stream={stream}",

@@ -16,7 +16,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import project
+from .. import project
 
 IMPORT_TIMEOUT = 15.0
 PACKAGES = ("numpy", "pytest", "pytest-check", "pytest-timeout")

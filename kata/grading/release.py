@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import project
+from .. import project
 
 WORKFLOW = project.ROOT / ".github" / "workflows" / "grade.yml"  # rendered into the edition with its course and tag
 MARKERS = ("solution", "authors-only")

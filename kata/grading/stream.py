@@ -1,6 +1,6 @@
 """A pytest plugin for the tools: streams every result to a file the moment it is known.
 
-Loaded with ``-p kata_tools.grade_plugin --kata-stream FILE`` next to the kata plugin (root
+Loaded with ``-p kata.grading.stream --kata-stream FILE`` next to the kata plugin (root
 ``conftest.py``), which decides each test's status (passed, failed, not started, error, timed out).
 This plugin only writes those results down, one JSON object per line, flushed at once, so that a
 run which has to be killed (an endless loop that ignores the timeout, a crash) still leaves every
@@ -55,7 +55,7 @@ class Stream:
     """Writes the kata plugin's results to a file as they happen."""
 
     def __init__(self, config: pytest.Config, path: Path) -> None:
-        from kata import plugin as kata_plugin  # the foundation's runner: statuses are decided there
+        from kata.judge import plugin as kata_plugin  # the foundation's runner: statuses are decided there
 
         self.kata = kata_plugin
         self.config = config

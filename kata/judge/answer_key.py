@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "reference"
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import project
+from .. import project
 
 CLEAR = "\033[2J\033[H"
 TIMEOUT = 10.0  # seconds one check may run before it counts as "timed out"

@@ -4,7 +4,7 @@ Same imports, names, signatures and docstrings; every public function body repla
 ``raise NotImplementedError(...)``; private helpers dropped. A starting point for authors: edit each
 message to name the step and give a nudge, e.g. ``"4.2: divide Q @ K.T by sqrt(d_k)"``.
 
-Usage: python -m kata.stubgen solutions/chapter05_forward_pass.py > exercises/chapter05_forward_pass.py
+Usage: python -m kata.authoring.stubgen solutions/chapter05_forward_pass.py > exercises/chapter05_forward_pass.py
 """
 
 import ast

@@ -2,6 +2,8 @@
 
 - ``--impl NAME`` picks whose code runs: ``exercises`` (default), ``solutions``, or any importable
   package (or a path to a package folder) with the same layout.
+- The learner's code never runs in this process: ``ch`` is a ``proxy.ChapterProxy`` whose calls run in
+  a separate worker process (``kata/worker``), so nothing the learner writes can touch a verdict.
 - Chapter modules are imported lazily, one per test module, so a broken chapter costs only its checks.
 - A stub's ``NotImplementedError`` shows as "not started", with no traceback.
 - ``--steps`` prints a chapter as its worksheet; ``--progress`` prints every chapter as a table;
@@ -10,17 +12,16 @@
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import json
+import os
 import sys
-import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from . import answer_key
+from . import answer_key, proxy
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 
@@ -35,6 +36,7 @@ class Result:
     title: str
     status: str  # passed | failed | not started | error | timed out
     message: str = ""
+    functions: list[str] = field(default_factory=list)  # the learner's functions the test called
 
 
 class ChapterDoesNotImport(Exception):
@@ -54,6 +56,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
     group.addoption("--kata-results", metavar="FILE", help="write every test's result as JSON to FILE")
     group.addoption(
+        "--call-timeout",
+        type=float,
+        default=float(os.environ.get("KATA_CALL_TIMEOUT", "2")),
+        help="seconds one call of a learner's function may take before it counts as not returning (default 2)",
+    )
+    group.addoption(
         "--strict-exact",
         action="store_true",
         help="authors: compare worksheet steps at rtol 1e-12 (unless the key sets a tolerance) to prove the "
@@ -61,13 +69,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _impl_name(config: pytest.Config) -> str:
+def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
+    """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
     path = Path(value)
-    if ("/" in value or value.startswith(".")) and path.is_dir():
-        sys.path.insert(0, str(path.resolve().parent))
-        return path.resolve().name
-    return value
+    if ("/" in value or os.sep in value or value.startswith(".")) and path.is_dir():
+        return path.resolve().name, path.resolve().parent
+    for folder in (answer_key.ROOT, *map(Path, filter(None, sys.path))):
+        if (folder / value).is_dir() and value.isidentifier():
+            return value, folder.resolve()
+    spec = importlib.util.find_spec(value) if value.isidentifier() else None
+    if spec is not None and spec.submodule_search_locations:
+        return value, Path(next(iter(spec.submodule_search_locations))).resolve().parent
+    return value, None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -98,19 +112,30 @@ class KataState:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.impl = _impl_name(config)
-        self.modules: dict[str, ModuleType | str] = {}
+        self.impl, self.folder = _impl_location(config)
+        self.modules: dict[str, proxy.ChapterProxy | str] = {}
         self.results: list[Result] = []
         self.chapters_seen: dict[int, str] = {}  # chapter -> import error ('' when it imports)
+        self.worker: proxy.Worker | None = None
+        if self.folder is not None:
+            hide = [answer_key.ROOT, Path(str(config.rootpath))]
+            self.worker = proxy.Worker(self.folder, self.impl, call_timeout=config.getoption("call_timeout"),
+                                       hide=hide, shown_as=_shown_as(self.folder, self.impl))
+            if not config.getoption("collectonly"):
+                self.worker.start()  # NumPy loads in the worker while pytest collects
 
     # -- importing -----------------------------------------------------------------------------
-    def chapter_module(self, number: int) -> ModuleType:
-        """Import chapter ``number`` of the chosen implementation once; a failure is kept as one line."""
+    def chapter_module(self, number: int) -> proxy.ChapterProxy:
+        """Import chapter ``number`` of the chosen implementation once, in the worker; a failure is one line."""
         chapter = answer_key.load(number)
         name = f"{self.impl}.{chapter.module}"
+        if self.worker is None:
+            raise ChapterDoesNotImport(f"chapter {number} does not import: there is no implementation "
+                                       f"{self.impl!r} (a package name such as 'exercises' or a folder)")
         if name not in self.modules:
             try:
-                self.modules[name] = importlib.import_module(name)
+                self.worker.import_module(chapter.module)
+                self.modules[name] = proxy.ChapterProxy(self.worker, self.impl, chapter.module)
             except NotImplementedError:
                 raise
             except Exception as err:  # noqa: BLE001 - any failure to import is reported in one line
@@ -125,12 +150,18 @@ class KataState:
     # -- hooks -----------------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> str:
         """Say whose code runs."""
-        try:
-            package = importlib.import_module(self.impl)
-            where = Path(package.__file__).parent if package.__file__ else "?"
-        except Exception as err:  # noqa: BLE001
-            where = f"does not import: {type(err).__name__}: {err}"
-        return f"implementation: {self.impl} ({where})"
+        where = self.folder / self.impl if self.folder else "not found"
+        return f"implementation: {self.impl} ({where}), run in a separate worker process"
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Start each test with an empty list of the learner's functions it called."""
+        if self.worker is not None:
+            self.worker.calls.clear()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """Stop the worker."""
+        if self.worker is not None:
+            self.worker.close()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -138,6 +169,8 @@ class KataState:
         report = yield
         if report.when == "call" or (report.when == "setup" and not report.passed):
             result = _result_for(item, call, report)
+            if self.worker is not None:
+                result.functions = sorted({f"{m}.{f}" for m, f in self.worker.calls})
             report.user_properties.append(("kata_status", result.status))
             if result.step:
                 report.user_properties.append(("kata_step", result.step))
@@ -176,13 +209,20 @@ class KataState:
             Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
+def _shown_as(folder: Path, impl: str) -> dict[str, str]:
+    """How the learner knows the implementation's folder, for file:line in messages."""
+    try:
+        return {impl: (folder / impl).relative_to(Path.cwd()).as_posix()}
+    except ValueError:
+        return {impl: impl}
+
+
 def _one_line_import_error(err: Exception, chapter: answer_key.Chapter) -> str:
-    if isinstance(err, SyntaxError):
-        where = f"{Path(err.filename or '?').name}, line {err.lineno}"
-        return f"chapter {chapter.number} does not import: SyntaxError: {err.msg} ({where})"
-    frames = traceback.extract_tb(err.__traceback__)
-    last = next((f for f in reversed(frames) if chapter.module in f.filename), frames[-1] if frames else None)
-    where = f" ({Path(last.filename).name}, line {last.lineno})" if last else ""
+    frames = getattr(err, "frames", None) or []
+    mine = [f for f in frames if chapter.module in f["file"]] or frames
+    where = f" ({mine[-1]['file']}, line {mine[-1]['line']})" if mine else ""
+    if isinstance(err, proxy.DidNotReturn):
+        return f"chapter {chapter.number} does not import: importing it {err}"
     return f"chapter {chapter.number} does not import: {type(err).__name__}: {err}{where}"
 
 
@@ -214,6 +254,15 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
         return Result(status="not started", message=f"not started: {said}" if said else "not started", **base)
     if excinfo is not None and excinfo.errisinstance(ChapterDoesNotImport):
         return Result(status="error", message=str(excinfo.value), **base)
+    if excinfo is not None and excinfo.errisinstance(proxy.DidNotReturn):
+        return Result(status="timed out", message=f"timed out: {excinfo.value}", **base)
+    if excinfo is not None and excinfo.errisinstance(proxy.WorkerCrashed):
+        return Result(status="error", message=str(excinfo.value), **base)
+    if excinfo is not None and excinfo.errisinstance(proxy.Raised):
+        err = excinfo.value
+        where = proxy.where_text(err)
+        return Result(status="failed", message=f"the code raised {type(err).__name__}: {err}"
+                      + (f"\n{where}" if where else ""), **base)
     text = str(report.longreprtext) if hasattr(report, "longreprtext") else str(report.longrepr)
     if "Timeout" in text and ("pytest_timeout" in text or "+++++ Timeout" in text or "Failed: Timeout" in text):
         return Result(status="timed out", message="timed out (an endless loop?)", **base)
@@ -343,7 +392,7 @@ def progress_view(results: list[Result], impl: str, broken: dict[int, str]) -> l
 
 # -- fixtures ----------------------------------------------------------------------------------------
 @pytest.fixture
-def ch(request: pytest.FixtureRequest) -> ModuleType:
+def ch(request: pytest.FixtureRequest) -> proxy.ChapterProxy:
     """The chapter module under test (``CHAPTER`` in the test module), from the chosen implementation."""
     number = getattr(request.module, "CHAPTER", None)
     if number is None:

@@ -1,0 +1,477 @@
+"""The judge's side of the worker: tests call the learner's functions through here, never directly.
+
+``ChapterProxy`` looks like the learner's chapter module (``ch.softmax(x)``), but every call travels to
+the worker process (``kata/worker/main.py``) as plain data and its answer comes back as plain data
+(``kata/wire.py``). Nothing the worker sends is unpickled, executed or taken as a verdict.
+
+- An array the call changed in place is written back into the caller's array, and a result that *is*
+  an argument comes back as that argument, so checks of in-place edits and copies work as before.
+- An object that is not plain data (a learner's cache object) stays in the worker behind a ``Handle``.
+- A built-in exception comes back as that type (from a fixed list) with the learner's message and
+  ``file:line``; anything else is a ``LearnerError`` named after the learner's exception.
+- A call that does not return within ``call_timeout`` ends the worker; the function is then marked
+  as hanging, so later calls to it (or to anything that calls it) fail at once instead of waiting.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import wire
+from ..worker import limits as worker_limits
+
+MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
+WORKER = MACHINERY / "kata" / "worker" / "main.py"
+STARTUP = 30.0  # seconds the worker may take to start (NumPy's import on a cold disk)
+REPLAY = (  # exception types re-raised as themselves; any other comes back as a LearnerError
+    "ArithmeticError", "AssertionError", "AttributeError", "FloatingPointError", "IndexError", "KeyError",
+    "LookupError", "MemoryError", "NameError", "NotImplementedError", "OverflowError", "RecursionError",
+    "RuntimeError", "RuntimeWarning", "TypeError", "UnboundLocalError", "UserWarning", "ValueError",
+    "ZeroDivisionError", "DeprecationWarning", "UnicodeError", "OSError", "ImportError",
+    "ModuleNotFoundError", "StopIteration",
+)
+
+
+class LearnerError(Exception):
+    """An exception raised by the learner's code that is not re-raised as a built-in type."""
+
+
+class DidNotReturn(Exception):  # noqa: N818 - reads as what happened
+    """A learner's function ran past its time, now or earlier in this run."""
+
+
+class WorkerCrashed(Exception):  # noqa: N818
+    """The learner's process ended in the middle of a call (``os._exit``, a crash, a limit)."""
+
+
+class Raised:
+    """Mixed into every exception re-raised from the worker: where in the learner's code it happened."""
+
+    frames: list[dict] = []
+
+    @property
+    def location(self) -> str:
+        """``file:line`` of the innermost learner frame, with its source line, or ''."""
+        if not self.frames:
+            return ""
+        f = self.frames[-1]
+        return f"{f['file']}:{f['line']} in {f['function']}\n    {f['line']} | {f['source']}"
+
+
+_CLASSES: dict[tuple[str, str], type] = {}
+
+
+def _exception(info: dict) -> BaseException:
+    """The judge-side exception for the worker's description of one (no learner code is involved)."""
+    name = str(info.get("type", "Exception"))[:80]
+    bases = [str(b) for b in info.get("bases", [])]
+    base = next((getattr(builtins, b) for b in bases if b in REPLAY), None)
+    if name == "AxisError" or "AxisError" in bases:
+        base = base or ValueError
+    if base is None:
+        base = LearnerError
+    key = (name, base.__name__)
+    if key not in _CLASSES:
+        _CLASSES[key] = type(name if name.isidentifier() else "LearnerError", (Raised, base), {
+            "__module__": "learner", "__str__": base.__str__})
+    err = _CLASSES[key](str(info.get("message", "")))
+    err.frames = [f for f in info.get("frames", []) if isinstance(f, dict)]
+    return err
+
+
+def where_text(err: BaseException) -> str:
+    """The learner's frames of an exception from the worker, innermost first, for a failure message."""
+    frames = getattr(err, "frames", None) or []
+    if not frames:
+        return ""
+    inner = frames[-1]
+    lines = [f"  at        {inner['file']}:{inner['line']} in {inner['function']}",
+             f"            {inner['line']} | {inner['source']}"]
+    for f in reversed(frames[:-1]):
+        lines.append(f"  called by {f['file']}:{f['line']} in {f['function']}: {f['source']}")
+    return "\n".join(lines)
+
+
+def sandbox_command() -> list[str] | None:
+    """Bubblewrap's command line when it is installed and works here, else None."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap or not sys.platform.startswith("linux") or os.environ.get("KATA_NO_SANDBOX"):
+        return None
+    try:
+        ok = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+                             capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return [bwrap] if ok else None
+
+
+_SANDBOX: list | None | bool = False
+
+
+class Worker:
+    """One learner process, kept warm across calls and restarted after a timeout or a crash.
+
+    Args:
+        root: the folder on the worker's ``sys.path`` that holds the implementation package.
+        impl: the implementation package's name (``exercises``, ``solutions``, …).
+        call_timeout: seconds one call may take.
+        shown_as: how the learner knows the folders (``{copy: "exercises"}``) in file:line reports.
+        limits: resource limits (``kata/worker/limits.py``).
+        hide: folders the worker must not see (the course's answer key and tests, another's code).
+    """
+
+    def __init__(self, root: Path, impl: str, *, call_timeout: float = 2.0, shown_as: dict | None = None,
+                 limits: dict | None = None, hide: list[Path] = ()) -> None:
+        self.source_root, self.impl = Path(root), impl
+        self.call_timeout = call_timeout
+        self.shown_as = shown_as or {}
+        self.limits = dict(worker_limits.LIMITS, **(limits or {}))
+        self.hide = [Path(h) for h in hide]
+        self.hung: dict[tuple[str, str], str] = {}  # (module, qualname) -> what to say
+        self.hung_calls: dict[tuple[str, str], str] = {}  # (chapter module, fn) -> what to say
+        self.generation = 0
+        self.proc: subprocess.Popen | None = None
+        self.protections: list[str] = []
+        self.calls: list[tuple[str, str]] = []  # every function called, for the points of each test
+        self.output: list[str] = []
+        self.started_at = 0.0
+        self.seconds_in_learner = 0.0
+        self.home: Path | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="kata-worker-")
+        self._answers: queue.Queue = queue.Queue()
+        self._output_seen = 0
+        self.callbacks: dict[int, Any] = {}
+
+    # -- the process ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the process (returns at once; the first call waits for it to be ready)."""
+        global _SANDBOX
+        if self.proc is not None:
+            return
+        self.generation += 1
+        self.home = Path(self._tmp.name) / f"run{self.generation}"
+        root = self.home / "code"
+        shutil.copytree(self.source_root / self.impl, root / self.impl,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints"))
+        config = {
+            "machinery": str(MACHINERY), "root": str(root), "impl": self.impl, "home": str(self.home),
+            "shown_as": {str(root / self.impl): self.shown_as.get(self.impl, self.impl)},
+            "hung": [[m, q, said] for (m, q), said in self.hung.items()], "limits": self.limits,
+            "generation": self.generation,
+        }
+        command = [sys.executable, "-I", "-X", "utf8", str(WORKER), json.dumps(config)]
+        if _SANDBOX is False:
+            _SANDBOX = sandbox_command()
+        protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy"]
+        if _SANDBOX:
+            command = self._sandboxed(command, root)
+            protections.append("bubblewrap: no network, read-only file system, course files hidden")
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=worker_limits.environment(str(self.home)), cwd=self.home,
+            start_new_session=hasattr(os, "setsid"),
+        )
+        self.protections = protections
+        self._answers = queue.Queue()
+        self._output_seen = 0
+        threading.Thread(target=self._read_answers, args=(self.proc, self._answers), daemon=True).start()
+        self.started_at = time.monotonic()
+        self._ready = False
+
+    def _sandboxed(self, command: list[str], root: Path) -> list[str]:
+        """Bubblewrap around ``command``: the system read-only, the course hidden, no network."""
+        args = [_SANDBOX[0], "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                "--unshare-all", "--die-with-parent", "--new-session"]
+        for folder in self.hide:
+            if folder.exists():
+                args += ["--tmpfs", str(folder)]
+        keep = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent,
+                MACHINERY / "kata"}
+        keep |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
+        for folder in sorted(keep, key=lambda p: len(p.parts)):
+            if any(folder.is_relative_to(h) for h in self.hide):
+                args += ["--ro-bind", str(folder), str(folder)]
+        args += ["--bind", str(self.home), str(self.home), "--chdir", str(self.home)]
+        return args + command
+
+    def _read_answers(self, proc: subprocess.Popen, answers: queue.Queue) -> None:
+        try:
+            while True:
+                answers.put(wire.read_frame(proc.stdout))
+        except (EOFError, wire.WireError, OSError, ValueError) as err:
+            answers.put(err)
+
+    def stop(self) -> None:
+        """End the process and everything it started."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:  # pragma: no cover - Windows
+                proc.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Stop the process and remove its throwaway folder."""
+        self.stop()
+        self._tmp.cleanup()
+
+    def _wait(self, timeout: float):
+        try:
+            item = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return item
+
+    def _ensure_ready(self) -> None:
+        self.start()
+        if self._ready:
+            return
+        item = self._wait(STARTUP)
+        if not isinstance(item, tuple) or not item[0].get("ready"):
+            self.stop()
+            raise WorkerCrashed(f"the learner's process did not start: {self._last_words()}")
+        self.protections += item[0].get("protections", [])
+        self._ready = True
+
+    def _last_words(self) -> str:
+        text = self.read_output()
+        return text.strip().splitlines()[-1] if text.strip() else "(it said nothing)"
+
+    def read_output(self, limit: int = 65536) -> str:
+        """What the learner's code printed since the last look (at most ``limit`` bytes of it)."""
+        if self.home is None:
+            return ""
+        path = self.home / "output.txt"
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return ""
+        if size <= self._output_seen:
+            return ""
+        with path.open("rb") as f:
+            f.seek(self._output_seen)
+            data = f.read(min(limit, size - self._output_seen))
+        self._output_seen = size
+        text = data.decode("utf-8", "replace")
+        if size - self._output_seen > 0:
+            text += f"\n… ({size - self._output_seen} more bytes of output not shown)"
+        return text
+
+    # -- requests -------------------------------------------------------------------------------------
+    def request(self, header: dict, blobs: list[bytes] = (), *, what: str, key=None) -> tuple[dict, list]:
+        """Send one request and wait for its answer, within the call timeout."""
+        self._ensure_ready()
+        text = json.dumps(dict(header, blobs=[len(b) for b in blobs]), separators=(",", ":")).encode()
+        try:
+            self.proc.stdin.write(wire._LEN.pack(len(text)) + text + b"".join(blobs))
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self._crashed(what)
+        started = time.monotonic()
+        item = self._wait(self.call_timeout)
+        while isinstance(item, tuple) and "callback" in item[0]:  # the learner's code calls a test's function
+            self._answer_callback(*item)
+            item = self._wait(self.call_timeout)
+        self.seconds_in_learner += time.monotonic() - started
+        printed = self.read_output()
+        if printed:
+            sys.stdout.write(printed)
+        if item is None:
+            self._timed_out(what, key)
+        if not isinstance(item, tuple):
+            return self._crashed(what)
+        answer, answer_blobs = item
+        if "where" in answer:  # a late answer to a signal: the next one is the real one
+            return self._crashed(what)
+        return answer, answer_blobs
+
+    def _answer_callback(self, header: dict, blobs: list) -> None:
+        fn = self.callbacks.get(header.get("callback"))
+
+        def resolve(tree: dict):
+            if tree.get("t") == "h":
+                return wire.Handle(tree.get("id"), str(tree.get("type", "object"))[:200], self.generation)
+            raise wire.WireError("a reference to nothing")
+
+        encoder = wire.Encoder(self._encode_other)
+        try:
+            args, kwargs = wire.decode(header.get("args"), blobs, resolve)
+            reply = {"ok": encoder.encode(fn(*args, **kwargs))}
+        except Exception as err:  # noqa: BLE001 - the test's own function failed: the worker is told
+            reply, encoder.blobs = {"error": f"{type(err).__name__}: {err}"}, []
+        text = json.dumps(dict(reply, blobs=[len(b) for b in encoder.blobs]), separators=(",", ":")).encode()
+        try:
+            self.proc.stdin.write(wire._LEN.pack(len(text)) + text + b"".join(encoder.blobs))
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def _encode_other(self, value: Any) -> Any:
+        """Arguments that are not plain data: a handle goes back as itself, a function as a callback."""
+        if isinstance(value, wire.Handle):
+            return {"t": "h", "id": value.id}
+        if callable(value) and not isinstance(value, FunctionProxy):
+            number = len(self.callbacks)
+            self.callbacks[number] = value
+            return {"t": "c", "id": number}
+        raise TypeError(f"cannot send a {type(value).__name__} to the learner's code (plain data only)")
+
+    def _crashed(self, what: str):
+        code = self.proc.poll() if self.proc else None
+        if self.proc is not None and code is None:
+            try:
+                self.proc.wait(timeout=1)
+                code = self.proc.returncode
+            except subprocess.TimeoutExpired:
+                pass
+        words = self._last_words()
+        self.stop()
+        how = f"exit code {code}" if code is not None and code >= 0 else f"signal {-code}" if code else "unknown"
+        hint = ""
+        if code == 0:
+            hint = " (os._exit or sys.exit in the learner's code?)"
+        elif code is not None and code < 0 and -code in (getattr(signal, "SIGXCPU", 24), signal.SIGKILL):
+            hint = " (a resource limit: CPU time or memory?)"
+        raise WorkerCrashed(f"{what} ended the learner's process ({how}){hint}; its last output: {words}")
+
+    def _timed_out(self, what: str, key) -> None:
+        stack = []
+        if self.proc is not None and hasattr(signal, "SIGUSR1"):
+            try:
+                self.proc.send_signal(signal.SIGUSR1)
+                item = self._wait(0.5)
+                if isinstance(item, tuple) and "where" in item[0]:
+                    stack = [s for s in item[0]["where"] if isinstance(s, list) and len(s) == 4]
+            except (ProcessLookupError, OSError):
+                pass
+        self.stop()
+        said = f"did not return within {self.call_timeout:g} s"
+        if stack:
+            module, qualname, file, line = stack[0]
+            name = str(qualname).rsplit(".", 1)[-1]
+            self.hung[(str(module), str(qualname))] = f"{name} {said} earlier in this run"
+            spot = f" (it was running {name} at {file}:{line})"
+        else:
+            spot = ""
+        if key is not None:
+            self.hung_calls[key] = f"{what} {said} earlier in this run{spot}"
+        raise DidNotReturn(f"{what} {said}{spot}: an endless loop? The learner's process was stopped.")
+
+    def import_module(self, module: str) -> None:
+        """Import a chapter module in the worker; its exception comes back as one."""
+        answer, _ = self.request({"op": "import", "module": module}, what=f"importing {module}")
+        if "error" in answer:
+            raise _exception(answer["error"])
+        if "hung" in answer:
+            raise DidNotReturn(str(answer["hung"]))
+
+    def call(self, module: str, fn: str, args: tuple, kwargs: dict) -> Any:
+        """Call ``module.fn(*args, **kwargs)`` in the worker; return its result as plain data."""
+        key = (module, fn)
+        self.calls.append(key)
+        if key in self.hung_calls:
+            raise DidNotReturn(self.hung_calls[key])
+        mine: list = []
+        encoder = wire.Encoder(self._encode_other, mine)
+        tree_args = encoder.encode(list(args))
+        tree_kwargs = encoder.encode(dict(kwargs))
+        answer, blobs = self.request({"op": "call", "module": module, "fn": fn, "args": tree_args,
+                                      "kwargs": tree_kwargs}, encoder.blobs, what=fn, key=key)
+        return self._result(answer, blobs, mine, fn)
+
+    def get(self, module: str, name: str) -> Any:
+        """A module attribute: a function comes back as ``FUNCTION``, data as its value."""
+        answer, blobs = self.request({"op": "get", "module": module, "name": name}, what=f"{module}.{name}")
+        return self._result(answer, blobs, [], name)
+
+    def _result(self, answer: dict, blobs: list, mine: list, what: str) -> Any:
+        if "hung" in answer:
+            raise DidNotReturn(f"{what} calls {answer['hung']}")
+        if "error" in answer:
+            err = _exception(answer["error"])
+            raise err
+        if "ok" not in answer:
+            raise WorkerCrashed(f"{what}: the learner's process sent something that is not an answer")
+
+        def resolve(tree: dict):
+            if tree.get("t") == "f":
+                return FUNCTION
+            if tree.get("t") == "r" and type(tree.get("i")) is int and 0 <= tree["i"] < len(mine):
+                return mine[tree["i"]]
+            if tree.get("t") == "h":
+                return wire.Handle(tree.get("id"), str(tree.get("type", "object"))[:200], self.generation)
+            raise wire.WireError("a reference to nothing")
+
+        try:
+            value = wire.decode(answer["ok"], blobs, resolve)
+            changed = answer.get("changed") or {}
+            for index, blob in changed.items():
+                i = int(index)
+                if 0 <= i < len(mine) and isinstance(blob, int) and 0 <= blob < len(blobs):
+                    new = wire.read_array(blobs[blob])
+                    if new.shape == mine[i].shape and mine[i].flags.writeable:
+                        np.copyto(mine[i], new, casting="unsafe")
+        except wire.WireError as err:
+            raise WorkerCrashed(f"{what} answered with something that is not plain data: {err}") from None
+        return value
+
+
+FUNCTION = object()
+
+
+class FunctionProxy:
+    """A learner's function, called in the worker."""
+
+    def __init__(self, worker: Worker, module: str, name: str) -> None:
+        self._worker, self._module, self.__name__ = worker, module, name
+        self.__qualname__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._worker.call(self._module, self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<learner's function {self._module}.{self.__name__}>"
+
+
+class ChapterProxy:
+    """Stands in for the learner's chapter module: attribute access and calls go to the worker."""
+
+    def __init__(self, worker: Worker, impl: str, module: str) -> None:
+        self._worker, self._module = worker, module
+        self.__name__ = f"{impl}.{module}"
+        self._values: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name not in self._values:
+            value = self._worker.get(self._module, name)
+            self._values[name] = FunctionProxy(self._worker, self._module, name) if value is FUNCTION else value
+        return self._values[name]
+
+    def __repr__(self) -> str:
+        return f"<the learner's {self.__name__}, in its own process>"

@@ -1,0 +1,206 @@
+"""Plain data between the judge and the worker: JSON and ``.npy`` bytes, never pickle, never code.
+
+Both sides import this module and nothing else of each other. A message is one frame::
+
+    u32 length of the JSON header | JSON header | blob 0 | blob 1 | ...
+
+The header says how long each blob is. Values inside it are JSON scalars (None, bool, int, float, str)
+or tagged objects:
+
+==================  ============================================================================
+``{"t": "a"}``      a NumPy array: blob ``b`` holds its ``.npy`` bytes (read with allow_pickle=False)
+``{"t": "n"}``      a NumPy scalar (float64, int64, bool_, …): a 0-d ``.npy`` blob
+``{"t": "l"}``      a list of values ``v``; ``"u"`` a tuple; ``"d"`` a dict (keys ``k``, values ``v``)
+``{"t": "h"}``      a handle: an object that is not plain data stays in the worker; ``id`` names it
+``{"t": "r"}``      (worker to judge) this result *is* the judge's argument array number ``i``
+``{"t": "f"}``      (worker to judge) a function of the learner's: the judge calls it by name
+``{"t": "c"}``      (judge to worker) a function of the test's: each call asks the judge (a callback)
+==================  ============================================================================
+
+Why not pickle (or otter's and pytest-forked's way of shipping results back): unpickling runs code of
+the sender's choosing, and the sender is the learner's process. Why not ``multiprocessing``: its
+connections pickle too. This module is the small part of such a library that is safe here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from typing import Any, BinaryIO
+
+import numpy as np
+
+MAX_FRAME = 512 * 1024 * 1024  # bytes in one message, header and blobs together
+MAX_DEPTH = 64  # nesting of lists, tuples and dicts
+MAX_ITEMS = 1_000_000  # values in one message
+ARRAY_KINDS = "biufc"  # booleans, integers, floats, complex numbers: what a kata function computes
+_LEN = struct.Struct("<I")
+
+
+class WireError(Exception):
+    """A message that is not plain data, too large, or malformed."""
+
+
+class Handle:
+    """The judge's name for an object that lives in the worker (a learner's cache object, say).
+
+    Passing it back to a learner's function passes the worker's object. It is valid for the worker
+    process that made it: after a restart it names nothing.
+    """
+
+    __slots__ = ("generation", "id", "type_name")
+
+    def __init__(self, id: int, type_name: str, generation: int) -> None:
+        self.id, self.type_name, self.generation = id, type_name, generation
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} object in the learner's process>"
+
+
+# -- frames -------------------------------------------------------------------------------------------
+def write_frame(stream: BinaryIO, header: dict, blobs: list[bytes]) -> None:
+    """Write one message and flush it."""
+    header = dict(header, blobs=[len(b) for b in blobs])
+    text = json.dumps(header, separators=(",", ":"), allow_nan=True).encode("utf-8")
+    stream.write(_LEN.pack(len(text)) + text + b"".join(blobs))
+    stream.flush()
+
+
+def _read_exactly(stream: BinaryIO, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = stream.read(left)
+        if not chunk:
+            raise EOFError("the other process closed the channel")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(stream: BinaryIO, limit: int = MAX_FRAME) -> tuple[dict, list[bytes]]:
+    """Read one message; a malformed or oversized one is a ``WireError``, a closed channel ``EOFError``."""
+    (size,) = _LEN.unpack(_read_exactly(stream, _LEN.size))
+    if size > limit:
+        raise WireError(f"a message header of {size} bytes is over the limit of {limit}")
+    try:
+        header = json.loads(_read_exactly(stream, size))
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as err:
+        raise WireError(f"a message header is not JSON: {err}") from None
+    lengths = header.get("blobs") if isinstance(header, dict) else None
+    if not isinstance(lengths, list) or not all(type(n) is int and n >= 0 for n in lengths):
+        raise WireError("a message header does not list its blobs")
+    if size + sum(lengths) > limit:
+        raise WireError(f"a message of {size + sum(lengths)} bytes is over the limit of {limit}")
+    return header, [_read_exactly(stream, n) for n in lengths]
+
+
+# -- values -------------------------------------------------------------------------------------------
+def array_bytes(arr: np.ndarray) -> bytes:
+    """An array as ``.npy`` bytes (refuses object arrays: they would need pickle)."""
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.asarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def read_array(blob: bytes) -> np.ndarray:
+    """``.npy`` bytes as an array, with ``allow_pickle=False`` and numbers only."""
+    try:
+        arr = np.lib.format.read_array(io.BytesIO(blob), allow_pickle=False)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as err:
+        raise WireError(f"an array in the message is not valid .npy data: {err}") from None
+    if arr.dtype.kind not in ARRAY_KINDS or arr.dtype.names is not None:
+        raise WireError(f"an array of dtype {arr.dtype} is not plain numbers")
+    return arr
+
+
+class Encoder:
+    """Turns a value into a JSON tree plus blobs.
+
+    Args:
+        handle: called with an object that is not plain data; returns the JSON for it (the worker stores
+            the object and returns a handle; the judge refuses, since it only sends plain data).
+        arrays: when given, every array encoded is appended here in order (the worker compares them
+            after a call to see which ones the call changed in place).
+    """
+
+    def __init__(self, handle, arrays: list | None = None) -> None:
+        self.blobs: list[bytes] = []
+        self.handle = handle
+        self.arrays = arrays
+        self.count = 0
+
+    def blob(self, data: bytes) -> int:
+        """Store ``data`` as the next blob; return its number."""
+        self.blobs.append(data)
+        return len(self.blobs) - 1
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        """The JSON form of ``value``."""
+        self.count += 1
+        if depth > MAX_DEPTH or self.count > MAX_ITEMS:
+            raise WireError(f"the value is nested deeper than {MAX_DEPTH} or holds over {MAX_ITEMS} items")
+        t = type(value)
+        if value is None or t is bool or t is str:
+            return value
+        if t is int:
+            return value if abs(value) < 2**63 else float(value)
+        if t is float:
+            return value
+        if isinstance(value, np.ndarray) and value.dtype.kind in ARRAY_KINDS and value.dtype.names is None:
+            if self.arrays is not None:
+                self.arrays.append(value)
+            return {"t": "a", "b": self.blob(array_bytes(value))}
+        if isinstance(value, np.generic) and np.asarray(value).dtype.kind in ARRAY_KINDS:
+            return {"t": "n", "b": self.blob(array_bytes(np.asarray(value)))}
+        if t is list or t is tuple:
+            return {"t": "l" if t is list else "u", "v": [self.encode(v, depth + 1) for v in value]}
+        if t is dict:
+            return {"t": "d", "k": [self.encode(k, depth + 1) for k in value],
+                    "v": [self.encode(v, depth + 1) for v in value.values()]}
+        return self.handle(value)
+
+
+def decode(tree: Any, blobs: list[bytes], handle, arrays: list | None = None, depth: int = 0) -> Any:
+    """The value of a JSON tree from ``Encoder`` (``handle`` resolves ``{"t": "h"}`` and ``{"t": "r"}``)."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"the value is nested deeper than {MAX_DEPTH}")
+    if tree is None or type(tree) in (bool, str, int, float):
+        return tree
+    if type(tree) is not dict:
+        raise WireError(f"unexpected {type(tree).__name__} in a message")
+    tag = tree.get("t")
+    if tag in ("a", "n"):
+        index = tree.get("b")
+        if type(index) is not int or not 0 <= index < len(blobs):
+            raise WireError("an array refers to a blob that is not there")
+        arr = read_array(blobs[index])
+        if tag == "n":
+            if arr.ndim != 0:
+                raise WireError("a NumPy scalar arrived with a shape")
+            return arr[()]
+        if arrays is not None:
+            arrays.append(arr)
+        return arr
+    if tag in ("l", "u"):
+        items = tree.get("v")
+        if type(items) is not list:
+            raise WireError("a list without items")
+        values = [decode(v, blobs, handle, arrays, depth + 1) for v in items]
+        return values if tag == "l" else tuple(values)
+    if tag == "d":
+        keys, values = tree.get("k"), tree.get("v")
+        if type(keys) is not list or type(values) is not list or len(keys) != len(values):
+            raise WireError("a dict whose keys and values do not pair up")
+        out = {}
+        for k, v in zip(keys, values, strict=True):
+            key = decode(k, blobs, handle, arrays, depth + 1)
+            try:
+                hash(key)
+            except TypeError:
+                raise WireError("a dict key that cannot be a key") from None
+            out[key] = decode(v, blobs, handle, arrays, depth + 1)
+        return out
+    if tag in ("h", "r", "f", "c"):
+        return handle(tree)
+    raise WireError(f"unknown tag {tag!r} in a message")

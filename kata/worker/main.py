@@ -1,0 +1,247 @@
+"""The worker's loop: import the learner's chapters, run the calls the judge asks for, answer in plain data.
+
+Started by ``kata/judge/proxy.py`` as ``python -I main.py CONFIG_JSON``; requests arrive on stdin,
+answers leave on the original stdout; the learner's prints go to a capped file instead. Every answer
+is data (``kata/wire.py``): the judge compares it, this process decides nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import linecache
+import os
+import signal
+import sys
+import traceback
+import warnings
+
+
+class Hung(BaseException):  # noqa: N818 - a BaseException, so a learner's ``except Exception`` lets it through
+    """Raised in place of a learner function that did not return earlier in this run."""
+
+
+def main() -> int:
+    """Set up, then answer requests until stdin closes."""
+    config = json.loads(sys.argv[1])
+    sys.path[:0] = [config["machinery"]]
+    from kata import wire  # the package is lazy: this imports nothing of the judge
+    from kata.worker import limits
+
+    channel_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    channel_out = os.fdopen(os.dup(1), "wb")
+    home = config["home"]
+    os.chdir(home)
+    capture = os.open(os.path.join(home, "output.txt"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(capture, 1)
+    os.dup2(capture, 2)
+    os.close(capture)
+    os.close(devnull)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)  # noqa: SIM115
+    applied = limits.apply({**limits.LIMITS, **config.get("limits", {})})
+    sys.path[:] = [config["root"], *(p for p in sys.path if p != config["machinery"])]
+    warnings.simplefilter("error")  # as in the judge's pytest run: NumPy's overflow warning is an error
+    server = Server(config, wire, channel_out, channel_in)
+    if hasattr(signal, "SIGUSR1"):
+        signal.signal(signal.SIGUSR1, server.where_now)
+    wire.write_frame(channel_out, {"ready": True, "protections": applied, "pid": os.getpid()}, [])
+    while True:
+        try:
+            header, blobs = wire.read_frame(channel_in)
+        except EOFError:
+            return 0
+        server.answer(header, blobs)
+
+
+class Server:
+    """Answers one request at a time; keeps the learner's modules and the objects behind handles."""
+
+    def __init__(self, config: dict, wire, out, inp) -> None:
+        self.wire, self.out, self.inp = wire, out, inp
+        self.impl = config["impl"]
+        self.root = os.path.realpath(config["root"])
+        self.shown_as = config.get("shown_as", {})  # folder in the worker -> how the learner knows it
+        self.hung = {tuple(h[:2]): h[2] for h in config.get("hung", [])}
+        self.generation = config.get("generation", 0)
+        self.modules: dict[str, object] = {}
+        self.objects: dict[int, object] = {}
+
+    # -- requests -----------------------------------------------------------------------------------
+    def answer(self, header: dict, blobs: list[bytes]) -> None:
+        """Run one request and write its answer."""
+        op = header.get("op")
+        try:
+            if op == "import":
+                self.module(header["module"])
+                self.reply({"ok": None})
+            elif op == "get":
+                self.reply_value(getattr(self.module(header["module"]), header["name"]), [])
+            elif op == "call":
+                self.call(header, blobs)
+            else:
+                self.reply({"failure": f"unknown request {op!r}"})
+        except Hung as hung:
+            self.reply({"hung": str(hung)})
+        except BaseException as err:  # noqa: BLE001 - everything the learner's code raises is reported
+            self.reply({"error": self.describe(err)})
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:  # noqa: BLE001, S110 - past the output limit: nothing more to say
+                    pass
+
+    def module(self, name: str):
+        """The learner's chapter module ``name``, imported once; hung functions replaced after import."""
+        if name not in self.modules:
+            self.modules[name] = importlib.import_module(f"{self.impl}.{name}")
+            for module in list(sys.modules.values()):
+                if self.is_learners(getattr(module, "__file__", None)):
+                    self.disarm(module)
+        return self.modules[name]
+
+    def call(self, header: dict, blobs: list[bytes]) -> None:
+        arrays: list = []
+        args = self.wire.decode(header["args"], blobs, self.resolve, arrays)
+        kwargs = self.wire.decode(header["kwargs"], blobs, self.resolve, arrays)
+        before = [a.tobytes() for a in arrays]
+        fn = getattr(self.module(header["module"]), header["fn"])
+        result = fn(*args, **kwargs)
+        changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
+        self.reply_value(result, arrays, changed)
+
+    def reply_value(self, value, arrays: list, changed: list[int] = ()) -> None:
+        encoder = self.wire.Encoder(lambda obj: self.keep(obj, arrays))
+        if callable(value) and not isinstance(value, type):
+            tree = {"t": "f"}
+        else:
+            tree = self.same_as_argument(value, arrays) or encoder.encode(value)
+        changes = {str(i): encoder.blob(self.wire.array_bytes(arrays[i])) for i in changed}
+        self.reply({"ok": tree, "changed": changes}, encoder.blobs)
+
+    def same_as_argument(self, value, arrays: list):
+        """A result that *is* an argument array (returned as it came) goes back as a reference to it."""
+        for i, a in enumerate(arrays):
+            if value is a:
+                return {"t": "r", "i": i}
+        return None
+
+    def keep(self, obj, arrays: list) -> dict:
+        """Hold an object that is not plain data; the judge gets a handle to it."""
+        import numpy as np
+
+        for i, a in enumerate(arrays):
+            if obj is a:
+                return {"t": "r", "i": i}
+        if isinstance(obj, np.ndarray):  # object arrays, structured arrays: not plain numbers
+            kind = f"ndarray of dtype {obj.dtype}"
+        else:
+            kind = type(obj).__qualname__
+        self.objects[id(obj)] = obj
+        return {"t": "h", "id": id(obj), "type": kind, "g": self.generation}
+
+    def resolve(self, tree: dict):
+        """The object behind a handle, or a stand-in for a function of the judge's (a callback)."""
+        if tree.get("t") == "h" and tree.get("id") in self.objects:
+            return self.objects[tree["id"]]
+        if tree.get("t") == "c" and type(tree.get("id")) is int:
+            return self.callback(tree["id"])
+        raise self.wire.WireError("a handle to an object this process does not hold")
+
+    def callback(self, number: int):
+        """A function the judge passed (``f`` of ``numerical_gradient(f, x)``): each call asks the judge."""
+        server = self
+
+        def call_the_judge(*args, **kwargs):
+            encoder = server.wire.Encoder(lambda obj: server.keep(obj, []))
+            tree = encoder.encode([list(args), kwargs])
+            server.reply({"callback": number, "args": tree}, encoder.blobs)
+            header, blobs = server.wire.read_frame(server.inp)
+            if "error" in header:
+                raise RuntimeError(f"the test's function raised {header['error']}")
+            return server.wire.decode(header["ok"], blobs, server.resolve)
+
+        return call_the_judge
+
+    def reply(self, header: dict, blobs: list[bytes] = ()) -> None:
+        self.wire.write_frame(self.out, header, list(blobs))
+
+    # -- where the learner's code is ------------------------------------------------------------------
+    def is_learners(self, filename: str | None) -> bool:
+        return bool(filename) and os.path.realpath(filename).startswith(self.root + os.sep)
+
+    def shown(self, filename: str) -> str:
+        path = os.path.realpath(filename)
+        for inside, outside in self.shown_as.items():
+            if path.startswith(os.path.realpath(inside) + os.sep):
+                return outside + path[len(os.path.realpath(inside)):].replace(os.sep, "/")
+        return os.path.relpath(path, self.root).replace(os.sep, "/")
+
+    def frames(self, tb) -> list[dict]:
+        out = []
+        for frame in traceback.extract_tb(tb):
+            if self.is_learners(frame.filename):
+                out.append({"file": self.shown(frame.filename), "line": frame.lineno, "function": frame.name,
+                            "source": (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()})
+        return out
+
+    def describe(self, err: BaseException) -> dict:
+        """An exception as data: its type and base types by name, message, and the learner's frames."""
+        frames = self.frames(err.__traceback__)
+        if isinstance(err, SyntaxError) and err.filename and self.is_learners(err.filename):
+            frames.append({"file": self.shown(err.filename), "line": err.lineno, "function": "<module>",
+                           "source": (err.text or "").strip()})
+        try:
+            message = str(err)
+        except BaseException:  # noqa: BLE001 - a learner's exception whose __str__ raises
+            message = "(the exception's message could not be read)"
+        if isinstance(err, SyntaxError):
+            message = err.msg
+        return {
+            "type": type(err).__name__,
+            "bases": [c.__name__ for c in type(err).__mro__],
+            "message": message[:8000],
+            "frames": frames[-12:],
+        }
+
+    def where_now(self, signum, frame) -> None:
+        """On the judge's signal (a call ran out of time): say which learner function is running."""
+        stack = []
+        while frame is not None:
+            code = frame.f_code
+            if self.is_learners(code.co_filename):
+                module = frame.f_globals.get("__name__", "")
+                stack.append([module, code.co_qualname, self.shown(code.co_filename), frame.f_lineno])
+            frame = frame.f_back
+        try:
+            self.reply({"where": stack})
+        except BaseException:  # noqa: BLE001, S110 - the judge kills this process next anyway
+            pass
+
+    def disarm(self, module) -> None:
+        """Replace each function that did not return earlier in this run with one that says so at once."""
+        import types
+
+        for name, value in list(vars(module).items()):
+            if not isinstance(value, types.FunctionType):
+                continue
+            said = self.hung.get((value.__module__, value.__qualname__))
+            if said is None:
+                continue
+            source = f"def {value.__name__}(*args, **kwargs):\n    raise __kata_hung__({said!r})\n"
+            space: dict = {}
+            exec(compile(source, "<kata: did not return earlier>", "exec"), space)  # noqa: S102 - our own text
+            value.__globals__["__kata_hung__"] = Hung
+            try:
+                value.__code__ = space[value.__name__].__code__
+            except ValueError:  # a closure: replace the name instead
+                stub = space[value.__name__]
+                stub.__globals__["__kata_hung__"] = Hung
+                setattr(module, name, stub)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
