@@ -7,6 +7,7 @@ drawn at build time, never committed. The reader's view (maths typeset, diagrams
 is checked in a real browser by ``nox -s docs-browser``.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -102,21 +103,53 @@ def test_the_api_page_shows_every_function_of_exercises(site):
     assert not missing, "the API page has no entry for:\n  " + "\n  ".join(missing)
 
 
-def test_figures_are_drawn_at_build_time_and_never_committed(site):
-    """every figure a page asks for is a well-formed SVG in the built site; docs/ holds no drawn image"""
+def _wanted_figures() -> set[str]:
     wanted = set()
     for page in DOCS.rglob("*.md"):
         wanted |= set(re.findall(r"<!--\s*kata:figure\s+([\w-]+)\s*-->", page.read_text(encoding="utf-8")))
-    for name in sorted(wanted):
+    return wanted
+
+
+def test_figures_are_drawn_at_build_time_and_never_committed(site):
+    """every figure a page asks for is a titled SVG in the built site that fits the text column; docs/ holds none"""
+    svg_ns = "{http://www.w3.org/2000/svg}"
+    for name in sorted(_wanted_figures()):
         svg = site / "figures" / f"{name}.svg"
         assert svg.is_file(), f"figure {name} was asked for but not drawn"
         root = ET.parse(svg).getroot()
-        assert root.tag == "{http://www.w3.org/2000/svg}svg", f"{svg.name} is not an SVG document"
-        assert list(root.iter("{http://www.w3.org/2000/svg}title")), f"{svg.name} has no <title> for screen readers"
+        assert root.tag == f"{svg_ns}svg", f"{svg.name} is not an SVG document"
+        titles = [t.text for t in root.iter(f"{svg_ns}title") if (t.text or "").strip()]
+        assert titles, f"{svg.name} has no <title> for screen readers"
+        width = float(root.get("viewBox").split()[2])  # in pt: 540 pt = 720 px, the text column at full size
+        assert 200 <= width <= 540, f"{svg.name} is {width:.0f} pt wide: the page would shrink its labels"
+        assert list(root.iter(f"{svg_ns}path")), f"{svg.name} draws nothing"
     images = [p.relative_to(ROOT).as_posix() for p in DOCS.rglob("*")
               if p.suffix.lower() in {".svg", ".png", ".jpg", ".jpeg", ".gif", ".webp"}
               and "vendor" not in p.relative_to(DOCS).parts]
     assert not images, f"generated images belong in the build, not in docs/: {images}"
+
+
+DRAW_AGAIN = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("figures", "docs/hooks/figures.py")
+figures = sys.modules["figures"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(figures)
+print(json.dumps({name: figures.FIGURES[name].draw() for name in figures.available()}))
+"""
+
+
+def test_figures_are_the_same_bytes_on_every_build(site):
+    """drawing every figure again in a fresh process gives the build's bytes: no date, no random ids, no creator"""
+    proc = subprocess.run([sys.executable, "-c", DRAW_AGAIN], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads(proc.stdout)
+    assert set(again) >= _wanted_figures(), f"drawn: {sorted(again)}"
+    for name, svg in sorted(again.items()):
+        built = (site / "figures" / f"{name}.svg").read_text(encoding="utf-8")
+        assert built == svg, f"figure {name} differs between two drawings: the build is not reproducible"
+        for varying in ("<dc:date>", "<dc:creator>", "Matplotlib v"):
+            assert varying not in built, f"figure {name} records {varying!r}, which changes between builds"
 
 
 def test_material_is_pinned_below_10():

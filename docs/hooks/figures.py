@@ -28,7 +28,7 @@ for _path in (ROOT, HERE):
 
 import charts  # noqa: E402
 
-from kata import answer_key  # noqa: E402
+from kata.judge import answer_key  # noqa: E402
 
 MARKER = re.compile(r"<!--\s*kata:figure\s+([\w-]+)\s*-->")
 FOLDER = "figures"
@@ -101,7 +101,7 @@ def draw_loss_8() -> str:
         loss, grads = ch.batch_gradients(examples, only_wo)
         wo_losses.append(loss)
         only_wo = ch.apply_gradients(only_wo, {"WO": grads["WO"]}, lr)
-    return charts.line_chart({"all four matrices": list(all_four), "W_O only": wo_losses},
+    return charts.line_chart({"all four matrices": list(all_four), "$W_O$ only": wo_losses},
                              "A B → C, A A → D, B A → C: mean loss per epoch (η = 0.1)", "epoch",
                              "mean loss before the update")
 
@@ -131,7 +131,8 @@ def draw_loss_10() -> str:
     return charts.line_chart({"3 patterns, 2 layers": list(three), "A B A / B A A, positions": list(learned),
                               "A B A / B A A, none": frozen},
                              "d_model 8, d_ff 16, η = 0.3: mean loss per epoch", "epoch",
-                             "mean loss before the update", note="without positions the loss stays above ln 2 ≈ 0.693")
+                             "mean loss before the update", note="without positions the loss stays above ln 2",
+                             guide=(float(np.log(2)), "ln 2 ≈ 0.693"))
 
 
 def draw_attention_10() -> str:
@@ -147,13 +148,14 @@ def draw_attention_10() -> str:
     x = ch.embed(ids, params)
     mask = ch4.causal_mask(len(ids))
     labels = [f"{TOKENS[i]}{p}" for p, i in enumerate(ids)]
-    maps = []
+    maps = {}
     for number, block in enumerate(params["blocks"], start=1):
         h = ch.layer_norm(x, block["ln1_gamma"], block["ln1_beta"])
-        _, weights = ch4.scaled_dot_product_attention(h @ block["WQ"], h @ block["WK"], h @ block["WV"], mask)
-        maps.append(charts.heatmap(weights, labels, labels, f"layer {number}", masked=~mask, digits=2))
+        _, maps[f"layer {number}"] = ch4.scaled_dot_product_attention(h @ block["WQ"], h @ block["WK"],
+                                                                      h @ block["WV"], mask)
         x, _ = ch.block_forward(x, block)
-    return charts.side_by_side(maps, 'Attention weights after training on "A B C D A B C D"')
+    return charts.heatmaps(maps, labels, labels, 'Attention weights after training on "A B C D A B C D"',
+                           masked=~mask, digits=2)
 
 
 FIGURES = {f.name: f for f in (
