@@ -20,12 +20,13 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import project
+from . import course, pristine, reports, strict
 from . import points as points_mod
-from . import pristine, reports
 from .runner import RunResult, part, run_tests
 
 SCHEMA_VERSION = 1
@@ -66,11 +67,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--extra-tests", metavar="DIR", help="add an instructor's private tests (test_*.py with CHAPTER = N)"
     )
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="per-test timeout (default: grading.toml, else 5)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="seconds one call of a learner's function may take (default: grading.toml, else 2)")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="seconds for the whole repository (default: grading.toml, else 60)")
     p.add_argument(
         "--points", metavar="FILE", help="the points settings (default: grading.toml of the graded repository)"
     )
     p.add_argument("--out", default="grade", metavar="DIR", help="where to write the reports (default: grade/)")
+    # Recorded in results.json; `nox -s grade-class` passes them (kata/grading/classroom.py).
+    p.add_argument("--seed", type=int, help="draw the checks' random inputs from this seed (default: the tests' own)")
+    p.add_argument("--repository", help="the repository graded, for the report (default: git's origin, if any)")
+    p.add_argument("--commit", help="the commit graded, for the report (default: git's HEAD, if any)")
     return p
 
 
@@ -120,8 +128,13 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
             restored = pristine.restore(root, args.pristine, workspace)
         except pristine.PristineError as err:
             raise GradingError(str(err)) from err
-    settings = points_mod.load(Path(args.points) if args.points else workspace / "grading.toml")
+    points_file = Path(args.points) if args.points else workspace / "grading.toml"
+    private = _private_tests(Path(args.extra_tests), workspace) if args.extra_tests else {}
+    strict.check(points_file, workspace, [workspace / f for files in private.values() for f in files])
+    settings = points_mod.load(points_file)
     timeout = args.timeout if args.timeout is not None else settings.timeout
+    budget = args.budget if args.budget is not None else settings.budget
+    deadline = time.monotonic() + budget
     chapters = project.chapters(workspace)
     if args.chapters:
         wanted = [project.parse_chapter(c) for c in args.chapters.split(",") if c.strip()]
@@ -132,7 +145,6 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         chapters = [have[n] for n in sorted(set(wanted))]
     if not chapters:
         raise GradingError("no chapters to grade (reference/ has no answer key with a test file)")
-    private = _private_tests(Path(args.extra_tests), workspace) if args.extra_tests else {}
     packages = tmp / "packages"
     packages.mkdir()
     impls = _implementations(args, learner, workspace, packages, chapters)
@@ -145,7 +157,9 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
     def run(group: list) -> RunResult:
         return run_tests(
             workspace, [f for c in group for f in files(c)], impl=impls[group[0].number], timeout=timeout,
+            deadline=deadline,
             stream_dir=streams, extra_paths=[packages],
+            extra_args=[f"--kata-seed={args.seed}"] if args.seed is not None else [],
         )
 
     # One pytest process per core, each with a share of the chapters (a process costs more to start
@@ -161,16 +175,21 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "checks": "public and private" if args.extra_tests else "public",
         "implementation": args.impl,
+        **course.submission(learner.parent, args.repository, args.commit),
+        "course_version": course.course_version(workspace, points_file),
         "options": {
             "chapters": [c.number for c in chapters],
             "isolate": bool(args.isolate),
             "pristine": args.pristine,
             "extra_tests": str(args.extra_tests) if args.extra_tests else None,
             "timeout": timeout,
+            "budget": budget,
             "fail_under": args.fail_under,
             "points_from": settings.source,
+            "seed": args.seed,
         },
         "environment": _environment(),
+        "protections": sorted({p for r in runs for p in r.protections}) or ["no learner code ran"],
         "pristine": restored,
         "total": _total(graded),
         "chapters": graded,
@@ -278,11 +297,14 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
     tests = {t["nodeid"]: t for t in run.tests}
     results = [run.results.get(n) or _missing(t) for n, t in tests.items()]
     units: dict[tuple[str, str], list[dict]] = {}
+    functions_of: dict[tuple[str, str], set[str]] = {}
     for step in chapter.steps:
         units[("step", step.id)] = []
     for result in results:
         test = tests[result["nodeid"]]
         key = ("step", test["step"]) if test.get("step") else ("check", f"{chapter.number}:{test['check']}")
+        functions_of.setdefault(key, set()).update(
+            f for f in (result.get("functions") or []) if isinstance(f, str))
         entry = {
             "nodeid": result["nodeid"],
             "status": result["status"],
@@ -311,13 +333,18 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
             "max_points": settings.unit(chapter.number, kind, unit_id),
             "message": first["message"] if first else None,
             "private": bool(members) and all(m["private"] for m in members),
+            "functions": sorted(functions_of.get((kind, unit_id), ())),
+            "withheld": None,
             "tests": [{k: v for k, v in m.items() if k != "title"} for m in members],
         })
+    _withhold(steps)
     raw_max = sum(s["max_points"] for s in steps)
     scale = settings.chapters[chapter.number] / raw_max if chapter.number in settings.chapters and raw_max else 1.0
     for s in steps:
         s["max_points"] = round(s["max_points"] * scale, 4)
-        if s["status"] == "passed":
+        if s["withheld"]:
+            earned = 0.0
+        elif s["status"] == "passed":
             earned = s["max_points"]
         elif settings.partial_credit and s["total"]:
             earned = s["max_points"] * s["passed"] / s["total"]
@@ -338,6 +365,35 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
         **_counts(steps),
         "steps": steps,
     }
+
+
+def _withhold(units: list[dict]) -> None:
+    """Points follow working code: a step or check earns its points only once its functions work.
+
+    A function *works* when every check beyond the worksheet that calls it passes (other shapes, other
+    values, bad input, large inputs). A passed step or check that calls a function that does not work
+    yet earns nothing, and says which check holds it back: answering only the worksheet's own inputs
+    (or only refusing bad input) earns next to nothing, and a finished function earns all of its points.
+    """
+    checks_of: dict[str, list[dict]] = {}
+    for unit in units:
+        if unit["kind"] == "check":
+            for name in unit["functions"]:
+                checks_of.setdefault(name, []).append(unit)
+    for unit in units:
+        if unit["status"] != "passed":
+            continue
+        failing = {}
+        for name in unit["functions"]:
+            bad = [c["title"] for c in checks_of.get(name, []) if c["status"] != "passed"]
+            if bad:
+                failing[name.rsplit(".", 1)[-1]] = bad
+        if failing:
+            name, bad = next(iter(failing.items()))
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            others = f"; also {', '.join(list(failing)[1:])}" if len(failing) > 1 else ""
+            unit["withheld"] = (f"passed, but worth no points until {name} passes its checks beyond the worksheet: "
+                                f"'{bad[0]}'{more}{others}")
 
 
 def _missing(test: dict) -> dict:

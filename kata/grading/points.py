@@ -10,7 +10,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = 2.0  # seconds one call of a learner's function may take
+DEFAULT_BUDGET = 60.0  # seconds for a whole repository
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,7 @@ class Points:
     """How many points each gradable unit is worth, and how long one test may run."""
 
     timeout: float = DEFAULT_TIMEOUT
+    budget: float = DEFAULT_BUDGET
     step: float = 1.0
     check: float = 1.0
     partial_credit: bool = False
@@ -35,7 +37,7 @@ class Points:
 
 
 KNOWN = {
-    "grade": {"timeout", "step_points", "check_points", "partial_credit"},
+    "grade": {"timeout", "budget", "step_points", "check_points", "partial_credit"},
     "chapters": None,
     "steps": None,
     "checks": None,
@@ -84,6 +86,7 @@ def load(path: Path) -> Points:
         raise ValueError(f"{path.name}: [grade] timeout must be more than 0 seconds")
     return Points(
         timeout=timeout,
+        budget=number(grade.get("budget", DEFAULT_BUDGET), "[grade] budget") or DEFAULT_BUDGET,
         step=number(grade.get("step_points", 1), "[grade] step_points"),
         check=number(grade.get("check_points", 1), "[grade] check_points"),
         partial_credit=partial,

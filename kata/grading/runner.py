@@ -1,8 +1,10 @@
 """Run chapter tests in a child pytest process that whatever the learner's code does cannot break.
 
 - Every result streams to a file (``kata.grading.stream``), so nothing is lost if the child dies.
-- A per-test timeout (pytest-timeout, ``signal`` method) turns an endless loop into "timed out" and
-  the run goes on; a watchdog here kills the child when a test outlives that timeout anyway (a loop
+- The child is the judge: the learner's code runs in its worker (``kata/worker``), where each call has
+  ``timeout`` seconds; a function that does not return is stopped there and named. A per-test guard
+  (pytest-timeout) and a watchdog here catch anything else that stalls a test; a repository's whole
+  run has a ``deadline`` after which what is left is "not run: time budget spent". (A loop
   that swallows the interrupt, a hang in C code), marks the test "timed out" and runs the rest.
 - The child's stdout and stderr go through a pipe that is drained and thrown away except for the
   last few kilobytes, so a flood of prints cannot fill memory, a disk, or the report.
@@ -23,7 +25,13 @@ from pathlib import Path
 
 MACHINERY = Path(__file__).resolve().parents[2]  # the folder that holds the kata package
 KEEP_OUTPUT = 16_384  # characters of the child's output kept for diagnostics
-GRACE = 2.0  # seconds past the per-test timeout before the watchdog steps in (at most)
+GRACE = 2.0  # seconds past the per-test guard before the watchdog steps in (at most)
+BUDGET_SPENT = "not run: time budget spent"
+
+
+def test_guard(call_timeout: float) -> float:
+    """Seconds one test may take in the judge: several calls that each ran out of time, and the checks."""
+    return 30.0 + 4 * call_timeout
 
 
 @dataclass
@@ -36,6 +44,7 @@ class RunResult:
     problems: list[str] = field(default_factory=list)
     output_tail: str = ""
     seconds: float = 0.0
+    protections: list[str] = field(default_factory=list)
 
 
 class _Drain(threading.Thread):
@@ -90,6 +99,7 @@ def run_tests(
     record_values: bool = False,
     extra_args: list[str] = (),
     collect_budget: float = 60.0,
+    deadline: float | None = None,
 ) -> RunResult:
     """Run the tests in ``files`` (relative to ``root``) against ``impl`` until every one has a result.
 
@@ -97,12 +107,13 @@ def run_tests(
         root: the repository (or grading workspace) whose ``conftest.py`` and ``pyproject.toml`` apply.
         files: test files or node ids, relative to ``root``.
         impl: the implementation package name (or folder) handed to ``--impl``.
-        timeout: seconds one test may run before it counts as "timed out".
+        timeout: seconds one call of a learner's function may take before it counts as "timed out".
         stream_dir: a folder for the result stream files.
         extra_paths: folders put on the child's ``PYTHONPATH`` (implementation packages built elsewhere).
         record_values: also record the value each worksheet step returned.
         extra_args: more pytest options (e.g. ``["-m", "step"]`` for the worksheet steps only).
         collect_budget: seconds the child may take to start and collect the tests.
+        deadline: a ``time.monotonic()`` after which the run stops and what is left is not run.
 
     Returns:
         The tests found and the result of every one of them.
@@ -118,7 +129,8 @@ def run_tests(
             "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
             "-p", "no:cacheprovider", "-p", "kata.grading.stream",
             "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic",
-            f"--timeout={timeout:g}", f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
+            f"--timeout={test_guard(timeout):g}", f"--call-timeout={timeout:g}",
+            f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
             f"--impl={impl}", f"--kata-stream={stream}",
         ]
         if record_values:
@@ -138,13 +150,19 @@ def run_tests(
         )
         drain = _Drain(proc.stdout)
         drain.start()
-        killed = _watch(proc, stream, run, timeout, collect_budget, attempt == 1)
+        killed = _watch(proc, stream, run, test_guard(timeout), collect_budget, attempt == 1, deadline)
         drain.join(timeout=5)
         proc.stdout.close()
         run.output_tail = drain.tail()
         _read(stream, run)  # whatever arrived after the last look
         expected = {t["nodeid"] for t in run.tests}
         missing = [n for n in expected if n not in run.results and n not in skip]
+        if killed == BUDGET_SPENT:
+            for nodeid in [n for n in expected if n not in run.results]:
+                run.results[nodeid] = _made_up(run, nodeid, "timed out", BUDGET_SPENT)
+            if not run.tests:
+                run.problems.append(BUDGET_SPENT)
+            break
         if not run.tests:
             if killed:
                 run.problems.append(killed)
@@ -183,10 +201,12 @@ def part(run: RunResult, files: list[str]) -> RunResult:
         problems=list(run.problems) if not tests else [],
         output_tail=run.output_tail,
         seconds=run.seconds,
+        protections=run.protections,
     )
 
 
-def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: float, first: bool) -> str:
+def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: float, first: bool,
+           deadline: float | None = None) -> str:
     """Wait for ``proc``; kill it when a test or the collection runs too long. Returns why it was killed."""
     offset = 0
     current, since = None, time.monotonic()
@@ -204,6 +224,9 @@ def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: f
             elif event["event"] == "collected":
                 collected = True
         now = time.monotonic()
+        if deadline is not None and now > deadline:
+            _kill(proc)
+            return BUDGET_SPENT
         if current is not None and now - since > timeout + min(GRACE, max(0.5, timeout)):
             _kill(proc)
             return f"timed out: still running after {timeout:g} s (the test was stopped from outside)"
@@ -250,6 +273,8 @@ def _apply(event: dict, run: RunResult) -> None:
             run.collect_errors.append(body)
     elif kind == "result":
         run.results[body["nodeid"]] = body
+    elif kind == "protections":
+        run.protections = [p for p in body.get("protections", []) if isinstance(p, str)]
 
 
 def _current(stream: Path) -> str | None:

@@ -11,7 +11,8 @@ Events, one per line:
 - ``{"event": "collected", "tests": [{"nodeid", "chapter", "step", "check", "title"}, ...]}``
 - ``{"event": "collect-error", "nodeid", "message"}``: a test file that does not import.
 - ``{"event": "start", "nodeid"}``: a test begins.
-- ``{"event": "result", "nodeid", "chapter", "step", "title", "status", "message", "got"}``.
+- ``{"event": "result", "nodeid", "chapter", "step", "title", "status", "message", "got", "functions"}``.
+- ``{"event": "protections", "protections": [...]}``: what guarded the learner's process.
 """
 
 from __future__ import annotations
@@ -143,6 +144,12 @@ class Stream:
 
         checks.expect = expect
         kata.expect = expect
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Say which protections applied to the learner's process."""
+        worker = self.config.stash[self.kata.STATE].worker
+        if worker is not None and worker.protections:
+            self.emit(event="protections", protections=list(worker.protections))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Close the stream."""

@@ -7,7 +7,8 @@
 - Chapter modules are imported lazily, one per test module, so a broken chapter costs only its checks.
 - A stub's ``NotImplementedError`` shows as "not started", with no traceback.
 - ``--steps`` prints a chapter as its worksheet; ``--progress`` prints every chapter as a table;
-  ``--kata-results FILE`` writes every result as JSON (for grading and tools).
+  ``--kata-results FILE`` writes every result as JSON (for grading and tools); ``--kata-seed N`` draws
+  the checks' random inputs afresh (the instructor's grading run).
 """
 
 from __future__ import annotations
@@ -67,6 +68,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="authors: compare worksheet steps at rtol 1e-12 (unless the key sets a tolerance) to prove the "
         "answer key's exact values are stored to full float64 precision",
     )
+    group.addoption(
+        "--kata-seed",
+        type=int,
+        default=None,
+        help="instructors: reseed each test module's RNG from this seed (fresh random inputs for the checks "
+        "beyond the worksheet; `nox -s grade-class` draws one per grading run)",
+    )
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    """With ``--kata-seed N``: reseed every test module's ``RNG`` (in place: defaults that hold it follow)."""
+    seed = config.getoption("kata_seed")
+    if seed is None:
+        return
+    import zlib
+
+    import numpy as np
+
+    seen = set()
+    for item in items:
+        module = getattr(item, "module", None)
+        rng = getattr(module, "RNG", None)
+        if isinstance(rng, np.random.Generator) and id(module) not in seen:
+            seen.add(id(module))
+            fresh = type(rng.bit_generator)(np.random.SeedSequence([seed, zlib.crc32(module.__name__.encode())]))
+            rng.bit_generator.state = fresh.state
 
 
 def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:

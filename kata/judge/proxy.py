@@ -36,6 +36,7 @@ from ..worker import limits as worker_limits
 
 MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
 WORKER = MACHINERY / "kata" / "worker" / "main.py"
+GRACE = 1.0  # seconds past the call timeout before the judge stops a call the worker could not stop
 STARTUP = 30.0  # seconds the worker may take to start (NumPy's import on a cold disk)
 REPLAY = (  # exception types re-raised as themselves; any other comes back as a LearnerError
     "ArithmeticError", "AssertionError", "AttributeError", "FloatingPointError", "IndexError", "KeyError",
@@ -171,7 +172,7 @@ class Worker:
             "machinery": str(MACHINERY), "root": str(root), "impl": self.impl, "home": str(self.home),
             "shown_as": {str(root / self.impl): self.shown_as.get(self.impl, self.impl)},
             "hung": [[m, q, said] for (m, q), said in self.hung.items()], "limits": self.limits,
-            "generation": self.generation,
+            "generation": self.generation, "call_timeout": self.call_timeout,
         }
         command = [sys.executable, "-I", "-X", "utf8", str(WORKER), json.dumps(config)]
         if _SANDBOX is False:
@@ -292,22 +293,21 @@ class Worker:
         except (BrokenPipeError, OSError):
             return self._crashed(what)
         started = time.monotonic()
-        item = self._wait(self.call_timeout)
+        # The worker's own alarm stops a call at call_timeout and says where it was; this clock, a little
+        # later, catches what the alarm cannot interrupt (a loop in C code, Windows).
+        item = self._wait(self.call_timeout + GRACE)
         while isinstance(item, tuple) and "callback" in item[0]:  # the learner's code calls a test's function
             self._answer_callback(*item)
-            item = self._wait(self.call_timeout)
+            item = self._wait(self.call_timeout + GRACE)
         self.seconds_in_learner += time.monotonic() - started
         printed = self.read_output()
         if printed:
             sys.stdout.write(printed)
-        if item is None:
-            self._timed_out(what, key)
+        if item is None or (isinstance(item, tuple) and "where" in item[0]):
+            self._timed_out(what, key, item[0]["where"] if item else [])
         if not isinstance(item, tuple):
             return self._crashed(what)
-        answer, answer_blobs = item
-        if "where" in answer:  # a late answer to a signal: the next one is the real one
-            return self._crashed(what)
-        return answer, answer_blobs
+        return item
 
     def _answer_callback(self, header: dict, blobs: list) -> None:
         fn = self.callbacks.get(header.get("callback"))
@@ -358,16 +358,8 @@ class Worker:
             hint = " (a resource limit: CPU time or memory?)"
         raise WorkerCrashed(f"{what} ended the learner's process ({how}){hint}; its last output: {words}")
 
-    def _timed_out(self, what: str, key) -> None:
-        stack = []
-        if self.proc is not None and hasattr(signal, "SIGUSR1"):
-            try:
-                self.proc.send_signal(signal.SIGUSR1)
-                item = self._wait(0.5)
-                if isinstance(item, tuple) and "where" in item[0]:
-                    stack = [s for s in item[0]["where"] if isinstance(s, list) and len(s) == 4]
-            except (ProcessLookupError, OSError):
-                pass
+    def _timed_out(self, what: str, key, where: list) -> None:
+        stack = [s for s in where if isinstance(s, list) and len(s) == 4] if isinstance(where, list) else []
         self.stop()
         said = f"did not return within {self.call_timeout:g} s"
         if stack:
@@ -379,7 +371,7 @@ class Worker:
             spot = ""
         if key is not None:
             self.hung_calls[key] = f"{what} {said} earlier in this run{spot}"
-        raise DidNotReturn(f"{what} {said}{spot}: an endless loop? The learner's process was stopped.")
+        raise DidNotReturn(f"{what} {said}{spot}: an endless loop? The learner's process was stopped from outside.")
 
     def import_module(self, module: str) -> None:
         """Import a chapter module in the worker; its exception comes back as one."""
@@ -451,6 +443,7 @@ class FunctionProxy:
         self.__qualname__ = name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function in the worker."""
         return self._worker.call(self._module, self.__name__, args, kwargs)
 
     def __repr__(self) -> str:

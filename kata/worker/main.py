@@ -45,8 +45,8 @@ def main() -> int:
     sys.path[:] = [config["root"], *(p for p in sys.path if p != config["machinery"])]
     warnings.simplefilter("error")  # as in the judge's pytest run: NumPy's overflow warning is an error
     server = Server(config, wire, channel_out, channel_in)
-    if hasattr(signal, "SIGUSR1"):
-        signal.signal(signal.SIGUSR1, server.where_now)
+    if hasattr(signal, "setitimer"):  # a call past its time says where it is; the judge then ends this process
+        signal.signal(signal.SIGALRM, server.where_now)
     wire.write_frame(channel_out, {"ready": True, "protections": applied, "pid": os.getpid()}, [])
     while True:
         try:
@@ -66,6 +66,8 @@ class Server:
         self.shown_as = config.get("shown_as", {})  # folder in the worker -> how the learner knows it
         self.hung = {tuple(h[:2]): h[2] for h in config.get("hung", [])}
         self.generation = config.get("generation", 0)
+        self.call_timeout = float(config.get("call_timeout", 2.0))
+        self.first_look: list | None = None
         self.modules: dict[str, object] = {}
         self.objects: dict[int, object] = {}
 
@@ -104,16 +106,25 @@ class Server:
         return self.modules[name]
 
     def call(self, header: dict, blobs: list[bytes]) -> None:
+        """Call a learner's function; answer with its result and the arguments it changed in place."""
         arrays: list = []
         args = self.wire.decode(header["args"], blobs, self.resolve, arrays)
         kwargs = self.wire.decode(header["kwargs"], blobs, self.resolve, arrays)
         before = [a.tobytes() for a in arrays]
         fn = getattr(self.module(header["module"]), header["fn"])
-        result = fn(*args, **kwargs)
+        if hasattr(signal, "setitimer"):
+            self.first_look = None
+            signal.setitimer(signal.ITIMER_REAL, self.call_timeout)
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            if hasattr(signal, "setitimer"):
+                signal.setitimer(signal.ITIMER_REAL, 0)
         changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
         self.reply_value(result, arrays, changed)
 
     def reply_value(self, value, arrays: list, changed: list[int] = ()) -> None:
+        """Answer with ``value`` as plain data (handles for what is not)."""
         encoder = self.wire.Encoder(lambda obj: self.keep(obj, arrays))
         if callable(value) and not isinstance(value, type):
             tree = {"t": "f"}
@@ -167,13 +178,16 @@ class Server:
         return call_the_judge
 
     def reply(self, header: dict, blobs: list[bytes] = ()) -> None:
+        """Write one message to the judge."""
         self.wire.write_frame(self.out, header, list(blobs))
 
     # -- where the learner's code is ------------------------------------------------------------------
     def is_learners(self, filename: str | None) -> bool:
+        """Whether ``filename`` is part of the learner's code."""
         return bool(filename) and os.path.realpath(filename).startswith(self.root + os.sep)
 
     def shown(self, filename: str) -> str:
+        """``filename`` as the learner knows it (``exercises/chapter04_attention.py``)."""
         path = os.path.realpath(filename)
         for inside, outside in self.shown_as.items():
             if path.startswith(os.path.realpath(inside) + os.sep):
@@ -181,6 +195,7 @@ class Server:
         return os.path.relpath(path, self.root).replace(os.sep, "/")
 
     def frames(self, tb) -> list[dict]:
+        """The learner's frames of a traceback, outermost first."""
         out = []
         for frame in traceback.extract_tb(tb):
             if self.is_learners(frame.filename):
@@ -208,14 +223,28 @@ class Server:
         }
 
     def where_now(self, signum, frame) -> None:
-        """On the judge's signal (a call ran out of time): say which learner function is running."""
-        stack = []
+        """When a call runs out of time: say which learner function is stuck (the judge then ends us).
+
+        Two looks, a quarter of a second apart: the deepest of the learner's frames seen both times is
+        the one that has been running all along (an endless loop in ``softmax``), not whichever short
+        call a long loop happened to be in (``causal_mask`` inside a slow ``train``).
+        """
+        frames = []
         while frame is not None:
-            code = frame.f_code
-            if self.is_learners(code.co_filename):
-                module = frame.f_globals.get("__name__", "")
-                stack.append([module, code.co_qualname, self.shown(code.co_filename), frame.f_lineno])
+            if self.is_learners(frame.f_code.co_filename):
+                frames.append(frame)
             frame = frame.f_back
+        if self.first_look is None:
+            self.first_look = frames  # holding them keeps each frame object unique until the second look
+            signal.setitimer(signal.ITIMER_REAL, 0.25)
+            return
+        earlier, self.first_look = self.first_look, None
+        still = next((i for i, f in enumerate(frames) if any(f is e for e in earlier)), len(frames))
+        stack = []
+        for frame in frames[still:]:
+            code = frame.f_code
+            module = frame.f_globals.get("__name__", "")
+            stack.append([module, code.co_qualname, self.shown(code.co_filename), frame.f_lineno])
         try:
             self.reply({"where": stack})
         except BaseException:  # noqa: BLE001, S110 - the judge kills this process next anyway
