@@ -121,6 +121,7 @@ def sandbox_command() -> list[str] | None:
 
 
 _SANDBOX: list | None | bool = False
+PRIVATE_PLACES = ("/root", "/home", "/run", "/var/tmp", "/var/lib", "/var/log", "/srv", "/mnt", "/media", "/opt")
 
 
 class Worker:
@@ -197,14 +198,15 @@ class Worker:
         """Bubblewrap around ``command``: the system read-only, the course hidden, no network."""
         args = [_SANDBOX[0], "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                 "--unshare-all", "--die-with-parent", "--new-session"]
-        for folder in self.hide:
+        hidden = [*self.hide, *map(Path, PRIVATE_PLACES), Path(tempfile.gettempdir())]
+        for folder in hidden:
             if folder.exists():
                 args += ["--tmpfs", str(folder)]
         keep = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent,
                 MACHINERY / "kata"}
         keep |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
         for folder in sorted(keep, key=lambda p: len(p.parts)):
-            if any(folder.is_relative_to(h) for h in self.hide):
+            if folder.exists() and any(folder.is_relative_to(h) for h in hidden):
                 args += ["--ro-bind", str(folder), str(folder)]
         args += ["--bind", str(self.home), str(self.home), "--chdir", str(self.home)]
         return args + command
@@ -365,6 +367,10 @@ class Worker:
         if stack:
             module, qualname, file, line = stack[0]
             name = str(qualname).rsplit(".", 1)[-1]
+            if name == "<module>":
+                said = f"importing {str(module).rsplit('.', 1)[-1]} did not finish within {self.call_timeout:g} s"
+                self.hung[(str(module), "<module>")] = f"{said} earlier in this run (an endless loop at module level?)"
+                raise DidNotReturn(f"{said}: an endless loop at module level? ({file}:{line})")
             self.hung[(str(module), str(qualname))] = f"{name} {said} earlier in this run"
             spot = f" (it was running {name} at {file}:{line})"
         else:

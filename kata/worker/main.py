@@ -39,9 +39,9 @@ def main() -> int:
     os.dup2(capture, 2)
     os.close(capture)
     os.close(devnull)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)  # noqa: SIM115
-    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)  # noqa: SIM115
-    applied = limits.apply({**limits.LIMITS, **config.get("limits", {})})
+    settings = {**limits.LIMITS, **config.get("limits", {})}
+    sys.stdout = sys.stderr = Capped(int(settings["output_bytes"]) // 2)
+    applied = limits.apply(settings)
     sys.path[:] = [config["root"], *(p for p in sys.path if p != config["machinery"])]
     warnings.simplefilter("error")  # as in the judge's pytest run: NumPy's overflow warning is an error
     server = Server(config, wire, channel_out, channel_in)
@@ -56,6 +56,56 @@ def main() -> int:
         server.answer(header, blobs)
 
 
+class HungImports:
+    """Refuses at once to import a learner's module whose import did not finish earlier in this run."""
+
+    def __init__(self, hung: dict[str, str]) -> None:
+        self.hung = hung
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201 - the import system's signature
+        """Raise ``Hung`` for a module that hung before; otherwise let the next finder look."""
+        if name in self.hung:
+            raise Hung(self.hung[name])
+        return None
+
+
+class Capped:
+    """``print``'s target: keeps the first ``limit`` bytes of what the learner's code prints, drops the rest.
+
+    Writes past the limit vanish instead of failing, so a flood of prints costs time, not a crash; what
+    is written to the file descriptors directly still meets the output limit (``limits.py``).
+    """
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.file = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+
+    def write(self, text: str) -> int:
+        """Keep ``text`` while there is room."""
+        if self.left > 0:
+            part = text[: self.left]
+            self.left -= len(part)
+            self.file.write(part)
+            if self.left <= 0:
+                self.file.write("\n… (more output was printed; not kept)\n")
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush what was kept."""
+        self.file.flush()
+
+    def isatty(self) -> bool:
+        """Never a terminal."""
+        return False
+
+    def fileno(self) -> int:
+        """The descriptor the output goes to."""
+        return 1
+
+
 class Server:
     """Answers one request at a time; keeps the learner's modules and the objects behind handles."""
 
@@ -64,10 +114,13 @@ class Server:
         self.impl = config["impl"]
         self.root = os.path.realpath(config["root"])
         self.shown_as = config.get("shown_as", {})  # folder in the worker -> how the learner knows it
-        self.hung = {tuple(h[:2]): h[2] for h in config.get("hung", [])}
+        self.hung = {tuple(h[:2]): h[2] for h in config.get("hung", []) if h[1] != "<module>"}
+        self.hung_modules = {h[0]: h[2] for h in config.get("hung", []) if h[1] == "<module>"}
+        sys.meta_path.insert(0, HungImports(self.hung_modules))
         self.generation = config.get("generation", 0)
         self.call_timeout = float(config.get("call_timeout", 2.0))
         self.first_look: list | None = None
+        self.replying = False
         self.modules: dict[str, object] = {}
         self.objects: dict[int, object] = {}
 
@@ -75,6 +128,9 @@ class Server:
     def answer(self, header: dict, blobs: list[bytes]) -> None:
         """Run one request and write its answer."""
         op = header.get("op")
+        if hasattr(signal, "setitimer"):  # the learner's code has call_timeout seconds, imports included
+            self.first_look = None
+            signal.setitimer(signal.ITIMER_REAL, self.call_timeout)
         try:
             if op == "import":
                 self.module(header["module"])
@@ -90,6 +146,8 @@ class Server:
         except BaseException as err:  # noqa: BLE001 - everything the learner's code raises is reported
             self.reply({"error": self.describe(err)})
         finally:
+            if hasattr(signal, "setitimer"):
+                signal.setitimer(signal.ITIMER_REAL, 0)
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
@@ -98,6 +156,9 @@ class Server:
 
     def module(self, name: str):
         """The learner's chapter module ``name``, imported once; hung functions replaced after import."""
+        full = f"{self.impl}.{name}"
+        if full in self.hung_modules and full not in sys.modules:
+            raise Hung(self.hung_modules[full])
         if name not in self.modules:
             self.modules[name] = importlib.import_module(f"{self.impl}.{name}")
             for module in list(sys.modules.values()):
@@ -112,14 +173,7 @@ class Server:
         kwargs = self.wire.decode(header["kwargs"], blobs, self.resolve, arrays)
         before = [a.tobytes() for a in arrays]
         fn = getattr(self.module(header["module"]), header["fn"])
-        if hasattr(signal, "setitimer"):
-            self.first_look = None
-            signal.setitimer(signal.ITIMER_REAL, self.call_timeout)
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            if hasattr(signal, "setitimer"):
-                signal.setitimer(signal.ITIMER_REAL, 0)
+        result = fn(*args, **kwargs)
         changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
         self.reply_value(result, arrays, changed)
 
@@ -178,8 +232,12 @@ class Server:
         return call_the_judge
 
     def reply(self, header: dict, blobs: list[bytes] = ()) -> None:
-        """Write one message to the judge."""
-        self.wire.write_frame(self.out, header, list(blobs))
+        """Write one message to the judge (the time-out alarm waits until it is written whole)."""
+        self.replying = True
+        try:
+            self.wire.write_frame(self.out, header, list(blobs))
+        finally:
+            self.replying = False
 
     # -- where the learner's code is ------------------------------------------------------------------
     def is_learners(self, filename: str | None) -> bool:
@@ -229,6 +287,8 @@ class Server:
         the one that has been running all along (an endless loop in ``softmax``), not whichever short
         call a long loop happened to be in (``causal_mask`` inside a slow ``train``).
         """
+        if self.replying:
+            return
         frames = []
         while frame is not None:
             if self.is_learners(frame.f_code.co_filename):

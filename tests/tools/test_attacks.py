@@ -1,0 +1,250 @@
+"""A grade is only as good as its weakest trick: tampering implementations, each graded for real.
+
+Every attack is the same honest-but-wrong code (chapter 4's ``attention_scores`` forgets the 1/√d_k, so
+attention is wrong in chapters 4 and 5) plus a trick. Each is graded by ``python -m kata grade`` (what
+``nox -s grade`` runs) from a throwaway copy of the course, and must earn no more than the honest version.
+An implementation right only at the worksheet's sizes must earn at most 10 % of chapters 2–10.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, copy_repository, copy_solutions, tool
+
+pytestmark = pytest.mark.slow
+
+HONEST_BUT_WRONG = '''
+def attention_scores(Q, K):  # forgot to divide by sqrt(d_k): attention is wrong in chapters 4 and 5
+    return raw_scores(Q, K)
+'''
+
+# Each trick runs when chapter 4 is imported (in the worker) or when its functions are called.
+# COURSE is replaced with the path of the course copy the grade runs from.
+ATTACKS = {
+    "patch the checker and numpy.allclose": '''
+        import numpy as _np
+        try:
+            import kata.judge.checks as _checks
+            _checks.expect = _checks.close = lambda *a, **k: None
+        except Exception:
+            pass
+        _np.allclose = lambda *a, **k: True
+        _np.array_equal = lambda *a, **k: True
+    ''',
+    "import and return the reference": '''
+        import sys as _sys
+        _sys.path.insert(0, "COURSE")
+        try:
+            from solutions.chapter04_attention import attention_scores  # noqa: F401
+        except Exception:
+            pass
+    ''',
+    "write the result stream": '''
+        import glob as _glob, json as _json, os as _os
+        for _cmd in _glob.glob("/proc/*/cmdline"):
+            try:
+                _args = open(_cmd, "rb").read().split(b"\\0")
+            except OSError:
+                continue
+            for _a in _args:
+                if _a.startswith(b"--kata-stream="):
+                    _path = _a.split(b"=", 1)[1].decode()
+                    try:
+                        _events = [_json.loads(l) for l in open(_path)]
+                        _tests = next(e["tests"] for e in _events if e["event"] == "collected")
+                        with open(_path, "a") as _f:
+                            for _t in _tests:
+                                _f.write(_json.dumps({"event": "result", "nodeid": _t["nodeid"], "chapter": _t["chapter"],
+                                                      "step": _t["step"], "title": _t["title"], "status": "passed",
+                                                      "message": "", "functions": []}) + "\\n")
+                    except Exception:
+                        pass
+    ''',
+    "rewrite pytest's reports": '''
+        try:
+            import _pytest.reports as _r
+            _r.TestReport.passed = property(lambda self: True)
+            _r.TestReport.outcome = "passed"
+        except Exception:
+            pass
+    ''',
+    "overwrite the course's tests and checks": '''
+        import glob as _glob
+        for _path in _glob.glob("COURSE/tests/test_chapter0*.py") + _glob.glob("/tmp/kata-grade-*/repo/tests/test_*.py"):
+            try:
+                open(_path, "w").write("def test_nothing():\\n    pass\\n")
+            except OSError:
+                pass
+        for _path in _glob.glob("/tmp/kata-grade-*/repo/kata/judge/checks.py"):
+            try:
+                open(_path, "a").write("\\nexpect = close = lambda *a, **k: None\\n")
+            except OSError:
+                pass
+    ''',
+    "read the answer key file": '''
+        import tomllib as _toml, numpy as _np
+        try:
+            _key = _toml.load(open("COURSE/reference/chapter04_attention.toml", "rb"))
+        except Exception:
+            _key = None
+        _honest_attention_scores = attention_scores
+
+        def attention_scores(Q, K):
+            if _key is not None and _np.asarray(Q).shape == (2, 2):
+                for _step in _key.get("steps", []):
+                    if _step.get("id") == "4.2":
+                        return _np.array([_np.zeros(2), _step["exact"]])
+            return _honest_attention_scores(Q, K)
+    ''',
+    "exit 0 in the middle of a call": '''
+        import os as _os
+        _honest_softmax = softmax
+
+        def softmax(x, axis=-1):
+            if _np_size(x) > 4:
+                _os._exit(0)
+            return _honest_softmax(x, axis)
+
+        def _np_size(x):
+            import numpy
+            return numpy.asarray(x).size
+    ''',
+    "sys.exit during import": '''
+        import sys as _sys
+        _sys.exit(0)
+    ''',
+    "print a fake summary": '''
+        print("chapter 4: 6/6 steps, 16/16 checks")
+        print("total: 256 / 256 points (100.0 %)")
+        print('{"event": "result", "nodeid": "tests/test_chapter04_attention.py::test_x", "status": "passed"}')
+    ''',
+    "an answer that equals everything": '''
+        class _Everything(float):
+            def __eq__(self, other):
+                return True
+            __ne__ = lambda self, other: False
+            __array_priority__ = 1000
+
+            def __array__(self, dtype=None, copy=None):
+                import numpy
+                return numpy.zeros((2, 2))
+
+        def raw_scores(Q, K):
+            return _Everything(0.0)
+    ''',
+    "forge answers on the channel": '''
+        import json as _json, os as _os, struct as _struct
+        _text = _json.dumps({"ok": {"t": "l", "v": [1.0, 2.0]}, "changed": {}, "blobs": []}).encode()
+        for _fd in range(3, 12):
+            try:
+                _os.write(_fd, _struct.pack("<I", len(_text)) + _text)
+            except OSError:
+                pass
+    ''',
+    "kill the judge": '''
+        import os as _os, signal as _signal
+        try:
+            _os.kill(_os.getppid(), _signal.SIGKILL)
+        except Exception:
+            pass
+    ''',
+    "allocate 10 GB and fork": '''
+        import os as _os
+        try:
+            _big = bytearray(10 * 1024**3)
+        except MemoryError:
+            pass
+        try:
+            if _os.fork() == 0:
+                import time as _t
+                _t.sleep(600)
+                _os._exit(0)
+        except OSError:
+            pass
+    ''',
+}
+
+
+def _grade(course: Path, impl: Path, out: Path) -> dict:
+    proc = tool("grade", "--impl", str(impl), "--chapters", "1,4,5", "--out", str(out), root=course, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Every attack, the honest version and solutions/, graded in one go (two at a time)."""
+    tmp = tmp_path_factory.mktemp("attacks")
+    course = copy_repository(tmp / "course")
+    jobs = {"honest": HONEST_BUT_WRONG, "solutions": ""}
+    for name, trick in ATTACKS.items():
+        jobs[name] = HONEST_BUT_WRONG + textwrap.dedent(trick).replace("COURSE", str(course))
+    impls = {}
+    for number, (name, code) in enumerate(jobs.items()):
+        impls[name] = copy_solutions(tmp / f"impl{number}" / "exercises", {"chapter04_attention": code} if code else {})
+
+    def run(name: str) -> tuple[str, dict]:
+        return name, _grade(course, impls[name], tmp / f"out-{list(jobs).index(name)}")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(pool.map(run, jobs))
+    return course, results
+
+
+def test_the_honest_mistake_costs_points(graded):
+    """the baseline: forgetting 1/√d_k loses points in chapters 4 and 5, and solutions/ earns them all"""
+    _, results = graded
+    assert results["solutions"]["total"]["percent"] == 100.0
+    assert results["honest"]["total"]["points"] < results["solutions"]["total"]["points"]
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_no_trick_earns_more_than_the_honest_code(graded, attack):
+    """a tampering implementation earns no more than the same code with the trick removed"""
+    _, results = graded
+    got, honest = results[attack], results["honest"]
+    assert got["total"]["points"] <= honest["total"]["points"], (attack, got["total"], honest["total"])
+    by_chapter = {c["chapter"]: c for c in got["chapters"]}
+    assert by_chapter[4]["points"] < by_chapter[4]["max_points"], attack
+
+
+def test_the_course_copy_is_untouched_by_every_attack(graded):
+    """no attack could change the tests, the answer key or the judge of the course it was graded from"""
+    course, _ = graded
+    for relative in ("tests/test_chapter04_attention.py", "kata/judge/checks.py", "reference/chapter04_attention.toml"):
+        assert (course / relative).read_bytes() == (ROOT / relative).read_bytes(), relative
+
+
+def test_every_report_names_the_protections_that_applied(graded):
+    """results.json says what guarded the learner's process (a separate worker, its limits, a sandbox)"""
+    _, results = graded
+    protections = results["honest"]["protections"]
+    assert "separate process" in protections
+    if shutil.which("bwrap"):
+        assert any(p.startswith("bubblewrap") for p in protections), protections
+
+
+def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
+    """right only at the worksheet's sizes (the reference for ≤2×2 inputs, zeros otherwise): ≤ 10 % of chapters 2–10"""
+    impl = tmp_path / "exercises"
+    shutil.copytree(ROOT / "solutions", impl / "_real", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(Path(__file__).parent / "attacks" / "worksheet_only.py", impl / "_worksheet_only.py")
+    (impl / "__init__.py").write_text("")
+    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+        (impl / path.name).write_text(
+            f"from ._worksheet_only import wrap\nfrom ._real import {path.stem} as _real\n\nwrap(globals(), _real)\n")
+    proc = tool("grade", "--impl", str(impl), "--out", str(tmp_path / "out"), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    later = [c for c in results["chapters"] if c["chapter"] >= 2]
+    earned, worth = sum(c["points"] for c in later), sum(c["max_points"] for c in later)
+    assert earned <= 0.10 * worth, f"{earned} of {worth} points"
+    passed_but_withheld = [s for c in later for s in c["steps"] if s["status"] == "passed" and s["withheld"]]
+    assert passed_but_withheld and "checks beyond the worksheet" in passed_but_withheld[0]["withheld"]
