@@ -73,7 +73,7 @@ def progress(session: nox.Session) -> None:
 @nox.session
 def selfcheck(session: nox.Session) -> None:
     """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
-    install(session, "test", "docs", "lint")
+    install(session, "test", "docs", "lint", "classroom", "browser")
     session.run("ruff", "check", ".")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", *session.posargs)
     session.env["NO_MKDOCS_2_WARNING"] = "1"
@@ -111,8 +111,9 @@ def docs_browser(session: nox.Session) -> None:
 
     No console error, every formula and diagram drawn, every image and internal link resolving, nothing loaded
     from another host, search working from file://; screenshots of the chapter pages in build/docs-browser/.
+    Playwright drives the system's Chromium; it never downloads a browser of its own.
     """
-    install(session, "test", "docs")
+    install(session, "test", "docs", "browser")
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     site, shots = "build/docs-browser/site", "build/docs-browser/screenshots"
     session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", site)
@@ -132,9 +133,9 @@ def docs_zensical(session: nox.Session) -> None:
 
 
 # -- the learner's loop and course grading: kata/learner/, kata/grading/, docs/instructors.md ---------------
-def _kata_tool(session: nox.Session, command: str) -> None:
-    """Run ``python -m kata COMMAND`` with the session's arguments."""
-    install(session, "test")
+def _kata_tool(session: nox.Session, command: str, *groups: str) -> None:
+    """Run ``python -m kata COMMAND`` with the session's arguments (``groups``: more to install)."""
+    install(session, "test", *groups)
     session.run("python", "-m", "kata", command, *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
@@ -166,6 +167,12 @@ def doctor(session: nox.Session) -> None:
 def grade(session: nox.Session) -> None:
     """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options."""
     _kata_tool(session, "grade")
+
+
+@nox.session(name="grade-class", default=False)
+def grade_class(session: nox.Session) -> None:
+    """Grade a whole class from a roster: `nox -s grade-class -- roster.csv --out gradebook` (`-- --help`)."""
+    _kata_tool(session, "grade-class", "classroom")
 
 
 @nox.session(default=False)

@@ -1,6 +1,6 @@
 """``python -m kata COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
 
-Commands: grade, watch, hint, worksheet, doctor, release, bench-watch.
+Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import sys
 
 COMMANDS = {
     "grade": "kata.grading.grade",
+    "grade-class": "kata.grading.classroom",
     "watch": "kata.learner.watch",
     "hint": "kata.learner.hints",
     "worksheet": "kata.learner.worksheet",

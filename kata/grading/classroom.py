@@ -1,0 +1,350 @@
+"""``nox -s grade-class -- ROSTER --out DIR``: grade a whole class on the instructor's side.
+
+For every learner of the roster (``roster.py``): fetch the commit to grade and only its ``exercises/``
+(``submissions.py``), grade it with this course copy's own tests, answer key, machinery and
+``grading.toml`` (``python -m kata grade --impl <their exercises>``, one sealed process per learner,
+``--jobs`` at a time, each under a wall-clock limit), and write one gradebook (``gradebook.py``), one
+report page (``class_report.py``) and every learner's own reports into ``DIR``:
+
+    DIR/gradebook.csv, DIR/gradebook.json, DIR/report.html, DIR/students/<student>/{results.json,
+    junit.xml, summary.md}
+
+A learner whose commit and the course's files are unchanged since an earlier run is taken from the
+cache (``DIR/.cache`` or ``--cache``). ``--shard I/N`` grades one slice of the roster and ``--merge``
+combines the slices, for a CI matrix. Exit codes: 0 the class was graded (whatever the scores, and
+even with missing or error rows), 2 a bad option, roster or ``grading.toml`` (nothing is graded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from .. import project
+from . import class_report, course, gradebook, roster, strict, submissions
+from . import points as points_mod
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``nox -s grade-class -- ...``."""
+    p = argparse.ArgumentParser(
+        prog="nox -s grade-class --",
+        description="Grade every learner of a roster with this course's own tests; write a gradebook and a report.",
+    )
+    p.add_argument("roster", nargs="?", help="CSV with a header and the columns student,repo (extra columns kept)")
+    p.add_argument("--out", default="gradebook", metavar="DIR", help="where to write everything (default: gradebook/)")
+    p.add_argument("--deadline", metavar="TIME",
+                   help="grade the last commit at or before TIME (committer date), e.g. 2027-03-01T23:59:00+01:00")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="learners graded at once (default: the number of CPUs)")
+    p.add_argument("--shard", metavar="I/N", help="grade only the I-th of N slices of the roster (by student)")
+    p.add_argument("--merge", nargs="+", metavar="DIR", help="combine the --out folders of --shard runs into --out")
+    p.add_argument("--extra-tests", metavar="DIR", help="the instructor's private tests, run beside the public ones")
+    p.add_argument("--chapters", metavar="N,N,...", help="grade only these chapters (default: all)")
+    p.add_argument("--isolate", action="store_true", help="grade each chapter on the reference of the others")
+    p.add_argument("--seed", type=int, help="seed of the random inputs (default: a fresh one for this run)")
+    p.add_argument("--cache", metavar="DIR", help="where earlier grades are kept (default: DIR/.cache)")
+    p.add_argument("--no-cache", action="store_true", help="grade every learner again")
+    p.add_argument("--learner-timeout", type=float, metavar="SECONDS",
+                   help="wall-clock seconds for one learner's grade (default: twice grading.toml's budget + 60)")
+    p.add_argument("--clone-timeout", type=float, default=120, metavar="SECONDS",
+                   help="seconds fetching one repository may take (default: 120)")
+    p.add_argument("--git-host", default="https://github.com", help="where owner/name repositories live")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Grade the class (or merge shards), write the gradebook and the report; return the exit code."""
+    args = parser().parse_args(argv)
+    out = Path(args.out).resolve()
+    started = time.monotonic()
+    try:
+        if args.merge:
+            if args.roster or args.shard:
+                raise ValueError("--merge combines finished shards: give it no roster and no --shard")
+            book = gradebook.merge([Path(d).resolve() for d in args.merge], out)
+        else:
+            if not args.roster:
+                raise ValueError("give the roster (a CSV with the columns student,repo), or --merge DIR...")
+            book = grade_class(args, out)
+    except (ValueError, roster.RosterError, strict.StrictError) as err:
+        print(f"grade-class: {err}", file=sys.stderr)
+        return 2
+    paths = gradebook.write(book, out)
+    report = out / "report.html"
+    report.write_text(class_report.render(book), encoding="utf-8")
+    paths.append(report)
+    print(closing(book, time.monotonic() - started))
+    for path in paths:
+        print(f"wrote {path}")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as f:
+            f.write(markdown(book) + "\n")
+    return 0
+
+
+# -- one run ------------------------------------------------------------------------------------------
+def grade_class(args: argparse.Namespace, out: Path) -> dict:
+    """Grade the roster's learners (or one shard of them); return the gradebook."""
+    root = project.ROOT
+    class_roster = roster.load(Path(args.roster))
+    deadline = submissions.parse_deadline(args.deadline) if args.deadline else None
+    shard = roster.parse_shard(args.shard) if args.shard else None
+    if args.jobs < 1:
+        raise ValueError("--jobs takes a number of learners ≥ 1")
+    all_chapters = project.chapters(root)
+    numbers = [c.number for c in all_chapters]
+    chosen = numbers
+    if args.chapters:
+        chosen = sorted({project.parse_chapter(c) for c in args.chapters.split(",") if c.strip()})
+        unknown = [n for n in chosen if n not in numbers]
+        if unknown:
+            raise ValueError(f"--chapters: no chapter {unknown} here (chapters: {', '.join(map(str, numbers))})")
+    extra = Path(args.extra_tests).resolve() if args.extra_tests else None
+    if extra is not None and not extra.is_dir():
+        raise ValueError(f"--extra-tests: {extra} is not a folder")
+    points_file = root / "grading.toml"
+    strict.check(points_file, root, sorted(extra.rglob("test_*.py")) if extra else [])
+    settings = points_mod.load(points_file)
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    budget = float(getattr(settings, "budget", 60.0))
+    learner_timeout = args.learner_timeout or 2 * budget + 60
+    learners = class_roster.shard(*shard) if shard else list(class_roster.learners)
+    key_base = {
+        "machinery": course.machinery_version(root, points_file),
+        "extra_tests": hashlib.sha256(
+            json.dumps(course.folder_files(extra, "extra") if extra else [], default=bytes.hex).encode()
+        ).hexdigest(),
+        "chapters": chosen if args.chapters else None,
+        "isolate": bool(args.isolate),
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+    }
+    cache = None if args.no_cache else Path(args.cache).resolve() if args.cache else out / ".cache"
+    (out / "students").mkdir(parents=True, exist_ok=True)
+
+    def grade_options(sub: submissions.Submission, repo: str, target: Path) -> list[str]:
+        cmd = ["--impl", str(sub.exercises), "--out", str(target), "--seed", str(seed), "--repository", repo,
+               "--commit", sub.commit]
+        if args.chapters:
+            cmd += ["--chapters", ",".join(map(str, chosen))]
+        if extra is not None:
+            cmd += ["--extra-tests", str(extra)]
+        if args.isolate:
+            cmd.append("--isolate")
+        return cmd
+
+    def one(learner: roster.Learner) -> dict:
+        began = time.monotonic()
+        repo = submissions.shown(learner.repo)
+        folder = out / "students" / learner.student
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        work = Path(tempfile.mkdtemp(prefix="kata-class-"))
+        try:
+            sub = submissions.fetch(learner.repo, work, base=class_roster.path.resolve().parent, deadline=deadline,
+                                    timeout=args.clone_timeout, git_host=args.git_host)
+            common = dict(repo=repo, chapters=numbers)
+            if isinstance(sub, submissions.Missing):
+                (folder / "summary.md").write_text(f"## {learner.student}: missing\n\n{sub.reason}\n", encoding="utf-8")
+                return gradebook.row(learner, status="missing", commit=sub.commit, committed_at=sub.committed_at,
+                                     note=sub.reason, results=None, seconds=time.monotonic() - began, **common)
+            key = hashlib.sha256(json.dumps({**key_base, "repo": repo, "commit": sub.commit}, sort_keys=True)
+                                 .encode()).hexdigest()
+            entry = cache / key[:2] / key if cache else None
+            cached = entry is not None and (entry / "results.json").is_file()
+            if not cached:
+                graded = work / "grade"
+                failure = _run_grade(grade_options(sub, repo, graded), root, learner_timeout)
+                if failure:
+                    (folder / "summary.md").write_text(f"## {learner.student}: error\n\n{failure}\n", encoding="utf-8")
+                    return gradebook.row(learner, status="error", commit=sub.commit, committed_at=sub.committed_at,
+                                         note=failure, results=None, seconds=time.monotonic() - began, **common)
+                if entry is not None:
+                    _store(graded, entry)
+                source = graded
+            else:
+                source = entry
+            for name in ("results.json", "junit.xml", "summary.md"):
+                if (source / name).is_file():
+                    shutil.copy2(source / name, folder / name)
+            results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+            return gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
+                                 note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
+                                 **common)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    rows = _run_all(learners, one, args.jobs, numbers)
+    order = {x.student: i for i, x in enumerate(class_roster.learners)}
+    rows.sort(key=lambda r: order[r["student"]])
+    return {
+        "schema_version": gradebook.SCHEMA_VERSION,
+        "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "course_version": course.course_version(root, points_file),
+        "seed": seed,
+        "deadline": args.deadline,
+        "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+        "shards": [],
+        "options": {"chapters": chosen, "extra_tests": extra is not None, "isolate": bool(args.isolate)},
+        "roster": {
+            "file": class_roster.path.name,
+            "digest": class_roster.digest,
+            "students": [x.student for x in class_roster.learners],
+            "extra_columns": class_roster.extra_columns,
+        },
+        "columns": gradebook.columns(numbers, class_roster.extra_columns, extra is not None),
+        "chapters": [{"chapter": c.number, "title": c.title} for c in all_chapters],
+        "summary": gradebook.summary(rows),
+        "rows": rows,
+    }
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _store(source: Path, entry: Path) -> None:
+    """Put a finished grade into the cache in one step (a half-written entry is never read)."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".partial-"))
+    for name in ("results.json", "junit.xml", "summary.md"):
+        if (source / name).is_file():
+            shutil.copy2(source / name, staging / name)
+    try:
+        staging.rename(entry)
+    except OSError:  # another run stored the same grade first
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _run_grade(options: list[str], root: Path, limit: float) -> str:
+    """Run ``python -m kata grade OPTIONS`` from the course copy; return '' or why it did not complete."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in (submissions.TOKEN_VARIABLE, "GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS", "PYTHONSTARTUP")}
+    env["PYTHONPATH"] = str(root)
+    proc = subprocess.Popen([sys.executable, "-m", "kata", "grade", *options], cwd=root, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    tail: deque[str] = deque(maxlen=20)
+
+    def drain() -> None:
+        for line in iter(proc.stdout.readline, b""):
+            tail.append(line.decode("utf-8", "replace").rstrip())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        reader.join(timeout=5)
+        return f"grading took longer than {limit:g} s and was stopped"
+    reader.join(timeout=5)
+    if proc.returncode in (0, 1):
+        return ""
+    said = [line for line in tail if line.strip().startswith("grade:")] or [line for line in tail if line.strip()]
+    return f"grading failed (exit code {proc.returncode}): {(said[-1] if said else 'no output')[:300]}"
+
+
+def _run_all(learners: list, one, jobs: int, chapters: list[int]) -> list[dict]:
+    """Grade every learner, ``jobs`` at a time, with a progress bar (learners done, elapsed, failures)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - the grade-class session installs it
+        tqdm = None
+    began = time.monotonic()
+    # A bar on a terminal; in a CI log (no terminal) one line per learner says the same.
+    bar = tqdm(total=len(learners), unit="learner", file=sys.stderr, dynamic_ncols=True, mininterval=0.5,
+               desc="grading") if tqdm and sys.stderr.isatty() else None
+    write = bar.write if bar else (lambda text: print(text, file=sys.stderr, flush=True))
+    rows, failures = [], []
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(learners) or 1))) as pool:
+        futures = {pool.submit(one, x): x for x in learners}
+        for done, future in enumerate(as_completed(futures), start=1):
+            learner = futures[future]
+            try:
+                r = future.result()
+            except Exception as err:  # noqa: BLE001 - one learner never stops the class
+                r = gradebook.row(learner, status="error", repo=submissions.shown(learner.repo), commit=None,
+                                  committed_at=None, note=f"the grader failed: {type(err).__name__}: {err}",
+                                  results=None, chapters=chapters)
+            rows.append(r)
+            if r["status"] != "graded":
+                failures.append(r["student"])
+            what = f"{r['percent']:.1f} %" if r["status"] == "graded" else f"{r['status']}: {r['note'][:80]}"
+            cached = ", cached" if r["cached"] else ""
+            if bar:
+                write(f"{r['student']}: {what} ({r['seconds']:.1f} s{cached})")
+                bar.set_postfix_str(f"missing/error {len(failures)}" + (f" (last: {failures[-1]})" if failures else ""))
+                bar.update(1)
+            else:
+                write(f"[{done}/{len(learners)} · {time.monotonic() - began:.0f} s · missing/error {len(failures)}] "
+                      f"{r['student']}: {what} ({r['seconds']:.1f} s{cached})")
+    if bar:
+        bar.close()
+    return rows
+
+
+# -- what the instructor reads at the end ---------------------------------------------------------------
+def closing(book: dict, seconds: float) -> str:
+    """The closing table: counts, the lowest scores, and every missing or error row."""
+    s = book["summary"]
+    rows = book["rows"]
+    cached = sum(r["cached"] for r in rows)
+    lines = ["", f"graded {s['graded']} of {s['learners']} learners in {seconds:.1f} s"
+             + (f" ({cached} from the cache)" if cached else "")
+             + f"; {s['missing']} missing, {s['error']} error"
+             + (f"; mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
+                else "")]
+    graded = sorted((r for r in rows if r["status"] == "graded"), key=lambda r: (r["percent"], r["student"]))
+    if graded:
+        lines += ["", "lowest scores:", f"  {'student':<24} {'percent':>8} {'points':>13}  commit   note"]
+        for r in graded[:10]:
+            points = f"{r['points']:g}/{r['max_points']:g}"
+            lines.append(f"  {r['student'][:24]:<24} {r['percent']:>7.1f}% {points:>13}  {(r['commit'] or '')[:7]:<7}  "
+                         f"{r['note'][:70]}")
+    problems = [r for r in rows if r["status"] != "graded"]
+    if problems:
+        lines += ["", "missing or error:", f"  {'student':<24} {'status':<8} reason"]
+        lines += [f"  {r['student'][:24]:<24} {r['status']:<8} {r['note']}" for r in problems]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def markdown(book: dict) -> str:
+    """A short summary for ``$GITHUB_STEP_SUMMARY`` (the run's page)."""
+    s = book["summary"]
+    lines = [f"## Transformer Katas: class gradebook{' (shard ' + book['shard'] + ')' if book['shard'] else ''}", "",
+             f"{s['learners']} learners: {s['graded']} graded, {s['missing']} missing, {s['error']} in error"
+             + (f"; mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
+                else ""), "", "| student | status | percent | note |", "| --- | --- | ---: | --- |"]
+    worst = sorted(book["rows"], key=lambda r: (r["status"] == "graded", r["percent"] or 0))[:20]
+    for r in worst:
+        percent = "" if r["percent"] is None else f"{r['percent']:.1f}"
+        note = r["note"].replace("|", "\\|")
+        lines.append(f"| {r['student']} | {r['status']} | {percent} | {note} |")
+    return "\n".join(lines)

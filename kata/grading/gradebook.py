@@ -1,0 +1,175 @@
+"""The class's gradebook: one row per learner, as ``gradebook.csv`` (spreadsheets, LMS) and ``gradebook.json``.
+
+``gradebook.csv`` starts with exactly these columns, then the roster's extra columns (and, with
+``--extra-tests``, ``private_points`` and ``private_max_points``)::
+
+    student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, ch10, note
+
+``gradebook.json`` (schema ``gradebook.schema.json``, documented in ``docs/instructors.md``) holds the
+same rows plus each learner's whole ``results.json``. Shards of a class merge into one gradebook here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+SCHEMA = Path(__file__).with_name("gradebook.schema.json")
+STATUSES = ("graded", "missing", "error")
+LEADING = ("student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent")
+
+
+class MergeError(ValueError):
+    """Shard outputs that do not belong together, or that leave learners out."""
+
+
+def load_schema() -> dict:
+    """The schema of ``gradebook.json``."""
+    return json.loads(SCHEMA.read_text(encoding="utf-8"))
+
+
+def columns(chapters: list[int], extra_columns: list[str], private: bool) -> list[str]:
+    """The CSV header: the fixed columns, a column per chapter, note, then the roster's own columns."""
+    cols = [*LEADING, *(f"ch{n}" for n in chapters), "note", *extra_columns]
+    if private:
+        cols += ["private_points", "private_max_points"]
+    return cols
+
+
+def row(learner, *, status: str, repo: str, commit: str | None, committed_at: str | None, note: str,
+        results: dict | None, chapters: list[int], cached: bool = False, seconds: float = 0.0) -> dict:
+    """One learner's row (``results`` is their ``results.json``, or None when nothing was graded)."""
+    by_number = {c["chapter"]: c for c in (results or {}).get("chapters", [])}
+    total = (results or {}).get("total")
+    private = None
+    if results and results.get("checks") == "public and private":
+        units = [s for c in results["chapters"] for s in c["steps"] if s["private"]]
+        private = {"points": round(sum(s["points"] for s in units), 4),
+                   "max_points": round(sum(s["max_points"] for s in units), 4)}
+    return {
+        "student": learner.student,
+        "repo": repo,
+        "commit": commit,
+        "committed_at": committed_at,
+        "status": status,
+        "points": total["points"] if total else None,
+        "max_points": total["max_points"] if total else None,
+        "percent": total["percent"] if total else None,
+        "chapters": [
+            {"chapter": n, "points": by_number[n]["points"], "max_points": by_number[n]["max_points"],
+             "percent": by_number[n]["percent"], "status": by_number[n]["status"]}
+            if n in by_number else
+            {"chapter": n, "points": None, "max_points": None, "percent": None, "status": None}
+            for n in chapters
+        ],
+        "note": note,
+        "extra": dict(learner.extra),
+        "private": private,
+        "course_version": (results or {}).get("course_version"),
+        "seed": ((results or {}).get("options") or {}).get("seed"),
+        "cached": cached,
+        "seconds": round(seconds, 2),
+        "results": results,
+    }
+
+
+def _number(x) -> str:
+    if x is None:
+        return ""
+    return f"{x:g}" if float(x).is_integer() else f"{x:.4f}".rstrip("0").rstrip(".")
+
+
+def csv_text(book: dict) -> str:
+    """``gradebook.csv`` of a gradebook."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(book["columns"])
+    for r in book["rows"]:
+        cells = {
+            "student": r["student"], "repo": r["repo"], "commit": r["commit"] or "",
+            "committed_at": r["committed_at"] or "", "status": r["status"], "points": _number(r["points"]),
+            "max_points": _number(r["max_points"]),
+            "percent": "" if r["percent"] is None else f"{r['percent']:.1f}", "note": r["note"],
+        }
+        for c in r["chapters"]:
+            cells[f"ch{c['chapter']}"] = _number(c["points"])
+        cells.update(r["extra"])
+        if r["private"] is not None or "private_points" in book["columns"]:
+            cells["private_points"] = _number((r["private"] or {}).get("points"))
+            cells["private_max_points"] = _number((r["private"] or {}).get("max_points"))
+        writer.writerow([cells.get(c, "") for c in book["columns"]])
+    return buf.getvalue()
+
+
+def summary(rows: list[dict]) -> dict:
+    """How many learners were graded, missing or in error, and the graded ones' mean and median percent."""
+    graded = [r["percent"] for r in rows if r["status"] == "graded" and r["percent"] is not None]
+    return {
+        "learners": len(rows),
+        "graded": sum(r["status"] == "graded" for r in rows),
+        "missing": sum(r["status"] == "missing" for r in rows),
+        "error": sum(r["status"] == "error" for r in rows),
+        "mean_percent": round(statistics.fmean(graded), 1) if graded else None,
+        "median_percent": round(statistics.median(graded), 1) if graded else None,
+    }
+
+
+def write(book: dict, out: Path) -> list[Path]:
+    """Write ``gradebook.csv`` and ``gradebook.json`` into ``out``; return their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "gradebook.csv", out / "gradebook.json"]
+    paths[0].write_text(csv_text(book), encoding="utf-8")
+    paths[1].write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return paths
+
+
+def merge(folders: list[Path], out: Path) -> dict:
+    """Combine the outputs of ``--shard`` runs into one gradebook; copy their ``students/`` into ``out``.
+
+    Raises:
+        MergeError: a folder without ``gradebook.json``, shards of different classes or course versions,
+            a learner graded twice, or learners of the roster that no shard graded.
+    """
+    books = []
+    for folder in folders:
+        path = folder / "gradebook.json"
+        if not path.is_file():
+            raise MergeError(f"--merge: {folder} has no gradebook.json (is it the --out of a grade-class run?)")
+        books.append((folder, json.loads(path.read_text(encoding="utf-8"))))
+    first_folder, first = books[0]
+    for folder, book in books[1:]:
+        for key, what in (("roster", "roster"), ("course_version", "course version"), ("seed", "seed"),
+                          ("deadline", "deadline"), ("columns", "columns")):
+            if book[key] != first[key]:
+                raise MergeError(f"--merge: {folder} and {first_folder} differ in their {what}: "
+                                 "shards must come from one run of one class")
+    rows: dict[str, dict] = {}
+    for folder, book in books:
+        for r in book["rows"]:
+            if r["student"] in rows:
+                raise MergeError(f"--merge: {r['student']!r} is in more than one shard (again in {folder})")
+            rows[r["student"]] = r
+    order = first["roster"]["students"]
+    left_out = [s for s in order if s not in rows]
+    if left_out:
+        raise MergeError(f"--merge: no shard graded {len(left_out)} learner(s) of the roster: "
+                         f"{', '.join(left_out[:20])}{' …' if len(left_out) > 20 else ''} (a shard missing?)")
+    merged = dict(first)
+    merged["rows"] = [rows[s] for s in order]
+    merged["shard"] = None
+    merged["shards"] = sorted({b.get("shard") or "1/1" for _, b in books})
+    merged["summary"] = summary(merged["rows"])
+    merged["created"] = max(b["created"] for _, b in books)
+    (out / "students").mkdir(parents=True, exist_ok=True)
+    for folder, _ in books:
+        students = folder / "students"
+        if students.is_dir():
+            for learner in students.iterdir():
+                if learner.is_dir():
+                    shutil.copytree(learner, out / "students" / learner.name, dirs_exist_ok=True)
+    return merged

@@ -1,0 +1,136 @@
+"""The class roster of ``nox -s grade-class``: a CSV file with a header and the columns ``student,repo``.
+
+``repo`` is a git URL, an ``owner/name`` on GitHub, or a local path (absolute, or relative to the roster's
+folder). Any other column (section, email, ...) is carried into the gradebook as it is. A bad row stops
+everything before anything is graded, with every problem named by its line::
+
+    roster.csv, line 4: duplicate student 'alice' (first on line 2)
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REQUIRED = ("student", "repo")
+# Names the gradebook uses itself: an extra column may not take one.
+RESERVED = {"student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent", "note",
+            "private_points", "private_max_points"}
+_BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+class RosterError(ValueError):
+    """The roster cannot be used; the message names every bad line."""
+
+
+@dataclass(frozen=True)
+class Learner:
+    """One row of the roster."""
+
+    student: str
+    repo: str
+    line: int
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Roster:
+    """Every learner, in the roster's order, and the extra columns in the header's order."""
+
+    path: Path
+    learners: list[Learner]
+    extra_columns: list[str]
+
+    @property
+    def digest(self) -> str:
+        """A hash of the students and repositories: shards of one class must agree on it."""
+        text = "\n".join(f"{x.student}\t{x.repo}" for x in self.learners)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def shard(self, index: int, count: int) -> list[Learner]:
+        """The ``index``-th (1-based) of ``count`` slices: learners sorted by student, every ``count``-th one.
+
+        The slices depend on the students' names only (not on the roster's order), are as even as they can
+        be, and together hold every learner exactly once.
+        """
+        ordered = sorted(self.learners, key=lambda x: x.student)
+        mine = {x.student for x in ordered[index - 1 :: count]}
+        return [x for x in self.learners if x.student in mine]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` -> (2, 4); anything else is a ``ValueError`` that says what is expected."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"--shard takes I/N with 1 ≤ I ≤ N, e.g. 1/4; got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def load(path: Path) -> Roster:
+    """Read and check a roster; raise ``RosterError`` naming every bad line (nothing is graded then)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as err:
+        raise RosterError(f"cannot read the roster {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise RosterError(f"{path.name}: not UTF-8 text (save the roster as CSV, UTF-8)") from None
+    name = path.name
+    reader = csv.reader(text.splitlines(keepends=True))
+    problems: list[str] = []
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise RosterError(f"{name}: the roster is empty; it needs a header line 'student,repo'") from None
+    columns = [c.strip() for c in header]
+    lowered = [c.lower() for c in columns]
+    for required in REQUIRED:
+        if required not in lowered:
+            problems.append(f"{name}, line 1: the header has no column {required!r} (it has: {', '.join(columns)})")
+    seen_columns: dict[str, int] = {}
+    for i, column in enumerate(lowered):
+        if not column:
+            problems.append(f"{name}, line 1: column {i + 1} of the header has no name")
+        elif column in seen_columns:
+            problems.append(f"{name}, line 1: the column {columns[i]!r} appears twice")
+        elif column not in REQUIRED and (column in RESERVED or re.fullmatch(r"ch\d+", column)):
+            problems.append(f"{name}, line 1: the column {columns[i]!r} is a gradebook column; rename it")
+        seen_columns.setdefault(column, i)
+    if problems:
+        raise RosterError("\n".join(problems))
+    extra_columns = [c for c in columns if c.lower() not in REQUIRED]
+    learners: list[Learner] = []
+    first_line: dict[str, int] = {}
+    line = 1
+    for row in reader:
+        line = reader.line_num
+        if not row or all(not cell.strip() for cell in row):
+            problems.append(f"{name}, line {line}: an empty row (remove it)")
+            continue
+        if len(row) > len(columns):
+            surplus = ", ".join(repr(c) for c in row[len(columns):])
+            problems.append(f"{name}, line {line}: {len(row)} values for {len(columns)} columns "
+                            f"(values under no column: {surplus}; a comma inside a value needs quotes)")
+            continue
+        values = {lowered[i]: (row[i].strip() if i < len(row) else "") for i in range(len(columns))}
+        student, repo = values["student"], values["repo"]
+        if not student:
+            problems.append(f"{name}, line {line}: no student")
+        elif _BAD_NAME.search(student) or student.startswith(".") or len(student) > 100:
+            problems.append(f"{name}, line {line}: the student {student!r} cannot name a folder "
+                            "(no '/', '\\', control characters or leading '.'; at most 100 characters)")
+        elif student in first_line:
+            problems.append(f"{name}, line {line}: duplicate student {student!r} (first on line {first_line[student]})")
+        if not repo:
+            problems.append(f"{name}, line {line}: no repo for {student or 'this row'!r}")
+        if student and student not in first_line:
+            first_line[student] = line
+        extra = {columns[i]: values[lowered[i]] for i in range(len(columns)) if lowered[i] not in REQUIRED}
+        learners.append(Learner(student=student, repo=repo, line=line, extra=extra))
+    if problems:
+        raise RosterError("\n".join(problems))
+    if not learners:
+        raise RosterError(f"{name}: the roster has a header but no learners")
+    return Roster(path=path, learners=learners, extra_columns=extra_columns)

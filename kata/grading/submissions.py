@@ -1,0 +1,207 @@
+"""Fetch one learner's submission: the commit to grade and its ``exercises/`` folder, and nothing else.
+
+- A repository is a git URL, an ``owner/name`` on GitHub (``--git-host``), or a local path.
+- Without a deadline the default branch's head is graded, from a shallow clone (depth 1).
+- With a deadline, the last commit on the default branch whose committer date is at or before it (from a
+  clone without file contents, ``--filter=blob:none``); later commits are counted for the gradebook's note.
+- Only regular files under ``exercises/`` are taken out of the commit (no symbolic links, nothing
+  else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never reach the grader).
+- git never asks for a password (a private repository without a token is "missing", not a hang); a token
+  in ``$KATA_GIT_TOKEN`` is sent as an HTTP header to the git host only, never written to disk or a report.
+
+Every failure is a ``Missing`` with its reason, never an exception: one learner cannot stop a class.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+TOKEN_VARIABLE = "KATA_GIT_TOKEN"
+MAX_FILES = 500
+MAX_BYTES = 20 * 1024 * 1024
+_OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+
+
+@dataclass
+class Submission:
+    """What will be graded: ``exercises`` (a folder holding the learner's exercises/ at ``commit``)."""
+
+    commit: str
+    committed_at: str
+    exercises: Path
+    note: str = ""
+
+
+@dataclass
+class Missing:
+    """Nothing to grade, and why."""
+
+    reason: str
+    commit: str | None = None
+    committed_at: str | None = None
+
+
+def source(repo: str, base: Path, git_host: str = "https://github.com") -> str:
+    """Where git fetches ``repo`` from: a URL as it is, ``owner/name`` on the git host, or a local path."""
+    if "://" in repo or re.match(r"^[\w.-]+@[\w.-]+:", repo):
+        return repo
+    path = Path(repo).expanduser()
+    for candidate in ([path] if path.is_absolute() else [base / path, Path.cwd() / path]):
+        if candidate.exists():
+            return str(candidate.resolve())
+    if _OWNER_NAME.fullmatch(repo):
+        return f"{git_host.rstrip('/')}/{repo.removesuffix('.git')}.git"
+    return str(path if path.is_absolute() else base / path)
+
+
+def shown(repo: str) -> str:
+    """``repo`` as it may appear in a report: without a user name or token in a URL."""
+    return re.sub(r"(://)[^/@]*@", r"\1", repo)
+
+
+def _env(git_host: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", GCM_INTERACTIVE="never", GIT_ASKPASS="echo", SSH_ASKPASS="echo",
+               GIT_SSH_COMMAND="ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new",
+               GIT_CONFIG_NOSYSTEM="1", GIT_LFS_SKIP_SMUDGE="1")
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    if token:
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0=f"http.{git_host.rstrip('/')}/.extraheader",
+                   GIT_CONFIG_VALUE_0=f"AUTHORIZATION: basic {basic}")
+    return env
+
+
+class _GitFailed(Exception):
+    pass
+
+
+def _git(args: list[str], *, cwd: Path | None, env: dict, until: float, data: bytes | None = None) -> bytes:
+    left = until - time.monotonic()
+    if left <= 0:
+        raise _GitFailed("timed out")
+    proc = subprocess.Popen(["git", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE if data else subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate(data, timeout=left)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise _GitFailed("timed out") from None
+    if proc.returncode != 0:
+        lines = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
+        fatal = [line for line in lines if line.startswith(("fatal:", "error:", "remote:"))] or lines
+        raise _GitFailed(" ".join(fatal[-2:])[:300] or f"git {args[0]} failed (exit code {proc.returncode})")
+    return out
+
+
+def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None = None, timeout: float = 120,
+          git_host: str = "https://github.com") -> Submission | Missing:
+    """Clone ``repo`` into ``target/clone``, pick the commit, and write its ``exercises/`` into ``target``.
+
+    Args:
+        repo: the roster's repo value.
+        target: an empty folder for this learner (the clone and the extracted exercises go inside).
+        base: the folder relative local paths are resolved against (the roster's).
+        deadline: grade the last commit at or before it (committer date); None for the branch head.
+        timeout: seconds the whole fetch may take.
+        git_host: where ``owner/name`` repositories live.
+
+    Returns:
+        The submission, or why there is none.
+    """
+    until = time.monotonic() + timeout
+    url = source(repo, base, git_host)
+    env = _env(git_host)
+    clone = target / "clone"
+    local = not ("://" in url or "@" in url.split("/", 1)[0])
+    if local and not Path(url).exists():
+        return Missing(f"unreachable: no repository at {url}")
+    args = ["clone", "--quiet", "--no-checkout", "--single-branch", "--no-tags"]
+    if deadline is None and not local:
+        args += ["--depth", "1"]
+    elif not local:
+        args += ["--filter=blob:none"]
+    try:
+        _git([*args, "--", url, str(clone)], cwd=target, env=env, until=until)
+    except _GitFailed as err:
+        token = os.environ.get(TOKEN_VARIABLE)
+        reason = str(err).replace(token, "***") if token else str(err)
+        if reason == "timed out":
+            return Missing(f"unreachable: git clone took longer than {timeout:g} s")
+        return Missing(f"unreachable: git clone failed: {reason}")
+    try:
+        head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=clone, env=env, until=until)
+    except _GitFailed:
+        return Missing("empty repository: no commit on the default branch")
+    try:
+        if deadline is None:
+            commit = head.decode().strip()
+            stamp = _git(["show", "-s", "--format=%cI", commit], cwd=clone, env=env, until=until).decode().strip()
+            note = ""
+        else:
+            log = _git(["log", "--format=%H %ct %cI", "HEAD"], cwd=clone, env=env, until=until).decode().split("\n")
+            entries = [(h, int(ct), iso) for h, ct, iso in (line.split(" ", 2) for line in log if line.strip())]
+            limit = deadline.timestamp()
+            before = [e for e in entries if e[1] <= limit]
+            after = [e for e in entries if e[1] > limit]
+            if not before:
+                first = min(entries, key=lambda e: e[1])
+                return Missing(f"no commit at or before the deadline (the first is from {first[2]})")
+            commit, _, stamp = max(before, key=lambda e: e[1])  # max keeps the first (newest in git's order)
+            note = ""
+            if after:
+                latest = max(after, key=lambda e: e[1])
+                note = (f"{len(after)} later commit{'s' if len(after) != 1 else ''} after the deadline not graded "
+                        f"(latest {latest[0][:7]}, {latest[2]})")
+        listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit, "--", "exercises"], cwd=clone, env=env,
+                       until=until).decode(errors="replace")
+    except _GitFailed as err:
+        return Missing(f"could not read the repository: {err}")
+    files = []
+    for entry in filter(None, listing.split("\0")):
+        meta, _, path = entry.partition("\t")
+        mode, kind, sha = meta.split()
+        if kind == "blob" and mode in ("100644", "100755") and path.startswith("exercises/"):
+            files.append((path, sha))
+    if not files:
+        return Missing(f"no exercises/ folder at commit {commit[:7]}", commit, stamp)
+    if len(files) > MAX_FILES:
+        return Missing(f"exercises/ holds {len(files)} files at commit {commit[:7]} (over {MAX_FILES})", commit, stamp)
+    exercises = target / "exercises"
+    try:
+        for path, sha in files:
+            data = _git(["cat-file", "blob", sha], cwd=clone, env=env, until=until)
+            parts = Path(path).parts
+            if any(p in ("..", "") for p in parts) or len(data) > MAX_BYTES:
+                continue
+            out = target.joinpath(*parts)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+    except _GitFailed as err:
+        return Missing(f"could not read exercises/ at commit {commit[:7]}: {err}", commit, stamp)
+    shutil.rmtree(clone, ignore_errors=True)
+    return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note)
+
+
+def parse_deadline(text: str) -> dt.datetime:
+    """An ISO 8601 time with its zone, e.g. ``2027-03-01T23:59:00+01:00`` (``Z`` for UTC)."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"--deadline: {text!r} is not a time such as 2027-03-01T23:59:00+01:00") from None
+    if when.tzinfo is None:
+        raise ValueError(f"--deadline: {text!r} has no time zone; add one, e.g. +01:00 or Z for UTC")
+    return when
