@@ -13,6 +13,8 @@ or tagged objects:
 ``{"t": "l"}``      a list of values ``v``; ``"u"`` a tuple; ``"d"`` a dict (keys ``k``, values ``v``)
 ``{"t": "h"}``      a handle: an object that is not plain data stays in the worker; ``id`` names it
 ``{"t": "r"}``      (worker to judge) this result *is* the judge's argument array number ``i``
+``"r"``, ``"v"``    (worker to judge, on an array) it is argument array ``r`` itself, or a view of argument
+                    ``v`` at byte ``offset`` with ``strides`` (the blob holds its values all the same)
 ``{"t": "f"}``      (worker to judge) a function of the learner's: the judge calls it by name
 ``{"t": "c"}``      (judge to worker) a function of the test's: each call asks the judge (a callback)
 ==================  ============================================================================
@@ -124,10 +126,11 @@ class Encoder:
             after a call to see which ones the call changed in place).
     """
 
-    def __init__(self, handle, arrays: list | None = None) -> None:
+    def __init__(self, handle, arrays: list | None = None, alias=None) -> None:
         self.blobs: list[bytes] = []
         self.handle = handle
         self.arrays = arrays
+        self.alias = alias  # the worker: an array that is (a view of) an argument goes back as such
         self.count = 0
 
     def blob(self, data: bytes) -> int:
@@ -150,7 +153,10 @@ class Encoder:
         if isinstance(value, np.ndarray) and value.dtype.kind in ARRAY_KINDS and value.dtype.names is None:
             if self.arrays is not None:
                 self.arrays.append(value)
-            return {"t": "a", "b": self.blob(array_bytes(value))}
+            tree = {"t": "a", "b": self.blob(array_bytes(value))}
+            if self.alias is not None:
+                tree.update(self.alias(value) or {})
+            return tree
         if isinstance(value, np.generic) and np.asarray(value).dtype.kind in ARRAY_KINDS:
             return {"t": "n", "b": self.blob(array_bytes(np.asarray(value)))}
         if t is list or t is tuple:
@@ -170,6 +176,8 @@ def decode(tree: Any, blobs: list[bytes], handle, arrays: list | None = None, de
     if type(tree) is not dict:
         raise WireError(f"unexpected {type(tree).__name__} in a message")
     tag = tree.get("t")
+    if tag == "a" and ("r" in tree or "v" in tree):
+        return handle(tree)  # the judge's own argument, or a view of it
     if tag in ("a", "n"):
         index = tree.get("b")
         if type(index) is not int or not 0 <= index < len(blobs):

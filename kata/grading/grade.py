@@ -157,7 +157,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
     def run(group: list) -> RunResult:
         return run_tests(
             workspace, [f for c in group for f in files(c)], impl=impls[group[0].number], timeout=timeout,
-            deadline=deadline,
+            deadline=deadline, hide=[root, learner],
             stream_dir=streams, extra_paths=[packages],
             extra_args=[f"--kata-seed={args.seed}"] if args.seed is not None else [],
         )

@@ -70,7 +70,7 @@ class _Drain(threading.Thread):
         return b"".join(self.chunks)[-KEEP_OUTPUT:].decode("utf-8", "replace")
 
 
-def child_env(root: Path, extra_paths: list[Path] = ()) -> dict[str, str]:
+def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = ()) -> dict[str, str]:
     """The environment of a child run: the tools importable, nothing from outside changing pytest.
 
     The tools come from ``root/tools`` when it has them (so ``--pristine`` restores them too).
@@ -84,6 +84,7 @@ def child_env(root: Path, extra_paths: list[Path] = ()) -> dict[str, str]:
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["PYTHONUNBUFFERED"] = "1"
+    env["KATA_HIDE"] = os.pathsep.join(str(p) for p in hide)  # what the sandboxed worker must not see
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
@@ -100,6 +101,7 @@ def run_tests(
     extra_args: list[str] = (),
     collect_budget: float = 60.0,
     deadline: float | None = None,
+    hide: list[Path] = (),
 ) -> RunResult:
     """Run the tests in ``files`` (relative to ``root``) against ``impl`` until every one has a result.
 
@@ -114,6 +116,7 @@ def run_tests(
         extra_args: more pytest options (e.g. ``["-m", "step"]`` for the worksheet steps only).
         collect_budget: seconds the child may take to start and collect the tests.
         deadline: a ``time.monotonic()`` after which the run stops and what is left is not run.
+        hide: folders the sandboxed worker must not see (the course the grade was started from).
 
     Returns:
         The tests found and the result of every one of them.
@@ -142,7 +145,7 @@ def run_tests(
         proc = subprocess.Popen(
             cmd,
             cwd=root,
-            env=child_env(root, list(extra_paths)),
+            env=child_env(root, list(extra_paths), list(hide)),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

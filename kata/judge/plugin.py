@@ -145,7 +145,8 @@ class KataState:
         self.chapters_seen: dict[int, str] = {}  # chapter -> import error ('' when it imports)
         self.worker: proxy.Worker | None = None
         if self.folder is not None:
-            hide = [answer_key.ROOT, Path(str(config.rootpath))]
+            hide = [answer_key.ROOT, Path(str(config.rootpath))]  # the course: its key, tests and solutions
+            hide += [Path(p) for p in os.environ.get("KATA_HIDE", "").split(os.pathsep) if p]
             self.worker = proxy.Worker(self.folder, self.impl, call_timeout=config.getoption("call_timeout"),
                                        hide=hide, shown_as=_shown_as(self.folder, self.impl))
             if not config.getoption("collectonly"):
@@ -286,6 +287,8 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
         return Result(status="error", message=str(excinfo.value), **base)
     if excinfo is not None and excinfo.errisinstance(proxy.DidNotReturn):
         return Result(status="timed out", message=f"timed out: {excinfo.value}", **base)
+    if excinfo is not None and excinfo.errisinstance(proxy.ChangedItsInput):
+        return Result(status="failed", message=str(excinfo.value), **base)
     if excinfo is not None and excinfo.errisinstance(proxy.WorkerCrashed):
         return Result(status="error", message=str(excinfo.value), **base)
     if excinfo is not None and excinfo.errisinstance(proxy.Raised):

@@ -19,6 +19,7 @@ import builtins
 import json
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
@@ -53,6 +54,10 @@ class LearnerError(Exception):
 
 class DidNotReturn(Exception):  # noqa: N818 - reads as what happened
     """A learner's function ran past its time, now or earlier in this run."""
+
+
+class ChangedItsInput(AssertionError):  # noqa: N818 - reads as what happened
+    """A learner's function edited an argument array in place (the caller's array is left untouched)."""
 
 
 class WorkerCrashed(Exception):  # noqa: N818
@@ -121,6 +126,9 @@ def sandbox_command() -> list[str] | None:
 
 
 _SANDBOX: list | None | bool = False
+SANDBOXED = "bubblewrap: no network, read-only file system, course files hidden"
+UNSANDBOXED = ("no sandbox: the learner's code can read and write what the grader's user can "
+               "(install bubblewrap to seal it)")
 PRIVATE_PLACES = ("/root", "/home", "/run", "/var/tmp", "/var/lib", "/var/log", "/srv", "/mnt", "/media", "/opt")
 
 
@@ -181,7 +189,9 @@ class Worker:
         protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy"]
         if _SANDBOX:
             command = self._sandboxed(command, root)
-            protections.append("bubblewrap: no network, read-only file system, course files hidden")
+            protections.append(SANDBOXED)
+        else:
+            protections.append(UNSANDBOXED)
         self.proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=worker_limits.environment(str(self.home)), cwd=self.home,
@@ -190,7 +200,9 @@ class Worker:
         self.protections = protections
         self._answers = queue.Queue()
         self._output_seen = 0
-        threading.Thread(target=self._read_answers, args=(self.proc, self._answers), daemon=True).start()
+        self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
+        if self._frames is None:  # Windows: select() does not take pipes, so a thread reads them
+            threading.Thread(target=self._read_answers, args=(self.proc, self._answers), daemon=True).start()
         self.started_at = time.monotonic()
         self._ready = False
 
@@ -243,6 +255,8 @@ class Worker:
         self._tmp.cleanup()
 
     def _wait(self, timeout: float):
+        if self._frames is not None:
+            return self._frames.next(timeout)
         try:
             item = self._answers.get(timeout=timeout)
         except queue.Empty:
@@ -420,22 +434,108 @@ class Worker:
                 return FUNCTION
             if tree.get("t") == "r" and type(tree.get("i")) is int and 0 <= tree["i"] < len(mine):
                 return mine[tree["i"]]
+            if tree.get("t") == "a":
+                return _same_or_view(tree, blobs, mine)
             if tree.get("t") == "h":
                 return wire.Handle(tree.get("id"), str(tree.get("type", "object"))[:200], self.generation)
             raise wire.WireError("a reference to nothing")
 
+        changed = answer.get("changed") or {}
+        if changed and isinstance(changed, dict):
+            names = answer.get("names") if isinstance(answer.get("names"), dict) else {}
+            first = str(names.get(next(iter(changed)), "an argument"))[:80]
+            raise ChangedItsInput(
+                f"{what} changed its argument `{first}` in place; return a new array instead "
+                f"(`x = x - m`, not `x -= m`; or start from `x = x.copy()`). "
+                "The caller's arrays are left as they were.")
         try:
             value = wire.decode(answer["ok"], blobs, resolve)
-            changed = answer.get("changed") or {}
-            for index, blob in changed.items():
-                i = int(index)
-                if 0 <= i < len(mine) and isinstance(blob, int) and 0 <= blob < len(blobs):
-                    new = wire.read_array(blobs[blob])
-                    if new.shape == mine[i].shape and mine[i].flags.writeable:
-                        np.copyto(mine[i], new, casting="unsafe")
         except wire.WireError as err:
             raise WorkerCrashed(f"{what} answered with something that is not plain data: {err}") from None
         return value
+
+
+def _same_or_view(tree: dict, blobs: list, mine: list) -> np.ndarray:
+    """An array result: the judge's own argument, a view into it where the learner returned one, or a copy."""
+    index = tree.get("b")
+    if type(index) is not int or not 0 <= index < len(blobs):
+        raise wire.WireError("an array refers to a blob that is not there")
+    values = wire.read_array(blobs[index])
+    if "r" in tree and type(tree["r"]) is int and 0 <= tree["r"] < len(mine):
+        same = mine[tree["r"]]
+        return same if same.shape == values.shape and same.dtype == values.dtype else values
+    source = mine[tree["v"]] if type(tree.get("v")) is int and 0 <= tree["v"] < len(mine) else None
+    if source is None or source.dtype != values.dtype or not source.flags.c_contiguous:
+        return values
+    try:  # NumPy checks that the view stays inside the argument's memory
+        view = np.ndarray(values.shape, values.dtype, buffer=source, offset=int(tree.get("offset", 0)),
+                          strides=tuple(int(s) for s in tree.get("strides", ())))
+    except (TypeError, ValueError):
+        return values
+    return view if np.array_equal(view, values, equal_nan=True) else values
+
+
+class FrameReader:
+    """Reads whole frames from the worker's pipe with a time limit (POSIX: ``poll``, no threads).
+
+    A worker that sends half a frame and stops cannot stall the judge: bytes are collected as they
+    come, and only a complete frame is parsed.
+    """
+
+    def __init__(self, stream) -> None:
+        self.fd = stream.fileno()
+        self.buffer = bytearray()
+        self.poll = select.poll()
+        self.poll.register(self.fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self.closed = False
+
+    def _frame(self):
+        if len(self.buffer) < 4:
+            return None
+        (size,) = wire._LEN.unpack_from(self.buffer)
+        if size > wire.MAX_FRAME:
+            return wire.WireError(f"a message header of {size} bytes is over the limit")
+        if len(self.buffer) < 4 + size:
+            return None
+        try:
+            header = json.loads(bytes(self.buffer[4:4 + size]))
+            lengths = header["blobs"]
+            assert isinstance(lengths, list) and all(type(n) is int and n >= 0 for n in lengths)
+        except Exception as err:  # noqa: BLE001 - anything malformed is the worker's fault
+            return wire.WireError(f"a message header is not valid: {err}")
+        end = 4 + size + sum(lengths)
+        if end - 4 > wire.MAX_FRAME:
+            return wire.WireError("a message is over the size limit")
+        if len(self.buffer) < end:
+            return None
+        blobs, at = [], 4 + size
+        for n in lengths:
+            blobs.append(bytes(self.buffer[at:at + n]))
+            at += n
+        del self.buffer[:end]
+        return header, blobs
+
+    def next(self, timeout: float):
+        """The next frame, an exception (closed channel, bad frame), or None when ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self._frame()
+            if found is not None:
+                return found
+            if self.closed:
+                return EOFError("the learner's process closed the channel")
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.poll.poll(max(0, int(left * 1000)) + 1):
+                if time.monotonic() >= deadline:
+                    return None
+                continue
+            try:
+                chunk = os.read(self.fd, 1 << 20)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.closed = True
+            self.buffer += chunk
 
 
 FUNCTION = object()

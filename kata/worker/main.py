@@ -168,30 +168,60 @@ class Server:
 
     def call(self, header: dict, blobs: list[bytes]) -> None:
         """Call a learner's function; answer with its result and the arguments it changed in place."""
-        arrays: list = []
-        args = self.wire.decode(header["args"], blobs, self.resolve, arrays)
-        kwargs = self.wire.decode(header["kwargs"], blobs, self.resolve, arrays)
-        before = [a.tobytes() for a in arrays]
         fn = getattr(self.module(header["module"]), header["fn"])
+        arrays: list = []
+        owners: list = []  # the parameter each argument array belongs to
+        args = []
+        for position, item in enumerate(header["args"].get("v", []) if isinstance(header["args"], dict) else []):
+            start = len(arrays)
+            args.append(self.wire.decode(item, blobs, self.resolve, arrays))
+            owners += [position] * (len(arrays) - start)
+        kwargs = {}
+        tree = header["kwargs"] if isinstance(header["kwargs"], dict) else {}
+        for key, item in zip(tree.get("k", []), tree.get("v", []), strict=False):
+            start = len(arrays)
+            kwargs[str(key)] = self.wire.decode(item, blobs, self.resolve, arrays)
+            owners += [str(key)] * (len(arrays) - start)
+        before = [a.tobytes() for a in arrays]
         result = fn(*args, **kwargs)
         changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
-        self.reply_value(result, arrays, changed)
+        names = self.parameter_names(fn, len(args))
+        self.reply_value(result, arrays, changed,
+                         {str(i): names[o] if isinstance(o, int) and o < len(names) else str(o)
+                          for i, o in enumerate(owners) if i in changed})
 
-    def reply_value(self, value, arrays: list, changed: list[int] = ()) -> None:
+    @staticmethod
+    def parameter_names(fn, count: int) -> list[str]:
+        """The names of ``fn``'s first ``count`` positional parameters (``arg 1``, … where unknown)."""
+        import inspect
+
+        try:
+            names = [p.name for p in inspect.signature(fn).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+        return names[:count] + [f"argument {i + 1}" for i in range(len(names), count)]
+
+    def reply_value(self, value, arrays: list, changed: list[int] = (), names: dict | None = None) -> None:
         """Answer with ``value`` as plain data (handles for what is not)."""
-        encoder = self.wire.Encoder(lambda obj: self.keep(obj, arrays))
-        if callable(value) and not isinstance(value, type):
-            tree = {"t": "f"}
-        else:
-            tree = self.same_as_argument(value, arrays) or encoder.encode(value)
+        encoder = self.wire.Encoder(lambda obj: self.keep(obj, arrays), alias=lambda a: self.alias(a, arrays))
+        tree = {"t": "f"} if callable(value) and not isinstance(value, type) else encoder.encode(value)
         changes = {str(i): encoder.blob(self.wire.array_bytes(arrays[i])) for i in changed}
-        self.reply({"ok": tree, "changed": changes}, encoder.blobs)
+        self.reply({"ok": tree, "changed": changes, "names": names or {}}, encoder.blobs)
 
-    def same_as_argument(self, value, arrays: list):
-        """A result that *is* an argument array (returned as it came) goes back as a reference to it."""
+    @staticmethod
+    def alias(value, arrays: list) -> dict | None:
+        """Whether a result array is an argument array itself, or a view into one (and where)."""
+        import numpy as np
+
         for i, a in enumerate(arrays):
             if value is a:
-                return {"t": "r", "i": i}
+                return {"r": i}
+        for i, a in enumerate(arrays):
+            if value.size and a.size and value.dtype == a.dtype and a.flags.c_contiguous \
+                    and np.may_share_memory(value, a):
+                offset = value.__array_interface__["data"][0] - a.__array_interface__["data"][0]
+                return {"v": i, "offset": offset, "strides": list(value.strides), "shape": list(value.shape)}
         return None
 
     def keep(self, obj, arrays: list) -> dict:

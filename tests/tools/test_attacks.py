@@ -4,6 +4,9 @@ Every attack is the same honest-but-wrong code (chapter 4's ``attention_scores``
 attention is wrong in chapters 4 and 5) plus a trick. Each is graded by ``python -m kata grade`` (what
 ``nox -s grade`` runs) from a throwaway copy of the course, and must earn no more than the honest version.
 An implementation right only at the worksheet's sizes must earn at most 10 % of chapters 2–10.
+
+Some tricks reach past the worker into the file system or other processes; only a sandbox stops those
+(``SANDBOX_ONLY``). Where bubblewrap is not installed, the report must say so instead (CI installs it).
 """
 
 from __future__ import annotations
@@ -172,6 +175,10 @@ ATTACKS = {
 }
 
 
+SANDBOX_ONLY = {"import and return the reference", "write the result stream", "overwrite the course's tests and checks",
+                "read the answer key file", "kill the judge"}
+
+
 def _grade(course: Path, impl: Path, out: Path) -> dict:
     proc = tool("grade", "--impl", str(impl), "--chapters", "1,4,5", "--out", str(out), root=course, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -182,20 +189,21 @@ def _grade(course: Path, impl: Path, out: Path) -> dict:
 def graded(tmp_path_factory):
     """Every attack, the honest version and solutions/, graded in one go (two at a time)."""
     tmp = tmp_path_factory.mktemp("attacks")
-    course = copy_repository(tmp / "course")
+    first = copy_repository(tmp / "course0")
     jobs = {"honest": HONEST_BUT_WRONG, "solutions": ""}
-    for name, trick in ATTACKS.items():
-        jobs[name] = HONEST_BUT_WRONG + textwrap.dedent(trick).replace("COURSE", str(course))
-    impls = {}
-    for number, (name, code) in enumerate(jobs.items()):
+    jobs.update({name: HONEST_BUT_WRONG + textwrap.dedent(trick) for name, trick in ATTACKS.items()})
+    courses, impls = {}, {}
+    for number, (name, code) in enumerate(jobs.items()):  # a course copy each: one attack cannot help another
+        courses[name] = first if number == 0 else Path(shutil.copytree(first, tmp / f"course{number}", symlinks=True))
+        code = code.replace("COURSE", str(courses[name]))
         impls[name] = copy_solutions(tmp / f"impl{number}" / "exercises", {"chapter04_attention": code} if code else {})
 
     def run(name: str) -> tuple[str, dict]:
-        return name, _grade(course, impls[name], tmp / f"out-{list(jobs).index(name)}")
+        return name, _grade(courses[name], impls[name], tmp / f"out-{list(jobs).index(name)}")
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(pool.map(run, jobs))
-    return course, results
+    return courses, results
 
 
 def test_the_honest_mistake_costs_points(graded):
@@ -210,16 +218,33 @@ def test_no_trick_earns_more_than_the_honest_code(graded, attack):
     """a tampering implementation earns no more than the same code with the trick removed"""
     _, results = graded
     got, honest = results[attack], results["honest"]
+    if attack in SANDBOX_ONLY and not _sandboxed(got):
+        assert any(p.startswith("no sandbox") for p in got["protections"]), got["protections"]
+        return
     assert got["total"]["points"] <= honest["total"]["points"], (attack, got["total"], honest["total"])
     by_chapter = {c["chapter"]: c for c in got["chapters"]}
     assert by_chapter[4]["points"] < by_chapter[4]["max_points"], attack
 
 
+def _sandboxed(results: dict) -> bool:
+    return any(p.startswith("bubblewrap") for p in results["protections"])
+
+
 def test_the_course_copy_is_untouched_by_every_attack(graded):
-    """no attack could change the tests, the answer key or the judge of the course it was graded from"""
-    course, _ = graded
-    for relative in ("tests/test_chapter04_attention.py", "kata/judge/checks.py", "reference/chapter04_attention.toml"):
-        assert (course / relative).read_bytes() == (ROOT / relative).read_bytes(), relative
+    """sealed, no attack could change the tests, the answer key or the judge of the course it was graded from"""
+    courses, results = graded
+    for name, course in courses.items():
+        if not _sandboxed(results[name]):
+            continue
+        for relative in ("tests/test_chapter04_attention.py", "kata/judge/checks.py",
+                         "reference/chapter04_attention.toml"):
+            assert (course / relative).read_bytes() == (ROOT / relative).read_bytes(), (name, relative)
+
+
+def test_ci_installs_the_sandbox():
+    """.ci/run installs bubblewrap before the suite, so CI always grades the attacks sealed"""
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "bubblewrap" in run and run.index("bubblewrap") < run.index("-s selfcheck")
 
 
 def test_every_report_names_the_protections_that_applied(graded):
@@ -227,8 +252,9 @@ def test_every_report_names_the_protections_that_applied(graded):
     _, results = graded
     protections = results["honest"]["protections"]
     assert "separate process" in protections
+    assert any(p.startswith(("bubblewrap", "no sandbox")) for p in protections), protections
     if shutil.which("bwrap"):
-        assert any(p.startswith("bubblewrap") for p in protections), protections
+        assert _sandboxed(results["honest"]), protections
 
 
 def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
