@@ -125,7 +125,12 @@ def markdown(results: dict) -> str:
         f"**{_fmt(total['points'])}/{_fmt(total['max_points'])}** | {total['percent']:.1f} % |"
     )
     lines.append("")
-    lines.append("Steps are the worksheet's steps and the checks beyond it (other shapes, bad input, stability).")
+    lines.append("Steps are the worksheet's steps and the checks beyond it (other shapes, bad input, stability). "
+                 "A step or check earns its points once every function it calls passes all of its checks.")
+    protections = results.get("protections") or []
+    if protections:
+        lines.append("")
+        lines.append("The learner's code ran sealed off from the grader: " + "; ".join(protections) + ".")
     restored = results.get("pristine")
     if restored:
         lines.append("")
@@ -154,6 +159,13 @@ def markdown(results: dict) -> str:
         if len(todo) > 200:
             lines.append(f"- … and {len(todo) - 200} more (see results.json)")
         lines += ["", "</details>"]
+    withheld = [(c, s) for c in results["chapters"] for s in c["steps"] if s.get("withheld")]
+    if withheld:
+        lines += ["", "<details><summary>Passed, but worth no points yet</summary>", ""]
+        for c, s in withheld[:100]:
+            label = f"step {s['id']}" if s["kind"] == "step" else "check"
+            lines.append(f"- chapter {c['chapter']}, {label} {_cell(s['title'])}: {_cell(s['withheld'])[:300]}")
+        lines += ["", "</details>"]
     return "\n".join(lines)
 
 
@@ -171,6 +183,12 @@ def terminal(results: dict) -> str:
             lines.append(f"  {'':<8} {c['error'].splitlines()[0][:100]}")
     lines.append("")
     lines.append(f"  total: {_fmt(total['points'])} / {_fmt(total['max_points'])} points ({total['percent']:.1f} %)")
+    withheld = sum(1 for c in results["chapters"] for s in c["steps"] if s.get("withheld"))
+    if withheld:
+        lines.append(f"  {withheld} passed step(s) and check(s) earn nothing until their functions pass every check "
+                     "(summary.md lists them)")
+    if any(p.startswith("no sandbox") for p in results.get("protections") or []):
+        lines.append("  no sandbox: the learner's code ran as this user (install bubblewrap to seal it)")
     restored = results.get("pristine")
     if restored:
         changed = ", ".join(f"{d['path']} ({d['change']})" for d in restored["differed"]) or "none"

@@ -349,6 +349,9 @@ class Worker:
     def _encode_other(self, value: Any) -> Any:
         """Arguments that are not plain data: a handle goes back as itself, a function as a callback."""
         if isinstance(value, wire.Handle):
+            if value.generation != self.generation:
+                raise WorkerCrashed(f"{value!r} was made before the learner's process was restarted "
+                                    "(an earlier call did not return, or ended it); it is gone")
             return {"t": "h", "id": value.id}
         if callable(value) and not isinstance(value, FunctionProxy):
             number = len(self.callbacks)
@@ -407,6 +410,7 @@ class Worker:
         self.calls.append(key)
         if key in self.hung_calls:
             raise DidNotReturn(self.hung_calls[key])
+        self._ensure_ready()  # a restarted worker first: handles of the one before are gone
         mine: list = []
         encoder = wire.Encoder(self._encode_other, mine)
         tree_args = encoder.encode(list(args))
