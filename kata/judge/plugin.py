@@ -377,6 +377,9 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> li
             tail += " (does not import)"
         lines.append("")
         lines.append(tail)
+        if number is not None and rs and all(r.status == "not started" for r in rs):
+            lines.append(f"(the expected start: nox now reports 'Session chapter{number} failed' because no step "
+                         "passes yet — nothing is broken)")
     return lines
 
 
