@@ -73,7 +73,7 @@ def rnn_distance(i: int, j: int) -> int:
         The number of hops, ``|i − j|``.
 
     Raises:
-        ValueError: if a position is negative.
+        ValueError: if a position is negative (the message names it).
 
     See docs: chapter 1, step 1.4.
     """
@@ -91,7 +91,7 @@ def attention_distance(i: int, j: int) -> int:
         0 when i == j, otherwise 1: any position reads any other directly.
 
     Raises:
-        ValueError: if a position is negative.
+        ValueError: if a position is negative (the message names it).
 
     See docs: chapter 1, step 1.5.
     """
@@ -110,7 +110,7 @@ def causal_pair_count(n: int) -> int:
         1 + 2 + … + n = n(n + 1)/2.
 
     Raises:
-        ValueError: if n is negative.
+        ValueError: if n is negative (the message names it).
 
     See docs: chapter 1, step 1.6.
     """

@@ -51,7 +51,8 @@ def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarra
 
     Raises:
         ValueError: if X is not 2-D, a matrix is missing or not 2-D, a matrix's rows differ from X's
-            width d_model, or W_Q and W_K have different widths (the message names the matrix and shapes).
+            width d_model, or W_Q and W_K have different widths (the message names the matrix,
+            ``WQ``, ``WK`` or ``WV``, and the shapes).
 
     See docs: chapter 5, step 5.3.
     """
@@ -84,7 +85,8 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
     Raises:
         IndexError: if a token id is outside the embedding table (the message names the id).
         ValueError: if ids is empty, or a matrix is missing or has a shape that does not fit (W_O must
-            have d_v rows and one column per token of the table; the message names the matrix).
+            have d_v rows and one column per token of the table; the message names the matrix, ``WQ``, ``WK``, ``WV`` or
+            ``WO``, and its shape).
 
     See docs: chapter 5, steps 5.2–5.8.
     """

@@ -25,7 +25,7 @@ def cross_entropy(probs: np.ndarray, target: int) -> float:
 
     Raises:
         IndexError: if target is outside 0..vocab−1 (the message names it and the vocabulary size).
-        TypeError: if target is not a whole number.
+        TypeError: if target is not a whole number (the message names it).
         ValueError: if probs is not a 1-D probability distribution (logits passed by mistake, say).
 
     See docs: chapter 6, step 6.1.
@@ -48,8 +48,8 @@ def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
         dL/dlogits, shape (vocab,), a new array summing to 0.
 
     Raises:
-        IndexError: if target is outside 0..vocab−1.
-        TypeError: if target is not a whole number.
+        IndexError: if target is outside 0..vocab−1 (the message names it).
+        TypeError: if target is not a whole number (the message names it).
         ValueError: if probs is not a 1-D probability distribution.
 
     See docs: chapter 6, step 6.2.
@@ -120,9 +120,10 @@ def train_output_step(ids: list[int], target: int, params: dict[str, np.ndarray]
         ``params`` is not changed.
 
     Raises:
-        IndexError: if a token id or the target is outside the vocabulary.
+        IndexError: if a token id or the target is outside the vocabulary (the message names it).
         TypeError: if target is not a whole number.
-        ValueError: if a matrix is missing or its shape does not fit, or lr is negative.
+        ValueError: if a matrix is missing or its shape does not fit (the message names the matrix, e.g.
+            ``WO``, and its shape), or lr is negative.
 
     See docs: chapter 6, step 6.6.
     """

@@ -157,9 +157,9 @@ def backward(ids: list[int], target: int, params: dict[str, np.ndarray], *,
         ``"WK"``, ``"WV"``, ``"WO"``), each gradient the shape of its matrix.
 
     Raises:
-        IndexError: if a token id or the target is outside the vocabulary.
+        IndexError: if a token id or the target is outside the vocabulary (the message names it).
         TypeError: if target is not a whole number.
-        ValueError: if a matrix is missing or its shape does not fit.
+        ValueError: if a matrix is missing or its shape does not fit (the message names the matrix).
 
     See docs: chapter 7, steps 7.12, 7.13 and 7.14.
     """
@@ -184,9 +184,10 @@ def train_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: f
         W − η·dW (other entries copied), and the loss BEFORE the update, a float. ``params`` is not changed.
 
     Raises:
-        IndexError: if a token id or the target is outside the vocabulary.
+        IndexError: if a token id or the target is outside the vocabulary (the message names it).
         TypeError: if target or lr is not a number of the right kind.
-        ValueError: if a matrix is missing or its shape does not fit, or lr is negative.
+        ValueError: if a matrix is missing or its shape does not fit (the message names the matrix), or lr
+            is negative (the message names it).
 
     See docs: chapter 7, steps 7.15–7.19.
     """

@@ -39,7 +39,8 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
         Array of the shape of x.
 
     Raises:
-        ValueError: if x has no feature axis, or gamma or beta does not have shape (d_model,).
+        ValueError: if x has no feature axis, or gamma or beta does not have shape (d_model,) (the message
+            names gamma or beta and its shape).
 
     See docs: chapter 10, steps 10.1 and 10.2.
     """
@@ -251,7 +252,8 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
         The parameter dict above.
 
     Raises:
-        ValueError: if a size is not a positive whole number (n_layers may be 0).
+        ValueError: if a size is not a positive whole number (n_layers may be 0; the message names the size,
+            e.g. ``d_model``).
 
     See docs: chapter 10, step 10.10.
     """
@@ -271,7 +273,9 @@ def embed(ids, params: dict) -> np.ndarray:
         The residual stream entering block 0, shape (seq, d_model).
 
     Raises:
-        ValueError: if ids is empty, not whole numbers, outside the vocabulary, or longer than max_len.
+        ValueError: if ids is empty (the message says "empty"), not whole numbers, outside the vocabulary
+            (the message names the id and the vocab size), or longer than max_len (the message names the
+            length and max_len).
 
     See docs: chapter 10, step 10.11.
     """
@@ -294,7 +298,7 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
 
     Raises:
         ValueError: if a parameter is missing or has a shape that does not fit the others (the message
-            names it), or the ids are bad (as ``embed``).
+            names it, e.g. ``W1`` or ``WO``, and its shape), or the ids are bad (as ``embed``).
 
     See docs: chapter 10, step 10.12.
     """

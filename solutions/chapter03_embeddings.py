@@ -38,7 +38,7 @@ def one_hot(ids: list[int], vocab_size: int) -> np.ndarray:
         Shape (seq, V), float64.
 
     Raises:
-        IndexError: if an id is outside 0..V−1 (negative ids too).
+        IndexError: if an id is outside 0..V−1 (negative ids too; the message names the id).
 
     See docs: chapter 3, step 3.1.
     """
@@ -62,7 +62,7 @@ def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
 
     Raises:
         IndexError: if an id is outside 0..V−1 — including −1, which NumPy would silently read as the
-            last row.
+            last row (the message names the id).
         ValueError: if the table is not 2-D.
 
     See docs: chapter 3, steps 3.2 and 3.3.
@@ -87,8 +87,8 @@ def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.n
         d_table, shape (V, d); rows of unused tokens are 0.
 
     Raises:
-        IndexError: if an id is outside 0..V−1.
-        ValueError: if d_X does not have one row per id.
+        IndexError: if an id is outside 0..V−1 (the message names the id).
+        ValueError: if d_X does not have one row per id (the message names d_X's shape).
 
     See docs: chapter 3, step 3.6.
     """

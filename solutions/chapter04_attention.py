@@ -101,7 +101,7 @@ def causal_mask(n: int) -> np.ndarray:
         Boolean array, shape (n, n): entry [i, j] is True when j <= i (position i may see position j).
 
     Raises:
-        ValueError: if n is not a positive whole number.
+        ValueError: if n is not a positive whole number (the message names n).
 
     See docs: chapter 4, step 4.5.
     """

@@ -90,9 +90,11 @@ def batch_loss(examples: list[tuple[list[int], int]], params: dict[str, np.ndarr
         The mean loss, a float.
 
     Raises:
-        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
-        IndexError: if a token id or a target is outside the vocabulary.
-        TypeError: if examples is not a list of (ids, target) pairs.
+        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit (the message
+            names the matrix, e.g. ``WO``).
+        IndexError: if a token id or a target is outside the vocabulary (the message names it).
+        TypeError: if examples is not a list of (ids, target) pairs (the message says "pair" or names the
+            bad target).
 
     See docs: chapter 8, steps 8.5 and 8.13.
     """
@@ -183,7 +185,8 @@ def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], 
         ``losses[i]`` is the mean loss BEFORE update i (so ``losses[0]`` is the untrained model's).
 
     Raises:
-        ValueError: if the batch is empty, epochs is negative, lr is negative, or a shape does not fit.
+        ValueError: if the batch is empty, epochs is negative, lr is negative, or a shape does not fit (the
+            message names the bad value).
         IndexError: if a token id or a target is outside the vocabulary.
         TypeError: if epochs is not a whole number, or examples is not a list of (ids, target) pairs.
 
@@ -220,9 +223,11 @@ def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray
         A float in [0, 1].
 
     Raises:
-        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
-        IndexError: if a token id or a target is outside the vocabulary.
-        TypeError: if examples is not a list of (ids, target) pairs.
+        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit (the message
+            names the matrix, e.g. ``WO``).
+        IndexError: if a token id or a target is outside the vocabulary (the message names it).
+        TypeError: if examples is not a list of (ids, target) pairs (the message says "pair" or names the
+            bad target).
 
     See docs: chapter 8, steps 8.15 and 8.16.
     """
