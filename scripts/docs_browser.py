@@ -1,7 +1,7 @@
 r"""Read the built docs site the way a learner does: in a real, headless browser.
 
 Serves a built site (``mkdocs build``) on localhost, opens every page in Debian's
-Chromium (``/usr/bin/chromium``; nothing is downloaded) and checks, page by page:
+Chromium (``/usr/bin/chromium``) driven by Playwright, and checks, page by page:
 
 * **console** -- no console error, no uncaught exception, no failed request;
 * **offline** -- no request leaves localhost (fonts, scripts, images, iframes);
@@ -16,10 +16,9 @@ It also opens the home page from the file system (``file://``, the way a
 downloaded copy of the site is read) and runs a search there, and saves a
 full-page screenshot of every chapter page.
 
-The browser is driven with the Chrome DevTools Protocol over a pipe
-(``--remote-debugging-pipe``): JSON messages separated by NUL bytes on file
-descriptors 3 (to the browser) and 4 (from it), so no websocket client and no
-third-party package are needed.
+Playwright for Python (the ``browser`` dependency group) starts the system's
+Chromium through ``executable_path``: it never uses or downloads a browser of its
+own (do not run ``playwright install``).
 
 Usage::
 
@@ -32,26 +31,25 @@ Exit status 0 when every check passes, 1 otherwise; one line per page.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
-import fcntl
 import functools
 import html.parser
 import http.server
 import json
-import os
-import queue
 import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
 from pathlib import Path
 
-CHROMIUM_FLAGS = (
-    "--headless",
+try:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - told at run time, with the command that installs it
+    sync_playwright = None
+
+CHROMIUM_FLAGS = (  # Playwright adds --headless, --hide-scrollbars, --disable-dev-shm-usage, a temporary profile
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -59,9 +57,6 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--hide-scrollbars",
-    "--remote-debugging-pipe",
 )
 VIEWPORT = {"width": 1280, "height": 900}
 PAGE_TIMEOUT_S = 30.0
@@ -107,150 +102,55 @@ READY_JS = r"""
 """
 
 
-class CDPError(RuntimeError):
-    """The browser answered a DevTools command with an error."""
-
-
-class Chromium:
-    """A headless Chromium driven over ``--remote-debugging-pipe``."""
-
-    def __init__(self, binary: str, profile: Path) -> None:
-        to_child_r, self._to_child = os.pipe()
-        self._from_child, from_child_w = os.pipe()
-        # Move the child's ends out of the way of 3 and 4 before dup2 there.
-        keep_r = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
-        keep_w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
-        os.close(to_child_r)
-        os.close(from_child_w)
-
-        def wire_pipes() -> None:  # runs in the child, before exec
-            os.dup2(keep_r, 3)
-            os.dup2(keep_w, 4)
-
-        self.process = subprocess.Popen(
-            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4, keep_r, keep_w),
-            preexec_fn=wire_pipes,
-        )
-        os.close(keep_r)
-        os.close(keep_w)
-        self._next_id = 0
-        self._replies: dict[int, dict] = {}
-        self._replied = threading.Condition()
-        self.events: queue.Queue[dict] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        buffer = b""
-        while chunk := os.read(self._from_child, 1 << 16):
-            buffer += chunk
-            *messages, buffer = buffer.split(b"\0")
-            for raw in messages:
-                message = json.loads(raw)
-                if "id" in message:
-                    with self._replied:
-                        self._replies[message["id"]] = message
-                        self._replied.notify_all()
-                else:
-                    self.events.put(message)
-        with self._replied:  # the browser went away: wake every waiter
-            self._replies[-1] = {}
-            self._replied.notify_all()
-
-    def call(self, method: str, session: str | None = None, timeout: float = 60.0,
-             **params) -> dict:
-        """Send one DevTools command and wait for its answer."""
-        self._next_id += 1
-        message = {"id": self._next_id, "method": method, "params": params}
-        if session:
-            message["sessionId"] = session
-        os.write(self._to_child, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        with self._replied:
-            while self._next_id not in self._replies:
-                if -1 in self._replies:
-                    raise CDPError(f"{method}: the browser exited")
-                if not self._replied.wait(deadline - time.monotonic()):
-                    raise CDPError(f"{method}: no answer in {timeout:.0f} s")
-            reply = self._replies.pop(self._next_id)
-        if "error" in reply:
-            raise CDPError(f"{method}: {reply['error'].get('message')}")
-        return reply.get("result", {})
-
-    def close(self) -> None:
-        """Ask the browser to quit; kill it if it does not."""
-        with contextlib.suppress(Exception):
-            self.call("Browser.close", timeout=5)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        os.close(self._to_child)
-
-
 class Tab:
-    """One page target, with the events the checks listen to."""
+    """One browser page, with what it reported (console, errors, requests) since it was last drained."""
 
-    def __init__(self, browser: Chromium) -> None:
-        self.browser = browser
-        target = browser.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = browser.call(
-            "Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            self.send(f"{domain}.enable")
-        self.send("Emulation.setDeviceMetricsOverride", deviceScaleFactor=1,
-                  mobile=False, **VIEWPORT)
+    def __init__(self, browser) -> None:
+        self.page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+        self.page.set_default_timeout(60_000)
+        self._seen: list[tuple] = []
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda error: self._seen.append(
+            ("exception", error.stack or f"{error.name}: {error.message}")))
+        self.page.on("request", lambda request: self._seen.append(("request", request.url)))
+        self.page.on("response", lambda response: self._seen.append(("response", response.status, response.url)))
+        self.page.on("requestfailed", lambda request: self._seen.append(
+            ("failed", request.failure or "", request.url)))
+        # Material draws each mermaid diagram into a *closed* shadow root, out of reach of page scripts
+        # and of Playwright's selectors; the DevTools DOM (``pierce``) still sees it.
+        self.devtools = self.page.context.new_cdp_session(self.page)
 
-    def send(self, method: str, **params) -> dict:
-        """Send one DevTools command to this tab."""
-        return self.browser.call(method, session=self.session, **params)
+    def _console(self, message) -> None:
+        if message.type in ("error", "assert"):
+            # Chromium's own log entries (a resource that failed, a blocked request) come without arguments.
+            kind = "console" if message.args else "browser"
+            self._seen.append((kind, message.text, message.location.get("url", "")))
 
-    def events(self) -> list[dict]:
-        """Drain the events received so far for this tab."""
-        out = []
-        while True:
-            try:
-                event = self.browser.events.get_nowait()
-            except queue.Empty:
-                return out
-            if event.get("sessionId") == self.session:
-                out.append(event)
+    def events(self) -> list[tuple]:
+        """Drain what the page reported so far."""
+        seen, self._seen = self._seen, []
+        return seen
 
     def evaluate(self, expression: str):
         """Run JavaScript in the page; return its value (JSON-serialisable), raise on an exception."""
-        result = self.send("Runtime.evaluate", expression=expression,
-                           returnByValue=True, awaitPromise=True)
-        if "exceptionDetails" in result:
-            raise CDPError(result["exceptionDetails"].get("text", "evaluate failed"))
-        return result["result"].get("value")
+        return self.page.evaluate(expression)
 
-    def open(self, url: str) -> list[dict]:
-        """Load url, wait until its scripts have settled, return its events."""
+    def open(self, url: str) -> list[tuple]:
+        """Load url, wait until its scripts have settled, return what it reported."""
         self.events()
-        self.send("Page.navigate", url=url)
-        seen: list[dict] = []
         deadline = time.monotonic() + PAGE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            seen += self.events()
-            if any(e["method"] == "Page.loadEventFired" for e in seen):
-                with contextlib.suppress(CDPError):
-                    if self.evaluate(READY_JS):
-                        break
-            time.sleep(0.05)
-        time.sleep(0.3)  # late console errors (a failed font, a promise)
-        return seen + self.events()
+        try:
+            self.page.goto(url, wait_until="load", timeout=PAGE_TIMEOUT_S * 1000)
+            self.page.wait_for_function(READY_JS, polling=50,
+                                        timeout=max(deadline - time.monotonic(), 0.1) * 1000)
+        except PlaywrightError as error:  # not loaded, or not settled in time: the checks will say what is missing
+            self._seen.append(("load", str(error).splitlines()[0]))
+        self.page.wait_for_timeout(300)  # late console errors (a failed font, a promise)
+        return self.events()
 
     def mermaid_svgs(self) -> tuple[int, int]:
-        """(diagram containers, containers holding an <svg>), shadow roots included.
-
-        Material draws each diagram into a *closed* shadow root, out of reach
-        of page scripts; the DevTools DOM (``pierce``) still sees it.
-        """
-        root = self.send("DOM.getDocument", depth=-1, pierce=True)["root"]
+        """(diagram containers, containers holding an <svg>), shadow roots included."""
+        root = self.devtools.send("DOM.getDocument", {"depth": -1, "pierce": True})["root"]
         total = drawn = 0
 
         def has_svg(node: dict) -> bool:
@@ -276,12 +176,9 @@ class Tab:
     def screenshot(self, path: Path, height: int) -> None:
         """Save a PNG of the page's top ``height`` pixels (at most 16000) at the viewport's width."""
         height = max(VIEWPORT["height"], min(height, 16000))
-        shot = self.send(
-            "Page.captureScreenshot", format="png", captureBeyondViewport=True,
-            clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": height,
-                  "scale": 1})
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(base64.b64decode(shot["data"]))
+        self.page.screenshot(path=path, full_page=True,
+                             clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": height})
 
 
 class _Ids(html.parser.HTMLParser):
@@ -321,33 +218,27 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def event_problems(events: list[dict], base: str) -> list[str]:
+def event_problems(events: list[tuple], base: str) -> list[str]:
     """Console errors, exceptions, failed and off-site requests."""
     problems = []
-    for event in events:
-        method, params = event["method"], event.get("params", {})
-        if method == "Runtime.consoleAPICalled" and params["type"] in ("error", "assert"):
-            text = " ".join(str(a.get("value", a.get("description", "")))
-                            for a in params.get("args", []))
-            problems.append(f"console error: {text[:200]}")
-        elif method == "Runtime.exceptionThrown":
-            details = params["exceptionDetails"]
-            text = details.get("exception", {}).get("description") or details.get("text")
-            problems.append(f"uncaught exception: {str(text)[:200]}")
-        elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
-            entry = params["entry"]
-            problems.append(f"browser error: {entry['text'][:160]} {entry.get('url', '')}")
-        elif method == "Network.requestWillBeSent":
-            url = params["request"]["url"]
+    for kind, *details in events:
+        if kind == "console":
+            problems.append(f"console error: {details[0][:200]}")
+        elif kind == "browser":
+            problems.append(f"browser error: {details[0][:160]} {details[1]}")
+        elif kind == "exception":
+            problems.append(f"uncaught exception: {details[0][:200]}")
+        elif kind == "load":
+            problems.append(f"page did not load: {details[0][:200]}")
+        elif kind == "request":
+            url = details[0]
             scheme = urllib.parse.urlsplit(url).scheme
             if scheme not in LOCAL_SCHEMES and not url.startswith(base):
                 problems.append(f"request leaves the site: {url}")
-        elif method == "Network.responseReceived":
-            status = params["response"]["status"]
-            if status >= 400:
-                problems.append(f"HTTP {status}: {params['response']['url']}")
-        elif method == "Network.loadingFailed" and not params.get("canceled"):
-            problems.append(f"request failed: {params.get('errorText')}")
+        elif kind == "response" and details[0] >= 400:
+            problems.append(f"HTTP {details[0]}: {details[1]}")
+        elif kind == "failed" and details[0] != "net::ERR_ABORTED":  # aborted: cancelled by the page itself
+            problems.append(f"request failed: {details[0]}")
     return problems
 
 
@@ -408,14 +299,14 @@ def check_search_offline(tab: Tab, site: Path, query: str) -> tuple[list[str], i
     tab.evaluate("document.querySelector('[data-md-toggle=search]').click()")
     count, deadline = 0, time.monotonic() + 60  # a cold machine can take long to load the index
     while not count and time.monotonic() < deadline:
-        # Type the query again every few seconds: keys typed before the search worker has loaded
-        # its index are not searched again once it is ready.
+        # Type the query (real key presses: the search box reads its value on keyup) again every few
+        # seconds: keys typed before the search worker has loaded its index are not searched again.
         tab.evaluate("(() => { const q = document.querySelector('input[data-md-component=search-query]');"
                      " q.value = ''; q.focus(); })()")
-        tab.send("Input.insertText", text=query)
+        tab.page.keyboard.type(query)
         retype = time.monotonic() + 3
         while not count and time.monotonic() < min(retype, deadline):
-            time.sleep(0.2)
+            tab.page.wait_for_timeout(200)
             count = tab.evaluate("document.querySelectorAll('.md-search-result__item').length")
     if not count:
         state = tab.evaluate(
@@ -458,10 +349,13 @@ def main(argv: list[str] | None = None) -> int:
             old.unlink()
     failures = 0
     ids: dict[str, set[str]] = {}
-    with tempfile.TemporaryDirectory(prefix="docs-browser-") as profile, serve(site) as base:
-        browser = Chromium(chromium_binary(), Path(profile))
+    binary = chromium_binary()
+    if sync_playwright is None:
+        sys.exit("docs-browser: Playwright for Python is not installed; `nox -s docs-browser` installs it "
+                 "(the 'browser' dependency group). Never run `playwright install`: the system's Chromium is used.")
+    with sync_playwright() as playwright, serve(site) as base:
+        browser = playwright.chromium.launch(executable_path=binary, args=list(CHROMIUM_FLAGS), headless=True)
         try:
-            browser.call("Browser.getVersion")
             tab = Tab(browser)
             for relative in pages:
                 shoot = args.screenshots if relative.startswith(args.shoot) else None

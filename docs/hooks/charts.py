@@ -154,7 +154,7 @@ def arrows_2d(starts, ends, title: str, x_label: str, y_label: str, limit: float
     """
     grey = "#8c959f"
     with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(7.4, 4.6), layout="constrained")
+        fig = Figure(figsize=(7.1, 4.5), layout="constrained")
         ax, side = fig.subplots(1, 2, width_ratios=[1, 0.62])
         ax.plot([-limit, limit], [-limit, limit], color=grey, linewidth=1, linestyle=(0, (4, 3)))
         for start, end in zip(np.asarray(starts, float), np.asarray(ends, float), strict=True):
