@@ -175,6 +175,7 @@ ATTACKS = {
 }
 
 
+GUARDED = ("tests/test_chapter04_attention.py", "kata/judge/checks.py", "reference/chapter04_attention.toml")
 SANDBOX_ONLY = {"import and return the reference", "write the result stream", "overwrite the course's tests and checks",
                 "read the answer key file", "kill the judge"}
 
@@ -201,14 +202,15 @@ def graded(tmp_path_factory):
     def run(name: str) -> tuple[str, dict]:
         return name, _grade(courses[name], impls[name], tmp / f"out-{list(jobs).index(name)}")
 
+    before = {relative: (first / relative).read_bytes() for relative in GUARDED}
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(pool.map(run, jobs))
-    return courses, results
+    return courses, results, before
 
 
 def test_the_honest_mistake_costs_points(graded):
     """the baseline: forgetting 1/√d_k loses points in chapters 4 and 5, and solutions/ earns them all"""
-    _, results = graded
+    _, results, _ = graded
     assert results["solutions"]["total"]["percent"] == 100.0
     assert results["honest"]["total"]["points"] < results["solutions"]["total"]["points"]
 
@@ -216,7 +218,7 @@ def test_the_honest_mistake_costs_points(graded):
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_no_trick_earns_more_than_the_honest_code(graded, attack):
     """a tampering implementation earns no more than the same code with the trick removed"""
-    _, results = graded
+    _, results, _ = graded
     got, honest = results[attack], results["honest"]
     if attack in SANDBOX_ONLY and not _sandboxed(got):
         assert any(p.startswith("no sandbox") for p in got["protections"]), got["protections"]
@@ -232,13 +234,12 @@ def _sandboxed(results: dict) -> bool:
 
 def test_the_course_copy_is_untouched_by_every_attack(graded):
     """sealed, no attack could change the tests, the answer key or the judge of the course it was graded from"""
-    courses, results = graded
+    courses, results, before = graded
     for name, course in courses.items():
         if not _sandboxed(results[name]):
             continue
-        for relative in ("tests/test_chapter04_attention.py", "kata/judge/checks.py",
-                         "reference/chapter04_attention.toml"):
-            assert (course / relative).read_bytes() == (ROOT / relative).read_bytes(), (name, relative)
+        for relative in GUARDED:
+            assert (course / relative).read_bytes() == before[relative], (name, relative)
 
 
 def test_ci_installs_the_sandbox():
@@ -249,7 +250,7 @@ def test_ci_installs_the_sandbox():
 
 def test_every_report_names_the_protections_that_applied(graded):
     """results.json says what guarded the learner's process (a separate worker, its limits, a sandbox)"""
-    _, results = graded
+    _, results, _ = graded
     protections = results["honest"]["protections"]
     assert "separate process" in protections
     assert any(p.startswith(("bubblewrap", "no sandbox")) for p in protections), protections
