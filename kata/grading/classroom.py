@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, gradebook, roster, strict, submissions
+from . import class_report, course, gradebook, reports, roster, strict, submissions
 from . import points as points_mod
 
 
@@ -177,6 +177,10 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                     (folder / "summary.md").write_text(f"## {learner.student}: error\n\n{failure}\n", encoding="utf-8")
                     return gradebook.row(learner, status="error", commit=sub.commit, committed_at=sub.committed_at,
                                          note=failure, results=None, seconds=time.monotonic() - began, **common)
+                # The learner's folder is a throwaway path here: the reports name it as the learner knows it.
+                results = json.loads((graded / "results.json").read_text(encoding="utf-8"))
+                results["implementation"] = "exercises"
+                reports.write_all(results, graded)
                 if entry is not None:
                     _store(graded, entry)
                 source = graded

@@ -153,3 +153,19 @@ def build(folder: Path, which: tuple[str, ...] | None = None) -> dict[str, dict]
                      f"S{1 + i % 2}")
     (folder / "roster.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return made
+
+
+COURSE_PARTS = ("kata", "tests", "reference", "solutions", "exercises", "conftest.py", "pyproject.toml", "grading.toml")
+
+
+def course_copy(target: Path) -> Path:
+    """A snapshot of the instructor's course copy (what grading reads), so edits elsewhere change nothing."""
+    target.mkdir(parents=True)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "tools")
+    for part in COURSE_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, target / part, ignore=skip)
+        elif source.is_file():
+            shutil.copy2(source, target / part)
+    return target
