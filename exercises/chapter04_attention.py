@@ -88,7 +88,8 @@ def causal_mask(n: int) -> np.ndarray:
         Boolean array, shape (n, n): entry [i, j] is True when j <= i (position i may see position j).
 
     Raises:
-        ValueError: if n is not a positive whole number (the message names n).
+        ValueError: if n is not a positive whole number: 0, −1, 2.5, 2.0 and True are refused (the message
+            names n).
 
     See docs: chapter 4, step 4.5.
     """
@@ -118,7 +119,8 @@ def scaled_dot_product_attention(
     Raises:
         ValueError: if Q and K do not fit (as ``raw_scores``); if V has a different number of rows than K
             (the message names V's shape); if the mask's shape differs from the scores' (the message names
-            both shapes); or if a mask row allows nothing (the message says "mask").
+            both shapes); or if a mask row allows nothing (the message says "mask" and names every such row,
+            e.g. "row 0").
 
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """

@@ -29,6 +29,7 @@ _EXPORTS = {
     "expect": "kata.judge.checks",
     "numerical_gradient": "kata.judge.checks",
     "raises_clearly": "kata.judge.checks",
+    "returned": "kata.judge.checks",
     "show": "kata.judge.checks",
 }
 _MODULES = {"answer_key": "kata.judge.answer_key", "checks": "kata.judge.checks"}

@@ -101,7 +101,8 @@ def causal_mask(n: int) -> np.ndarray:
         Boolean array, shape (n, n): entry [i, j] is True when j <= i (position i may see position j).
 
     Raises:
-        ValueError: if n is not a positive whole number (the message names n).
+        ValueError: if n is not a positive whole number: 0, −1, 2.5, 2.0 and True are refused (the message
+            names n).
 
     See docs: chapter 4, step 4.5.
     """
@@ -133,7 +134,8 @@ def scaled_dot_product_attention(
     Raises:
         ValueError: if Q and K do not fit (as ``raw_scores``); if V has a different number of rows than K
             (the message names V's shape); if the mask's shape differs from the scores' (the message names
-            both shapes); or if a mask row allows nothing (the message says "mask").
+            both shapes); or if a mask row allows nothing (the message says "mask" and names every such row,
+            e.g. "row 0").
 
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """
@@ -145,8 +147,10 @@ def scaled_dot_product_attention(
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != S.shape:
             raise ValueError(f"mask {mask.shape} must have the scores' shape {S.shape}")
-        if not mask.any(axis=-1).all():
-            raise ValueError("mask: some query may attend to no position at all")
+        empty = np.flatnonzero(~mask.any(axis=-1))  # rows where the query may see no key at all
+        if empty.size:
+            raise ValueError(f"mask: row {', '.join(map(str, empty))} allows no position: that query would "
+                             "attend to nothing")
         S = np.where(mask, S, -np.inf)  # a masked position gets weight exp(-inf) = 0
     weights = softmax(S, axis=-1)  # (seq_q, seq_k), rows sum to 1
     return weights @ V, weights  # (seq_q, seq_k) @ (seq_k, d_v) -> (seq_q, d_v)

@@ -6,7 +6,7 @@ Numbers come from reference/chapter02_matrices.toml. Note the row-vector convent
 import numpy as np
 import pytest
 
-from kata import close, expect, numerical_gradient, raises_clearly
+from kata import close, expect, numerical_gradient, raises_clearly, returned
 
 CHAPTER = 2
 RNG = np.random.default_rng(2)
@@ -14,50 +14,50 @@ RNG = np.random.default_rng(2)
 
 @pytest.mark.step("2.1")
 def test_the_identity_passes_the_half_matrix_through(ch, ws):
-    expect(ws, ch.matmul(ws.input("A"), ws.input("B")))
+    expect(ws, ch.matmul(ws.input("A"), ws.input("B")), kind="array")
 
 
 @pytest.mark.step("2.2")
 def test_a_row_vector_times_the_rotation_turns_to_minus_y(ch, ws):
-    expect(ws, ch.matmul(ws.input("x"), ws.input("R")))
+    expect(ws, ch.matmul(ws.input("x"), ws.input("R")), kind="array")
 
 
 @pytest.mark.step("2.3")
 def test_a_vector_dotted_with_itself_gives_one(ch, ws):
-    expect(ws, ch.dot(ws.input("a"), ws.input("b")))
+    expect(ws, ch.dot(ws.input("a"), ws.input("b")), kind="float")
 
 
 @pytest.mark.step("2.4")
 def test_perpendicular_vectors_give_zero(ch, ws):
-    expect(ws, ch.dot(ws.input("a"), ws.input("b")))
+    expect(ws, ch.dot(ws.input("a"), ws.input("b")), kind="float")
 
 
 @pytest.mark.step("2.5")
 def test_opposite_vectors_give_minus_one(ch, ws):
-    expect(ws, ch.dot(ws.input("a"), ws.input("b")))
+    expect(ws, ch.dot(ws.input("a"), ws.input("b")), kind="float")
 
 
 @pytest.mark.step("2.6")
 def test_transposing_the_rotation_swaps_rows_and_columns(ch, ws):
-    expect(ws, ch.transpose(ws.input("A")))
+    expect(ws, ch.transpose(ws.input("A")), kind="array")
 
 
 @pytest.mark.step("2.7")
 def test_the_gradient_for_a_is_dc_times_b_transposed(ch, ws):
     dA, _ = ch.matmul_backward(ws.input("A"), ws.input("B"), ws.input("dC"))
-    expect(ws, dA)
+    expect(ws, dA, kind="array")
 
 
 @pytest.mark.step("2.8")
 def test_the_gradient_for_b_is_a_transposed_times_dc(ch, ws):
     _, dB = ch.matmul_backward(ws.input("A"), ws.input("B"), ws.input("dC"))
-    expect(ws, dB)
+    expect(ws, dB, kind="array")
 
 
 @pytest.mark.step("2.9")
 def test_central_differences_find_the_gradient_of_a_sum(ch, ws):
     B = ws.input("B")
-    expect(ws, ch.numerical_gradient(lambda A: float((A @ B).sum()), ws.input("A")))
+    expect(ws, ch.numerical_gradient(lambda A: float((A @ B).sum()), ws.input("A")), kind="array")
 
 
 # -- beyond the worksheet ----------------------------------------------------------------------------
@@ -65,21 +65,21 @@ def test_central_differences_find_the_gradient_of_a_sum(ch, ws):
 def test_matmul_matches_numpy_on_other_shapes(ch, m, n, p):
     """matmul matches NumPy's @ on non-square shapes"""
     A, B = RNG.normal(size=(m, n)), RNG.normal(size=(n, p))
-    close(ch.matmul(A, B), A @ B, f"matmul of {A.shape} by {B.shape}")
+    close(ch.matmul(A, B), A @ B, f"matmul of {A.shape} by {B.shape}", kind="array")
 
 
 @pytest.mark.parametrize("shape", [(3, 5), (1, 4), (6, 2)])
 def test_transpose_matches_numpy(ch, shape):
     """transpose matches A.T on non-square shapes"""
     A = RNG.normal(size=shape)
-    close(ch.transpose(A), A.T, f"transpose of a {shape} matrix")
+    close(ch.transpose(A), A.T, f"transpose of a {shape} matrix", kind="array")
 
 
 @pytest.mark.parametrize("n", [1, 3, 10])
 def test_dot_matches_a_sum_of_products(ch, n):
     """dot(a, b) equals sum(a * b) for vectors of other lengths"""
     a, b = RNG.normal(size=n), RNG.normal(size=n)
-    close(ch.dot(a, b), float(np.sum(a * b)), f"dot of two length-{n} vectors")
+    close(ch.dot(a, b), float(np.sum(a * b)), f"dot of two length-{n} vectors", kind="float")
 
 
 @pytest.mark.parametrize(("m", "n", "p"), [(3, 4, 2), (2, 5, 3)])
@@ -87,6 +87,8 @@ def test_matmul_backward_matches_numerical_gradients(ch, m, n, p):
     """dA and dB agree with central differences of L = sum(G * (A @ B)) on non-square shapes"""
     A, B, G = RNG.normal(size=(m, n)), RNG.normal(size=(n, p)), RNG.normal(size=(m, p))
     dA, dB = ch.matmul_backward(A, B, G)
+    returned(dA, "array", "dA from matmul_backward")
+    returned(dB, "array", "dB from matmul_backward")
     # kata.numerical_gradient: the harness's central differences, never the learner's
     close(dA, numerical_gradient(lambda X: np.sum(G * (X @ B)), A), "dA", rtol=1e-5, atol=1e-8)
     close(dB, numerical_gradient(lambda X: np.sum(G * (A @ X)), B), "dB", rtol=1e-5, atol=1e-8)
@@ -97,7 +99,7 @@ def test_numerical_gradient_of_a_known_function(ch, shape):
     """numerical_gradient of sum(sin(X)) is cos(X), and X is left untouched"""
     X = RNG.normal(size=shape)
     before = X.copy()
-    g = ch.numerical_gradient(lambda Y: float(np.sum(np.sin(Y))), X)
+    g = returned(ch.numerical_gradient(lambda Y: float(np.sum(np.sin(Y))), X), "array", "numerical_gradient's result")
     close(g, np.cos(X), f"numerical gradient of sum(sin(X)) for X of shape {shape}", rtol=1e-6, atol=1e-8,
           mistakes=[("a one-sided difference without the 2 in 2ε", 2 * np.cos(X))])
     close(X, before, "X after numerical_gradient (it must not be modified)")

@@ -8,10 +8,18 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, raises_clearly
+from kata import close, expect, raises_clearly, returned
 
 CHAPTER = 4
 RNG = np.random.default_rng(4)
+
+
+# The worksheet's Q = K = 0.1·I is symmetric, so Q @ K equals Q @ Kᵀ there. These worksheet-sized (2×2)
+# queries and keys have distinct values: Q @ K is computable and different, so the mistake shows.
+Q_ASYM = np.array([[1.0, 2.0], [3.0, -1.0]])
+K_ASYM = np.array([[0.5, -2.0], [1.5, 0.25]])
+V_ASYM = np.array([[2.0, -1.0], [0.5, 3.0]])
+NOT_TRANSPOSED = "K not transposed (Q @ K instead of Q @ Kᵀ)"
 
 
 def softmax_oracle(x, axis=-1):
@@ -23,37 +31,53 @@ def softmax_oracle(x, axis=-1):
 # -- the worksheet, step by step -------------------------------------------------------------------
 @pytest.mark.step("4.1")
 def test_raw_score_of_b_is_zero_against_a_and_a_hundredth_against_itself(ch, ws):
-    S = ch.raw_scores(ws.input("Q"), ws.input("K"))
-    expect(ws, np.asarray(S)[1])
+    S = returned(ch.raw_scores(ws.input("Q"), ws.input("K")), "array", "raw_scores(Q, K)")
+    expect(ws, S[1])
+    close(ch.raw_scores(Q_ASYM, K_ASYM), Q_ASYM @ K_ASYM.T,
+          "4.1 raw_scores on a 2×2 Q and K with distinct entries (the worksheet's 0.1·I hides a missing transpose)",
+          inputs={"Q": Q_ASYM, "K": K_ASYM}, mistakes=[(NOT_TRANSPOSED, Q_ASYM @ K_ASYM),
+                                                     ("Kᵀ Q instead of Q Kᵀ", K_ASYM @ Q_ASYM.T)], kind="array")
 
 
 @pytest.mark.step("4.2")
 def test_scaling_by_root_two_turns_the_hundredth_into_0_00707(ch, ws):
-    S = ch.attention_scores(ws.input("Q"), ws.input("K"))
-    expect(ws, np.asarray(S)[1])
+    S = returned(ch.attention_scores(ws.input("Q"), ws.input("K")), "array", "attention_scores(Q, K)")
+    expect(ws, S[1])
+    close(ch.attention_scores(Q_ASYM, K_ASYM), Q_ASYM @ K_ASYM.T / np.sqrt(2),
+          "4.2 attention_scores on a 2×2 Q and K with distinct entries", inputs={"Q": Q_ASYM, "K": K_ASYM},
+          mistakes=[(NOT_TRANSPOSED, Q_ASYM @ K_ASYM / np.sqrt(2)), ("no 1/√d_k scaling", Q_ASYM @ K_ASYM.T)],
+          kind="array")
 
 
 @pytest.mark.step("4.3")
 def test_softmax_gives_b_slightly_more_weight_than_a(ch, ws):
-    expect(ws, ch.softmax(ws.input("scores")))
+    expect(ws, ch.softmax(ws.input("scores")), kind="array")
 
 
 @pytest.mark.step("4.4")
 def test_context_of_b_mixes_both_values_almost_equally(ch, ws):
-    output, _ = ch.scaled_dot_product_attention(ws.input("Q"), ws.input("K"), ws.input("V"))
-    expect(ws, np.asarray(output)[1])
+    output, weights = ch.scaled_dot_product_attention(ws.input("Q"), ws.input("K"), ws.input("V"))
+    returned(weights, "array", "the weights scaled_dot_product_attention returns")
+    expect(ws, returned(output, "array", "the output scaled_dot_product_attention returns")[1])
+    w = softmax_oracle(Q_ASYM @ K_ASYM.T / np.sqrt(2))
+    got, _ = ch.scaled_dot_product_attention(Q_ASYM, K_ASYM, V_ASYM)
+    close(got, w @ V_ASYM, "4.4 attention on a 2×2 Q, K and V with distinct entries",
+          inputs={"Q": Q_ASYM, "K": K_ASYM, "V": V_ASYM},
+          mistakes=[(NOT_TRANSPOSED, softmax_oracle(Q_ASYM @ K_ASYM / np.sqrt(2)) @ V_ASYM),
+                    ("softmax over the wrong axis (columns)", softmax_oracle(Q_ASYM @ K_ASYM.T / np.sqrt(2), 0) @ V_ASYM),
+                    ("weights transposed (Wᵀ V)", w.T @ V_ASYM)], kind="array")
 
 
 @pytest.mark.step("4.5")
 def test_causal_mask_lets_each_position_see_itself_and_the_past(ch, ws):
-    expect(ws, ch.causal_mask(ws.input("n")))
+    expect(ws, ch.causal_mask(ws.input("n")), kind="array")
 
 
 @pytest.mark.step("4.6")
 def test_with_the_causal_mask_a_sees_only_itself(ch, ws):
     Q, K, V = ws.input("Q"), ws.input("K"), ws.input("V")
     output, _ = ch.scaled_dot_product_attention(Q, K, V, mask=ws.input("mask"))
-    expect(ws, output)
+    expect(ws, output, kind="array")
 
 
 # -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
@@ -62,7 +86,7 @@ def test_softmax_matches_the_formula_on_other_shapes(ch, shape):
     """softmax matches exp / sum on other shapes, row by row"""
     x = RNG.normal(size=shape) * 3
     got = ch.softmax(x)
-    close(got, softmax_oracle(x, axis=-1), f"softmax of a {shape} array, along the last axis", inputs={"x": x},
+    close(got, softmax_oracle(x, axis=-1), f"softmax of a {shape} array, along the last axis", inputs={"x": x}, kind="array",
           mistakes=[("softmax over the wrong axis (columns instead of rows)", softmax_oracle(x, axis=0)),
                     ("softmax over every entry at once", np.exp(x) / np.exp(x).sum())])
 
@@ -101,15 +125,16 @@ def test_softmax_of_masked_entries_is_zero(ch):
     close(got, [1 / (1 + np.e), 0.0, np.e / (1 + np.e)], "softmax([0.5, -inf, 1.5])")
 
 
-@pytest.mark.parametrize(("n_q", "n_k", "d_k"), [(3, 5, 4), (6, 6, 3), (2, 7, 8)])
+@pytest.mark.parametrize(("n_q", "n_k", "d_k"), [(3, 5, 4), (6, 6, 3), (2, 7, 8), (4, 4, 4)])
 def test_scores_match_a_loop_over_query_key_pairs(ch, n_q, n_k, d_k):
     """raw and scaled scores match a loop over every query–key pair, non-square too"""
     Q, K = RNG.normal(size=(n_q, d_k)), RNG.normal(size=(n_k, d_k))
     loop = np.array([[sum(Q[i, d] * K[j, d] for d in range(d_k)) for j in range(n_k)] for i in range(n_q)])
     raw = ch.raw_scores(Q, K)
     scaled = ch.attention_scores(Q, K)
-    close(raw, loop, f"raw_scores for Q {Q.shape}, K {K.shape}")
-    close(scaled, loop / np.sqrt(d_k), f"attention_scores for Q {Q.shape}, K {K.shape}",
+    close(raw, loop, f"raw_scores for Q {Q.shape}, K {K.shape}", kind="array",
+          mistakes=[(NOT_TRANSPOSED, Q @ K)] if n_k == d_k else [])
+    close(scaled, loop / np.sqrt(d_k), f"attention_scores for Q {Q.shape}, K {K.shape}", kind="array",
           mistakes=[("no 1/√d_k scaling (appendix C, mistake 1)", loop), ("divided by d_k, not √d_k", loop / d_k),
                     ("scaled by the number of keys instead of d_k", loop / np.sqrt(n_k))])
 
@@ -118,21 +143,22 @@ def test_scores_match_a_loop_over_query_key_pairs(ch, n_q, n_k, d_k):
 def test_causal_mask_is_the_lower_triangle(ch, n):
     """causal_mask(n) is True exactly where j <= i"""
     want = np.array([[j <= i for j in range(n)] for i in range(n)])
-    got = ch.causal_mask(n)
+    got = returned(ch.causal_mask(n), "array", f"causal_mask({n})")
     with check:
-        assert np.asarray(got).dtype == bool, f"causal_mask should return booleans, got {np.asarray(got).dtype}"
+        assert got.dtype == bool, f"causal_mask should return booleans (dtype bool), got dtype {got.dtype}"
     close(got, want, f"causal_mask({n})", mistakes=[("the upper triangle: looking ahead", want.T)])
 
 
-@pytest.mark.parametrize(("n_q", "n_k", "d_k", "d_v"), [(3, 3, 4, 5), (5, 5, 2, 3), (2, 6, 3, 1)])
+@pytest.mark.parametrize(("n_q", "n_k", "d_k", "d_v"), [(3, 3, 4, 5), (5, 5, 2, 3), (2, 6, 3, 1), (3, 3, 3, 5)])
 def test_attention_matches_a_numpy_one_liner(ch, n_q, n_k, d_k, d_v):
     """attention output and weights match softmax(QKᵀ/√d_k)V on other shapes"""
     Q, K, V = RNG.normal(size=(n_q, d_k)), RNG.normal(size=(n_k, d_k)), RNG.normal(size=(n_k, d_v))
     w = softmax_oracle(Q @ K.T / np.sqrt(d_k))
     output, weights = ch.scaled_dot_product_attention(Q, K, V)
-    close(weights, w, "attention weights", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T)),
+    close(weights, w, "attention weights", kind="array", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T)),
                                                      ("softmax over the wrong axis", softmax_oracle(Q @ K.T / np.sqrt(d_k), 0))])
-    close(output, w @ V, "attention output", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T) @ V)])
+    close(output, w @ V, "attention output", kind="array", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T) @ V)]
+          + ([(NOT_TRANSPOSED, softmax_oracle(Q @ K / np.sqrt(d_k)) @ V)] if n_k == d_k == n_q else []))
 
 
 @pytest.mark.parametrize("n", [3, 5])
@@ -183,6 +209,24 @@ def test_causal_mask_refuses_zero_positions(ch):
     raises_clearly(lambda: ch.causal_mask(0), ValueError, "0")
 
 
+@pytest.mark.parametrize("n", [2.5, 2.0, True, -1])
+def test_causal_mask_refuses_what_is_not_a_positive_whole_number(ch, n):
+    """causal_mask(2.5), causal_mask(2.0), causal_mask(True) and causal_mask(−1) raise ValueError naming n"""
+    raises_clearly(lambda: ch.causal_mask(n), ValueError, str(n),
+                   hint="refuse n unless it is a whole number ≥ 1: a bool is not one, and neither is a float "
+                   "(check isinstance(n, bool) or not isinstance(n, int) or n < 1, with or between them)")
+
+
+def test_scores_of_a_query_or_key_that_is_not_a_matrix_are_refused(ch):
+    """a 1-D or 3-D Q or K raises ValueError naming its shape, even when the other one is a matrix"""
+    why = "check that Q and K are each 2-D: Q.ndim != 2 or K.ndim != 2 (either one being wrong is enough)"
+    raises_clearly(lambda: ch.raw_scores(np.ones(3), np.ones((2, 3))), ValueError, "(3,)", hint=why)
+    raises_clearly(lambda: ch.raw_scores(np.ones((2, 3)), np.ones(3)), ValueError, "(3,)", hint=why)
+    raises_clearly(lambda: ch.raw_scores(np.ones((2, 3, 3)), np.ones((4, 3))), ValueError, "(2, 3, 3)", hint=why)
+    raises_clearly(lambda: ch.attention_scores(np.ones((4, 3)), np.ones((2, 3, 3))), ValueError, "(2, 3, 3)",
+                   hint=why)
+
+
 def test_softmax_of_nothing_is_refused(ch):
     """softmax of an empty array, or of a row that is all -inf, raises ValueError"""
     raises_clearly(lambda: ch.softmax(np.array([])), ValueError, "softmax")
@@ -190,7 +234,13 @@ def test_softmax_of_nothing_is_refused(ch):
 
 
 def test_a_mask_row_that_allows_nothing_is_refused(ch):
-    """a mask row with no True entry raises ValueError (that query would attend to nothing)"""
+    """a mask row with no True entry raises ValueError saying "mask" and naming the row"""
     mask = np.array([[True, False], [False, False]])
+    why = ("check every row of the mask before the softmax (mask.any(axis=-1) for each query), not the mask "
+           "as a whole: the softmax's own error about -inf does not say which query sees nothing")
     raises_clearly(lambda: ch.scaled_dot_product_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)),
-                                                           mask=mask), ValueError, "mask")
+                                                           mask=mask), ValueError, "mask", "row 1", hint=why)
+    # 2 queries, 3 keys: row 0 sees nothing; columns 1 and 2 are seen by nobody (that is allowed)
+    mask = np.array([[False, False, False], [True, False, False]])
+    raises_clearly(lambda: ch.scaled_dot_product_attention(np.ones((2, 2)), np.ones((3, 2)), np.ones((3, 2)),
+                                                           mask=mask), ValueError, "mask", "row 0", hint=why)

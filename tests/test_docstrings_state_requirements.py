@@ -6,7 +6,7 @@ of ``f``'s docstring in ``exercises/`` (or of the functions it refers to, as in 
 
 - the exception type is named there;
 - a word the message must contain is written there (the docstring says what the message says), unless
-  the word is taken from the call's own input (a shape, an id, a number in the call), in which case the
+  the word is taken from the call's own input (a shape, an id, a number, a row), in which case the
   section must say that the message names something ("the message names both shapes").
 """
 
@@ -57,8 +57,11 @@ def error_names(node: ast.AST) -> list[str]:
 
 
 def taken_from_input(word: str, source: str) -> bool:
-    """Whether a required word comes from the call's input: written in the call, a number or a shape."""
-    return word.strip("'\"") in source or bool(re.fullmatch(r"-?\d+(\.\d+)?|\(.*\)", word))
+    """Whether a required word comes from the call's input: written in the call, or holding a number or a shape.
+
+    "4", "-0.1", "(2, 3)", "row 1": the id, value, shape or row of this call.
+    """
+    return word.strip("'\"") in source or bool(re.search(r"\d|\(.*\)", word))
 
 
 def requirements():

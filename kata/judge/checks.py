@@ -67,6 +67,46 @@ def _as_array(got: Any) -> np.ndarray:
     return arr
 
 
+KINDS = ("array", "float")
+
+
+def _type_name(value: Any) -> str:
+    """What came back, in words a learner recognises: ``list``, ``numpy.float32``, a NumPy array and its shape."""
+    if isinstance(value, np.ndarray):
+        return f"a NumPy array of shape {value.shape}, dtype {value.dtype}"
+    if isinstance(value, np.generic):
+        return f"numpy.{type(value).__name__}"
+    return type(value).__name__
+
+
+def returned(got: Any, kind: str | None, what: str = "the result") -> Any:
+    """Check that ``got`` is of the kind the docstring promises; return it (a float as a Python float).
+
+    - ``"array"``: a NumPy array. A Python list (or tuple, or number) fails, saying "expected a NumPy array,
+      got list": the docstring says an array, and later code indexes, reshapes and multiplies it as one.
+    - ``"float"``: one real number. A Python float, any NumPy float (``np.float32`` too), a NumPy integer or
+      int, or a 0-d array holding one is accepted and compared by value; anything else (a list, a
+      1-element array, a bool, None) fails, saying what was expected and what came back.
+    - ``None``: no requirement.
+    """
+    if kind is None:
+        return got
+    if kind == "array":
+        if not isinstance(got, np.ndarray):
+            pytest.fail(f"{what}: expected a NumPy array, got {_type_name(got)}: {show(got)}\n"
+                        f"  the docstring promises an array: return np.array(...) (or build it with NumPy), "
+                        f"not a Python {type(got).__name__}", pytrace=False)
+        return got
+    if kind == "float":
+        number = isinstance(got, (float, int, np.floating, np.integer)) and not isinstance(got, (bool, np.bool_))
+        zero_d = isinstance(got, np.ndarray) and got.ndim == 0 and got.dtype.kind in "fiu"
+        if not (number or zero_d):
+            pytest.fail(f"{what}: expected a float (one number), got {_type_name(got)}: {show(got)}\n"
+                        "  the docstring promises a float: return float(...) of a single value", pytrace=False)
+        return float(got)
+    raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
+
+
 def looks_like(got: np.ndarray, mistakes: Iterable[tuple[str, Any]], rtol: float, atol: float) -> str | None:
     """Name the first known mistake whose value ``got`` matches, if any."""
     for name, value in mistakes:
@@ -82,6 +122,7 @@ def expect(
     *,
     mistakes: Iterable[tuple[str, Any]] = (),
     inputs: dict[str, Any] | None = None,
+    kind: str | None = None,
 ) -> None:
     """Check ``got`` against the answer key's exact value for ``step``; fail with a teaching message.
 
@@ -90,7 +131,10 @@ def expect(
         got: what the implementation returned for the step's inputs.
         mistakes: extra (name, value) pairs, computed in the test, for mistakes the key does not list.
         inputs: the inputs to show, when they are not the step's own ``inputs``.
+        kind: what the docstring promises ``got`` is, checked first: ``"array"`` or ``"float"`` (see
+            ``returned``); None for no requirement.
     """
+    got = returned(got, kind, f"{step.id} {step.title}")
     if not isinstance(step.exact, np.ndarray):
         _expect_equal(step, got, inputs)
         return
@@ -170,8 +214,14 @@ def close(
     atol: float = DEFAULT_ATOL,
     mistakes: Iterable[tuple[str, Any]] = (),
     inputs: dict[str, Any] | None = None,
+    kind: str | None = None,
 ) -> None:
-    """Check a result beyond the worksheet against an oracle computed in the test."""
+    """Check a result beyond the worksheet against an oracle computed in the test.
+
+    ``kind`` (``"array"`` or ``"float"``) is what the docstring promises ``got`` is, checked first (see
+    ``returned``).
+    """
+    got = returned(got, kind, what)
     arr = _as_array(got)
     want_arr = np.asarray(want)
     if _matches(arr, want_arr, rtol, atol):
@@ -192,12 +242,15 @@ def close(
 
 
 def raises_clearly(
-    fn: Callable[[], Any], error: type[BaseException] | tuple[type[BaseException], ...], *words: str
+    fn: Callable[[], Any], error: type[BaseException] | tuple[type[BaseException], ...], *words: str,
+    hint: str = "",
 ) -> None:
     """Check that ``fn()`` raises ``error`` with a message that names every one of ``words``.
 
-    A stub's NotImplementedError passes through untouched, so the test shows as "not started".
+    A stub's NotImplementedError passes through untouched, so the test shows as "not started". ``hint``, when
+    given, is added to a failure: what the code most likely got wrong.
     """
+    tail = f"\n  hint      {hint}" if hint else ""
     try:
         result = fn()
     except NotImplementedError:
@@ -208,15 +261,15 @@ def raises_clearly(
         if missing:
             pytest.fail(
                 f"the error is right ({type(err).__name__}) but its message does not name "
-                f"{', '.join(repr(w) for w in missing)}: {message!r}",
+                f"{', '.join(repr(w) for w in missing)}: {message!r}{tail}",
                 pytrace=False,
             )
         return
     except Exception as err:  # noqa: BLE001 - we report what came instead
         names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
-        pytest.fail(f"expected {names}, got {type(err).__name__}: {err}", pytrace=False)
+        pytest.fail(f"expected {names}, got {type(err).__name__}: {err}{tail}", pytrace=False)
     names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
-    pytest.fail(f"expected {names}, but the call returned {show(result)} — bad input must not pass silently",
+    pytest.fail(f"expected {names}, but the call returned {show(result)} — bad input must not pass silently{tail}",
                 pytrace=False)
 
 
