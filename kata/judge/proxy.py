@@ -113,16 +113,12 @@ def where_text(err: BaseException) -> str:
 
 
 def sandbox_command() -> list[str] | None:
-    """Bubblewrap's command line when it is installed and works here, else None."""
+    """Bubblewrap's command line when it is installed, else None (a worker that then fails to start in it
+    is started again without it: user namespaces can be switched off)."""
     bwrap = shutil.which("bwrap")
     if not bwrap or not sys.platform.startswith("linux") or os.environ.get("KATA_NO_SANDBOX"):
         return None
-    try:
-        ok = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-                             capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    return [bwrap] if ok else None
+    return [bwrap]
 
 
 _SANDBOX: list | None | bool = False
@@ -267,7 +263,13 @@ class Worker:
         self.start()
         if self._ready:
             return
+        global _SANDBOX
         item = self._wait(STARTUP)
+        if (not isinstance(item, tuple) or not item[0].get("ready")) and SANDBOXED in self.protections:
+            self.stop()  # bubblewrap is there but cannot run here: start unsealed, and say so in the report
+            _SANDBOX = None
+            self.start()
+            item = self._wait(STARTUP)
         if not isinstance(item, tuple) or not item[0].get("ready"):
             self.stop()
             raise WorkerCrashed(f"the learner's process did not start: {self._last_words()}")
