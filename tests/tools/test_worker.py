@@ -1,0 +1,219 @@
+"""The judge's proxy and the worker: plain data across, exceptions with their place, limits that hold.
+
+Each test writes a small implementation package and calls it through ``kata.judge.proxy.Worker``, as
+the tests of a chapter do through ``ch``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from kata import wire
+from kata.judge import proxy
+
+CODE = '''
+import numpy as np
+
+
+def add(a, b):
+    return a + b
+
+
+def echo(x):
+    return x
+
+
+def first_row(x):
+    return x[0]
+
+
+def scale_in_place(x, k):
+    x *= k
+    return None
+
+
+def pair(x):
+    return x.sum(), [x.shape, {"n": x.size, "t": (1, 2.5, None, "s", True)}]
+
+
+def scalars():
+    return np.float32(1.5), np.int64(3), np.bool_(True), 2 ** 70
+
+
+class Cache:
+    def __init__(self, x):
+        self.x = x
+
+
+def forward(x):
+    return x * 2, Cache(x)
+
+
+def backward(cache):
+    return cache.x + 1
+
+
+def broken(x):
+    y = x + undefined_name  # noqa: F821
+    return y
+
+
+class ShapeError(ValueError):
+    pass
+
+
+def picky(x):
+    raise ShapeError(f"x has shape {x.shape}")
+
+
+def spin():
+    while True:
+        pass
+
+
+def calls_spin():
+    return spin()
+
+
+def quits():
+    import os
+    os._exit(0)
+
+
+def greedy():
+    return bytearray(10 * 1024**3)
+
+
+def chatty():
+    for _ in range(20000):
+        print("x" * 1000)
+    return 1
+
+
+def objects():
+    return np.array([object(), 1], dtype=object)
+
+
+def apply(f, x):
+    return f(x) * 2
+'''
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory):
+    root = tmp_path_factory.mktemp("impl")
+    package = root / "learner"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "chapter99_worker.py").write_text(textwrap.dedent(CODE))
+    w = proxy.Worker(root, "learner", call_timeout=1.0)
+    w.import_module("chapter99_worker")
+    yield w
+    w.close()
+
+
+def call(worker, name, *args, **kwargs):
+    return worker.call("chapter99_worker", name, args, kwargs)
+
+
+def test_arrays_numbers_and_containers_cross_as_they_are(worker):
+    a, b = np.arange(6.0).reshape(2, 3), np.ones((2, 3), dtype=np.float32)
+    got = call(worker, "add", a, b)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float64 and np.array_equal(got, a + b)
+    total, rest = call(worker, "pair", a)
+    assert total == 15.0 and isinstance(total, np.float64)
+    assert rest == [(2, 3), {"n": 6, "t": (1, 2.5, None, "s", True)}]
+    f32, i64, flag, big = call(worker, "scalars")
+    assert type(f32) is np.float32 and type(i64) is np.int64 and type(flag) is np.bool_
+    assert big == float(2**70)
+    assert call(worker, "echo", [1, 2]) == [1, 2] and call(worker, "echo", (1, 2)) == (1, 2)
+
+
+def test_a_result_that_is_its_argument_or_a_view_of_it_stays_so(worker):
+    x = np.arange(4.0).reshape(2, 2)
+    assert call(worker, "echo", x) is x
+    row = call(worker, "first_row", x)
+    row[0] = 99.0
+    assert x[0, 0] == 99.0, "a view of the argument must write through, as it would in one process"
+
+
+def test_an_argument_changed_in_place_fails_naming_the_function_and_the_argument(worker):
+    x = np.ones(3)
+    with pytest.raises(proxy.ChangedItsInput, match="scale_in_place changed its argument `x` in place"):
+        call(worker, "scale_in_place", x, 3.0)
+    assert np.array_equal(x, np.ones(3)), "the caller's array is left as it was"
+
+
+def test_objects_that_are_not_plain_data_stay_in_the_worker_behind_a_handle(worker):
+    y, cache = call(worker, "forward", np.ones(2))
+    assert isinstance(cache, wire.Handle) and "Cache" in repr(cache)
+    assert np.array_equal(call(worker, "backward", cache), [2.0, 2.0])
+    assert isinstance(call(worker, "objects"), wire.Handle), "an object array is never unpickled"
+
+
+def test_a_crash_names_the_learners_file_line_and_source(worker):
+    with pytest.raises(NameError) as info:
+        call(worker, "broken", np.ones(2))
+    assert "undefined_name" in str(info.value)
+    where = proxy.where_text(info.value)
+    assert "chapter99_worker.py:" in where and "y = x + undefined_name" in where
+
+
+def test_a_learners_own_exception_comes_back_as_its_builtin_base(worker):
+    with pytest.raises(ValueError, match=r"x has shape \(2,\)") as info:
+        call(worker, "picky", np.ones(2))
+    assert type(info.value).__name__ == "ShapeError"
+
+
+def test_a_test_function_passed_to_the_learner_is_called_back(worker):
+    assert call(worker, "apply", lambda v: v + 1, 3.0) == 8.0
+
+
+def test_an_endless_loop_costs_one_timeout_then_fails_at_once_naming_the_function(worker):
+    with pytest.raises(proxy.DidNotReturn, match=r"spin did not return within 1 s"):
+        call(worker, "spin")
+    started = __import__("time").monotonic()
+    with pytest.raises(proxy.DidNotReturn, match=r"calls spin did not return within 1 s earlier in this run"):
+        call(worker, "calls_spin")
+    assert __import__("time").monotonic() - started < 0.9
+    assert np.array_equal(call(worker, "add", 1, 2), 3), "the restarted worker goes on"
+
+
+def test_an_exit_in_the_learners_code_ends_only_that_call(worker):
+    with pytest.raises(proxy.WorkerCrashed, match="ended the learner's process"):
+        call(worker, "quits")
+    assert call(worker, "add", 2, 2) == 4
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="resource limits need POSIX")
+def test_ten_gigabytes_are_refused(worker):
+    with pytest.raises(MemoryError):
+        call(worker, "greedy")
+
+
+def test_a_flood_of_prints_is_cut_and_costs_nothing_else(worker, capsys):
+    assert call(worker, "chatty") == 1
+    shown = capsys.readouterr().out
+    assert len(shown) <= 70_000
+
+
+def test_nothing_but_plain_data_is_decoded():
+    header = {"ok": {"t": "x"}}
+    with pytest.raises(wire.WireError):
+        wire.decode(header["ok"], [], lambda t: None)
+    pickled = __import__("pickle").dumps(np.array([1, 2], dtype=object))
+    with pytest.raises(wire.WireError):
+        wire.read_array(pickled)
+    import io
+    buf = io.BytesIO()
+    np.save(buf, np.array([object()], dtype=object), allow_pickle=True)
+    with pytest.raises(wire.WireError):
+        wire.read_array(buf.getvalue())
+
+
+def test_the_report_lists_the_protections(worker):
+    assert "separate process" in worker.protections
+    assert any(p.startswith(("bubblewrap", "no sandbox")) for p in worker.protections)
