@@ -157,7 +157,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
     def run(group: list) -> RunResult:
         return run_tests(
             workspace, [f for c in group for f in files(c)], impl=impls[group[0].number], timeout=timeout,
-            deadline=deadline, hide=[root, learner],
+            deadline=deadline, hide=[root, learner], shown_as=_shown(learner, root),
             stream_dir=streams, extra_paths=[packages],
             extra_args=[f"--kata-seed={args.seed}"] if args.seed is not None else [],
         )
@@ -194,6 +194,14 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         "total": _total(graded),
         "chapters": graded,
     }
+
+
+def _shown(learner: Path, root: Path) -> str:
+    """The learner's folder as they know it: relative to the repository they graded, else its name."""
+    try:
+        return learner.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return learner.name
 
 
 def _ignore(root: Path):

@@ -70,7 +70,7 @@ class _Drain(threading.Thread):
         return b"".join(self.chunks)[-KEEP_OUTPUT:].decode("utf-8", "replace")
 
 
-def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = ()) -> dict[str, str]:
+def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), shown_as: str = "") -> dict[str, str]:
     """The environment of a child run: the tools importable, nothing from outside changing pytest.
 
     The tools come from ``root/tools`` when it has them (so ``--pristine`` restores them too).
@@ -85,6 +85,8 @@ def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = ()) -
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["PYTHONUNBUFFERED"] = "1"
     env["KATA_HIDE"] = os.pathsep.join(str(p) for p in hide)  # what the sandboxed worker must not see
+    if shown_as:
+        env["KATA_SHOWN_AS"] = shown_as  # the learner's folder as they know it, for file:line
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
@@ -102,6 +104,7 @@ def run_tests(
     collect_budget: float = 60.0,
     deadline: float | None = None,
     hide: list[Path] = (),
+    shown_as: str = "",
 ) -> RunResult:
     """Run the tests in ``files`` (relative to ``root``) against ``impl`` until every one has a result.
 
@@ -117,6 +120,7 @@ def run_tests(
         collect_budget: seconds the child may take to start and collect the tests.
         deadline: a ``time.monotonic()`` after which the run stops and what is left is not run.
         hide: folders the sandboxed worker must not see (the course the grade was started from).
+        shown_as: how the learner names the implementation's folder in file:line (``exercises``).
 
     Returns:
         The tests found and the result of every one of them.
@@ -145,7 +149,7 @@ def run_tests(
         proc = subprocess.Popen(
             cmd,
             cwd=root,
-            env=child_env(root, list(extra_paths), list(hide)),
+            env=child_env(root, list(extra_paths), list(hide), shown_as),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -243,6 +243,9 @@ class KataState:
 
 def _shown_as(folder: Path, impl: str) -> dict[str, str]:
     """How the learner knows the implementation's folder, for file:line in messages."""
+    said = os.environ.get("KATA_SHOWN_AS")  # set by the grader, which copies the learner's folder
+    if said:
+        return {impl: said}
     try:
         return {impl: (folder / impl).relative_to(Path.cwd()).as_posix()}
     except ValueError:

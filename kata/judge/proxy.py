@@ -113,8 +113,10 @@ def where_text(err: BaseException) -> str:
 
 
 def sandbox_command() -> list[str] | None:
-    """Bubblewrap's command line when it is installed, else None (a worker that then fails to start in it
-    is started again without it: user namespaces can be switched off)."""
+    """Bubblewrap's command line when it is installed, else None.
+
+    A worker that then fails to start in it is started again without it (user namespaces can be off).
+    """
     bwrap = shutil.which("bwrap")
     if not bwrap or not sys.platform.startswith("linux") or os.environ.get("KATA_NO_SANDBOX"):
         return None
