@@ -170,6 +170,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         runs = list(pool.map(run, groups))
     by_chapter = {c.number: part(r, files(c)) for group, r in zip(groups, runs, strict=True) for c in group}
     graded = [_chapter(c, by_chapter[c.number], settings) for c in chapters]
+    _blame(graded, {m: u for r in runs for m, u in r.uses.items()})
     return {
         "schema_version": SCHEMA_VERSION,
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -373,6 +374,21 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
         **_counts(steps),
         "steps": steps,
     }
+
+
+def _blame(chapters: list[dict], uses: dict[str, dict[str, str]]) -> None:
+    """Say so when a failing step's chapter calls an earlier chapter's function that fails its own checks."""
+    failing = {name for c in chapters for s in c["steps"] if s["status"] != "passed" for name in s["functions"]}
+    for c in chapters:
+        notes = [f"this chapter's code calls {name} (chapter {int(module[7:9])}), which fails its own checks — "
+                 f"fix chapter {int(module[7:9])} first"
+                 for name, module in sorted(uses.get(c["module"], {}).items())
+                 if f"{module}.{name}" in failing and module[7:9].isdigit()]
+        if not notes:
+            continue
+        for s in c["steps"]:
+            if s["status"] in ("failed", "error", "timed out") and s["message"]:
+                s["message"] += "".join(f"\n  note      {n}" for n in notes[:3])
 
 
 def _withhold(units: list[dict]) -> None:

@@ -45,6 +45,7 @@ class RunResult:
     output_tail: str = ""
     seconds: float = 0.0
     protections: list[str] = field(default_factory=list)
+    uses: dict[str, dict[str, str]] = field(default_factory=dict)  # chapter module -> earlier functions it uses
 
 
 class _Drain(threading.Thread):
@@ -209,6 +210,7 @@ def part(run: RunResult, files: list[str]) -> RunResult:
         output_tail=run.output_tail,
         seconds=run.seconds,
         protections=run.protections,
+        uses=run.uses,
     )
 
 
@@ -282,6 +284,8 @@ def _apply(event: dict, run: RunResult) -> None:
         run.results[body["nodeid"]] = body
     elif kind == "protections":
         run.protections = [p for p in body.get("protections", []) if isinstance(p, str)]
+    elif kind == "uses" and isinstance(body.get("uses"), dict):
+        run.uses.update(body["uses"])
 
 
 def _current(stream: Path) -> str | None:

@@ -150,6 +150,8 @@ class Stream:
         worker = self.config.stash[self.kata.STATE].worker
         if worker is not None and worker.protections:
             self.emit(event="protections", protections=list(worker.protections))
+        if worker is not None and worker.uses:
+            self.emit(event="uses", uses=worker.uses)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Close the stream."""

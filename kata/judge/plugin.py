@@ -203,6 +203,8 @@ class KataState:
             result = _result_for(item, call, report)
             if self.worker is not None:
                 result.functions = sorted({f"{m}.{f}" for m, f in self.worker.calls})
+                if result.status in ("failed", "error", "timed out") and result.chapter is not None:
+                    result.message += self.blame(result.chapter)
             report.user_properties.append(("kata_status", result.status))
             if result.step:
                 report.user_properties.append(("kata_step", result.step))
@@ -229,8 +231,42 @@ class KataState:
             for line in progress_view(self.results, self.impl, self.chapters_seen):
                 tr.write_line(line)
 
+    # -- which earlier chapter is to blame --------------------------------------------------------------
+    def function_status(self) -> dict[str, str]:
+        """Each learner function this run called: 'passes', 'fails' (one of its tests did) or 'not started'."""
+        status: dict[str, str] = {}
+        for r in self.results:
+            for name in r.functions:
+                if r.status == "not started":
+                    status.setdefault(name, "not started")
+                elif r.status != "passed":
+                    status[name] = "fails"
+                elif status.get(name) != "fails":
+                    status[name] = "passes"
+        return status
+
+    def blame(self, number: int) -> str:
+        """A note when the chapter's code uses an earlier chapter's function that fails its own checks."""
+        uses = self.worker.uses.get(answer_key.load(number).module, {}) if self.worker else {}
+        if not uses:
+            return ""
+        known = dict(self.config.cache.get("kata/functions", {})) if self.config.cache else {}
+        known.update(self.function_status())
+        notes = []
+        for name, module in sorted(uses.items()):
+            if known.get(f"{module}.{name}") in ("fails", "not started"):
+                earlier = int(module[len("chapter"):len("chapter") + 2])
+                how = "fails its own checks" if known[f"{module}.{name}"] == "fails" else "is not started"
+                notes.append(f"this chapter's code calls {name} (chapter {earlier}), which {how} — "
+                             f"fix chapter {earlier} first: nox -s chapter{earlier}")
+        return "".join(f"\n  note      {n}" for n in notes[:3])
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write --kata-results."""
+        """Remember which functions pass (for the notes above); write --kata-results."""
+        if self.config.cache is not None and self.worker is not None:
+            known = dict(self.config.cache.get("kata/functions", {}))
+            known.update(self.function_status())
+            self.config.cache.set("kata/functions", known)
         path = self.config.getoption("kata_results")
         if path:
             data = {

@@ -155,6 +155,7 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.protections: list[str] = []
         self.calls: list[tuple[str, str]] = []  # every function called, for the points of each test
+        self.uses: dict[str, dict[str, str]] = {}  # chapter module -> {function: the earlier chapter's module}
         self.output: list[str] = []
         self.started_at = 0.0
         self.seconds_in_learner = 0.0
@@ -407,6 +408,8 @@ class Worker:
             raise _exception(answer["error"])
         if "hung" in answer:
             raise DidNotReturn(str(answer["hung"]))
+        uses = answer.get("uses") if isinstance(answer.get("uses"), dict) else {}
+        self.uses[module] = {str(k)[:80]: str(v)[:80] for k, v in list(uses.items())[:100]}
 
     def call(self, module: str, fn: str, args: tuple, kwargs: dict) -> Any:
         """Call ``module.fn(*args, **kwargs)`` in the worker; return its result as plain data."""

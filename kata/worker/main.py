@@ -133,8 +133,7 @@ class Server:
             signal.setitimer(signal.ITIMER_REAL, self.call_timeout)
         try:
             if op == "import":
-                self.module(header["module"])
-                self.reply({"ok": None})
+                self.reply({"ok": None, "uses": self.uses(self.module(header["module"]))})
             elif op == "get":
                 self.reply_value(getattr(self.module(header["module"]), header["name"]), [])
             elif op == "call":
@@ -165,6 +164,17 @@ class Server:
                 if self.is_learners(getattr(module, "__file__", None)):
                     self.disarm(module)
         return self.modules[name]
+
+    def uses(self, module) -> dict[str, str]:
+        """The functions a chapter module took from the learner's other chapters: name -> their module."""
+        import types
+
+        found = {}
+        for name, value in vars(module).items():
+            home = getattr(value, "__module__", "") if isinstance(value, types.FunctionType) else ""
+            if home.startswith(self.impl + ".chapter") and home != module.__name__:
+                found[name] = home.removeprefix(self.impl + ".")
+        return found
 
     def call(self, header: dict, blobs: list[bytes]) -> None:
         """Call a learner's function; answer with its result and the arguments it changed in place."""
