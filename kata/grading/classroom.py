@@ -261,7 +261,7 @@ def _run_grade(options: list[str], root: Path, limit: float) -> str:
         proc.wait(timeout=limit)
     except subprocess.TimeoutExpired:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL) if hasattr(os, "killpg") else proc.kill()
         except ProcessLookupError:
             pass
         proc.wait()

@@ -170,6 +170,7 @@ def merge(folders: list[Path], out: Path) -> dict:
         students = folder / "students"
         if students.is_dir():
             for learner in students.iterdir():
-                if learner.is_dir():
-                    shutil.copytree(learner, out / "students" / learner.name, dirs_exist_ok=True)
+                target = out / "students" / learner.name
+                if learner.is_dir() and learner.resolve() != target.resolve():
+                    shutil.copytree(learner, target, dirs_exist_ok=True)
     return merged

@@ -95,7 +95,7 @@ def _git(args: list[str], *, cwd: Path | None, env: dict, until: float, data: by
         out, err = proc.communicate(data, timeout=left)
     except subprocess.TimeoutExpired:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL) if hasattr(os, "killpg") else proc.kill()
         except ProcessLookupError:
             pass
         proc.communicate()
