@@ -250,7 +250,8 @@ class KataState:
         uses = self.worker.uses.get(answer_key.load(number).module, {}) if self.worker else {}
         if not uses:
             return ""
-        known = dict(self.config.cache.get("kata/functions", {})) if self.config.cache else {}
+        cache = getattr(self.config, "cache", None)
+        known = dict(cache.get("kata/functions", {})) if cache is not None else {}
         known.update(self.function_status())
         notes = []
         for name, module in sorted(uses.items()):
@@ -263,7 +264,7 @@ class KataState:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Remember which functions pass (for the notes above); write --kata-results."""
-        if self.config.cache is not None and self.worker is not None:
+        if getattr(self.config, "cache", None) is not None and self.worker is not None:
             known = dict(self.config.cache.get("kata/functions", {}))
             known.update(self.function_status())
             self.config.cache.set("kata/functions", known)
