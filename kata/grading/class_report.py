@@ -9,10 +9,14 @@ the failure messages, the rows that are missing or in error, and every learner's
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import importlib.metadata
 import io
+import json
 import re
 from collections import Counter
+from pathlib import Path
 
 LOOKS_LIKE = re.compile(r"^\s*looks like:\s*(.+?)\s*$", re.M)
 FAILING = ("failed", "error", "timed out")
@@ -52,8 +56,46 @@ def _label(entry: dict) -> str:
     return f"ch{entry['chapter']} check: {entry['title']}"
 
 
-def figures(book: dict) -> dict[str, str]:
-    """The three figures as data URLs: ``histogram``, ``heatmap``, ``failing``."""
+def _figure_data(book: dict) -> dict:
+    """Everything the figures show, and nothing else (their cache key)."""
+    rows = [{"student": r["student"], "status": r["status"], "percent": r["percent"],
+             "chapters": [(c["chapter"], c["percent"]) for c in r["chapters"]]} for r in book["rows"]]
+    failing = [{k: e[k] for k in ("id", "title", "kind", "chapter", "learners")} for e in failing_steps(book["rows"])]
+    return {"rows": rows, "failing": failing[:15], "chapters": book["options"]["chapters"],
+            "all": [c["chapter"] for c in book["chapters"]]}
+
+
+def figures(book: dict, cache: Path | None = None) -> dict[str, str]:
+    """The three figures as data URLs: ``histogram``, ``heatmap``, ``failing``.
+
+    With ``cache``, figures of exactly the same data are taken from there instead of drawn again (a run
+    with nothing changed then never imports matplotlib).
+    """
+    key = hashlib.sha256(json.dumps([_figure_data(book), _matplotlib_version()], sort_keys=True).encode())
+    stored = cache / f"figures-{key.hexdigest()[:32]}.json" if cache is not None else None
+    if stored is not None and stored.is_file():
+        try:
+            return json.loads(stored.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    drawn = _draw(book)
+    if stored is not None:
+        try:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.write_text(json.dumps(drawn), encoding="utf-8")
+        except OSError:
+            pass
+    return drawn
+
+
+def _matplotlib_version() -> str | None:
+    try:
+        return importlib.metadata.version("matplotlib")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _draw(book: dict) -> dict[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,9 +176,9 @@ figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; }
 """
 
 
-def render(book: dict) -> str:
-    """The whole page."""
-    figs = figures(book)
+def render(book: dict, cache: Path | None = None) -> str:
+    """The whole page (``cache``: a folder where figures of the same data are kept)."""
+    figs = figures(book, cache)
     s = book["summary"]
     rows = book["rows"]
     head = (

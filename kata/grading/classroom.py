@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     paths = gradebook.write(book, out)
     report = out / "report.html"
-    report.write_text(class_report.render(book), encoding="utf-8")
+    cache = None if args.no_cache or args.merge else Path(args.cache).resolve() if args.cache else out / ".cache"
+    report.write_text(class_report.render(book, cache), encoding="utf-8")
     paths.append(report)
     print(closing(book, time.monotonic() - started))
     for path in paths:
