@@ -362,8 +362,8 @@ def transformer_loss_and_grads(ids, targets, params: dict) -> tuple[float, dict]
         params: the model's parameters (see ``init_params``).
 
     Returns:
-        (loss, grads): the mean cross-entropy over the positions with a target, and gradients mirroring
-        params.
+        (loss, grads): the mean cross-entropy over the positions with a target, a float, and gradients
+        mirroring params.
 
     Raises:
         ValueError: as ``transformer_forward`` and ``cross_entropy``.

@@ -31,15 +31,17 @@ _EXPORTS = {
     "raises_clearly": "kata.judge.checks",
     "returned": "kata.judge.checks",
     "show": "kata.judge.checks",
+    "snapshot": "kata.judge.snapshots:load",
 }
-_MODULES = {"answer_key": "kata.judge.answer_key", "checks": "kata.judge.checks"}
+_MODULES = {"answer_key": "kata.judge.answer_key", "checks": "kata.judge.checks", "snapshots": "kata.judge.snapshots"}
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
+        module, _, attribute = _EXPORTS[name].partition(":")
+        return getattr(importlib.import_module(module), attribute or name)
     if name in _MODULES:
         return importlib.import_module(_MODULES[name])
     raise AttributeError(f"module 'kata' has no attribute {name!r}")

@@ -3,26 +3,29 @@
 The worksheet: layer norm by hand on [0, 2, 2, 8] and on the book's two-feature rows, one block
 (d_model 4, d_ff 8, three positions) forward and backward, then the worksheet model (vocab A B C D, that
 block as its only layer) on [A, B, A]: logits, loss, gradients, three epochs of training, generation.
-Beyond it: every function against oracles written here (loops and one-liners), every backward against
-central differences of those oracles on seeded random inputs of several widths, real training runs with
-stated budgets, the positions experiment both ways, and bad input.
+Beyond it: every function on seeded inputs of several shapes against stored snapshots
+(tests/snapshots/chapter10.npz: inputs, the reference's outputs, central-difference gradients and the values
+classic mistakes give, written from solutions/ by the authors), every parameter's gradient of a tiny model
+checked one by one in the order the backward pass computes them, real training runs with stated budgets,
+the positions experiment both ways, and bad input. Nothing here computes what a function of the chapter
+computes: the expected values are stored, not re-derived.
 """
 
 import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, load, numerical_gradient, raises_clearly
+from kata import close, expect, load, raises_clearly, snapshot
 
 CHAPTER = 10
-RNG = np.random.default_rng(10)
+SNAP = snapshot(CHAPTER)
 A, B, C, D = 0, 1, 2, 3
 # Central differences of a float64 loss are good to about 1e-8; a gradient compared with them gets that slack
 # (the mistakes the checks name are off by far more: whole terms or factors of 2).
 NUM_RTOL, NUM_ATOL = 1e-5, 1e-7
 
 
-# -- oracles, written here and never taken from the code under test ---------------------------------
+# -- helpers: parameter trees (no computation of the chapter's) -----------------------------------------
 def tree(value):
     """Nested lists from the answer key -> float64 arrays, keeping dicts and lists of dicts."""
     if isinstance(value, dict):
@@ -54,99 +57,40 @@ def worksheet_model():
     return tree(load(CHAPTER).step("10.11").inputs["params"])
 
 
-def ln_oracle(x, gamma, beta, eps=1e-5, ddof=0):
-    return gamma * (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, ddof=ddof, keepdims=True) + eps) + beta
-
-
-def softmax_rows(S):
-    e = np.exp(S - S.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def attention_oracle(x, WQ, WK, WV, scale=True):
-    """Causal attention, one position at a time: position i reads positions 0..i."""
-    Q, K, V = x @ WQ, x @ WK, x @ WV
-    out = np.zeros_like(V)
-    for i in range(len(x)):
-        s = np.array([Q[i] @ K[j] for j in range(i + 1)]) / (np.sqrt(K.shape[1]) if scale else 1.0)
-        w = np.exp(s - s.max())
-        out[i] = (w / w.sum()) @ V[: i + 1]
-    return out
-
-
-def ffn_oracle(x, W1, b1, W2, b2):
-    return np.maximum(x @ W1 + b1, 0.0) @ W2 + b2
-
-
-def block_oracle(x, b):
-    x1 = x + attention_oracle(ln_oracle(x, b["ln1_gamma"], b["ln1_beta"]), b["WQ"], b["WK"], b["WV"])
-    return x1 + ffn_oracle(ln_oracle(x1, b["ln2_gamma"], b["ln2_beta"]), b["W1"], b["b1"], b["W2"], b["b2"])
-
-
-def logits_oracle(ids, p):
-    x = p["tok_emb"][list(ids)] + p["pos_emb"][: len(ids)]
-    for b in p["blocks"]:
-        x = block_oracle(x, b)
-    return ln_oracle(x, p["lnf_gamma"], p["lnf_beta"]) @ p["WO"]
-
-
-def loss_oracle(logits, targets):
-    terms = []
-    for row, t in zip(logits, targets, strict=True):
-        if t >= 0:
-            terms.append(np.log(np.sum(np.exp(row - row.max()))) + row.max() - row[t])
-    return float(np.mean(terms))
-
-
-def model_loss_oracle(ids, targets, p):
-    return loss_oracle(logits_oracle(ids, p), targets)
-
-
-def random_block(d_model, d_ff, rng):
-    return {"ln1_gamma": 1 + 0.3 * rng.normal(size=d_model), "ln1_beta": 0.3 * rng.normal(size=d_model),
-            "WQ": rng.normal(size=(d_model, d_model)), "WK": rng.normal(size=(d_model, d_model)),
-            "WV": rng.normal(size=(d_model, d_model)),
-            "ln2_gamma": 1 + 0.3 * rng.normal(size=d_model), "ln2_beta": 0.3 * rng.normal(size=d_model),
-            "W1": rng.normal(size=(d_model, d_ff)), "b1": 0.3 * rng.normal(size=d_ff),
-            "W2": rng.normal(size=(d_ff, d_model)) / np.sqrt(d_ff), "b2": 0.3 * rng.normal(size=d_model)}
-
-
-def random_model(vocab, d_model, d_ff, n_layers, max_len, rng):
-    """Parameters in the documented layout, drawn here (so the checks do not rely on init_params)."""
-    return {"tok_emb": rng.normal(size=(vocab, d_model)), "pos_emb": rng.normal(size=(max_len, d_model)),
-            "blocks": [random_block(d_model, d_ff, rng) for _ in range(n_layers)],
-            "lnf_gamma": 1 + 0.3 * rng.normal(size=d_model), "lnf_beta": 0.3 * rng.normal(size=d_model),
-            "WO": rng.normal(size=(d_model, vocab))}
-
-
-def numerical_model_grads(ids, targets, params):
-    """Central differences of the oracle loss with respect to every parameter, as a list of (path, grad)."""
-    out = []
-    for path, leaf in leaves(params):
-        def f(v, leaf=leaf):
-            saved = leaf.copy()
-            leaf[...] = v
-            try:
-                return model_loss_oracle(ids, targets, params)
-            finally:
-                leaf[...] = saved
-        out.append((path, numerical_gradient(f, leaf)))
-    return out
-
-
 def get(params, path):
     """The array at a path made by ``leaves``, e.g. "['blocks'][0]['W1']"."""
     return eval("params" + path, {"params": params})  # noqa: S307 - paths are built above, never user input
 
 
-def accuracy(data, params):
-    """Fraction of sequences whose every target position is predicted right (argmax of the oracle's logits)."""
+def accuracy(ch, data, params):
+    """Fraction of sequences whose every target position the learner's own model predicts (argmax of its logits)."""
     right = 0
     for ids, targets in data:
-        logits = logits_oracle(ids, params)
+        logits, _ = ch.transformer_forward(ids, params)
         t = np.asarray(targets)
-        right += bool(np.all(logits[t >= 0].argmax(axis=-1) == t[t >= 0]))
+        right += bool(np.all(np.asarray(logits)[t >= 0].argmax(axis=-1) == t[t >= 0]))
     return right / len(data)
+
+
+def mean_loss(ch, data, params):
+    """The mean loss over ``data``, from the learner's own transformer_loss_and_grads."""
+    return float(np.mean([ch.transformer_loss_and_grads(ids, t, params)[0] for ids, t in data]))
+
+
+def backward_order(n_layers):
+    """Every parameter's path, in the order the backward pass computes its gradient, with the function that does."""
+    order = [("['WO']", "transformer_backward (the output projection: hᵀ · d_logits)"),
+             ("['lnf_gamma']", "layer_norm_backward (the final layer norm)"),
+             ("['lnf_beta']", "layer_norm_backward (the final layer norm)")]
+    for i in reversed(range(n_layers)):
+        where = f"inside block_backward of block {i}"
+        order += [(f"['blocks'][{i}][{k!r}]", f"ffn_backward, {where}") for k in ("W1", "b1", "W2", "b2")]
+        order += [(f"['blocks'][{i}][{k!r}]", f"layer_norm_backward (LN₂), {where}") for k in ("ln2_gamma", "ln2_beta")]
+        order += [(f"['blocks'][{i}][{k!r}]", f"attention_backward, {where}") for k in ("WQ", "WK", "WV")]
+        order += [(f"['blocks'][{i}][{k!r}]", f"layer_norm_backward (LN₁), {where}") for k in ("ln1_gamma", "ln1_beta")]
+    order += [("['tok_emb']", "transformer_backward (the token embeddings: a repeated token adds up its rows)"),
+              ("['pos_emb']", "transformer_backward (the position embeddings)")]
+    return order
 
 
 # -- the worksheet, step by step -------------------------------------------------------------------
@@ -165,9 +109,8 @@ def test_layer_norm_backward_spreads_one_output_gradient_over_the_whole_row(ch, 
     x, gamma, d_out = ws.input("x"), ws.input("gamma"), ws.input("d_out")
     dx, d_gamma, d_beta = ch.layer_norm_backward(x, gamma, d_out)
     expect(ws, dx)
-    x_hat = ln_oracle(x, 1.0, 0.0)
-    close(d_gamma, (d_out * x_hat).sum(axis=0), "10.3 dgamma = Σ_rows d_out ⊙ x̂ (≈ [−1, 0, 0, 0])")
-    close(d_beta, d_out.sum(axis=0), "10.3 dbeta = Σ_rows d_out ([1, 0, 0, 0])")
+    close(d_gamma, SNAP["ws_10_3/d_gamma"], "10.3 dgamma = Σ_rows d_out ⊙ x̂ (≈ [−1, 0, 0, 0])", kind="array")
+    close(d_beta, SNAP["ws_10_3/d_beta"], "10.3 dbeta = Σ_rows d_out ([1, 0, 0, 0])", kind="array")
 
 
 @pytest.mark.step("10.4")
@@ -267,130 +210,118 @@ def test_greedy_generation_from_a_continues_with_d_then_c(ch, ws):
     expect(ws, ch.generate(ws.inputs["prompt_ids"], worksheet_model(), ws.inputs["n_new"]))
 
 
-# -- beyond the worksheet: other shapes and values, oracles written here -----------------------------
-@pytest.mark.parametrize("shape", [(3, 5), (6, 4), (2, 3, 7), (4, 1)])
-def test_layer_norm_matches_the_formula_on_other_shapes(ch, shape):
-    """layer_norm matches γ(x − μ)/√(σ² + ε) + β, population variance, on other shapes"""
-    x = RNG.normal(size=shape) * 3 + 1
-    gamma, beta = RNG.normal(size=shape[-1]), RNG.normal(size=shape[-1])
+# -- beyond the worksheet: other shapes and values, against the stored snapshot ---------------------------
+@pytest.mark.parametrize("case", range(SNAP.count("layer_norm")))
+def test_layer_norm_matches_the_formula_on_other_shapes(ch, case):
+    """layer_norm matches γ(x − μ)/√(σ² + ε) + β, population variance, on shapes (3, 5), (6, 4), (2, 3, 7), (4, 1)"""
+    k = f"layer_norm/{case}"
+    x, gamma, beta = SNAP[f"{k}/x"], SNAP[f"{k}/gamma"], SNAP[f"{k}/beta"]
     got = ch.layer_norm(x, gamma, beta)
-    close(got, ln_oracle(x, gamma, beta), f"layer_norm of a {shape} array", inputs={"x": x},
-          mistakes=[("the sample variance (n − 1)", ln_oracle(x, gamma, beta, ddof=1))] if shape[-1] > 1 else [])
+    close(got, SNAP[f"{k}/out"], f"layer_norm of a {x.shape} array", inputs={"x": x}, kind="array",
+          mistakes=[("the sample variance (n − 1)", SNAP[f"{k}/sample_variance"])] if x.shape[-1] > 1 else [])
 
 
 def test_layer_norm_respects_eps(ch):
     """layer_norm uses its eps argument: a constant row stays finite and eps = 1 changes the result"""
-    x = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]])
+    x = SNAP["layer_norm_eps/x"]
     got = ch.layer_norm(x, np.ones(3), np.zeros(3))
-    close(got, ln_oracle(x, 1.0, 0.0), "layer_norm with a constant row (eps keeps it finite)")
+    close(got, SNAP["layer_norm_eps/out"], "layer_norm with a constant row (eps keeps it finite)", kind="array")
     got = ch.layer_norm(x, np.ones(3), np.zeros(3), eps=1.0)
-    close(got, ln_oracle(x, 1.0, 0.0, eps=1.0), "layer_norm with eps = 1",
-          mistakes=[("the eps argument was ignored", ln_oracle(x, 1.0, 0.0))])
+    close(got, SNAP["layer_norm_eps/out_eps1"], "layer_norm with eps = 1",
+          mistakes=[("the eps argument was ignored", SNAP["layer_norm_eps/out"])])
 
 
-@pytest.mark.parametrize("shape", [(3, 5), (4, 2), (2, 3, 6)])
-def test_layer_norm_backward_matches_numerical_gradients(ch, shape):
-    """layer_norm_backward matches central differences on random rows of several widths"""
-    x = RNG.normal(size=shape)
-    gamma, beta = RNG.normal(size=shape[-1]), RNG.normal(size=shape[-1])
-    R = RNG.normal(size=shape)  # loss = Σ R ⊙ LN(x), so d_out = R
+@pytest.mark.parametrize("case", range(SNAP.count("layer_norm_backward")))
+def test_layer_norm_backward_matches_numerical_gradients(ch, case):
+    """layer_norm_backward matches central differences on random rows of shapes (3, 5), (4, 2), (2, 3, 6)"""
+    k = f"layer_norm_backward/{case}"
+    x, gamma, R = SNAP[f"{k}/x"], SNAP[f"{k}/gamma"], SNAP[f"{k}/d_out"]  # loss = Σ R ⊙ LN(x), so d_out = R
     dx, d_gamma, d_beta = ch.layer_norm_backward(x, gamma, R)
-    close(dx, numerical_gradient(lambda v: np.sum(R * ln_oracle(v, gamma, beta)), x), f"dx for x {shape}",
-          rtol=NUM_RTOL, atol=NUM_ATOL,
-          mistakes=[("only the direct path γ·d_out/σ", gamma * R / np.sqrt(x.var(-1, keepdims=True) + 1e-5))])
-    close(d_gamma, numerical_gradient(lambda g: np.sum(R * ln_oracle(x, g, beta)), gamma), f"dgamma for x {shape}",
-          rtol=NUM_RTOL, atol=NUM_ATOL)
-    close(d_beta, numerical_gradient(lambda b: np.sum(R * ln_oracle(x, gamma, b)), beta), f"dbeta for x {shape}",
-          rtol=NUM_RTOL, atol=NUM_ATOL)
+    close(dx, SNAP[f"{k}/dx"], f"dx for x {x.shape}", rtol=NUM_RTOL, atol=NUM_ATOL, kind="array",
+          mistakes=[("only the direct path γ·d_out/σ", SNAP[f"{k}/direct_path_only"])])
+    close(d_gamma, SNAP[f"{k}/d_gamma"], f"dgamma for x {x.shape}", rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
+    close(d_beta, SNAP[f"{k}/d_beta"], f"dbeta for x {x.shape}", rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
 
 
-@pytest.mark.parametrize(("seq", "d_model"), [(5, 3), (2, 6), (1, 4)])
-def test_attention_matches_a_loop_over_positions(ch, seq, d_model):
-    """attention_forward matches a position-by-position causal loop"""
-    x = RNG.normal(size=(seq, d_model))
-    W = [RNG.normal(size=(d_model, d_model)) for _ in range(3)]
-    out, _ = ch.attention_forward(x, *W)
-    close(out, attention_oracle(x, *W), f"causal attention, seq {seq}, d_model {d_model}",
-          mistakes=[("no 1/√d_model scaling", attention_oracle(x, *W, scale=False)),
-                    ("the causal mask was left out", softmax_rows((x @ W[0]) @ (x @ W[1]).T / np.sqrt(d_model))
-                     @ (x @ W[2]))])
+@pytest.mark.parametrize("case", range(SNAP.count("attention")))
+def test_attention_matches_a_loop_over_positions(ch, case):
+    """attention_forward is causal and scaled by 1/√d_model: seq × d_model 5 × 3, 2 × 6, 1 × 4 and 4 × 4"""
+    k = f"attention/{case}"
+    x, WQ, WK, WV = (SNAP[f"{k}/{n}"] for n in ("x", "WQ", "WK", "WV"))
+    out, _ = ch.attention_forward(x, WQ, WK, WV)
+    mistakes = [("no 1/√d_model scaling", SNAP[f"{k}/no_scaling"]),
+                ("the causal mask was left out", SNAP[f"{k}/no_mask"])]
+    if f"{k}/k_not_transposed" in SNAP.data:
+        mistakes.append(("K not transposed (Q @ K instead of Q @ Kᵀ)", SNAP[f"{k}/k_not_transposed"]))
+    close(out, SNAP[f"{k}/out"], f"causal attention, seq {x.shape[0]}, d_model {x.shape[1]}", kind="array",
+          inputs={"x": x}, mistakes=mistakes)
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(4, 3, 7), (2, 5, 2)])
-def test_feed_forward_matches_the_formula(ch, seq, d_model, d_ff):
+@pytest.mark.parametrize("case", range(SNAP.count("ffn")))
+def test_feed_forward_matches_the_formula(ch, case):
     """ffn_forward matches ReLU(x W1 + b1) W2 + b2 on other shapes"""
-    x = RNG.normal(size=(seq, d_model))
-    W1, b1 = RNG.normal(size=(d_model, d_ff)), RNG.normal(size=d_ff)
-    W2, b2 = RNG.normal(size=(d_ff, d_model)), RNG.normal(size=d_model)
+    k = f"ffn/{case}"
+    x, W1, b1, W2, b2 = (SNAP[f"{k}/{n}"] for n in ("x", "W1", "b1", "W2", "b2"))
     out, _ = ch.ffn_forward(x, W1, b1, W2, b2)
-    close(out, ffn_oracle(x, W1, b1, W2, b2), f"feed-forward, seq {seq}, d_model {d_model}, d_ff {d_ff}",
-          mistakes=[("the ReLU was left out", (x @ W1 + b1) @ W2 + b2)])
+    close(out, SNAP[f"{k}/out"], f"feed-forward, seq {x.shape[0]}, d_model {x.shape[1]}, d_ff {W1.shape[1]}",
+          kind="array", mistakes=[("the ReLU was left out", SNAP[f"{k}/no_relu"])])
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(4, 3, 7), (3, 5, 2)])
-def test_attention_and_feed_forward_backward_match_numerical_gradients(ch, seq, d_model, d_ff):
-    """attention_backward and ffn_backward match central differences of the oracles"""
-    x = RNG.normal(size=(seq, d_model))
-    Ws = [RNG.normal(size=(d_model, d_model)) for _ in range(3)]
-    R = RNG.normal(size=(seq, d_model))
-    _, cache = ch.attention_forward(x, *Ws)
+@pytest.mark.parametrize("case", range(SNAP.count("attention_backward")))
+def test_attention_and_feed_forward_backward_match_numerical_gradients(ch, case):
+    """attention_backward and ffn_backward match central differences on other shapes"""
+    k = f"attention_backward/{case}"
+    x, R = SNAP[f"{k}/x"], SNAP[f"{k}/d_out"]
+    _, cache = ch.attention_forward(x, SNAP[f"{k}/WQ"], SNAP[f"{k}/WK"], SNAP[f"{k}/WV"])
     got = ch.attention_backward(R, cache)
-    wants = [numerical_gradient(lambda v: np.sum(R * attention_oracle(v, *Ws)), x)]
-    for k in range(3):
-        def f(W, k=k):
-            return np.sum(R * attention_oracle(x, *[W if j == k else Ws[j] for j in range(3)]))
-        wants.append(numerical_gradient(f, Ws[k]))
-    for name, g, w in zip(("dx", "dWQ", "dWK", "dWV"), got, wants, strict=True):
-        close(g, w, f"attention_backward {name}, seq {seq}, d_model {d_model}", rtol=NUM_RTOL, atol=NUM_ATOL)
-
-    W1, b1 = RNG.normal(size=(d_model, d_ff)), RNG.normal(size=d_ff)
-    W2, b2 = RNG.normal(size=(d_ff, d_model)), RNG.normal(size=d_model)
-    ps = [x, W1, b1, W2, b2]
-    _, cache = ch.ffn_forward(*ps)
-    got = ch.ffn_backward(R, cache)
-    for k, name in enumerate(("dx", "dW1", "db1", "dW2", "db2")):
-        def f(v, k=k):
-            return np.sum(R * ffn_oracle(*[v if j == k else ps[j] for j in range(5)]))
-        close(got[k], numerical_gradient(f, ps[k]), f"ffn_backward {name}, d_ff {d_ff}", rtol=NUM_RTOL, atol=NUM_ATOL)
+    for name, g in zip(("dx", "dWQ", "dWK", "dWV"), got, strict=True):
+        close(g, SNAP[f"{k}/{name}"], f"attention_backward {name}, seq {x.shape[0]}, d_model {x.shape[1]}",
+              rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
+    k = f"ffn_backward/{case}"
+    _, cache = ch.ffn_forward(*(SNAP[f"{k}/{n}"] for n in ("x", "W1", "b1", "W2", "b2")))
+    got = ch.ffn_backward(SNAP[f"{k}/d_out"], cache)
+    for name, g in zip(("dx", "dW1", "db1", "dW2", "db2"), got, strict=True):
+        close(g, SNAP[f"{k}/{name}"], f"ffn_backward {name}, d_ff {SNAP[f'{k}/W1'].shape[1]}",
+              rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(4, 3, 5), (2, 6, 4)])
-def test_block_matches_the_oracle_and_its_backward_matches_numerical_gradients(ch, seq, d_model, d_ff):
-    """block_forward matches the oracle block; block_backward matches central differences for x and every parameter"""
-    rng = np.random.default_rng(seq * 100 + d_model)
-    x, block = rng.normal(size=(seq, d_model)), random_block(d_model, d_ff, rng)
-    R = rng.normal(size=(seq, d_model))
+@pytest.mark.parametrize("case", range(SNAP.count("block")))
+def test_block_matches_the_oracle_and_its_backward_matches_numerical_gradients(ch, case):
+    """block_forward matches the stored block output; block_backward matches central differences for x and every parameter"""
+    k = f"block/{case}"
+    x, block, R = SNAP[f"{k}/x"], SNAP.tree(f"{k}/block"), SNAP[f"{k}/d_y"]
     y, cache = ch.block_forward(x, block)
     dx, grads = ch.block_backward(R, cache)
-    close(y, block_oracle(x, block), f"block_forward, seq {seq}, d_model {d_model}, d_ff {d_ff}")
-    close(dx, numerical_gradient(lambda v: np.sum(R * block_oracle(v, block)), x), "block_backward dx",
-          rtol=NUM_RTOL, atol=NUM_ATOL)
+    shapes = f"seq {x.shape[0]}, d_model {x.shape[1]}, d_ff {block['W1'].shape[1]}"
+    close(y, SNAP[f"{k}/y"], f"block_forward, {shapes}", kind="array")
+    close(dx, SNAP[f"{k}/dx"], "block_backward dx", rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
     with check:
         assert isinstance(grads, dict) and sorted(grads) == sorted(block), f"block grads keys {sorted(grads)}"
     for key in sorted(block):
-        def f(v, key=key):
-            return np.sum(R * block_oracle(x, {**block, key: v}))
-        close(grads[key], numerical_gradient(f, block[key]), f"block_backward d{key}", rtol=NUM_RTOL, atol=NUM_ATOL)
+        close(grads[key], SNAP[f"{k}/grads/{key}"], f"block_backward d{key}", rtol=NUM_RTOL, atol=NUM_ATOL)
 
 
-@pytest.mark.parametrize(("vocab", "d_model", "d_ff", "n_layers", "seq"), [(5, 4, 6, 2, 5), (7, 3, 5, 1, 4)])
-def test_the_whole_transformer_backward_matches_numerical_gradients(ch, vocab, d_model, d_ff, n_layers, seq):
-    """transformer_loss_and_grads: the loss matches the oracle and every gradient matches central differences"""
-    rng = np.random.default_rng(vocab * 10 + d_model)
-    params = random_model(vocab, d_model, d_ff, n_layers, seq + 2, rng)
-    ids = rng.integers(0, vocab, seq)
-    ids[-1] = ids[0]  # a repeated token
-    targets = rng.integers(0, vocab, seq)
-    targets[1] = -1  # one position without a target
+@pytest.mark.parametrize("case", range(SNAP.count("model_grads")))
+def test_the_whole_transformer_backward_matches_numerical_gradients(ch, case):
+    """every parameter's gradient of a tiny model matches central differences; the first wrong one is named"""
+    k = f"model_grads/{case}"
+    params, ids, targets = SNAP.tree(f"{k}/params"), SNAP[f"{k}/ids"], SNAP[f"{k}/targets"]
+    n_layers = len(params["blocks"])
+    shapes = f"vocab {params['WO'].shape[1]}, d_model {params['WO'].shape[0]}, {n_layers} layer{'s' * (n_layers != 1)}"
     loss, grads = ch.transformer_loss_and_grads(ids, targets, params)
-    close(loss, model_loss_oracle(ids, targets, params), f"loss, vocab {vocab}, d_model {d_model}, {n_layers} layers")
+    close(loss, SNAP.number(f"{k}/loss"), f"the loss, {shapes} (a wrong loss means a wrong forward pass: "
+          "fix transformer_forward and cross_entropy first, their own checks say where)", kind="float")
     got = dict(leaves(grads))
-    for path, want in numerical_model_grads(ids, targets, params):
-        with check:
-            assert path in got, f"grads has no {path}: grads must mirror params"
-        if path in got:
-            close(got[path], want, f"gradient of {path}", rtol=NUM_RTOL, atol=NUM_ATOL,
-                  mistakes=[("summed over positions instead of averaged", want * np.sum(targets >= 0))])
+    want = dict(leaves(SNAP.tree(f"{k}/grads")))
+    order = backward_order(n_layers)
+    assert sorted(p for p, _ in order) == sorted(want), "backward_order must list every parameter"
+    for path, function in order:  # the first wrong gradient in backward order is where the bug is
+        if path not in got:
+            pytest.fail(f"grads has no {path}: grads must mirror params (see init_params)", pytrace=False)
+        close(got[path], want[path], f"gradient of params{path}, {shapes}: the first wrong one in the order the "
+              f"backward pass computes them, so look in {function} (every gradient computed before it is right)",
+              rtol=NUM_RTOL, atol=NUM_ATOL, kind="array",
+              mistakes=[("summed over positions instead of averaged", want[path] * np.sum(targets >= 0))])
 
 
 def test_grads_mirror_params(ch):
@@ -404,49 +335,46 @@ def test_grads_mirror_params(ch):
 
 
 def test_cross_entropy_matches_a_loop_and_is_stable(ch):
-    """cross_entropy matches a loop over positions, skips negative targets, and survives logits of 1000"""
-    logits = RNG.normal(size=(5, 7)) * 3
-    targets = np.array([3, -1, 0, 6, -2])
+    """cross_entropy skips negative targets, averages over the rest, and survives logits of 1000"""
+    logits, targets = SNAP["cross_entropy/logits"], SNAP["cross_entropy/targets"]
+    want, want_d = SNAP.number("cross_entropy/loss"), SNAP["cross_entropy/d_logits"]
+    n = int(np.sum(targets >= 0))
     loss, d_logits = ch.cross_entropy(logits, targets)
-    rows = targets >= 0
-    want_d = np.where(rows[:, None], softmax_rows(logits) - np.eye(7)[np.maximum(targets, 0)], 0.0) / rows.sum()
-    close(loss, loss_oracle(logits, targets), "cross-entropy of (5, 7) logits",
-          mistakes=[("summed over positions instead of averaged", loss_oracle(logits, targets) * rows.sum()),
-                    ("averaged over all positions", loss_oracle(logits, targets) * rows.sum() / 5)])
-    close(d_logits, want_d, "d_logits of (5, 7) logits",
-          mistakes=[("not divided by the number of targets", want_d * rows.sum())])
+    close(loss, want, "cross-entropy of (5, 7) logits", kind="float",
+          mistakes=[("summed over positions instead of averaged", want * n),
+                    ("averaged over all positions", want * n / len(targets))])
+    close(d_logits, want_d, "d_logits of (5, 7) logits", kind="array",
+          mistakes=[("not divided by the number of targets", want_d * n)])
     big_loss, big_d = ch.cross_entropy(logits + 1000.0, targets)
-    close(big_loss, loss_oracle(logits, targets), "cross-entropy of logits + 1000 (subtract the max first)")
+    close(big_loss, want, "cross-entropy of logits + 1000 (subtract the max first)", kind="float")
     close(big_d, want_d, "d_logits of logits + 1000")
 
 
-@pytest.mark.parametrize(("vocab", "d_model", "n_layers", "seq"), [(6, 5, 2, 4), (3, 2, 0, 3), (9, 8, 1, 7)])
-def test_transformer_forward_matches_the_oracle(ch, vocab, d_model, n_layers, seq):
-    """transformer_forward's logits match the oracle model, including with no blocks at all"""
-    rng = np.random.default_rng(vocab + seq)
-    params = random_model(vocab, d_model, 2 * d_model, n_layers, seq + 1, rng)
-    ids = rng.integers(0, vocab, seq)
+@pytest.mark.parametrize("case", range(SNAP.count("forward")))
+def test_transformer_forward_matches_the_oracle(ch, case):
+    """transformer_forward's logits match the stored model's, including with no blocks at all"""
+    k = f"forward/{case}"
+    params, ids = SNAP.tree(f"{k}/params"), SNAP[f"{k}/ids"]
     logits, _ = ch.transformer_forward(ids, params)
-    close(logits, logits_oracle(ids, params), f"logits, vocab {vocab}, d_model {d_model}, {n_layers} layers")
+    shapes = f"vocab {params['WO'].shape[1]}, d_model {params['WO'].shape[0]}, {len(params['blocks'])} layers"
+    close(logits, SNAP[f"{k}/logits"], f"logits, {shapes}", kind="array")
     x = ch.embed(ids, params)
-    close(x, params["tok_emb"][ids] + params["pos_emb"][:seq], "embed: token rows plus position rows",
-          mistakes=[("the positions were left out", params["tok_emb"][ids])])
+    close(x, SNAP[f"{k}/embedded"], "embed: token rows plus position rows", kind="array",
+          mistakes=[("the positions were left out", SNAP[f"{k}/positions_left_out"])])
 
 
 def test_training_takes_one_step_on_the_mean_gradient(ch):
-    """one epoch of train_transformer = params − lr · mean of the examples' gradients (central differences here)"""
-    rng = np.random.default_rng(7)
-    params = random_model(3, 3, 4, 1, 4, rng)
-    data = [([0, 2, 1], [2, 1, -1]), ([1, 1, 0, 2], [-1, 0, 2, 1]), ([2], [0])]
-    lr = 0.1
-    numerical = [dict(numerical_model_grads(ids, t, params)) for ids, t in data]
+    """one epoch of train_transformer = params − lr · mean of the examples' gradients (central differences)"""
+    params = SNAP.tree("train_one_epoch/params")
+    data = [(e["ids"].tolist(), e["targets"].tolist()) for e in SNAP.tree("train_one_epoch/examples")]
+    lr = SNAP.number("train_one_epoch/lr")
     new, losses = ch.train_transformer(data, params, lr, 1)
-    close(losses, [np.mean([model_loss_oracle(ids, t, params) for ids, t in data])],
-          "losses[0]: the mean loss over the data before the update")
-    for path, leaf in leaves(params):
-        mean = sum(g[path] for g in numerical) / len(data)
-        close(get(new, path), leaf - lr * mean, f"{path} after one epoch", rtol=NUM_RTOL, atol=NUM_ATOL,
-              mistakes=[("summed instead of averaged gradients", leaf - lr * mean * len(data))])
+    close(losses, SNAP["train_one_epoch/losses"], "losses[0]: the mean loss over the data before the update",
+          kind="array")
+    stepped, summed = SNAP.tree("train_one_epoch/stepped"), SNAP.tree("train_one_epoch/summed")
+    for path, _ in leaves(params):
+        close(get(new, path), get(stepped, path), f"{path} after one epoch", rtol=NUM_RTOL, atol=NUM_ATOL,
+              mistakes=[("summed instead of averaged gradients", get(summed, path))])
 
 
 def test_training_and_gradients_leave_their_inputs_untouched(ch):
@@ -508,15 +436,16 @@ PATTERNS = [([A, B], [-1, C]), ([A, A], [-1, D]), ([B, A], [-1, C])]
 def test_two_layers_learn_the_three_patterns_in_100_epochs(ch):
     """d_model 8, 2 layers, d_ff 16, lr 0.3: A B → C, A A → D, B A → C all right after 100 epochs, loss < 0.05"""
     params = ch.init_params(4, 8, 16, 2, 8, seed=0)
-    start = np.mean([model_loss_oracle(ids, t, params) for ids, t in PATTERNS])
+    start = mean_loss(ch, PATTERNS, params)  # the learner's own loss of the untrained model
     trained, losses = ch.train_transformer(PATTERNS, params, 0.3, 100)
     close(np.shape(losses), (100,), "losses has one entry per epoch")
     close(losses[0], start, "losses[0] is the mean loss before any update")
     with check:
-        assert accuracy(PATTERNS, trained) == 1.0, f"accuracy after 100 epochs {accuracy(PATTERNS, trained):.2f}"
+        assert accuracy(ch, PATTERNS, trained) == 1.0, (
+            f"accuracy after 100 epochs {accuracy(ch, PATTERNS, trained):.2f}")
     with check:
         assert losses[-1] < 0.05, f"the mean loss before the last update is {losses[-1]:.4f}, expected < 0.05"
-    final = np.mean([model_loss_oracle(ids, t, trained) for ids, t in PATTERNS])
+    final = mean_loss(ch, PATTERNS, trained)
     with check:
         assert final < losses[0] / 20, f"loss went from {losses[0]:.4f} to {final:.4f}"
 
@@ -538,7 +467,7 @@ def test_with_positions_one_layer_learns_a_b_a_to_c_and_b_a_a_to_d(ch):
     params = ch.init_params(4, 8, 16, 1, 3, seed=0)
     trained, losses = ch.train_transformer(POSITIONS, params, 0.3, 100)
     with check:
-        assert accuracy(POSITIONS, trained) == 1.0, "with position embeddings both sequences should be learned"
+        assert accuracy(ch, POSITIONS, trained) == 1.0, "with position embeddings both sequences should be learned"
     with check:
         assert losses[-1] < 0.05, f"the mean loss before the last update is {losses[-1]:.4f}, expected < 0.05"
 

@@ -3,8 +3,9 @@
 The edition is the repository as a class receives it:
 
 - without ``solutions/``;
-- without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``) and
-  ``__init__.py`` stay (the meta tests, ``tests/tools/`` and ``.ci/`` run against ``solutions/``);
+- without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``), the
+  snapshots they read (``tests/snapshots/chapterNN.npz``) and ``__init__.py`` stay (the meta tests,
+  ``tests/tools/`` and ``.ci/`` run against ``solutions/``);
 - without the solution sections of every Markdown file: the lines from ``<!-- kata:solution -->`` to
   ``<!-- /kata:solution -->``, or from ``<!-- kata:authors-only -->`` to ``<!-- /kata:authors-only -->``
   (each marker on a line of its own), are cut; an unclosed marker is an error, never a silent leak;
@@ -69,6 +70,8 @@ def belongs(path: str) -> bool:
     if parts[0] == ".github":
         return False  # the edition's only workflow is the grading one, written below
     if parts[0] == "tests":
+        if len(parts) == 3 and parts[1] == "snapshots":  # the chapter tests' stored expected values
+            return bool(re.fullmatch(r"chapter\d\d\.npz", parts[2]))
         return len(parts) == 2 and (parts[1] == "__init__.py" or re.fullmatch(r"test_chapter\d\d_\w+\.py", parts[1]))
     return True
 

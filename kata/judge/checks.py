@@ -229,7 +229,7 @@ def close(
     lines = [what]
     for name, value in (inputs or {}).items():
         lines.append(f"  input     {name} = {show(value)}")
-    lines.append(f"  expected  {show(want_arr)}  (oracle written in the test)")
+    lines.append(f"  expected  {show(want_arr)}  (the test's expected value)")
     if arr.shape != want_arr.shape:
         lines.append(f"  got       shape {arr.shape}, expected shape {want_arr.shape}: {show(arr)}")
     else:

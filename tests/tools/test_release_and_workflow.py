@@ -76,8 +76,10 @@ def test_the_edition_has_no_solutions_and_the_grading_workflow(course):
     """no solutions/, no authors' meta tests, no solution sections; the workflow set to the course and tag"""
     assert not (course / "solutions").exists()
     assert sorted(p.name for p in (course / "tests").iterdir()) == sorted(
-        ["__init__.py", *(p.name for p in (ROOT / "tests").glob("test_chapter*.py"))]
+        ["__init__.py", "snapshots", *(p.name for p in (ROOT / "tests").glob("test_chapter*.py"))]
     )
+    assert sorted(p.name for p in (course / "tests" / "snapshots").iterdir()) == sorted(
+        p.name for p in (ROOT / "tests" / "snapshots").glob("chapter*.npz"))
     for page in course.rglob("*.md"):
         for line in page.read_text(encoding="utf-8").splitlines():
             assert not line.strip().startswith(("<!-- kata:solution", "<!-- kata:authors-only")), page

@@ -1,0 +1,111 @@
+"""Stored snapshots: inputs and expected outputs of a chapter's functions, written by the authors from solutions/.
+
+A chapter's tests compare the learner's results with ``tests/snapshots/chapterNN.npz`` instead of computing
+them with a second implementation written in the test (which would hand the learner the answer). The file
+holds plain arrays only and is read with ``allow_pickle=False``. ``tests/tools/snapshots.py`` writes it (run
+``python -m tests.tools.snapshots``) and ``tests/test_snapshots.py`` checks that the stored file is what the
+solutions give today.
+
+Keys are paths: ``"layer_norm/2/x"``; a nested tree (a model's parameters) is stored leaf by leaf under
+its prefix (``"model/0/params/blocks/1/W1"``: a number is a list index, ``[]`` an empty list) and rebuilt
+with ``Snapshot.tree``.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .answer_key import ROOT
+
+FOLDER = ROOT / "tests" / "snapshots"
+
+
+def path(chapter: int) -> Path:
+    """Where chapter ``chapter``'s snapshot lives."""
+    return FOLDER / f"chapter{chapter:02d}.npz"
+
+
+def flatten(tree: Any, prefix: str) -> dict[str, np.ndarray]:
+    """A tree of dicts, lists and arrays (or numbers) as ``{path: array}``."""
+    if isinstance(tree, dict):
+        return {k: v for key in tree for k, v in flatten(tree[key], f"{prefix}/{key}").items()}
+    if isinstance(tree, (list, tuple)):
+        if not tree:  # an empty list (a model with no blocks) is kept as a marker
+            return {f"{prefix}/[]": np.zeros(0)}
+        return {k: v for i, item in enumerate(tree) for k, v in flatten(item, f"{prefix}/{i}").items()}
+    return {prefix: np.asarray(tree)}
+
+
+def write(chapter: int, data: dict[str, np.ndarray]) -> Path:
+    """Write a snapshot (sorted keys, no pickled objects, the same bytes for the same data)."""
+    target = path(chapter)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for key in sorted(data):
+            blob = io.BytesIO()
+            np.lib.format.write_array(blob, np.asarray(data[key]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, blob.getvalue())
+    target.write_bytes(buffer.getvalue())
+    return target
+
+
+class Snapshot:
+    """A chapter's stored inputs and outputs."""
+
+    def __init__(self, data: dict[str, np.ndarray]) -> None:
+        self.data = data
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        """One stored array; a copy, so a test (or the learner's code) can never change the snapshot."""
+        if key not in self.data:
+            raise KeyError(f"the snapshot has no {key!r}: regenerate it with `python -m tests.tools.snapshots`")
+        return self.data[key].copy()
+
+    def number(self, key: str) -> Any:
+        """A stored scalar as a Python int or float."""
+        return self[key].item()
+
+    def count(self, prefix: str) -> int:
+        """How many numbered cases ``prefix/0``, ``prefix/1``, … there are."""
+        found = {k[len(prefix) + 1:].split("/")[0] for k in self.data if k.startswith(prefix + "/")}
+        return len([f for f in found if f.isdigit()])
+
+    def tree(self, prefix: str) -> Any:
+        """The tree stored under ``prefix``, rebuilt: dicts, lists (numbered keys) and fresh arrays."""
+        leaves = {k[len(prefix) + 1:]: v for k, v in self.data.items() if k.startswith(prefix + "/")}
+        if not leaves:
+            if prefix in self.data:
+                return self[prefix]
+            raise KeyError(f"the snapshot has no {prefix!r}: regenerate it with `python -m tests.tools.snapshots`")
+        root: dict = {}
+        for key, value in leaves.items():
+            node = root
+            *parts, last = key.split("/")
+            for part in parts:
+                node = node.setdefault(part, {})
+            node[last] = value.copy()
+        return _lists(root)
+
+
+def _lists(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if set(node) == {"[]"}:
+        return []
+    if node and all(k.isdigit() for k in node):
+        return [_lists(node[str(i)]) for i in range(len(node))]
+    return {k: _lists(v) for k, v in node.items()}
+
+
+def load(chapter: int) -> Snapshot:
+    """Read a chapter's snapshot (``allow_pickle=False``: plain numbers only)."""
+    with np.load(path(chapter), allow_pickle=False) as archive:
+        return Snapshot({key: archive[key] for key in archive.files})
