@@ -190,3 +190,17 @@ def test_a_typo_in_the_points_file_is_an_error(tmp_path):
 def test_the_repositorys_points_file_is_valid():
     """the grading.toml shipped with the course loads"""
     assert points.load(ROOT / "grading.toml").source == "grading.toml"
+
+
+def test_a_chapter_run_with_an_endless_loop_ends_within_seconds_naming_the_function(tmp_path):
+    """`nox -s chapter2`'s pytest with a `dot` that never returns ends in seconds and names dot"""
+    impl = copy_solutions(tmp_path / "exercises", {"chapter02_matrices": "def dot(a, b):\n    while True:\n        pass"})
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_chapter02_matrices.py", "--steps", "-p", "no:cacheprovider",
+         "--impl", str(impl)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    seconds = time.monotonic() - started
+    assert "dot did not return within 2 s" in proc.stdout, proc.stdout[-3000:]
+    assert seconds < 60, f"{seconds:.0f} s"
