@@ -378,7 +378,7 @@ class Worker:
         hint = ""
         if code == 0:
             hint = " (os._exit or sys.exit in the learner's code?)"
-        elif code is not None and code < 0 and -code in (getattr(signal, "SIGXCPU", 24), signal.SIGKILL):
+        elif code is not None and code < 0 and -code in (getattr(signal, "SIGXCPU", 24), getattr(signal, "SIGKILL", 9)):
             hint = " (a resource limit: CPU time or memory?)"
         raise WorkerCrashed(f"{what} ended the learner's process ({how}){hint}; its last output: {words}")
 
