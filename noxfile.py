@@ -73,11 +73,22 @@ def progress(session: nox.Session) -> None:
 @nox.session
 def selfcheck(session: nox.Session) -> None:
     """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
-    install(session, "test", "docs", "lint", "classroom", "browser")
+    install(session, "test", "docs", "lint", "classroom", "browser", "mutation")
     session.run("ruff", "check", ".")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", *session.posargs)
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "build/site")
+
+
+@nox.session(default=False)
+def mutation(session: nox.Session) -> None:
+    """Mutation testing: mutmut's mutants of solutions/chapterNN_*.py against that chapter's tests: `-- 4`.
+
+    Reports killed / survived per chapter and a line per survivor (`-- 4 5 --json out.json`, `-- --help`);
+    survivors that cannot change behaviour are listed in tests/mutation_equivalent.toml. Takes minutes.
+    """
+    install(session, "test", "mutation")
+    session.run("python", "scripts/mutation.py", *session.posargs)
 
 
 @nox.session(default=False)

@@ -30,13 +30,14 @@ def decode(ids: list[int]) -> str:
     """Turn token ids back into space-separated text.
 
     Args:
-        ids: token ids, each in ``range(len(VOCAB))``.
+        ids: token ids, each an int in ``range(len(VOCAB))`` (a bool or a float such as 1.0 is not an id).
 
     Returns:
         The tokens joined by single spaces, e.g. ``"C D A"`` for ``[2, 3, 0]``.
 
     Raises:
-        ValueError: if an id is outside the vocabulary (negative ids too; the message names the id).
+        ValueError: if an id is not an int or is outside the vocabulary (negative ids too; the message names
+            the id and the range, 0..3).
 
     See docs: chapter 1, step 1.2.
     """
@@ -70,7 +71,7 @@ def rnn_distance(i: int, j: int) -> int:
         j: another position, 0-based.
 
     Returns:
-        The number of hops, ``|i − j|``.
+        The number of hops, ``|i − j|``, an int.
 
     Raises:
         ValueError: if a position is negative (the message names it).
@@ -88,7 +89,7 @@ def attention_distance(i: int, j: int) -> int:
         j: another position, 0-based.
 
     Returns:
-        0 when i == j, otherwise 1: any position reads any other directly.
+        0 when i == j, otherwise 1 (an int): any position reads any other directly.
 
     Raises:
         ValueError: if a position is negative (the message names it).
@@ -107,7 +108,7 @@ def causal_pair_count(n: int) -> int:
         n: number of tokens, 0 or more.
 
     Returns:
-        1 + 2 + … + n = n(n + 1)/2.
+        1 + 2 + … + n = n(n + 1)/2, an int (whole-number division: 21, not 21.0).
 
     Raises:
         ValueError: if n is negative (the message names it).

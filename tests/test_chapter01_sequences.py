@@ -31,17 +31,17 @@ def test_every_prefix_predicts_the_token_after_it(ch, ws):
 
 @pytest.mark.step("1.4")
 def test_an_rnn_needs_five_hops_from_cat_to_sat(ch, ws):
-    expect(ws, ch.rnn_distance(ws.inputs["i"], ws.inputs["j"]))
+    expect(ws, ch.rnn_distance(ws.inputs["i"], ws.inputs["j"]), kind="int")
 
 
 @pytest.mark.step("1.5")
 def test_attention_needs_one_hop_from_cat_to_sat(ch, ws):
-    expect(ws, ch.attention_distance(ws.inputs["i"], ws.inputs["j"]))
+    expect(ws, ch.attention_distance(ws.inputs["i"], ws.inputs["j"]), kind="int")
 
 
 @pytest.mark.step("1.6")
 def test_causal_attention_scores_21_pairs_for_six_tokens(ch, ws):
-    expect(ws, ch.causal_pair_count(ws.inputs["n"]))
+    expect(ws, ch.causal_pair_count(ws.inputs["n"]), kind="int")
 
 
 # -- beyond the worksheet ----------------------------------------------------------------------------
@@ -77,15 +77,16 @@ def test_distances_on_many_pairs(ch):
     for i, j in [(0, 0), (0, 9), (9, 0), (3, 4), (17, 2)]:
         r = ch.rnn_distance(i, j)
         a = ch.attention_distance(i, j)
-        close(r, abs(i - j), f"rnn_distance({i}, {j})")
-        close(a, 0 if i == j else 1, f"attention_distance({i}, {j})", mistakes=[("the RNN's distance", abs(i - j))])
+        close(r, abs(i - j), f"rnn_distance({i}, {j})", kind="int")
+        close(a, 0 if i == j else 1, f"attention_distance({i}, {j})", mistakes=[("the RNN's distance", abs(i - j))],
+              kind="int")
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 10, 100])
 def test_causal_pair_count_matches_counting_the_mask(ch, n):
     """causal_pair_count(n) equals the number of (i, j) with j <= i, counted in a loop"""
     want = sum(1 for i in range(n) for j in range(n) if j <= i)
-    close(ch.causal_pair_count(n), want, f"causal_pair_count({n})", mistakes=[("n², every pair", n * n)])
+    close(ch.causal_pair_count(n), want, f"causal_pair_count({n})", mistakes=[("n², every pair", n * n)], kind="int")
 
 
 def test_an_unknown_token_is_named(ch):
@@ -95,8 +96,16 @@ def test_an_unknown_token_is_named(ch):
 
 @pytest.mark.parametrize("bad", [4, -1])
 def test_an_id_outside_the_vocabulary_is_named(ch, bad):
-    """decode([0, 4]) and decode([0, -1]) raise ValueError naming the id"""
-    raises_clearly(lambda: ch.decode([0, bad]), ValueError, str(bad))
+    """decode([0, 4]) and decode([0, -1]) raise ValueError naming the id and the range 0..3"""
+    raises_clearly(lambda: ch.decode([0, bad]), ValueError, str(bad), "0..3")
+
+
+@pytest.mark.parametrize("bad", [True, 1.0])
+def test_an_id_that_is_not_an_int_is_refused(ch, bad):
+    """decode([0, True]) and decode([0, 1.0]) raise ValueError naming the id: a bool or a float is not a token id"""
+    raises_clearly(lambda: ch.decode([0, bad]), ValueError, str(bad),
+                   hint="an id must be an int and not a bool (True would silently read as 1): check "
+                   "isinstance(i, bool) or not isinstance(i, int), with or between them")
 
 
 def test_negative_positions_and_counts_are_refused(ch):

@@ -67,7 +67,7 @@ def _as_array(got: Any) -> np.ndarray:
     return arr
 
 
-KINDS = ("array", "float")
+KINDS = ("array", "float", "int")
 
 
 def _type_name(value: Any) -> str:
@@ -87,6 +87,7 @@ def returned(got: Any, kind: str | None, what: str = "the result") -> Any:
     - ``"float"``: one real number. A Python float, any NumPy float (``np.float32`` too), a NumPy integer or
       int, or a 0-d array holding one is accepted and compared by value; anything else (a list, a
       1-element array, a bool, None) fails, saying what was expected and what came back.
+    - ``"int"``: a whole number, a Python or NumPy int (not a bool, not a float such as 21.0).
     - ``None``: no requirement.
     """
     if kind is None:
@@ -97,6 +98,12 @@ def returned(got: Any, kind: str | None, what: str = "the result") -> Any:
                         f"  the docstring promises an array: return np.array(...) (or build it with NumPy), "
                         f"not a Python {type(got).__name__}", pytrace=False)
         return got
+    if kind == "int":
+        if not isinstance(got, (int, np.integer)) or isinstance(got, (bool, np.bool_)):
+            pytest.fail(f"{what}: expected a whole number (an int), got {_type_name(got)}: {show(got)}\n"
+                        "  the docstring promises an int: count with whole numbers (// divides without a "
+                        "remainder, / gives a float)", pytrace=False)
+        return int(got)
     if kind == "float":
         number = isinstance(got, (float, int, np.floating, np.integer)) and not isinstance(got, (bool, np.bool_))
         zero_d = isinstance(got, np.ndarray) and got.ndim == 0 and got.dtype.kind in "fiu"
@@ -131,8 +138,8 @@ def expect(
         got: what the implementation returned for the step's inputs.
         mistakes: extra (name, value) pairs, computed in the test, for mistakes the key does not list.
         inputs: the inputs to show, when they are not the step's own ``inputs``.
-        kind: what the docstring promises ``got`` is, checked first: ``"array"`` or ``"float"`` (see
-            ``returned``); None for no requirement.
+        kind: what the docstring promises ``got`` is, checked first: ``"array"``, ``"float"`` or ``"int"``
+            (see ``returned``); None for no requirement.
     """
     got = returned(got, kind, f"{step.id} {step.title}")
     if not isinstance(step.exact, np.ndarray):
@@ -218,8 +225,8 @@ def close(
 ) -> None:
     """Check a result beyond the worksheet against an oracle computed in the test.
 
-    ``kind`` (``"array"`` or ``"float"``) is what the docstring promises ``got`` is, checked first (see
-    ``returned``).
+    ``kind`` (``"array"``, ``"float"`` or ``"int"``) is what the docstring promises ``got`` is, checked first
+    (see ``returned``).
     """
     got = returned(got, kind, what)
     arr = _as_array(got)

@@ -1,0 +1,349 @@
+"""Mutation testing of the reference solutions against each chapter's tests: ``nox -s mutation -- 4``.
+
+mutmut (3.8 or newer) makes the mutants: its own mutation operators, applied by ``create_mutations`` to
+``solutions/chapterNN_*.py`` (configured in ``[tool.mutmut]`` of pyproject.toml), named as ``mutmut`` names
+them (``solutions.chapter04_attention.x_softmax__mutmut_3``: the third mutant of ``softmax``).
+
+This script runs them, not ``mutmut run``: mutmut 3 switches mutants inside the test process (a trampoline
+reads ``MUTANT_UNDER_TEST`` at every call and records which test reached which function in that process),
+but the tests here never run the code under test in their own process. Every call goes to the worker
+(``kata/worker``), a separate, sandboxed process with a scrubbed environment and a throwaway copy of the
+implementation, so the trampoline would see no variable, record nothing and leave every mutant "no tests".
+Instead each mutant is written out as plain source into a copy of ``solutions/`` and the chapter's tests
+run against it with ``--impl`` exactly as a learner's code would be checked, in a fresh pytest process:
+
+- only the tests that reach the mutated function (the functions each test calls, recorded by the judge in
+  a clean run, followed through a static call graph of ``solutions/``), fastest first, stopping at the
+  first failure (``-x``);
+- a mutant is killed when some test fails (a timeout counts: the judge stops a call after 2 s), survives
+  when every selected test passes;
+- survivors listed in ``tests/mutation_equivalent.toml`` (they cannot change behaviour; each has its
+  reason) are reported apart and left out of the score.
+
+Prints killed / survived per chapter and a line per survivor; ``--json FILE`` writes every mutant's result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kata.judge import answer_key  # noqa: E402
+
+EQUIVALENT = ROOT / "tests" / "mutation_equivalent.toml"
+
+
+@dataclass
+class Mutant:
+    """One mutant of one function of a solution file."""
+
+    name: str  # mutmut's name: solutions.<module>.x_<function>__mutmut_<n>
+    chapter: int
+    module: str
+    function: str
+    line: int  # first changed line in the solution file
+    original: str  # the changed lines before the mutation, stripped and joined by " / "
+    mutated: str  # the same lines after it
+    source: str = field(repr=False, default="")
+    status: str = ""  # killed | survived | equivalent | no tests | timeout
+    killed_by: str = ""
+    reason: str = ""
+    seconds: float = 0.0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What identifies the mutant across edits of other functions: function, original and mutated text."""
+        return (self.function, self.original, self.mutated)
+
+
+# -- making the mutants (mutmut's operators) -----------------------------------------------------------------
+def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
+    """Every mutant mutmut makes of the chapter's solution file, as plain source."""
+    from mutmut.mutation.file_mutation import create_mutations
+
+    path = ROOT / "solutions" / f"{chapter.module}.py"
+    code = path.read_text(encoding="utf-8")
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # mutmut reads its configuration ([tool.mutmut] in pyproject.toml) from the working directory
+    try:
+        module, mutations, _, _ = create_mutations(str(path.relative_to(ROOT)), code)
+    finally:
+        os.chdir(cwd)
+    counters: dict[str, int] = defaultdict(int)
+    seen: dict[tuple, int] = defaultdict(int)
+    out = []
+    for m in mutations:
+        func = m.contained_by_top_level_function
+        if func is None:  # mutmut 3 mutates code inside functions only
+            continue
+        name = func.name.value
+        counters[name] += 1
+        source = module.deep_replace(m.original_node, m.mutated_node).code
+        if source == code:
+            continue
+        before, after = code.splitlines(), source.splitlines()
+        removed, added, first = [], [], 0
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+            if op != "equal":
+                first = first or i1 + 1
+                removed += [s.strip() for s in before[i1:i2]]
+                added += [s.strip() for s in after[j1:j2]]
+        mutant = Mutant(name=f"solutions.{chapter.module}.x_{name}__mutmut_{counters[name]}", chapter=chapter.number,
+                        module=chapter.module, function=name, line=first, original=" / ".join(removed),
+                        mutated=" / ".join(added), source=source)
+        seen[mutant.key] += 1
+        if seen[mutant.key] > 1:  # the same text change at two places of one line: tell them apart
+            mutant.mutated += f"  (#{seen[mutant.key]})"
+        out.append(mutant)
+    return out
+
+
+# -- which tests reach which function -------------------------------------------------------------------------
+def call_graph() -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """(module, function) -> every (module, function) of solutions/ it names, itself included, transitively."""
+    direct: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        local = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        imported = {}
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = (node.module, alias.name)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                edges = {(path.stem, n) for n in names & local} | {imported[n] for n in names if n in imported}
+                direct[(path.stem, node.name)] = edges
+    closure = {}
+    for start in direct:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in direct.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        closure[start] = seen
+    return closure
+
+
+def tests_reaching(chapter: answer_key.Chapter, function: str) -> list[str]:
+    """Names of the chapter's test functions that call (through ``ch``) something that reaches ``function``.
+
+    Read from the test file, not run: for a quick selection (``-k``) where a clean run is not worth its time.
+    """
+    graph = call_graph()
+    tree = ast.parse((ROOT / chapter.test_file).read_text(encoding="utf-8"))
+    helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("test_")}
+
+    def called(node, seen=()):
+        names = {n.func.attr for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and isinstance(n.func.value, ast.Name) and n.func.value.id == "ch"}
+        for n in ast.walk(node):  # helpers of the test file that call ch themselves
+            if isinstance(n, ast.Name) and n.id in helpers and n.id not in seen:
+                names |= called(helpers[n.id], (*seen, n.id))
+        return names
+
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            reach = set().union(*(graph.get((chapter.module, f), set()) for f in called(node)))
+            if (chapter.module, function) in reach:
+                out.append(node.name)
+    return out
+
+
+def baseline(chapter: answer_key.Chapter, work: Path, python: str) -> tuple[dict[str, set], dict[str, float]]:
+    """Run the chapter's tests on an unmutated copy: the functions each test reaches, and its duration."""
+    package = work / "baseline" / "solutions"
+    shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
+    results, junit = work / "baseline.json", work / "baseline.xml"
+    proc = subprocess.run([python, "-m", "pytest", chapter.test_file, "--impl", str(package), "-q",
+                           "-p", "no:cacheprovider", "--kata-results", str(results), "--junitxml", str(junit)],
+                          cwd=ROOT, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"chapter {chapter.number}'s tests fail on the unmutated solutions:\n{proc.stdout[-3000:]}")
+    graph = call_graph()
+    reached = {}
+    for r in json.loads(results.read_text(encoding="utf-8"))["results"]:
+        functions = set()
+        for qualified in r["functions"]:
+            module, _, function = qualified.rpartition(".")
+            functions |= graph.get((module, function), {(module, function)})
+        reached[r["nodeid"]] = functions
+    durations = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        file = case.get("file") or chapter.test_file
+        nodeid = f"{file}::{case.get('name')}"
+        durations[nodeid] = float(case.get("time", 0))
+    return reached, durations
+
+
+# -- running one mutant ---------------------------------------------------------------------------------------
+def run_mutant(mutant: Mutant, tests: list[str], work: Path, python: str, timeout: float) -> None:
+    """Write the mutant into a copy of solutions/ and run ``tests`` on it; set its status."""
+    start = time.monotonic()
+    folder = Path(tempfile.mkdtemp(dir=work, prefix="m"))
+    package = folder / "solutions"
+    shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / f"{mutant.module}.py").write_text(mutant.source, encoding="utf-8")
+    results = folder / "results.json"
+    try:
+        proc = subprocess.run([python, "-m", "pytest", *tests, "--impl", str(package), "-x", "-q", "-p",
+                               "no:cacheprovider", "--kata-results", str(results), "--timeout", str(int(timeout))],
+                              cwd=ROOT, capture_output=True, text=True, check=False, timeout=timeout * 4)
+    except subprocess.TimeoutExpired:
+        mutant.status, mutant.killed_by = "timeout", "the whole run took too long"
+    else:
+        if proc.returncode == 0:
+            mutant.status = "survived"
+        else:
+            mutant.status = "killed"
+            try:
+                data = json.loads(results.read_text(encoding="utf-8"))
+                bad = next(r for r in data["results"] if r["status"] != "passed")
+                mutant.killed_by = f"{bad['nodeid'].split('::')[-1]} ({bad['status']})"
+                if bad["status"] == "timed out":
+                    mutant.status = "timeout"
+            except (OSError, ValueError, StopIteration):
+                mutant.killed_by = f"pytest exit code {proc.returncode}"
+    shutil.rmtree(folder, ignore_errors=True)
+    mutant.seconds = time.monotonic() - start
+
+
+def equivalents() -> list[dict]:
+    """The entries of tests/mutation_equivalent.toml."""
+    if not EQUIVALENT.exists():
+        return []
+    return tomllib.loads(EQUIVALENT.read_text(encoding="utf-8")).get("equivalent", [])
+
+
+def equivalent_reason(mutant: Mutant, entries: list[dict]) -> str | None:
+    """The reason the mutant is listed as equivalent, or None."""
+    for e in entries:
+        if (e.get("chapter"), e.get("function"), e.get("original"), e.get("mutated")) == (
+                mutant.chapter, mutant.function, mutant.original, mutant.mutated):
+            return e.get("reason", "")
+    return None
+
+
+def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mutant]:
+    """Make and run every mutant of one chapter; print its report."""
+    chapter = answer_key.load(number)
+    mutants = make_mutants(chapter)
+    if args.function:
+        mutants = [m for m in mutants if m.function in args.function]
+    if args.mutant:
+        mutants = [m for m in mutants if m.name in args.mutant]
+    entries = [e for e in equivalents() if e.get("chapter") == number]
+    with tempfile.TemporaryDirectory(prefix=f"kata-mutation-{number}-") as tmp:
+        work = Path(tmp)
+        reached, durations = baseline(chapter, work, python)
+        order = sorted(reached, key=lambda t: durations.get(t, 1.0))
+        jobs = []
+        for m in mutants:
+            tests = [t for t in order if (m.module, m.function) in reached[t]]
+            if not tests:
+                m.status = "no tests"
+            else:
+                jobs.append((m, tests))
+        print(f"chapter {number}: {len(mutants)} mutants of solutions/{chapter.module}.py, "
+              f"{len(jobs)} to run ({args.jobs} at a time)", flush=True)
+        done = 0
+
+        def one(job):
+            nonlocal done
+            m, tests = job
+            run_mutant(m, tests, work, python, args.timeout)
+            done += 1
+            if args.verbose or m.status == "survived":
+                print(f"  [{done}/{len(jobs)}] {m.status:<8} {m.name}  line {m.line}: {m.original}  ->  {m.mutated}",
+                      flush=True)
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            list(pool.map(one, jobs))
+    for m in mutants:
+        if m.status in ("survived", "no tests"):
+            reason = equivalent_reason(m, entries)
+            if reason is not None:
+                m.status, m.reason = "equivalent", reason
+    report(number, chapter, mutants)
+    return mutants
+
+
+def score(mutants: list[Mutant]) -> dict:
+    """Counts and the score: killed / (killed + survived), equivalent mutants left out."""
+    killed = sum(m.status in ("killed", "timeout") for m in mutants)
+    survived = sum(m.status in ("survived", "no tests") for m in mutants)
+    equivalent = sum(m.status == "equivalent" for m in mutants)
+    total = killed + survived
+    return {"mutants": len(mutants), "killed": killed, "survived": survived, "equivalent": equivalent,
+            "score": killed / total if total else 1.0}
+
+
+def report(number: int, chapter: answer_key.Chapter, mutants: list[Mutant]) -> None:
+    """Print the chapter's figures and a line per survivor."""
+    s = score(mutants)
+    print(f"chapter {number}: {s['mutants']} mutants, {s['killed']} killed, {s['survived']} survived, "
+          f"{s['equivalent']} equivalent: {100 * s['score']:.1f}% of non-equivalent mutants killed")
+    for m in mutants:
+        if m.status in ("survived", "no tests"):
+            print(f"  survived{' (no test reaches it)' if m.status == 'no tests' else ''}: "
+                  f"solutions/{chapter.module}.py:{m.line} in {m.function}: {m.original}  ->  {m.mutated}  [{m.name}]")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the arguments, run the chapters, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapters", nargs="*", help="chapter numbers (default: all)")
+    parser.add_argument("--jobs", "-j", type=int, default=2, help="mutants run at once (default 2)")
+    parser.add_argument("--function", action="append", help="only the mutants of this function (repeatable)")
+    parser.add_argument("--mutant", action="append", help="only this mutant, by mutmut's name (repeatable)")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds one test may take (default 120)")
+    parser.add_argument("--json", help="write every mutant's result to this file")
+    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument("--verbose", "-v", action="store_true", help="a line per mutant as it finishes")
+    args = parser.parse_args(argv)
+    numbers = [int(c) for c in args.chapters] or [c.number for c in answer_key.chapters()]
+    if args.list:
+        for n in numbers:
+            for m in make_mutants(answer_key.load(n)):
+                print(f"{m.name}  line {m.line}: {m.original}  ->  {m.mutated}")
+        return 0
+    python = sys.executable
+    results, table = [], []
+    for n in numbers:
+        mutants = test_chapter(n, args, python)
+        results += mutants
+        table.append((n, score(mutants)))
+    print()
+    print("| chapter | mutants | killed | survived | equivalent | killed of non-equivalent |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for n, s in table:
+        print(f"| {n} | {s['mutants']} | {s['killed']} | {s['survived']} | {s['equivalent']} | "
+              f"{100 * s['score']:.1f}% |")
+    if args.json:
+        Path(args.json).write_text(json.dumps([{k: v for k, v in asdict(m).items() if k != "source"}
+                                               for m in results], indent=1), encoding="utf-8")
+    return 0 if all(s["score"] >= 0.95 for _, s in table) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
