@@ -8,24 +8,17 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, raises_clearly, returned
+from kata import close, expect, raises_clearly, returned, snapshot
 
 CHAPTER = 4
 RNG = np.random.default_rng(4)
+SNAP = snapshot(CHAPTER)  # tests/snapshots/chapter04.npz: inputs, the reference's results, classic mistakes
 
 
 # The worksheet's Q = K = 0.1·I is symmetric, so Q @ K equals Q @ Kᵀ there. These worksheet-sized (2×2)
 # queries and keys have distinct values: Q @ K is computable and different, so the mistake shows.
-Q_ASYM = np.array([[1.0, 2.0], [3.0, -1.0]])
-K_ASYM = np.array([[0.5, -2.0], [1.5, 0.25]])
-V_ASYM = np.array([[2.0, -1.0], [0.5, 3.0]])
+Q_ASYM, K_ASYM, V_ASYM = SNAP["asym/Q"], SNAP["asym/K"], SNAP["asym/V"]
 NOT_TRANSPOSED = "K not transposed (Q @ K instead of Q @ Kᵀ)"
-
-
-def softmax_oracle(x, axis=-1):
-    """Softmax written out in the test (never the learner's), stable by subtracting the max."""
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
 
 
 # -- the worksheet, step by step -------------------------------------------------------------------
@@ -59,13 +52,12 @@ def test_context_of_b_mixes_both_values_almost_equally(ch, ws):
     output, weights = ch.scaled_dot_product_attention(ws.input("Q"), ws.input("K"), ws.input("V"))
     returned(weights, "array", "the weights scaled_dot_product_attention returns")
     expect(ws, returned(output, "array", "the output scaled_dot_product_attention returns")[1])
-    w = softmax_oracle(Q_ASYM @ K_ASYM.T / np.sqrt(2))
     got, _ = ch.scaled_dot_product_attention(Q_ASYM, K_ASYM, V_ASYM)
-    close(got, w @ V_ASYM, "4.4 attention on a 2×2 Q, K and V with distinct entries",
+    close(got, SNAP["asym/output"], "4.4 attention on a 2×2 Q, K and V with distinct entries",
           inputs={"Q": Q_ASYM, "K": K_ASYM, "V": V_ASYM},
-          mistakes=[(NOT_TRANSPOSED, softmax_oracle(Q_ASYM @ K_ASYM / np.sqrt(2)) @ V_ASYM),
-                    ("softmax over the wrong axis (columns)", softmax_oracle(Q_ASYM @ K_ASYM.T / np.sqrt(2), 0) @ V_ASYM),
-                    ("weights transposed (Wᵀ V)", w.T @ V_ASYM)], kind="array")
+          mistakes=[(NOT_TRANSPOSED, SNAP["asym/k_not_transposed"]),
+                    ("softmax over the wrong axis (columns)", SNAP["asym/columns"]),
+                    ("weights transposed (Wᵀ V)", SNAP["asym/weights_transposed"])], kind="array")
 
 
 @pytest.mark.step("4.5")
@@ -81,21 +73,21 @@ def test_with_the_causal_mask_a_sees_only_itself(ch, ws):
 
 
 # -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
-@pytest.mark.parametrize("shape", [(3, 5), (6, 4), (1, 7)])
-def test_softmax_matches_the_formula_on_other_shapes(ch, shape):
-    """softmax matches exp / sum on other shapes, row by row"""
-    x = RNG.normal(size=shape) * 3
+@pytest.mark.parametrize("case", range(SNAP.count("softmax")))
+def test_softmax_matches_the_formula_on_other_shapes(ch, case):
+    """softmax matches exp / sum on shapes (3, 5), (6, 4) and (1, 7), row by row"""
+    x = SNAP[f"softmax/{case}/x"]
     got = ch.softmax(x)
-    close(got, softmax_oracle(x, axis=-1), f"softmax of a {shape} array, along the last axis", inputs={"x": x}, kind="array",
-          mistakes=[("softmax over the wrong axis (columns instead of rows)", softmax_oracle(x, axis=0)),
-                    ("softmax over every entry at once", np.exp(x) / np.exp(x).sum())])
+    close(got, SNAP[f"softmax/{case}/out"], f"softmax of a {x.shape} array, along the last axis", inputs={"x": x},
+          kind="array", mistakes=[("softmax over the wrong axis (columns instead of rows)", SNAP[f"softmax/{case}/columns"]),
+                                  ("softmax over every entry at once", SNAP[f"softmax/{case}/every_entry"])])
 
 
 def test_softmax_respects_the_axis_argument(ch):
     """softmax(x, axis=0) normalises columns"""
-    x = RNG.normal(size=(4, 3))
-    close(ch.softmax(x, axis=0), softmax_oracle(x, axis=0), "softmax(x, axis=0) of a (4, 3) array",
-          mistakes=[("the axis argument was ignored", softmax_oracle(x, axis=-1))])
+    x = SNAP["softmax_axis0/x"]
+    close(ch.softmax(x, axis=0), SNAP["softmax_axis0/out"], "softmax(x, axis=0) of a (4, 3) array",
+          mistakes=[("the axis argument was ignored", SNAP["softmax_axis0/last_axis"])])
 
 
 def test_softmax_is_stable_for_large_scores(ch):
@@ -149,29 +141,33 @@ def test_causal_mask_is_the_lower_triangle(ch, n):
     close(got, want, f"causal_mask({n})", mistakes=[("the upper triangle: looking ahead", want.T)])
 
 
-@pytest.mark.parametrize(("n_q", "n_k", "d_k", "d_v"), [(3, 3, 4, 5), (5, 5, 2, 3), (2, 6, 3, 1), (3, 3, 3, 5)])
-def test_attention_matches_a_numpy_one_liner(ch, n_q, n_k, d_k, d_v):
-    """attention output and weights match softmax(QKᵀ/√d_k)V on other shapes"""
-    Q, K, V = RNG.normal(size=(n_q, d_k)), RNG.normal(size=(n_k, d_k)), RNG.normal(size=(n_k, d_v))
-    w = softmax_oracle(Q @ K.T / np.sqrt(d_k))
+@pytest.mark.parametrize("case", range(SNAP.count("attention")))
+def test_attention_matches_a_numpy_one_liner(ch, case):
+    """attention output and weights match softmax(QKᵀ/√d_k)V on (n_q, n_k, d_k, d_v) = (3, 3, 4, 5), (5, 5, 2, 3), (2, 6, 3, 1), (3, 3, 3, 5)"""
+    k = f"attention/{case}"
+    Q, K, V = SNAP[f"{k}/Q"], SNAP[f"{k}/K"], SNAP[f"{k}/V"]
     output, weights = ch.scaled_dot_product_attention(Q, K, V)
-    close(weights, w, "attention weights", kind="array", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T)),
-                                                     ("softmax over the wrong axis", softmax_oracle(Q @ K.T / np.sqrt(d_k), 0))])
-    close(output, w @ V, "attention output", kind="array", mistakes=[("no 1/√d_k scaling", softmax_oracle(Q @ K.T) @ V)]
-          + ([(NOT_TRANSPOSED, softmax_oracle(Q @ K / np.sqrt(d_k)) @ V)] if n_k == d_k == n_q else []))
+    shapes = f"Q {Q.shape}, K {K.shape}, V {V.shape}"
+    close(weights, SNAP[f"{k}/weights"], f"attention weights, {shapes}", kind="array",
+          mistakes=[("no 1/√d_k scaling", SNAP[f"{k}/no_scaling"]), ("softmax over the wrong axis", SNAP[f"{k}/columns"])])
+    mistakes = [("no 1/√d_k scaling", SNAP[f"{k}/no_scaling_output"])]
+    if f"{k}/k_not_transposed_output" in SNAP.data:
+        mistakes.append((NOT_TRANSPOSED, SNAP[f"{k}/k_not_transposed_output"]))
+    close(output, SNAP[f"{k}/output"], f"attention output, {shapes}", kind="array", mistakes=mistakes)
 
 
-@pytest.mark.parametrize("n", [3, 5])
-def test_masked_attention_never_looks_ahead(ch, n):
-    """causal attention matches softmax(masked QKᵀ/√d_k)V: zero weight above the diagonal"""
-    Q, K, V = RNG.normal(size=(n, 4)), RNG.normal(size=(n, 4)), RNG.normal(size=(n, 3))
-    mask = np.tril(np.ones((n, n), dtype=bool))
-    S = np.where(mask, Q @ K.T / 2.0, -np.inf)
-    w = softmax_oracle(S)
+@pytest.mark.parametrize("case", range(SNAP.count("masked")))
+def test_masked_attention_never_looks_ahead(ch, case):
+    """causal attention matches softmax(masked QKᵀ/√d_k)V on 3 and 5 positions: zero weight above the diagonal"""
+    k = f"masked/{case}"
+    Q, K, V, mask = SNAP[f"{k}/Q"], SNAP[f"{k}/K"], SNAP[f"{k}/V"], SNAP[f"{k}/mask"]
+    n = len(Q)
     output, weights = ch.scaled_dot_product_attention(Q, K, V, mask=mask)
-    close(weights, w, f"causal attention weights, {n} positions",
-          mistakes=[("the mask was ignored", softmax_oracle(Q @ K.T / 2.0))])
-    close(output, w @ V, f"causal attention output, {n} positions")
+    close(weights, SNAP[f"{k}/weights"], f"causal attention weights, {n} positions",
+          mistakes=[("the mask was ignored", SNAP[f"{k}/mask_ignored"])])
+    with check:
+        assert np.all(np.asarray(weights)[~mask] == 0), f"weights above the diagonal must be exactly 0 ({n} positions)"
+    close(output, SNAP[f"{k}/output"], f"causal attention output, {n} positions")
 
 
 def test_attention_does_not_modify_its_inputs(ch):

@@ -62,7 +62,7 @@ def get(params, path):
     return eval("params" + path, {"params": params})  # noqa: S307 - paths are built above, never user input
 
 
-def accuracy(ch, data, params):
+def share_predicted(ch, data, params):
     """Fraction of sequences whose every target position the learner's own model predicts (argmax of its logits)."""
     right = 0
     for ids, targets in data:
@@ -441,8 +441,8 @@ def test_two_layers_learn_the_three_patterns_in_100_epochs(ch):
     close(np.shape(losses), (100,), "losses has one entry per epoch")
     close(losses[0], start, "losses[0] is the mean loss before any update")
     with check:
-        assert accuracy(ch, PATTERNS, trained) == 1.0, (
-            f"accuracy after 100 epochs {accuracy(ch, PATTERNS, trained):.2f}")
+        assert share_predicted(ch, PATTERNS, trained) == 1.0, (
+            f"accuracy after 100 epochs {share_predicted(ch, PATTERNS, trained):.2f}")
     with check:
         assert losses[-1] < 0.05, f"the mean loss before the last update is {losses[-1]:.4f}, expected < 0.05"
     final = mean_loss(ch, PATTERNS, trained)
@@ -467,7 +467,7 @@ def test_with_positions_one_layer_learns_a_b_a_to_c_and_b_a_a_to_d(ch):
     params = ch.init_params(4, 8, 16, 1, 3, seed=0)
     trained, losses = ch.train_transformer(POSITIONS, params, 0.3, 100)
     with check:
-        assert accuracy(ch, POSITIONS, trained) == 1.0, "with position embeddings both sequences should be learned"
+        assert share_predicted(ch, POSITIONS, trained) == 1.0, "with position embeddings both sequences should be learned"
     with check:
         assert losses[-1] < 0.05, f"the mean loss before the last update is {losses[-1]:.4f}, expected < 0.05"
 
