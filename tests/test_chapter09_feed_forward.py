@@ -9,41 +9,20 @@ are this course's: ReLU's gradient and the gradients through the FFN and the res
 import numpy as np
 import pytest
 
-from kata import close, expect, numerical_gradient, raises_clearly
+from kata import close, expect, numerical_gradient, raises_clearly, snapshot
 
 CHAPTER = 9
 RNG = np.random.default_rng(9)
 
 
-# -- oracles written here, never the learner's ------------------------------------------------------
-def ffn_oracle(x, W1, W2, b1, b2):
-    """ReLU(x W1 + b1) W2 + b2, with None biases as zeros."""
-    b1 = np.zeros(W1.shape[1]) if b1 is None else b1
-    b2 = np.zeros(W2.shape[1]) if b2 is None else b2
-    return np.maximum(x @ W1 + b1, 0) @ W2 + b2
+# -- helpers (the expected values are stored in tests/snapshots/chapter09.npz, written from solutions/) -----
+SNAP = snapshot(CHAPTER)
+NAMES = ("dx", "dW1", "dW2", "db1", "db2")
 
 
-def ffn_gradients_numerically(x, W1, W2, b1, b2, d_out, residual=False):
-    """Central-difference gradients of sum(d_out * y) for x, W1, W2, b1, b2 (y = FFN(x), or x + FFN(x))."""
-    def loss(x_, W1_, W2_, b1_, b2_):
-        y = ffn_oracle(x_, W1_, W2_, b1_, b2_) + (x_ if residual else 0)
-        return float(np.sum(d_out * y))
-
-    return (numerical_gradient(lambda v: loss(v, W1, W2, b1, b2), x),
-            numerical_gradient(lambda v: loss(x, v, W2, b1, b2), W1),
-            numerical_gradient(lambda v: loss(x, W1, v, b1, b2), W2),
-            numerical_gradient(lambda v: loss(x, W1, W2, v, b2), b1),
-            numerical_gradient(lambda v: loss(x, W1, W2, b1, v), b2))
-
-
-def ffn_mistakes(x, W1, W2, b1, d_out):
-    """What the classic backward mistakes give for dx, computed here."""
-    h = x @ W1 + b1
-    return [
-        ("ReLU gradient passed through for negative inputs", (d_out @ W2.T) @ W1.T),
-        ("derivative 1 at exactly 0 (x >= 0 instead of x > 0)", ((d_out @ W2.T) * (h >= 0)) @ W1.T),
-        ("multiplied by ReLU's output instead of by its derivative", ((d_out @ W2.T) * np.maximum(h, 0)) @ W1.T),
-    ]
+def layer(k):
+    """x, W1, W2, b1, b2 of the stored case ``k``."""
+    return tuple(SNAP[f"{k}/{n}"] for n in ("x", "W1", "W2", "b1", "b2"))
 
 
 def random_ffn(seq, d_model, d_ff, bias=True):
@@ -160,65 +139,73 @@ def test_linear_matches_a_loop_with_and_without_bias(ch, seq, d_in, d_out):
           mistakes=[("the bias was ignored", loop)])
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (1, 6, 4)])
-def test_feed_forward_matches_the_formula_on_other_shapes(ch, seq, d_model, d_ff):
-    """feed_forward is ReLU(x W1 + b1) W2 + b2, negatives included, with and without biases"""
-    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
+@pytest.mark.parametrize("case", range(SNAP.count("ffn")))
+def test_feed_forward_matches_the_formula_on_other_shapes(ch, case):
+    """feed_forward is ReLU(x W1 + b1) W2 + b2 on (seq, d_model, d_ff) = (3, 4, 8), (5, 2, 3), (1, 6, 4), with and without biases"""
+    k = f"ffn/{case}"
+    x, W1, W2, b1, b2 = layer(k)
     with_bias = ch.feed_forward(x, W1, W2, b1, b2)
     no_bias = ch.feed_forward(x, W1, W2)
-    close(with_bias, ffn_oracle(x, W1, W2, b1, b2), f"feed_forward, x {x.shape}, W1 {W1.shape}, with biases",
-          mistakes=[("ReLU not applied (two linear layers collapse into one)", (x @ W1 + b1) @ W2 + b2),
-                    ("ReLU applied after the second layer", np.maximum((x @ W1 + b1) @ W2 + b2, 0)),
-                    ("the residual was added inside feed_forward", x + ffn_oracle(x, W1, W2, b1, b2))])
-    close(no_bias, ffn_oracle(x, W1, W2, None, None), f"feed_forward, x {x.shape}, W1 {W1.shape}, no biases")
+    close(with_bias, SNAP[f"{k}/out"], f"feed_forward, x {x.shape}, W1 {W1.shape}, with biases", kind="array",
+          mistakes=[("ReLU not applied (two linear layers collapse into one)", SNAP[f"{k}/no_relu"]),
+                    ("ReLU applied after the second layer", SNAP[f"{k}/relu_after"]),
+                    ("the residual was added inside feed_forward", SNAP[f"{k}/residual_inside"])])
+    close(no_bias, SNAP[f"{k}/out_no_bias"], f"feed_forward, x {x.shape}, W1 {W1.shape}, no biases", kind="array")
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (1, 6, 4)])
-def test_residual_feed_forward_adds_the_input(ch, seq, d_model, d_ff):
+@pytest.mark.parametrize("case", range(SNAP.count("ffn")))
+def test_residual_feed_forward_adds_the_input(ch, case):
     """residual_feed_forward is x + FFN(x) on other shapes"""
-    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
+    k = f"ffn/{case}"
+    x, W1, W2, b1, b2 = layer(k)
     got = ch.residual_feed_forward(x, W1, W2, b1, b2)
-    ffn = ffn_oracle(x, W1, W2, b1, b2)
-    close(got, x + ffn, f"residual_feed_forward, x {x.shape}, d_ff {d_ff}",
-          mistakes=[("the FFN output alone: the residual replaced x instead of adding to it", ffn)])
+    close(got, SNAP[f"{k}/residual"], f"residual_feed_forward, x {x.shape}, d_ff {W1.shape[1]}", kind="array",
+          mistakes=[("the FFN output alone: the residual replaced x instead of adding to it", SNAP[f"{k}/out"])])
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (2, 6, 5)])
-def test_feed_forward_backward_matches_numerical_gradients(ch, seq, d_model, d_ff):
+@pytest.mark.parametrize("case", range(SNAP.count("backward")))
+def test_feed_forward_backward_matches_numerical_gradients(ch, case):
     """every gradient of the FFN (x, W1, W2, b1, b2) agrees with central differences"""
-    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
-    d = RNG.normal(size=(seq, d_model))
+    k = f"backward/{case}"
+    x, W1, W2, b1, b2 = layer(k)
+    d = SNAP[f"{k}/d_out"]
     got = ch.feed_forward_backward(x, W1, W2, b1, b2, d)
-    want = ffn_gradients_numerically(x, W1, W2, b1, b2, d)
+    want = [SNAP[f"{k}/grads/{n}"] for n in NAMES]
+    d_ff = W1.shape[1]
+    mistakes = [("ReLU gradient passed through for negative inputs", SNAP[f"{k}/mistakes/relu_passed_through"]),
+                ("derivative 1 at exactly 0 (x >= 0 instead of x > 0)", SNAP[f"{k}/mistakes/derivative_1_at_0"]),
+                ("multiplied by ReLU's output instead of by its derivative", SNAP[f"{k}/mistakes/times_relu_output"])]
     assert isinstance(got, tuple) and len(got) == 5, (
         f"feed_forward_backward should return the tuple (dx, dW1, dW2, db1, db2); got {type(got).__name__} "
         f"of length {len(got) if hasattr(got, '__len__') else '?'}")
     for name, g, w in zip(("dx", "dW1", "dW2", "db1", "db2"), got, want, strict=True):
         close(g, w, f"feed_forward_backward's {name} (x {x.shape}, d_ff {d_ff}) vs numerical gradients",
               rtol=1e-6, atol=1e-8,
-              mistakes=ffn_mistakes(x, W1, W2, b1, d) + [
+              mistakes=mistakes + [
                   ("the residual's identity added (that is residual_feed_forward_backward)", w + d)] if name == "dx"
               else [])
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (4, 3, 2)])
-def test_feed_forward_backward_without_biases(ch, seq, d_model, d_ff):
+@pytest.mark.parametrize("case", range(SNAP.count("backward_no_bias")))
+def test_feed_forward_backward_without_biases(ch, case):
     """with b1 = b2 = None, the gradients match a zero bias's, bias gradients included"""
-    x, W1, W2, z1, z2 = random_ffn(seq, d_model, d_ff, bias=False)
-    d = RNG.normal(size=(seq, d_model))
+    k = f"backward_no_bias/{case}"
+    x, W1, W2, d = SNAP[f"{k}/x"], SNAP[f"{k}/W1"], SNAP[f"{k}/W2"], SNAP[f"{k}/d_out"]
     got = ch.feed_forward_backward(x, W1, W2, None, None, d)
-    want = ffn_gradients_numerically(x, W1, W2, z1, z2, d)
+    want = [SNAP[f"{k}/grads/{n}"] for n in NAMES]
     for name, g, w in zip(("dx", "dW1", "dW2", "db1", "db2"), got, want, strict=True):
         close(g, w, f"feed_forward_backward's {name} with no biases", rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_ff"), [(3, 4, 8), (5, 2, 3), (2, 6, 5)])
-def test_residual_feed_forward_backward_matches_numerical_gradients(ch, seq, d_model, d_ff):
+@pytest.mark.parametrize("case", range(SNAP.count("residual_backward")))
+def test_residual_feed_forward_backward_matches_numerical_gradients(ch, case):
     """every gradient of x + FFN(x) agrees with central differences; dx carries the identity path"""
-    x, W1, W2, b1, b2 = random_ffn(seq, d_model, d_ff)
-    d = RNG.normal(size=(seq, d_model))
+    k = f"residual_backward/{case}"
+    x, W1, W2, b1, b2 = layer(k)
+    d = SNAP[f"{k}/d_out"]
+    d_ff = W1.shape[1]
     got = ch.residual_feed_forward_backward(x, W1, W2, b1, b2, d)
-    want = ffn_gradients_numerically(x, W1, W2, b1, b2, d, residual=True)
+    want = [SNAP[f"{k}/grads/{n}"] for n in NAMES]
     for name, g, w in zip(("dx", "dW1", "dW2", "db1", "db2"), got, want, strict=True):
         close(g, w, f"residual_feed_forward_backward's {name} (x {x.shape}, d_ff {d_ff}) vs numerical gradients",
               rtol=1e-6, atol=1e-8,
