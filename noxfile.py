@@ -3,6 +3,9 @@
 Learners: `nox -s chapter1` … `nox -s chapterN` (pass options through after `--`, e.g.
 `nox -s chapter3 -- --impl solutions`), `nox -s progress`.
 Authors: `nox -s selfcheck` (the project's own test suite), `nox -s bench`.
+
+In a student edition (`nox -s release`: no solutions/) the authors' sessions do not exist, every description
+speaks of what the edition holds, and a bare `nox` runs `progress` instead of `selfcheck`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,20 @@ nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+AUTHORS = (ROOT / "solutions").is_dir()  # the authors' edition; a student edition has no solutions/
+if not AUTHORS:
+    __doc__ = """Transformer Katas: `nox -l` lists the sessions; a bare `nox` shows your progress.
+
+`nox -s chapter1` … `nox -s chapterN` checks a chapter (options after `--`, e.g. `nox -s chapter3 -- -x`);
+`nox -s hint -- 4.3`, `nox -s worksheet -- 4`, `nox -s doctor` when stuck; `nox -s lab` for the notebooks.
+"""
+
+
+def authors_session(*args, **kwargs):
+    """``nox.session`` in the authors' edition; in a student edition (no solutions/) the session does not exist."""
+    if AUTHORS:
+        return nox.session(*args, **kwargs)
+    return args[0] if args and callable(args[0]) else (lambda function: function)
 
 
 def install(session: nox.Session, *groups: str) -> None:
@@ -54,7 +71,8 @@ def _chapter_session(number: int, module: str, title: str) -> None:
         install(session, "test")
         session.run("python", "-m", "pytest", f"tests/test_{module}.py", "--steps", *session.posargs)
 
-    run.__doc__ = f"Check chapter {number}, {title}, in exercises/ (-- --impl solutions for the reference)."
+    other = "-- --impl solutions for the reference" if AUTHORS else "-- --impl FOLDER checks another copy"
+    run.__doc__ = f"Check chapter {number}, {title}, in exercises/ ({other})."
     nox.session(name=f"chapter{number}", default=False)(run)
 
 
@@ -62,7 +80,7 @@ for _number, _module, _title in chapters():
     _chapter_session(_number, _module, _title)
 
 
-@nox.session(default=False)
+@nox.session(default=not AUTHORS)
 def progress(session: nox.Session) -> None:
     """Every chapter in one run: steps passed per chapter, and the next step to work on."""
     install(session, "test")
@@ -70,7 +88,7 @@ def progress(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *files, "--progress", *session.posargs, success_codes=[0, 1])
 
 
-@nox.session
+@authors_session
 def selfcheck(session: nox.Session) -> None:
     """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
     install(session, "test", "docs", "lint", "classroom", "browser", "mutation")
@@ -80,7 +98,7 @@ def selfcheck(session: nox.Session) -> None:
     session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "build/site")
 
 
-@nox.session(default=False)
+@authors_session(default=False)
 def mutation(session: nox.Session) -> None:
     """Mutation testing: mutmut's mutants of solutions/chapterNN_*.py against that chapter's tests: `-- 4`.
 
@@ -98,7 +116,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".", *session.posargs)
 
 
-@nox.session(default=False)
+@authors_session(default=False)
 def bench(session: nox.Session) -> None:
     """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio."""
     install(session, "test")
@@ -116,7 +134,7 @@ def docs(session: nox.Session) -> None:
         session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "site")
 
 
-@nox.session(name="docs-browser", default=False)
+@authors_session(name="docs-browser", default=False)
 def docs_browser(session: nox.Session) -> None:
     """Read every page of the built site in headless Chromium (Debian's chromium package) as a learner would.
 
@@ -131,7 +149,7 @@ def docs_browser(session: nox.Session) -> None:
     session.run("python", "scripts/docs_browser.py", "--site", site, "--screenshots", shots, *session.posargs)
 
 
-@nox.session(name="docs-zensical", default=False)
+@authors_session(name="docs-zensical", default=False)
 def docs_zensical(session: nox.Session) -> None:
     """Build the same mkdocs.yml with Zensical, Material for MkDocs' successor: a report, not a gate.
 
@@ -186,13 +204,13 @@ def grade_class(session: nox.Session) -> None:
     _kata_tool(session, "grade-class", "classroom")
 
 
-@nox.session(default=False)
+@authors_session(default=False)
 def release(session: nox.Session) -> None:
     """Write the student edition (no solutions, with the grading workflow): `nox -s release -- DIR --tag v1`."""
     _kata_tool(session, "release")
 
 
-@nox.session(name="bench-watch", default=False)
+@authors_session(name="bench-watch", default=False)
 def bench_watch(session: nox.Session) -> None:
     """Benchmark `nox -s watch`: seconds from a save to the re-checked chapter, against the 0.5 s target."""
     _kata_tool(session, "bench-watch")
