@@ -1,5 +1,12 @@
 """MkDocs hook: fill the chapter pages' worksheet tables, hints and errata from reference/.
 
+The pages hold these blocks already written out, so that a page read in the repository (an editor,
+GitHub) is whole: ``python scripts/pages.py`` writes every block from the answer key between its marker
+and a closing one (``<!-- kata:worksheet 4 -->`` … ``<!-- /kata:worksheet 4 -->``), and
+``tests/test_pages_whole.py`` keeps them in sync. At build time this hook renders every block afresh with
+the same functions, so the site and the files cannot disagree. Plain Markdown and HTML only (a table,
+``<details>``, anchors), read alike by GitHub and by Material for MkDocs (``md_in_html``).
+
 Markers in a page (HTML comments, so a page still reads sensibly without the hook):
 
 - ``<!-- kata:worksheet N -->`` — one row per step: id (the step's anchor), title, the worksheet's
@@ -26,6 +33,10 @@ from kata.judge import answer_key  # noqa: E402
 from kata.judge.checks import show  # noqa: E402
 
 MARKER = re.compile(r"<!--\s*kata:(worksheet|hints|errata)\s+(\d+|all)\s*-->")
+# A marker with the block written after it (up to its closing marker), or a bare marker.
+BLOCK = re.compile(r"<!--\s*kata:(worksheet|hints|errata)\s+(\d+|all)\s*-->"
+                   r"(?:(?:(?!<!--\s*kata:(?:worksheet|hints|errata)\s).)*?<!--\s*/kata:\1\s+\2\s*-->)?", re.S)
+GENERATED = "<!-- written by scripts/pages.py from reference/: edit the answer key, then run it -->"
 
 
 def _printed(value) -> str:
@@ -49,21 +60,23 @@ def worksheet(chapter: answer_key.Chapter) -> str:
     for s in chapter.steps:
         flag = " ⚠ [erratum](#errata)" if s.erratum else ""
         rows.append(
-            f'| <span id="{s.anchor}"></span>**{s.id}** | {_cell(s.title)} | `{_cell(_printed(s.printed))}`{flag} '
+            f'| <a id="{s.anchor}"></a>**{s.id}** | {_cell(s.title)} | `{_cell(_printed(s.printed))}`{flag} '
             f"| `{_cell(show(s.exact))}` |"
         )
     return "\n".join(rows) + "\n"
 
 
 def hints(chapter: answer_key.Chapter) -> str:
-    """Every step's hints, folded, layer by layer."""
+    """Every step's hints, folded, layer by layer (``<details>``: folded on GitHub and on the site alike)."""
     out = []
     names = ("nudge", "formula", "worked numbers")
     for s in chapter.steps:
-        out.append(f'??? tip "Hints for step {s.id}: {s.title}"')
+        out.append(f'<details class="tip" markdown="1"><summary>Hints for step {s.id}: {s.title}</summary>')
+        out.append("")
         for name, text in zip(names, s.hints, strict=False):
-            out.append(f"    **{name}** — {text}")
+            out.append(f"**{name}** — {text}")
             out.append("")
+        out.append("</details>")
         out.append("")
     return "\n".join(out)
 
@@ -119,12 +132,27 @@ def all_errata(from_page: str) -> str:
 RENDER = {"worksheet": worksheet, "hints": hints, "errata": errata}
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: D103 - MkDocs hook
-    def replace(m: re.Match) -> str:
-        if m.group(2) == "all":
-            if m.group(1) != "errata":
-                raise ValueError(f"{page.file.src_uri}: only kata:errata takes 'all', not {m.group(0)}")
-            return all_errata(page.file.src_uri)
-        return RENDER[m.group(1)](answer_key.load(int(m.group(2))))
+def render(kind: str, which: str, page_path: str) -> str:
+    """The Markdown of one block: ``kind`` (worksheet, hints, errata) of chapter ``which`` (or ``all``)."""
+    if which == "all":
+        if kind != "errata":
+            raise ValueError(f"{page_path}: only kata:errata takes 'all', not kata:{kind} all")
+        return all_errata(page_path)
+    return RENDER[kind](answer_key.load(int(which)))
 
-    return MARKER.sub(replace, markdown)
+
+def fill(markdown: str, page_path: str) -> str:
+    """The page with every block written out afresh between its markers (what ``scripts/pages.py`` writes).
+
+    ``page_path`` is the page relative to docs/ (links in ``errata all`` are relative to it).
+    """
+    def replace(m: re.Match) -> str:
+        kind, which = m.group(1), m.group(2)
+        body = render(kind, which, page_path).strip("\n")
+        return f"<!-- kata:{kind} {which} -->\n{GENERATED}\n\n{body}\n\n<!-- /kata:{kind} {which} -->"
+
+    return BLOCK.sub(replace, markdown)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: D103 - MkDocs hook
+    return BLOCK.sub(lambda m: render(m.group(1), m.group(2), page.file.src_uri), markdown)
