@@ -9,34 +9,20 @@ models of other sizes against a forward pass written out in this file.
 import numpy as np
 import pytest
 
-from kata import close, expect, raises_clearly
+from kata import close, expect, raises_clearly, snapshot
 
 CHAPTER = 5
 RNG = np.random.default_rng(5)
+SNAP = snapshot(CHAPTER)  # tests/snapshots/chapter05.npz: random models, the reference's intermediates, mistakes
+FIRST = "the context taken from the first position instead of the last"
+UNMASKED = "the causal mask was ignored: positions looked ahead"
 TOY_E = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])  # A, B, C, D, written out here
 TOY_WO = np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])
 
 
-def softmax_oracle(x, axis=-1):
-    """Softmax written out in the test, stable by subtracting the max."""
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def oracle(ids, E, WQ, WK, WV, WO, *, first=False, mask=True, scale=True):
-    """The forward pass written out independently; the keyword switches reproduce classic mistakes."""
-    X = E[list(ids)]
-    Q, K, V = X @ WQ, X @ WK, X @ WV
-    n = len(ids)
-    raw = np.array([[Q[i] @ K[j] for j in range(n)] for i in range(n)])  # a loop over query-key pairs
-    S = raw / np.sqrt(K.shape[1]) if scale else raw
-    masked = np.where(np.tril(np.ones((n, n), dtype=bool)), S, -np.inf) if mask else S
-    W = softmax_oracle(masked)
-    out = W @ V
-    c = out[0] if first else out[-1]
-    z = c @ WO
-    return {"X": X, "Q": Q, "K": K, "V": V, "raw_scores": raw, "scores": raw / np.sqrt(K.shape[1]),
-            "weights": W, "output": out, "context": c, "logits": z, "probs": softmax_oracle(z)}
+def stored_model(k):
+    """ids (a list), embedding table and parameters of the stored case ``k``."""
+    return SNAP[f"{k}/ids"].tolist(), SNAP[f"{k}/E"], SNAP.tree(f"{k}/params")
 
 
 def random_model(seq, d_model, d_k, d_v, vocab, rng=RNG):
@@ -121,63 +107,58 @@ def test_projections_match_x_times_each_matrix(ch, seq, d_model, d_k, d_v):
     close(V, X @ params["WV"], f"V for X {X.shape}")
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_k", "d_v", "vocab"),
-                         [(3, 3, 3, 3, 5), (4, 5, 2, 3, 7), (5, 2, 4, 6, 9), (6, 4, 3, 2, 12)])
-def test_forward_matches_a_forward_pass_written_out_here(ch, seq, d_model, d_k, d_v, vocab):
-    """every intermediate of forward matches the oracle on random models: seq 3–6, widths ≠ 2, vocab > 4"""
-    ids, E, params = random_model(seq, d_model, d_k, d_v, vocab)
+@pytest.mark.parametrize("case", range(SNAP.count("forward")))
+def test_forward_matches_a_forward_pass_written_out_here(ch, case):
+    """every intermediate of forward matches the reference's on random models: seq 3–6, widths ≠ 2, vocab > 4"""
+    k = f"forward/{case}"
+    ids, E, params = stored_model(k)
+    want, mistake = SNAP.tree(f"{k}/want"), SNAP.tree(f"{k}/mistakes")
     f = ch.forward(ids, params, embeddings=E)
-    want = oracle(ids, E, **params)
-    first = oracle(ids, E, **params, first=True)
-    unmasked = oracle(ids, E, **params, mask=False)
-    unscaled = oracle(ids, E, **params, scale=False)
-    shapes = f"seq {seq}, d_model {d_model}, d_k {d_k}, d_v {d_v}, vocab {vocab}"
+    shapes = (f"seq {len(ids)}, d_model {E.shape[1]}, d_k {params['WK'].shape[1]}, d_v {params['WV'].shape[1]}, "
+              f"vocab {E.shape[0]}")
     for key in ("X", "Q", "K", "V", "raw_scores", "scores"):
-        close(f[key], want[key], f"forward(...)[{key!r}], {shapes}")
-    close(f["weights"], want["weights"], f"forward(...)['weights'], {shapes}",
-          mistakes=[("the causal mask was ignored: positions looked ahead", unmasked["weights"]),
-                    ("no 1/√d_k scaling", unscaled["weights"])])
-    close(f["output"], want["output"], f"forward(...)['output'], {shapes}",
-          mistakes=[("the causal mask was ignored: positions looked ahead", unmasked["output"])])
-    mistakes = [("the context taken from the first position instead of the last", first["context"]),
-                ("no 1/√d_k scaling", unscaled["context"])]
-    close(f["context"], want["context"], f"forward(...)['context'], {shapes}", mistakes=mistakes)
-    close(f["logits"], want["logits"], f"forward(...)['logits'], {shapes}",
-          mistakes=[("the context taken from the first position instead of the last", first["logits"])])
-    close(f["probs"], want["probs"], f"forward(...)['probs'], {shapes}",
-          mistakes=[("the context taken from the first position instead of the last", first["probs"])])
+        close(f[key], want[key], f"forward(...)[{key!r}], {shapes}", kind="array")
+    close(f["weights"], want["weights"], f"forward(...)['weights'], {shapes}", kind="array",
+          mistakes=[(UNMASKED, mistake["unmasked"]["weights"]), ("no 1/√d_k scaling", mistake["unscaled"]["weights"])])
+    close(f["output"], want["output"], f"forward(...)['output'], {shapes}", kind="array",
+          mistakes=[(UNMASKED, mistake["unmasked"]["output"])])
+    close(f["context"], want["context"], f"forward(...)['context'], {shapes}", kind="array",
+          mistakes=[(FIRST, mistake["first"]["context"]), ("no 1/√d_k scaling", mistake["unscaled"]["context"])])
+    close(f["logits"], want["logits"], f"forward(...)['logits'], {shapes}", kind="array",
+          mistakes=[(FIRST, mistake["first"]["logits"])])
+    close(f["probs"], want["probs"], f"forward(...)['probs'], {shapes}", kind="array",
+          mistakes=[(FIRST, mistake["first"]["probs"])])
 
 
-@pytest.mark.parametrize(("seq", "vocab"), [(3, 6), (5, 8), (6, 5)])
-def test_next_token_probs_match_the_oracle_on_larger_vocabularies(ch, seq, vocab):
+@pytest.mark.parametrize("case", range(SNAP.count("probs")))
+def test_next_token_probs_match_the_oracle_on_larger_vocabularies(ch, case):
     """next_token_probs is softmax(context @ W_O) at the last position, vocab > 4"""
-    ids, E, params = random_model(seq, 3, 2, 4, vocab)
+    k = f"probs/{case}"
+    ids, E, params = stored_model(k)
     got = ch.next_token_probs(ids, params, embeddings=E)
-    close(got, oracle(ids, E, **params)["probs"], f"next_token_probs, seq {seq}, vocab {vocab}",
-          mistakes=[("the context taken from the first position instead of the last",
-                     oracle(ids, E, **params, first=True)["probs"])])
+    close(got, SNAP[f"{k}/probs"], f"next_token_probs, seq {len(ids)}, vocab {E.shape[0]}", kind="array",
+          mistakes=[(FIRST, SNAP[f"{k}/first"])])
     close(np.sum(got), 1.0, "the sum of the probabilities")
 
 
-@pytest.mark.parametrize("ids", [[2, 3], [0, 1, 2], [3, 3, 1, 0]])
-def test_the_default_embeddings_are_the_toy_table(ch, ids):
-    """forward without embeddings= uses A=[1,0], B=[0,1], C=[1,1], D=[0,0]"""
+@pytest.mark.parametrize("case", range(SNAP.count("toy")))
+def test_the_default_embeddings_are_the_toy_table(ch, case):
+    """forward without embeddings= uses A=[1,0], B=[0,1], C=[1,1], D=[0,0] (ids [2, 3], [0, 1, 2], [3, 3, 1, 0])"""
+    k = f"toy/{case}"
+    ids = SNAP[f"{k}/ids"].tolist()
     f = ch.forward(ids, ch.toy_params())
-    want = oracle(ids, TOY_E, 0.1 * np.eye(2), 0.1 * np.eye(2), 0.1 * np.eye(2), TOY_WO)
-    close(f["X"], want["X"], f"forward({ids}, toy_params())['X']")
-    close(f["probs"], want["probs"], f"forward({ids}, toy_params())['probs']",
-          mistakes=[("the context taken from the first position instead of the last",
-                     oracle(ids, TOY_E, 0.1 * np.eye(2), 0.1 * np.eye(2), 0.1 * np.eye(2), TOY_WO, first=True)["probs"])])
+    close(f["X"], TOY_E[ids], f"forward({ids}, toy_params())['X']")
+    close(f["probs"], SNAP[f"{k}/probs"], f"forward({ids}, toy_params())['probs']",
+          mistakes=[(FIRST, SNAP[f"{k}/first"])])
 
 
 def test_a_later_token_never_changes_an_earlier_row(ch):
     """causal: the attention output of the first k positions does not depend on what comes after them"""
-    ids, E, params = random_model(6, 3, 3, 3, 7)
+    ids, E, params = stored_model("prefix")
     full = ch.forward(ids, params, embeddings=E)
     prefix = ch.forward(ids[:4], params, embeddings=E)
     close(np.asarray(full["output"])[:4], prefix["output"], "rows 0–3 of the output for the whole sequence vs the prefix",
-          mistakes=[("the causal mask was ignored: positions looked ahead",
-                     oracle(ids, E, **params, mask=False)["output"][:4])])
+          mistakes=[(UNMASKED, SNAP["prefix/unmasked_rows"])])
 
 
 def test_forward_does_not_modify_its_inputs(ch):
