@@ -187,6 +187,18 @@ def worksheet(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def train(session: nox.Session) -> None:
+    """Train a transformer made of your chapter 10 functions on real text: `nox -s train` (`-- --help`)."""
+    _kata_tool(session, "train", "train")
+
+
+@nox.session(default=False)
+def generate(session: nox.Session) -> None:
+    """Continue a prompt with a trained model: `nox -s generate -- runs/zen --prompt "Beautiful" --n 200`."""
+    _kata_tool(session, "generate", "train")
+
+
+@nox.session(default=False)
 def doctor(session: nox.Session) -> None:
     """What to tell a helper when stuck: versions, which code runs, which chapters import, what to run next."""
     _kata_tool(session, "doctor")

@@ -1,6 +1,6 @@
 """``python -m kata COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
 
-Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch.
+Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch, train, generate.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ COMMANDS = {
     "hint": "kata.learner.hints",
     "worksheet": "kata.learner.worksheet",
     "doctor": "kata.learner.doctor",
+    "notebooks": "kata.learner.notebook",
     "release": "kata.grading.release",
     "bench-watch": "kata.learner.bench_watch",
+    "train": "kata.learner.train",
+    "generate": "kata.learner.generate",
 }
 
 
