@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-MAX_FRAME = 512 * 1024 * 1024  # bytes in one message, header and blobs together
+MAX_FRAME = 64 * 1024 * 1024  # bytes in one message, header and blobs together (a chapter needs far less)
 MAX_DEPTH = 64  # nesting of lists, tuples and dicts
 MAX_ITEMS = 1_000_000  # values in one message
 ARRAY_KINDS = "biufc"  # booleans, integers, floats, complex numbers: what a kata function computes

@@ -27,7 +27,7 @@ from pathlib import Path
 from .. import project
 from . import course, pristine, reports, strict
 from . import points as points_mod
-from .runner import RunResult, part, run_tests
+from .runner import BUDGET_SPENT, RunResult, part, run_tests
 
 SCHEMA_VERSION = 1
 STATUSES = ("passed", "failed", "not started", "error", "timed out")
@@ -226,7 +226,9 @@ def _environment() -> dict:
 
 
 def _copy_package(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    from ..judge.proxy import regular_files_only
+
+    shutil.copytree(source, target, ignore=regular_files_only)
     (target / "__init__.py").touch()
 
 
@@ -399,6 +401,13 @@ def _withhold(units: list[dict]) -> None:
     yet earns nothing, and says which check holds it back: answering only the worksheet's own inputs
     (or only refusing bad input) earns next to nothing, and a finished function earns all of its points.
     """
+    unrun = [u for u in units if any(t["message"] == BUDGET_SPENT for t in u["tests"])]
+    if unrun:  # what never ran cannot vouch for any function: the chapter's passed units wait
+        for unit in units:
+            if unit["status"] == "passed":
+                unit["withheld"] = (f"passed, but worth no points: the time budget ran out before "
+                                    f"'{unrun[0]['title']}' and other checks of this chapter ran")
+        return
     checks_of: dict[str, list[dict]] = {}
     for unit in units:
         if unit["kind"] == "check":

@@ -46,6 +46,7 @@ class RunResult:
     seconds: float = 0.0
     protections: list[str] = field(default_factory=list)
     uses: dict[str, dict[str, str]] = field(default_factory=dict)  # chapter module -> earlier functions it uses
+    calls: dict[str, set[str]] = field(default_factory=dict)  # nodeid -> learner functions it called
 
 
 class _Drain(threading.Thread):
@@ -211,6 +212,7 @@ def part(run: RunResult, files: list[str]) -> RunResult:
         seconds=run.seconds,
         protections=run.protections,
         uses=run.uses,
+        calls={n: c for n, c in run.calls.items() if mine(n)},
     )
 
 
@@ -284,6 +286,8 @@ def _apply(event: dict, run: RunResult) -> None:
         run.results[body["nodeid"]] = body
     elif kind == "protections":
         run.protections = [p for p in body.get("protections", []) if isinstance(p, str)]
+    elif kind == "call":
+        run.calls.setdefault(str(body.get("nodeid")), set()).add(str(body.get("function")))
     elif kind == "uses" and isinstance(body.get("uses"), dict):
         run.uses.update(body["uses"])
 
@@ -309,6 +313,7 @@ def _made_up(run: RunResult, nodeid: str, status: str, message: str) -> dict:
         "title": test.get("title", nodeid),
         "status": status,
         "message": message,
+        "functions": sorted(run.calls.get(nodeid, ())),
     }
 
 

@@ -12,6 +12,7 @@ Events, one per line:
 - ``{"event": "collect-error", "nodeid", "message"}``: a test file that does not import.
 - ``{"event": "start", "nodeid"}``: a test begins.
 - ``{"event": "result", "nodeid", "chapter", "step", "title", "status", "message", "got", "functions"}``.
+- ``{"event": "call", "nodeid", "function"}``: a test calls a learner's function (first time only).
 - ``{"event": "protections", "protections": [...]}``: what guarded the learner's process.
 """
 
@@ -100,6 +101,9 @@ class Stream:
         """Say that a test starts (so a run killed mid-test knows which one)."""
         self.started[nodeid] = time.monotonic()
         self.emit(event="start", nodeid=nodeid)
+        worker = self.config.stash[self.kata.STATE].worker
+        if worker is not None:
+            worker.on_call = lambda name, nodeid=nodeid: self.emit(event="call", nodeid=nodeid, function=name)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Write every result the kata plugin decided since the last report."""

@@ -6,6 +6,7 @@ a hint, and the classic mistake the result looks like.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -30,15 +31,28 @@ def _fmt(v: Any) -> str:
 
 
 def show(value: Any) -> str:
-    """Format a value for a failure message: arrays on one line, numbers to 10 significant digits."""
+    """Format a value for a failure message: arrays on one line, numbers to 10 significant digits.
+
+    A large array shows its shape and first values only, so a huge answer costs no time to report.
+    """
     if isinstance(value, (np.ndarray, list, tuple, float, int, np.floating, np.integer)):
         try:
             arr = np.asarray(value)
         except ValueError:  # ragged
-            return repr(value)
+            return _clip(repr(value))
         if arr.dtype.kind in "fiub":
+            if arr.size > SHOW_AT_MOST:
+                first = _fmt(arr.reshape(-1)[:12].tolist()).rstrip("]")
+                return f"array of shape {arr.shape}, {arr.size} values: {first}, …]"
             return _fmt(arr.tolist())
-    return repr(value)
+    return _clip(repr(value))
+
+
+SHOW_AT_MOST = 400  # values in a failure message
+
+
+def _clip(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
 def _printed(printed: Any) -> str:
@@ -61,9 +75,9 @@ def _as_array(got: Any) -> np.ndarray:
     try:
         arr = np.asarray(got)
     except ValueError as err:  # ragged nesting
-        pytest.fail(f"the result is not an array of numbers: {got!r} ({err})", pytrace=False)
+        pytest.fail(f"the result is not an array of numbers: {_clip(repr(got))} ({err})", pytrace=False)
     if arr.dtype == object:
-        pytest.fail(f"the result is not an array of numbers: {got!r}", pytrace=False)
+        pytest.fail(f"the result is not an array of numbers: {_clip(repr(got))}", pytrace=False)
     return arr
 
 
@@ -202,7 +216,7 @@ def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None) -> None:
     for name, value in (step.inputs if inputs is None else inputs).items():
         lines.append(f"  input     {name} = {value!r}")
     lines.append(f"  expected  {step.exact!r}")
-    lines.append(f"  got       {plain(got)!r}")
+    lines.append(f"  got       {_clip(repr(plain(got)))}")
     mistake = next((m.name for m in step.mistakes if plain(m.value) == plain(got)), None)
     if mistake:
         lines.append(f"  looks like: {mistake}")
@@ -250,12 +264,13 @@ def close(
 
 def raises_clearly(
     fn: Callable[[], Any], error: type[BaseException] | tuple[type[BaseException], ...], *words: str,
-    hint: str = "",
+    hint: str = "", names: tuple[str, ...] = (),
 ) -> None:
     """Check that ``fn()`` raises ``error`` with a message that names every one of ``words``.
 
-    A stub's NotImplementedError passes through untouched, so the test shows as "not started". ``hint``, when
-    given, is added to a failure: what the code most likely got wrong.
+    ``words`` are found in any case, anywhere; ``names`` (identifiers such as ``A``, ``dC``, ``W1``) must appear
+    as whole words, exactly as written. A stub's NotImplementedError passes through untouched, so the test
+    shows as "not started". ``hint``, when given, is added to a failure: what the code most likely got wrong.
     """
     tail = f"\n  hint      {hint}" if hint else ""
     try:
@@ -265,6 +280,7 @@ def raises_clearly(
     except error as err:
         message = str(err)
         missing = [w for w in words if w.lower() not in message.lower()]
+        missing += [n for n in names if not re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", message)]
         if missing:
             pytest.fail(
                 f"the error is right ({type(err).__name__}) but its message does not name "

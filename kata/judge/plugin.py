@@ -200,11 +200,17 @@ class KataState:
         """Record each test's result in the course's words; "not started" and import errors lose the traceback."""
         report = yield
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            result = _result_for(item, call, report)
+            try:
+                result = _result_for(item, call, report)
+                if self.worker is not None and result.status in ("failed", "error", "timed out") \
+                        and result.chapter is not None:
+                    result.message += self.blame(result.chapter)
+            except Exception as err:  # noqa: BLE001 - nothing from the worker may stop the judge
+                result = Result(nodeid=item.nodeid, chapter=_chapter_of(item), step=None, title=item.name,
+                                status="error", message=f"the judge could not describe this result: {err!r}")
+                report.outcome = "failed"
             if self.worker is not None:
                 result.functions = sorted({f"{m}.{f}" for m, f in self.worker.calls})
-                if result.status in ("failed", "error", "timed out") and result.chapter is not None:
-                    result.message += self.blame(result.chapter)
             report.user_properties.append(("kata_status", result.status))
             if result.step:
                 report.user_properties.append(("kata_step", result.step))

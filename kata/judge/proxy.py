@@ -95,8 +95,35 @@ def _exception(info: dict) -> BaseException:
         _CLASSES[key] = type(name if name.isidentifier() else "LearnerError", (Raised, base), {
             "__module__": "learner", "__str__": base.__str__})
     err = _CLASSES[key](str(info.get("message", "")))
-    err.frames = [f for f in info.get("frames", []) if isinstance(f, dict)]
+    err.frames = _frames(info.get("frames"))
     return err
+
+
+def _frames(raw: Any) -> list[dict]:
+    """The worker's description of where an exception happened, checked field by field (it is data)."""
+    frames = []
+    for f in raw[-12:] if isinstance(raw, list) else []:
+        if not isinstance(f, dict):
+            continue
+        line = f.get("line")
+        frames.append({
+            "file": str(f.get("file", "?"))[:300],
+            "line": line if type(line) is int else 0,
+            "function": str(f.get("function", "?"))[:100],
+            "source": str(f.get("source", ""))[:300],
+        })
+    return frames
+
+
+def regular_files_only(folder: str, names: list[str]) -> set[str]:
+    """A ``copytree`` filter: no symbolic links (one could point at the course's reference), no caches."""
+    skip = {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith(".pyc")}
+    for name in names:
+        if os.path.islink(os.path.join(folder, name)):
+            skip.add(name)
+            print(f"kata: {os.path.join(folder, name)} is a symbolic link; only regular files are graded",
+                  file=sys.stderr)
+    return skip
 
 
 def where_text(err: BaseException) -> str:
@@ -124,10 +151,10 @@ def sandbox_command() -> list[str] | None:
 
 
 _SANDBOX: list | None | bool = False
-SANDBOXED = "bubblewrap: no network, read-only file system, course files hidden"
+SANDBOXED = "bubblewrap: no network, only the system and Python visible (read-only), no other processes"
 UNSANDBOXED = ("no sandbox: the learner's code can read and write what the grader's user can "
                "(install bubblewrap to seal it)")
-PRIVATE_PLACES = ("/root", "/home", "/run", "/var/tmp", "/var/lib", "/var/log", "/srv", "/mnt", "/media", "/opt")
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
 
 class Worker:
@@ -156,6 +183,7 @@ class Worker:
         self.protections: list[str] = []
         self.calls: list[tuple[str, str]] = []  # every function called, for the points of each test
         self.uses: dict[str, dict[str, str]] = {}  # chapter module -> {function: the earlier chapter's module}
+        self.on_call = None  # called with "module.function" the first time a test calls it
         self.output: list[str] = []
         self.started_at = 0.0
         self.seconds_in_learner = 0.0
@@ -174,8 +202,7 @@ class Worker:
         self.generation += 1
         self.home = Path(self._tmp.name) / f"run{self.generation}"
         root = self.home / "code"
-        shutil.copytree(self.source_root / self.impl, root / self.impl,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints"))
+        shutil.copytree(self.source_root / self.impl, root / self.impl, ignore=regular_files_only)
         config = {
             "machinery": str(MACHINERY), "root": str(root), "impl": self.impl, "home": str(self.home),
             "shown_as": {str(root / self.impl): self.shown_as.get(self.impl, self.impl)},
@@ -206,18 +233,24 @@ class Worker:
         self._ready = False
 
     def _sandboxed(self, command: list[str], root: Path) -> list[str]:
-        """Bubblewrap around ``command``: the system read-only, the course hidden, no network."""
-        args = [_SANDBOX[0], "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--unshare-all", "--die-with-parent", "--new-session"]
-        hidden = [*self.hide, *map(Path, PRIVATE_PLACES), Path(tempfile.gettempdir())]
-        for folder in hidden:
-            if folder.exists():
-                args += ["--tmpfs", str(folder)]
-        keep = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent,
-                MACHINERY / "kata"}
-        keep |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
+        """Bubblewrap around ``command``: nothing but the system, Python and the worker's code, read-only.
+
+        An empty root: the operating system's folders, the Python installation with its packages, the
+        worker's own code (``kata/``) and the throwaway copy of the learner's code. No course, no home
+        folders, no other checkout that might hold a reference; no network, no other processes.
+        """
+        args = [_SANDBOX[0], "--unshare-all", "--die-with-parent", "--new-session",
+                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for system in SYSTEM_FOLDERS:
+            if os.path.islink(system):
+                args += ["--symlink", os.readlink(system), system]
+            elif os.path.isdir(system):
+                args += ["--ro-bind", system, system]
+        keep = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
+                Path(sys.executable).resolve().parent.parent, MACHINERY / "kata"}
+        keep |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "-packages" in p}
         for folder in sorted(keep, key=lambda p: len(p.parts)):
-            if folder.exists() and any(folder.is_relative_to(h) for h in hidden):
+            if folder.exists() and not any(folder.is_relative_to(s) for s in SYSTEM_FOLDERS):
                 args += ["--ro-bind", str(folder), str(folder)]
         args += ["--bind", str(self.home), str(self.home), "--chdir", str(self.home)]
         return args + command
@@ -414,6 +447,8 @@ class Worker:
     def call(self, module: str, fn: str, args: tuple, kwargs: dict) -> Any:
         """Call ``module.fn(*args, **kwargs)`` in the worker; return its result as plain data."""
         key = (module, fn)
+        if key not in self.calls and self.on_call is not None:
+            self.on_call(f"{module}.{fn}")  # the grader writes it down at once: a killed test keeps it
         self.calls.append(key)
         if key in self.hung_calls:
             raise DidNotReturn(self.hung_calls[key])

@@ -99,6 +99,11 @@ def objects():
 
 def apply(f, x):
     return f(x) * 2
+
+
+def exists(path):
+    import os
+    return os.path.exists(path)
 '''
 
 
@@ -217,3 +222,16 @@ def test_nothing_but_plain_data_is_decoded():
 def test_the_report_lists_the_protections(worker):
     assert "separate process" in worker.protections
     assert any(p.startswith(("bubblewrap", "no sandbox")) for p in worker.protections)
+
+
+def test_sealed_the_worker_sees_neither_the_course_nor_other_files(worker, tmp_path):
+    """in the sandbox, the course's reference, answer key and tests, and other files, are not there at all"""
+    from .conftest import ROOT
+
+    if not any(p.startswith("bubblewrap") for p in worker.protections):
+        pytest.skip("no sandbox on this machine: the report says 'no sandbox' (tested in test_attacks.py)")
+    secret = tmp_path / "another-checkout" / "solutions"
+    secret.mkdir(parents=True)
+    for path in (ROOT / "solutions", ROOT / "reference", ROOT / "tests", secret):
+        assert not call(worker, "exists", str(path)), path
+    assert call(worker, "exists", "/usr/lib")
