@@ -23,8 +23,9 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
         C = AB, shape (m, p).
 
     Raises:
-        ValueError: if A's columns and B's rows differ (the message names both shapes), or either is
-            not 2-D.
+        ValueError: if A's columns and B's rows differ (the message names both shapes and says how many
+            columns A has and how many rows B has: "A has 3 columns, B 4 rows"), or either is not 2-D (the
+            message names the matrix, A or B, and its shape).
 
     See docs: chapter 2, steps 2.1 and 2.2.
     """
@@ -43,7 +44,7 @@ def transpose(A: np.ndarray) -> np.ndarray:
         Aᵀ, shape (n, m), a new array.
 
     Raises:
-        ValueError: if A is not 2-D.
+        ValueError: if A is not 2-D (the message names A and its shape).
 
     See docs: chapter 2, step 2.6.
     """
@@ -87,7 +88,8 @@ def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.nd
         (dA, dB) with shapes (m, n) and (n, p).
 
     Raises:
-        ValueError: if the shapes do not fit together (the message names them).
+        ValueError: if the shapes do not fit together (the message names them), or A, B or dC is not 2-D (the
+            message names the matrix, A, B or dC, and its shape).
 
     See docs: chapter 2, steps 2.7 and 2.8.
     """
@@ -104,14 +106,15 @@ def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: flo
 
     Args:
         f: a function of an array shaped like X, returning a float.
-        X: the point, any shape; it is not modified.
+        X: the point, any shape, integers too (the nudges are taken in float64); it is not modified.
         eps: the nudge, greater than 0.
 
     Returns:
         The estimated gradient, same shape as X.
 
     Raises:
-        ValueError: if eps is not positive.
+        ValueError: if eps is not positive: 0 and negative values are refused (the message names eps and its
+            value).
 
     See docs: chapter 2, step 2.9.
     """

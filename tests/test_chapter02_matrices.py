@@ -116,8 +116,38 @@ def test_matmul_and_transpose_leave_their_inputs_alone(ch):
 
 
 def test_mismatched_shapes_name_both(ch):
-    """matmul of (2, 3) by (2, 2) raises ValueError naming both shapes"""
+    """matmul of (2, 3) by (2, 2), or of (2, 3) by (4, 5), raises ValueError naming both shapes, A's columns and B's rows"""
     raises_clearly(lambda: ch.matmul(np.ones((2, 3)), np.ones((2, 2))), ValueError, "(2, 3)", "(2, 2)")
+    raises_clearly(lambda: ch.matmul(np.ones((2, 3)), np.ones((4, 5))), ValueError, "(2, 3)", "(4, 5)", "3 columns",
+                   "4 rows", hint="A's columns are A.shape[1], B's rows are B.shape[0]")
+
+
+def test_a_matrix_that_is_not_2d_is_named(ch):
+    """a 1-D A, B or dC raises ValueError naming the matrix (A, B, dC) and its shape, in every function"""
+    raises_clearly(lambda: ch.matmul(np.ones(3), np.ones((3, 2))), ValueError, "(3,)", names=("A",))
+    raises_clearly(lambda: ch.matmul(np.ones((2, 3)), np.ones(3)), ValueError, "(3,)", names=("B",))
+    raises_clearly(lambda: ch.transpose(np.ones(4)), ValueError, "(4,)", names=("A",))
+    raises_clearly(lambda: ch.matmul_backward(np.ones(3), np.ones((3, 4)), np.ones((1, 4))), ValueError, "(3,)",
+                   names=("A",))
+    raises_clearly(lambda: ch.matmul_backward(np.ones((2, 3)), np.ones(3), np.ones((2, 1))), ValueError, "(3,)",
+                   names=("B",))
+    raises_clearly(lambda: ch.matmul_backward(np.ones((2, 3)), np.ones((3, 4)), np.ones(8)), ValueError, "(8,)",
+                   names=("dC",))
+
+
+@pytest.mark.parametrize("eps", [0.0, -1e-3])
+def test_numerical_gradient_refuses_a_step_that_is_not_positive(ch, eps):
+    """numerical_gradient with eps = 0 or eps < 0 raises ValueError naming eps and its value"""
+    raises_clearly(lambda: ch.numerical_gradient(lambda A: float(A.sum()), np.ones(2), eps=eps), ValueError, "eps",
+                   str(eps), hint="refuse eps unless eps > 0: with eps = 0 the difference divides by zero")
+
+
+def test_numerical_gradient_of_an_integer_point(ch):
+    """numerical_gradient at an integer X ([[1, 2], [3, 4]]) nudges in float64: the gradient of sum(X²) is 2X"""
+    X = np.array([[1, 2], [3, 4]])
+    got = returned(ch.numerical_gradient(lambda Y: float(np.sum(Y ** 2)), X), "array", "numerical_gradient's result")
+    close(got, 2.0 * X, "numerical gradient of sum(X²) at the integer X [[1, 2], [3, 4]]", rtol=1e-6, atol=1e-8,
+          mistakes=[("the nudges were rounded away: X kept its integer dtype (copy it as float64)", np.zeros((2, 2)))])
 
 
 def test_dot_of_different_lengths_is_refused(ch):

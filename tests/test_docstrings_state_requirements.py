@@ -81,6 +81,9 @@ def requirements():
                         words.append((w.value, taken_from_input(w.value, source)))
                     else:
                         words.append((ast.unparse(w), True))  # str(bad), str(shape): the call's own input
+                for k in node.keywords:  # names=("A", "dC"): identifiers the message must contain as written
+                    if k.arg == "names" and isinstance(k.value, ast.Tuple):
+                        words += [(e.value, False) for e in k.value.elts if isinstance(e, ast.Constant)]
                 functions = called_functions(call)
                 if functions:
                     found.append((path.name, node.lineno, functions[0], error_names(node.args[1]), words))
