@@ -22,6 +22,7 @@ from typing import Any
 _EXPORTS = {
     "Chapter": "kata.judge.answer_key",
     "Step": "kata.judge.answer_key",
+    "check": "kata.learner.notebook",
     "chapters": "kata.judge.answer_key",
     "find_step": "kata.judge.answer_key",
     "load": "kata.judge.answer_key",
