@@ -38,7 +38,9 @@ def one_hot(ids: list[int], vocab_size: int) -> np.ndarray:
         Shape (seq, V), float64.
 
     Raises:
-        IndexError: if an id is outside 0..V−1 (negative ids too; the message names the id).
+        IndexError: if an id is outside 0..V−1 (negative ids too; the message names the id and the range,
+            e.g. 0..3).
+        ValueError: if ids is not a 1-D list of whole numbers (the message names ids).
 
     See docs: chapter 3, step 3.1.
     """
@@ -62,8 +64,9 @@ def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
 
     Raises:
         IndexError: if an id is outside 0..V−1 — including −1, which NumPy would silently read as the
-            last row (the message names the id).
-        ValueError: if the table is not 2-D.
+            last row (the message names the id and the range, e.g. 0..3).
+        ValueError: if the table is not 2-D (the message names its shape), or ids is not a 1-D list of whole
+            numbers (the message names ids).
 
     See docs: chapter 3, steps 3.2 and 3.3.
     """
@@ -87,8 +90,9 @@ def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.n
         d_table, shape (V, d); rows of unused tokens are 0.
 
     Raises:
-        IndexError: if an id is outside 0..V−1 (the message names the id).
-        ValueError: if d_X does not have one row per id (the message names d_X's shape).
+        IndexError: if an id is outside 0..V−1 (the message names the id and the range, e.g. 0..3).
+        ValueError: if d_X does not have one row per id (the message names d_X's shape), or ids is not a 1-D
+            list of whole numbers (the message names ids).
 
     See docs: chapter 3, step 3.6.
     """
@@ -114,7 +118,8 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
         A float in [−1, 1]: 1 same direction, 0 perpendicular, −1 opposite.
 
     Raises:
-        ValueError: if the shapes differ or either vector is all zeros (no direction to compare).
+        ValueError: if a or b is not 1-D or their shapes differ (the message names both shapes), or either
+            vector is all zeros (no direction to compare; the message says "zero").
 
     See docs: chapter 3, steps 3.4 and 3.5.
     """

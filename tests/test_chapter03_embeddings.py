@@ -91,25 +91,50 @@ def test_cosine_similarity_matches_the_formula(ch, d):
 
 @pytest.mark.parametrize("bad", [4, -1])
 def test_embed_refuses_an_id_outside_the_table(ch, bad):
-    """embed with id 4 or −1 for a 4-token table raises IndexError naming the id (NumPy would wrap −1)"""
-    raises_clearly(lambda: ch.embed([0, bad], TOY), IndexError, str(bad))
+    """embed with id 4 or −1 for a 4-token table raises IndexError naming the id and the range 0..3 (NumPy would wrap −1)"""
+    raises_clearly(lambda: ch.embed([0, bad], TOY), IndexError, str(bad), "0..3",
+                   hint="check 0 <= id < V yourself (V = 4 here): NumPy's own IndexError does not give the range")
 
 
 @pytest.mark.parametrize("bad", [4, -1])
 def test_one_hot_refuses_an_id_outside_the_vocabulary(ch, bad):
-    """one_hot with id 4 or −1 for 4 tokens raises IndexError naming the id"""
-    raises_clearly(lambda: ch.one_hot([bad], 4), IndexError, str(bad))
+    """one_hot with id 4 or −1 for 4 tokens raises IndexError naming the id and the range 0..3"""
+    raises_clearly(lambda: ch.one_hot([bad], 4), IndexError, str(bad), "0..3",
+                   hint="an id must satisfy 0 <= id < V (id == V is already outside)")
 
 
 @pytest.mark.parametrize("bad", [4, -1])
 def test_embedding_backward_refuses_an_id_outside_the_table(ch, bad):
-    """embedding_backward with id 4 or −1 for a 4-token table raises IndexError naming the id"""
-    raises_clearly(lambda: ch.embedding_backward([bad], np.ones((1, 2)), 4), IndexError, str(bad))
+    """embedding_backward with id 4 or −1 for a 4-token table raises IndexError naming the id and the range 0..3"""
+    raises_clearly(lambda: ch.embedding_backward([bad], np.ones((1, 2)), 4), IndexError, str(bad), "0..3")
+
+
+@pytest.mark.parametrize("ids", [[[0, 1]], [0, 1.5]])
+def test_ids_that_are_not_a_list_of_whole_numbers_are_refused(ch, ids):
+    """ids given as a 2-D list or with a fraction raise ValueError naming them, in one_hot, embed and embedding_backward"""
+    why = "check that ids is 1-D (ndim == 1) and holds whole numbers (an integer dtype), either failing is enough"
+    raises_clearly(lambda: ch.one_hot(ids, 4), ValueError, str(ids), hint=why)
+    raises_clearly(lambda: ch.embed(ids, TOY), ValueError, str(ids), hint=why)
+    raises_clearly(lambda: ch.embedding_backward(ids, np.ones((2, 2)), 4), ValueError, str(ids), hint=why)
+
+
+def test_a_table_that_is_not_2d_is_refused(ch):
+    """embed with a 1-D table raises ValueError naming its shape"""
+    raises_clearly(lambda: ch.embed([0], np.ones(4)), ValueError, "(4,)")
 
 
 def test_the_cosine_of_a_zero_vector_is_refused(ch):
-    """cosine_similarity with the zero vector (token D) raises ValueError"""
+    """cosine_similarity with the zero vector (token D), first or second, raises ValueError saying it is zero"""
     raises_clearly(lambda: ch.cosine_similarity(np.array([1.0, 0.0]), np.array([0.0, 0.0])), ValueError, "zero")
+    raises_clearly(lambda: ch.cosine_similarity(np.array([0.0, 0.0]), np.array([1.0, 0.0])), ValueError, "zero",
+                   hint="check both lengths: |a| == 0 or |b| == 0")
+
+
+def test_cosine_of_vectors_that_do_not_match_is_refused(ch):
+    """cosine_similarity of (2,) and (3,), or of two (2, 2) matrices, raises ValueError naming both shapes"""
+    why = "check that a and b are 1-D and of the same shape: a.ndim != 1 or a.shape != b.shape"
+    raises_clearly(lambda: ch.cosine_similarity(np.ones(2), np.ones(3)), ValueError, "(2,)", "(3,)", hint=why)
+    raises_clearly(lambda: ch.cosine_similarity(np.ones((2, 2)), np.ones((2, 2))), ValueError, "(2, 2)", hint=why)
 
 
 def test_a_gradient_with_the_wrong_number_of_rows_is_refused(ch):
