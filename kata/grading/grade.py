@@ -17,6 +17,7 @@ import datetime as dt
 import os
 import platform
 import re
+import secrets
 import shutil
 import sys
 import tempfile
@@ -76,7 +77,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default="grade", metavar="DIR", help="where to write the reports (default: grade/)")
     # Recorded in results.json; `nox -s grade-class` passes them (kata/grading/classroom.py).
-    p.add_argument("--seed", type=int, help="draw the checks' random inputs from this seed (default: the tests' own)")
+    p.add_argument("--seed", type=int,
+                   help="draw the checks' random inputs from this seed (default: a fresh one each run, recorded in "
+                        "results.json, so no answer can be fitted to the inputs; --seed 0 keeps the tests' own)")
     p.add_argument("--repository", help="the repository graded, for the report (default: git's origin, if any)")
     p.add_argument("--commit", help="the commit graded, for the report (default: git's HEAD, if any)")
     return p
@@ -132,6 +135,8 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
     private = _private_tests(Path(args.extra_tests), workspace) if args.extra_tests else {}
     strict.check(points_file, workspace, [workspace / f for files in private.values() for f in files])
     settings = points_mod.load(points_file)
+    if args.seed is None:
+        args.seed = secrets.randbelow(2**31 - 1) + 1
     timeout = args.timeout if args.timeout is not None else settings.timeout
     budget = args.budget if args.budget is not None else settings.budget
     deadline = time.monotonic() + budget
@@ -159,7 +164,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
             workspace, [f for c in group for f in files(c)], impl=impls[group[0].number], timeout=timeout,
             deadline=deadline, hide=[root, learner], shown_as=_shown(learner, root),
             stream_dir=streams, extra_paths=[packages],
-            extra_args=[f"--kata-seed={args.seed}"] if args.seed is not None else [],
+            extra_args=[f"--kata-seed={args.seed}"] if args.seed else [],
         )
 
     # One pytest process per core, each with a share of the chapters (a process costs more to start
@@ -187,7 +192,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
             "budget": budget,
             "fail_under": args.fail_under,
             "points_from": settings.source,
-            "seed": args.seed,
+            "seed": args.seed or None,
         },
         "environment": _environment(),
         "protections": sorted({p for r in runs for p in r.protections}) or ["no learner code ran"],

@@ -117,6 +117,10 @@ def pytest_configure(config: pytest.Config) -> None:
     root = str(answer_key.ROOT)
     if root not in sys.path:
         sys.path.insert(0, root)
+    if config.getoption("kata_seed") is not None:  # fresh snapshot inputs too, where the reference is at hand
+        from . import snapshots
+
+        snapshots.FRESH_SEED = config.getoption("kata_seed")
     if config.getoption("steps") or config.getoption("progress"):
         # The worksheet view replaces pytest's own report: no tracebacks, no short summary, no stats line.
         config.option.tbstyle = "no"
