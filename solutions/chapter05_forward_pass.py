@@ -110,9 +110,10 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
 
     Raises:
         IndexError: if a token id is outside the embedding table (the message names the id).
-        ValueError: if ids is empty, or a matrix is missing or has a shape that does not fit (W_O must
-            have d_v rows and one column per token of the table; the message names the matrix, ``WQ``, ``WK``, ``WV`` or
-            ``WO``, and its shape).
+        ValueError: if ids is empty (the message says "at least one token"), or a matrix is missing or has a
+            shape that does not fit (W_O must have d_v rows and one column per token of the table; the message
+            names the matrix, ``WQ``, ``WK``, ``WV`` or ``WO``, and its shape, and for ``WO`` the shape it
+            should have).
 
     See docs: chapter 5, steps 5.2–5.8.
     """

@@ -143,7 +143,7 @@ def test_next_token_probs_match_the_oracle_on_larger_vocabularies(ch, case):
 
 @pytest.mark.parametrize("case", range(SNAP.count("toy")))
 def test_the_default_embeddings_are_the_toy_table(ch, case):
-    """forward without embeddings= uses A=[1,0], B=[0,1], C=[1,1], D=[0,0] (ids [2, 3], [0, 1, 2], [3, 3, 1, 0])"""
+    """forward without embeddings= uses A=[1,0], B=[0,1], C=[1,1], D=[0,0] (ids [2, 3], [0, 1, 2], [3, 3, 1, 0], [2])"""
     k = f"toy/{case}"
     ids = SNAP[f"{k}/ids"].tolist()
     f = ch.forward(ids, ch.toy_params())
@@ -187,8 +187,9 @@ def test_a_token_outside_a_larger_table_is_refused(ch):
 
 
 def test_an_empty_sequence_is_refused(ch):
-    """forward([]) raises ValueError: there is no last position to predict from"""
-    raises_clearly(lambda: ch.forward([], ch.toy_params()), ValueError)
+    """forward([]) raises ValueError saying it needs at least one token: there is no last position to predict from"""
+    raises_clearly(lambda: ch.forward([], ch.toy_params()), ValueError, "at least one token",
+                   hint="check len(ids) (the rows of X), not the width of X")
 
 
 def _toy_with(name, value):
@@ -201,7 +202,14 @@ def _toy_with(name, value):
 def test_a_projection_with_the_wrong_number_of_rows_is_refused(ch, name, shape):
     """a W_Q, W_K or W_V whose rows differ from d_model raises ValueError naming the matrix and its shape"""
     params = _toy_with(name, np.ones(shape))
-    raises_clearly(lambda: ch.forward([0, 1], params), ValueError, name, str(shape))
+    raises_clearly(lambda: ch.forward([0, 1], params), ValueError, str(shape), names=(name,))
+
+
+@pytest.mark.parametrize("name", ["WQ", "WK", "WV", "WO"])
+def test_a_matrix_that_is_not_2d_is_named(ch, name):
+    """a 1-D W_Q, W_K, W_V or W_O raises ValueError naming the matrix and its shape"""
+    params = _toy_with(name, np.ones(2))
+    raises_clearly(lambda: ch.forward([0, 1], params), ValueError, "(2,)", names=(name,))
 
 
 def test_queries_and_keys_of_different_widths_are_refused(ch):
@@ -214,7 +222,8 @@ def test_queries_and_keys_of_different_widths_are_refused(ch):
 def test_an_output_matrix_that_does_not_fit_is_refused(ch, shape):
     """W_O must be (d_v, vocab) = (2, 4); anything else raises ValueError naming W_O and its shape"""
     params = _toy_with("WO", np.ones(shape))
-    raises_clearly(lambda: ch.forward([0, 1], params), ValueError, "WO", str(shape))
+    raises_clearly(lambda: ch.forward([0, 1], params), ValueError, "WO", str(shape), "(2, 4)",
+                   hint="the shape W_O should have is (d_v, vocab): vocab is the table's number of rows")
 
 
 def test_a_missing_matrix_is_named(ch):

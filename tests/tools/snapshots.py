@@ -144,7 +144,7 @@ def chapter5(seed: int | None = None) -> dict[str, np.ndarray]:
         f = s.forward(ids, params, embeddings=E)
         put(f"probs/{i}", ids=ids, E=E, params=params, probs=f["probs"],
             first=mistakes(f, params["WO"])["first"]["probs"])
-    for i, ids in enumerate([[2, 3], [0, 1, 2], [3, 3, 1, 0]]):
+    for i, ids in enumerate([[2, 3], [0, 1, 2], [3, 3, 1, 0], [2]]):
         f = s.forward(ids, s.toy_params())
         put(f"toy/{i}", ids=np.array(ids), X=f["X"], probs=f["probs"],
             first=mistakes(f, s.toy_params()["WO"])["first"]["probs"])
