@@ -24,9 +24,12 @@ def cross_entropy(probs: np.ndarray, target: int) -> float:
         The loss, a float ≥ 0: 0 when the model gives the target probability 1.
 
     Raises:
-        IndexError: if target is outside 0..vocab−1 (the message names it and the vocabulary size).
+        IndexError: if target is outside 0..vocab−1 (the message names it, the vocabulary size and the
+            range, e.g. 0..3).
         TypeError: if target is not a whole number (the message names it).
-        ValueError: if probs is not a 1-D probability distribution (logits passed by mistake, say).
+        ValueError: if probs is not a 1-D probability distribution: an entry below 0, or a sum more than
+            1e-6 away from 1 (logits passed by mistake, say; the message says "probabilities"). A vocabulary
+            of one token, probs [1.0], is a distribution.
 
     See docs: chapter 6, step 6.1.
     """
@@ -48,7 +51,7 @@ def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
         dL/dlogits, shape (vocab,), a new array summing to 0.
 
     Raises:
-        IndexError: if target is outside 0..vocab−1 (the message names it).
+        IndexError: if target is outside 0..vocab−1 (the message names it and the range, e.g. 0..3).
         TypeError: if target is not a whole number (the message names it).
         ValueError: if probs is not a 1-D probability distribution.
 
@@ -95,8 +98,9 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
         The updated parameter, a new array of the same shape; ``param`` itself is not changed.
 
     Raises:
-        ValueError: if the shapes differ (the message names both) or lr is negative or not finite.
-        TypeError: if lr is not a real number.
+        ValueError: if the shapes differ (the message names both) or lr is negative or not finite (lr = 0 is
+            allowed: the parameter comes back unchanged).
+        TypeError: if lr is not a real number: a string or a bool is refused (the message names it).
 
     See docs: chapter 6, step 6.5.
     """

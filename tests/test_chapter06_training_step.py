@@ -273,9 +273,10 @@ P4 = np.array([0.25, 0.25, 0.25, 0.25])
 
 @pytest.mark.parametrize("target", [4, 9, -1])
 def test_a_target_outside_the_vocabulary_is_refused(ch, target):
-    """target outside 0..3 raises IndexError naming the target, in all three functions that take one"""
-    raises_clearly(lambda: ch.cross_entropy(P4, target), IndexError, str(target))
-    raises_clearly(lambda: ch.cross_entropy_grad(P4, target), IndexError, str(target))
+    """target outside 0..3 raises IndexError naming the target (and the range 0..3), in all three functions that take one"""
+    why = "a target must satisfy 0 <= target < vocab (target == vocab is already outside)"
+    raises_clearly(lambda: ch.cross_entropy(P4, target), IndexError, str(target), "0..3", hint=why)
+    raises_clearly(lambda: ch.cross_entropy_grad(P4, target), IndexError, str(target), "0..3", hint=why)
     raises_clearly(lambda: ch.train_output_step([0, 1], target, toy(), 0.1), IndexError, str(target))
 
 
@@ -289,6 +290,16 @@ def test_logits_passed_as_probabilities_are_refused(ch):
     """cross_entropy of values that are not a distribution raises ValueError saying so"""
     raises_clearly(lambda: ch.cross_entropy(np.array([2.0, -1.0, 0.5, 0.0]), 2), ValueError, "probabilit")
     raises_clearly(lambda: ch.cross_entropy(np.full((2, 2), 0.25), 1), ValueError, "(2, 2)")
+    raises_clearly(lambda: ch.cross_entropy(np.array([1.5, -0.5, 0.0]), 0), ValueError, "probabilit",
+                   hint="a negative entry is refused even when the sum is 1: check each condition on its own (or)")
+    raises_clearly(lambda: ch.cross_entropy(np.array([0.5, 0.5, 0.5]), 0), ValueError, "probabilit",
+                   hint="entries that sum to 1.5 are not a distribution: the sum may be off from 1 by 1e-6 at most")
+
+
+def test_a_vocabulary_of_one_token_is_a_distribution(ch):
+    """cross_entropy([1.0], 0) is 0 and its gradient is [0]: a single certain token is a distribution too"""
+    close(ch.cross_entropy(np.array([1.0]), 0), 0.0, "cross_entropy([1.0], 0)", kind="float")
+    close(ch.cross_entropy_grad(np.array([1.0]), 0), [0.0], "cross_entropy_grad([1.0], 0)", kind="array")
 
 
 def test_a_token_outside_the_embedding_table_is_refused(ch):
@@ -303,7 +314,8 @@ def test_a_misshapen_output_matrix_is_refused(ch):
     raises_clearly(lambda: ch.train_output_step([0, 1], 2, params, 0.1), ValueError, "WO", "(2, 3)")
 
 
-@pytest.mark.parametrize(("c", "WO", "dz"), [((3,), (2, 4), (4,)), ((2,), (2, 4), (5,)), ((2, 1), (2, 4), (4,))])
+@pytest.mark.parametrize(("c", "WO", "dz"), [((3,), (2, 4), (4,)), ((2,), (2, 4), (5,)), ((2, 1), (2, 4), (4,)),
+                                              ((2,), (2, 4), (4, 1))])
 def test_output_backward_refuses_shapes_that_do_not_fit(ch, c, WO, dz):
     """context, W_O and dlogits that do not fit logits = c W_O raise ValueError naming the shapes"""
     raises_clearly(lambda: ch.output_backward(np.ones(c), np.ones(WO), np.ones(dz)), ValueError, str(c), str(WO))
@@ -318,3 +330,16 @@ def test_sgd_step_refuses_a_gradient_of_another_shape(ch):
 def test_sgd_step_refuses_a_learning_rate_that_is_not_a_step_downhill(ch, lr):
     """a negative or non-finite learning rate raises ValueError naming it"""
     raises_clearly(lambda: ch.sgd_step(np.ones(3), np.ones(3), lr), ValueError, str(lr))
+
+
+@pytest.mark.parametrize("lr", ["0.1", True])
+def test_sgd_step_refuses_a_learning_rate_that_is_not_a_number(ch, lr):
+    """a learning rate given as a string or a bool raises TypeError naming it"""
+    raises_clearly(lambda: ch.sgd_step(np.ones(3), np.ones(3), lr), TypeError, repr(lr),
+                   hint="refuse lr if it is a bool or not a real number (isinstance(lr, bool) or not isinstance(...))")
+
+
+def test_a_learning_rate_of_zero_changes_nothing(ch):
+    """sgd_step with lr = 0 returns the parameter unchanged (0 is allowed: a step of size zero)"""
+    W = RNG.normal(size=(2, 3))
+    close(ch.sgd_step(W, RNG.normal(size=(2, 3)), 0.0), W, "sgd_step(W, g, 0.0)", kind="array")
