@@ -91,7 +91,7 @@ def progress(session: nox.Session) -> None:
 @authors_session
 def selfcheck(session: nox.Session) -> None:
     """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
-    install(session, "test", "docs", "lint", "classroom", "browser", "mutation")
+    install(session, "test", "docs", "lint", "classroom", "browser", "mutation", "notebook")
     session.run("ruff", "check", ".")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", *session.posargs)
     session.env["NO_MKDOCS_2_WARNING"] = "1"
@@ -206,8 +206,27 @@ def doctor(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def grade(session: nox.Session) -> None:
-    """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options."""
-    _kata_tool(session, "grade")
+    """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options.
+
+    `-- --notebooks` grades the answers saved in notebooks/ instead of exercises/ alone: their function
+    definitions (read with ast, no cell run) put into a copy of exercises/ in build/notebook-answers/.
+    """
+    args = list(session.posargs)
+    install(session, "test")
+    if "--notebooks" in args:
+        args.remove("--notebooks")
+        out = "build/notebook-answers"
+        session.run("python", "-m", "kata", "notebooks", "--out", out, env={"PYTHONPATH": str(ROOT)})
+        args = ["--impl", f"{out}/exercises", *args]
+    session.run("python", "-m", "kata", "grade", *args, env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
+def lab(session: nox.Session) -> None:
+    """JupyterLab on the chapter notebooks (notebooks/): fill in a function, `kata.check(softmax)` checks it."""
+    install(session, "test", "lab")
+    session.run("python", "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
+                "--LabApp.default_url=/lab/tree/notebooks", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(name="grade-class", default=False)

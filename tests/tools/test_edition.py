@@ -25,7 +25,7 @@ from .conftest import ROOT
 
 pytestmark = pytest.mark.slow
 FORBIDDEN = re.compile(r"solutions/|--impl solutions|selfcheck|No module named 'solutions'")
-LEARNER_SESSIONS = ["progress", "watch", "hint", "worksheet", "doctor", "grade", "lint"]
+LEARNER_SESSIONS = ["progress", "watch", "hint", "worksheet", "doctor", "grade", "lint", "lab"]
 
 
 def nox_command() -> list[str]:
@@ -110,9 +110,10 @@ def test_every_chapter_session_is_the_expected_start(edition):
     ["watch", "--", "1", "--once", "--no-clear"],
     ["grade", "--", "--chapters", "1,4", "--out", "{tmp}/grade"],
     ["lint"],
+    ["lab", "--", "--version"],  # JupyterLab itself would start a server: its version proves it is installed
 ], ids=lambda a: a[0])
 def test_learner_sessions_run(edition, args, tmp_path):
-    """hint, worksheet, doctor, watch --once, grade and lint run in the edition without solutions/"""
+    """hint, worksheet, doctor, watch --once, grade, lint and lab run in the edition without solutions/"""
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     proc = nox(edition, "-s", *args)
     out = clean(proc, f"nox -s {' '.join(args)}")

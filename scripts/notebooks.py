@@ -1,0 +1,225 @@
+"""Build the chapter notebooks from their plain-text sources: ``python scripts/notebooks.py`` (jupytext).
+
+``notebooks/src/chapterNN_<topic>.py`` (jupytext's py:percent: ``# %%`` starts a code cell, ``# %% [markdown]``
+a Markdown cell) is what authors edit and review; ``notebooks/chapterNN_<topic>.ipynb`` is built from it, with
+no outputs. Two directives are expanded on the way, so that no stub and no number is typed twice:
+
+- a Markdown line ``<!-- kata:worksheet N -->`` becomes the worksheet table from the answer key (the same
+  table as the chapter page's, ``docs/hooks/answer_key.py``);
+- a code cell ``# kata:stub NAME`` becomes the stub of NAME exactly as it is in ``exercises/`` (signature,
+  docstring, ``raise NotImplementedError``).
+
+``--check`` changes nothing and exits 1 naming each notebook that is out of date (``tests/test_notebooks.py``
+runs it in selfcheck). ``--scaffold N`` writes a first source for chapter N from its page (idea, formulas,
+worksheet) and its stubs (a stub cell and a check cell per function), to edit from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import posixpath
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ROOT / "notebooks" / "src"
+sys.path.insert(0, str(ROOT))
+
+from kata import project  # noqa: E402
+
+STUB = re.compile(r"^#\s*kata:stub\s+(\w+)\s*$")
+WORKSHEET = re.compile(r"<!--\s*kata:worksheet\s+(\d+)\s*-->")
+KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
+
+
+def _hook():
+    path = ROOT / "docs" / "hooks" / "answer_key.py"
+    spec = importlib.util.spec_from_file_location("kata_docs_hook_answer_key", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stubs(chapter) -> dict[str, str]:
+    """{name: source} of every public function of the chapter's file in ``exercises/``."""
+    text = (ROOT / "exercises" / f"{chapter.module}.py").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    return {n.name: "\n".join(lines[n.lineno - 1:n.end_lineno]) for n in ast.parse(text).body
+            if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+
+
+def build(source: str, chapter) -> str:
+    """The .ipynb (JSON text) built from a py:percent source."""
+    import jupytext
+    import nbformat
+
+    notebook = jupytext.reads(source, fmt="py:percent")
+    code = stubs(chapter)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code":
+            m = STUB.match(cell.source.strip())
+            if m:
+                if m.group(1) not in code:
+                    raise ValueError(f"{chapter.module}: # kata:stub {m.group(1)}: no such function in exercises/")
+                cell.source = code[m.group(1)]
+            cell.outputs, cell.execution_count = [], None
+        elif cell.cell_type == "markdown":
+            cell.source = WORKSHEET.sub(lambda m: _hook().worksheet(project.chapter(int(m.group(1)))).strip(),
+                                        cell.source)
+        cell.metadata = {}
+        cell["id"] = f"cell-{index:02d}"  # stable ids: the same source builds the same file
+    notebook.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}
+    notebook.nbformat, notebook.nbformat_minor = 4, 5
+    return nbformat.writes(notebook) + "\n"
+
+
+def sources() -> list[tuple[Path, Path, object]]:
+    """(source, notebook, chapter) for every chapter with a source in notebooks/src/."""
+    found = []
+    for chapter in project.chapters():
+        src = SOURCES / f"{chapter.module}.py"
+        if src.is_file():
+            found.append((src, ROOT / "notebooks" / f"{chapter.module}.ipynb", chapter))
+    return found
+
+
+def stale(write: bool) -> list[Path]:
+    """Every notebook that differs from a fresh build of its source; with ``write``, rebuild them."""
+    out = []
+    for src, notebook, chapter in sources():
+        fresh = build(src.read_text(encoding="utf-8"), chapter)
+        if not notebook.is_file() or notebook.read_text(encoding="utf-8") != fresh:
+            out.append(notebook)
+            if write:
+                notebook.write_text(fresh, encoding="utf-8", newline="\n")
+    return out
+
+
+# -- a first source for a chapter, from its page and its stubs -----------------------------------------------
+def _sections(page: str) -> list[tuple[str, str]]:
+    parts = re.split(r"^## (.+)$", page, flags=re.M)
+    return [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+
+
+def _for_notebook(text: str, chapter) -> str:
+    """A page section as notebook Markdown: admonitions as quotes, no figures, links from notebooks/."""
+    text = re.sub(r"<!--\s*kata:worksheet (\d+)\s*-->.*?<!--\s*/kata:worksheet \1\s*-->",
+                  lambda m: f"<!-- kata:worksheet {m.group(1)} -->", text, flags=re.S)
+    text = re.sub(r"^<!--\s*kata:figure [\w-]+\s*-->\n?", "", text, flags=re.M)
+    out, quoting = [], False
+    for line in text.splitlines():
+        m = re.match(r'^(!!!|\?\?\?) \w+(?: "(.*)")?\s*$', line)
+        if m:
+            out.append(f"> **{m.group(2)}.**" if m.group(2) else ">")
+            quoting = True
+            continue
+        if quoting and (line.startswith("    ") or not line.strip()):
+            out.append(("> " + line[4:]).rstrip() if line.strip() else ">")
+            continue
+        quoting = False
+        out.append(line)
+    page_dir = posixpath.dirname(chapter.page)
+
+    def link(m: re.Match) -> str:
+        target = m.group(1)
+        if re.match(r"[a-z]+:|#", target):
+            return m.group(0)
+        return f"]({posixpath.normpath(posixpath.join('..', page_dir, target))})"
+
+    text = re.sub(r"(?:\n>)+\Z", "", "\n".join(out).strip("\n"))  # no empty quote line left at the end
+    return re.sub(r"\]\(([^)\s]+)\)", link, text).strip() + "\n"
+
+
+def scaffold(chapter) -> str:
+    """A first py:percent source for a chapter."""
+    import jupytext
+    import nbformat.v4 as nbf
+
+    page = (ROOT / chapter.page).read_text(encoding="utf-8")
+    exercise = (ROOT / "exercises" / f"{chapter.module}.py").read_text(encoding="utf-8")
+    tree = ast.parse(exercise)
+    cells = [nbf.new_markdown_cell(
+        f"# Chapter {chapter.number} — {chapter.title}\n\n"
+        f"The notebook way through chapter {chapter.number}: read, work the worksheet with a pencil, then fill "
+        f"in each function below and run the check cell under it (`kata.check(...)`): the same steps, "
+        f"worksheet numbers and diagnoses as `nox -s chapter{chapter.number}`. Run the cells in order, "
+        f"starting with the next one. The whole page, with hints and common mistakes: "
+        f"[{chapter.page}](../{chapter.page}).")]
+    setup = ["# Run this first: it finds the course folder (the one holding kata/) and imports what the stubs use.",
+             "import pathlib", "import sys", "",
+             "sys.path.insert(0, str(next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] "
+             "if (p / \"kata\").is_dir())))", ""]
+    absolute, theirs = [], []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+            absolute.append(ast.get_source_segment(exercise, node))
+        elif isinstance(node, ast.ImportFrom):
+            theirs += [a.asname or a.name for a in node.names]
+        elif isinstance(node, ast.Assign):
+            theirs += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    setup += [*absolute, "", "import kata"]
+    if theirs:
+        setup += ["from kata.learner.notebook import yours"]
+    setup += ["", f"CHAPTER = {chapter.number}  # kata.check() checks this chapter's functions"]
+    if theirs:
+        quoted = ", ".join(f'"{n}"' for n in theirs)
+        setup += ["# The chapter's constants and the earlier chapters' functions it uses: yours, from exercises/ "
+                  "or your notebooks", f"{', '.join(theirs)} = yours(CHAPTER, {quoted})"]
+    cells.append(nbf.new_code_cell("\n".join(setup)))
+    for title, body in _sections(page):
+        if title in ("Your turn", "Hints", "Common mistakes", "Errata", "Recap"):
+            continue
+        cells.append(nbf.new_markdown_cell(f"## {title}\n\n" + _for_notebook(body, chapter)))
+    cells.append(nbf.new_markdown_cell(
+        "## Your turn\n\nEach function's docstring is its full specification, shapes included. Replace the "
+        "`raise NotImplementedError(...)` with your code, run the cell, then run the check under it: "
+        "✓ passed, ✗ failed, · not started."))
+    for name, source in stubs(chapter).items():
+        step = re.search(r'NotImplementedError\(\s*"([\d./]+) ', source)
+        cells.append(nbf.new_markdown_cell(f"### `{name}`" + (f" — step {step.group(1)}" if step else "")))
+        cells.append(nbf.new_code_cell(f"# kata:stub {name}"))
+        cells.append(nbf.new_code_cell(f"kata.check({name})"))
+    cells.append(nbf.new_markdown_cell(
+        f"## The whole chapter\n\nEvery step and check of chapter {chapter.number}, as `nox -s chapter"
+        f"{chapter.number}` shows them. Your answers count where you save them: `nox -s grade -- --notebooks` "
+        "grades the saved notebooks."))
+    cells.append(nbf.new_code_cell("kata.check()"))
+    for cell in cells:  # the paragraphs written here, wrapped like the pages (a page's own lines stay as they are)
+        if cell.cell_type == "markdown" and not cell.source.startswith("## The"):
+            cell.source = "\n\n".join(textwrap.fill(p, 110) if not p.startswith(("#", "`")) else p
+                                       for p in cell.source.split("\n\n"))
+    text = jupytext.writes(nbf.new_notebook(cells=cells), fmt="py:percent")
+    return re.sub(r"\A# ---\n(?:#.*\n)*?# ---\n\n", "", text)  # no header: jupytext's version would churn
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the notebooks (``--check``: only compare; ``--scaffold N``: write a first source)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook is out of date")
+    p.add_argument("--scaffold", type=int, metavar="N", help="write notebooks/src/ for chapter N from its page")
+    args = p.parse_args(argv)
+    if args.scaffold is not None:
+        chapter = project.chapter(args.scaffold)
+        target = SOURCES / f"{chapter.module}.py"
+        if target.exists():
+            print(f"{target.relative_to(ROOT)} exists; delete it first to scaffold it afresh")
+            return 2
+        SOURCES.mkdir(parents=True, exist_ok=True)
+        target.write_text(scaffold(chapter), encoding="utf-8", newline="\n")
+        print(f"wrote {target.relative_to(ROOT)}; edit it, then: python scripts/notebooks.py")
+        return 0
+    notebooks = stale(write=not args.check)
+    for notebook in notebooks:
+        print(f"{'out of date' if args.check else 'built'}: {notebook.relative_to(ROOT).as_posix()}")
+    if args.check and notebooks:
+        print("run: python scripts/notebooks.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

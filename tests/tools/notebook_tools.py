@@ -1,0 +1,69 @@
+"""Helpers for the notebook tests: execute a chapter notebook headless (nbclient), with its stubs or solved."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKED = re.compile(r"^chapter (\d+): (\d+)/(\d+) steps, (\d+)/(\d+) checks", re.M)
+
+
+def solution_sources(module: str) -> tuple[dict[str, str], list[str]]:
+    """({function: source}, [private helpers' sources]) of ``solutions/<module>.py``."""
+    text = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    functions, helpers = {}, []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef):
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
+            source = "\n".join(lines[start:node.end_lineno])
+            if node.name.startswith("_"):
+                helpers.append(source)
+            else:
+                functions[node.name] = source
+    return functions, helpers
+
+
+def solved(notebook, module: str):
+    """The notebook with every stub cell replaced by the solution's function (helpers in the first one)."""
+    functions, helpers = solution_sources(module)
+    first = True
+    for cell in notebook.cells:
+        m = re.match(r"def (\w+)\(", cell.source) if cell.cell_type == "code" else None
+        if m and m.group(1) in functions:
+            cell.source = "\n\n\n".join([*(helpers if first else []), functions[m.group(1)]])
+            first = False
+    return notebook
+
+
+def solved_before(chapter: int, folder: Path) -> Path:
+    """``exercises/`` with the chapters before ``chapter`` solved: what a notebook of that chapter builds on."""
+    import shutil
+
+    shutil.copytree(ROOT / "exercises", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in sorted((ROOT / "solutions").glob("chapter[0-9][0-9]_*.py")):
+        if int(path.name[7:9]) < chapter:
+            shutil.copy2(path, folder / path.name)
+    return folder
+
+
+def execute(notebook, timeout: float = 900):
+    """Run every cell in a fresh kernel, in notebooks/ as JupyterLab would; return the notebook."""
+    from nbclient import NotebookClient
+
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    return notebook
+
+
+def check_outputs(notebook) -> list[tuple[str, str, str]]:
+    """(cell source, plain text, HTML) of every check cell's output."""
+    found = []
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.source.startswith("kata.check("):
+            texts = [o.get("data", {}).get("text/plain", "") or o.get("text", "") for o in cell.outputs]
+            htmls = [o.get("data", {}).get("text/html", "") for o in cell.outputs]
+            found.append((cell.source, "".join(texts), "".join(htmls)))
+    return found

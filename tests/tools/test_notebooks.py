@@ -1,0 +1,174 @@
+"""The chapter notebooks: built from their sources, and checking in place what `nox -s chapterN` checks.
+
+- Every chapter has ``notebooks/chapterNN_<topic>.ipynb``, in sync with ``notebooks/src/`` (jupytext) and
+  with ``exercises/`` and the answer key it copies stubs and worksheet from: the worksheet, then per function
+  a stub cell and a check cell under it, then ``kata.check()`` for the whole chapter.
+- Executed headless (nbclient): with the stubs, every check cell reports every step "not started"; with the
+  solutions pasted into the stub cells, every check cell reports every step and check passed.
+- A wrong softmax checked in a notebook shows the same step, numbers and mistake as ``nox -s chapter4`` on
+  the same code in a file.
+- The saved notebooks' answers are graded like files (``python -m kata notebooks``, then ``--impl``).
+
+The executions are slow (a kernel per notebook and a pytest run per check cell: about 2 s a check cell on
+two cores), so they are marked slow; they stay in selfcheck.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kata.judge import answer_key
+from kata.learner import notebook as nb_tools
+
+from .notebook_tools import CHECKED, ROOT, check_outputs, execute, solved, solved_before
+
+CHAPTERS = answer_key.chapters()
+nbformat = pytest.importorskip("nbformat", reason="the notebook dependency group (pyproject.toml) is not installed")
+
+
+def _scripts_notebooks():
+    spec = importlib.util.spec_from_file_location("kata_scripts_notebooks", ROOT / "scripts" / "notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _notebook(chapter):
+    return nbformat.read(ROOT / "notebooks" / f"{chapter.module}.ipynb", as_version=4)
+
+
+def test_every_notebook_is_built_from_its_source():
+    """`python scripts/notebooks.py --check`: every .ipynb is what jupytext builds from notebooks/src/ today"""
+    tools = _scripts_notebooks()
+    have = {src.stem for src, _, _ in tools.sources()}
+    assert have == {c.module for c in CHAPTERS}, f"chapters without a notebook source: {sorted({c.module for c in CHAPTERS} - have)}"
+    stale = tools.stale(write=False)
+    assert not stale, f"out of date: {[p.name for p in stale]}; run python scripts/notebooks.py"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
+def test_each_notebook_has_the_worksheet_and_a_stub_and_check_per_function(chapter):
+    """the worksheet table with every step, each exercise stub verbatim with kata.check(name) right under it"""
+    notebook = _notebook(chapter)
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    for step in chapter.steps:
+        assert f'<a id="{step.anchor}"></a>**{step.id}**' in markdown, f"step {step.id} is not in the worksheet"
+    assert "$" in markdown, "no formula in the notebook's Markdown"
+    cells = [c for c in notebook.cells if c.cell_type == "code"]
+    assert all(not c.get("outputs") for c in cells), "a built notebook has no outputs"
+    assert f"CHAPTER = {chapter.number}" in cells[0].source
+    stubs = _scripts_notebooks().stubs(chapter)
+    sources = [c.source for c in cells]
+    for name, stub in stubs.items():
+        assert stub in sources, f"{name}'s cell is not the stub in exercises/"
+        i = sources.index(stub)
+        assert sources[i + 1] == f"kata.check({name})", f"no check cell under {name}"
+    assert sources[-1] == "kata.check()"
+
+
+def test_functions_are_taken_from_cells_without_running_them():
+    """finished definitions (and helpers) come out of the cells with ast; stubs, magics and broken cells do not"""
+    cells = ["%matplotlib inline\nimport math\n\ndef softmax(x, axis=-1):\n    return _norm(math.e ** x)",
+             "def _norm(v):\n    return v / v.sum()",
+             "def raw_scores(Q, K):\n    \"\"\"doc\"\"\"\n    raise NotImplementedError('4.1')",
+             "def causal_mask(n:\n    broken",
+             "print('never run')\nraise SystemExit"]
+    imports, found = nb_tools.answers(cells, ["softmax", "raw_scores", "causal_mask"])
+    assert imports == ["import math"]
+    assert list(found) == ["softmax", "_norm"]
+    assert found["softmax"].startswith("def softmax(x, axis=-1):")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
+def test_with_the_stubs_every_check_cell_says_not_started(chapter):
+    """run headless as saved: every step and check of every check cell is 'not started', shown as HTML too"""
+    outputs = check_outputs(execute(_notebook(chapter)))
+    assert len(outputs) == len(_scripts_notebooks().stubs(chapter)) + 1
+    for source, text, html in outputs:
+        marked = re.findall(r"^\s+([✓✗·!⧗]) .*$", text, re.M)
+        assert marked and set(marked) == {"·"}, f"{source}:\n{text}"
+        assert re.search(rf"^chapter {chapter.number}: 0/\d+ steps, 0/\d+ checks$", text, re.M), f"{source}:\n{text}"
+        assert "<pre" in html and "not started" in html, f"{source}: no HTML report"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
+def test_with_the_solutions_pasted_in_every_check_cell_passes(chapter, tmp_path, monkeypatch):
+    """the solutions pasted into the stub cells (earlier chapters solved): every check cell reports all passed"""
+    monkeypatch.setenv("KATA_EXERCISES", str(solved_before(chapter.number, tmp_path / "exercises")))
+    outputs = check_outputs(execute(solved(_notebook(chapter), chapter.module)))
+    assert outputs
+    for source, text, _ in outputs:
+        m = CHECKED.search(text)
+        assert m and m.group(2) == m.group(3) and m.group(4) == m.group(5), f"{source}:\n{text}"
+        assert "✗" not in text and "·" not in text, f"{source}:\n{text}"
+
+
+WRONG_SOFTMAX = textwrap.dedent('''\
+    def softmax(x, axis=-1):
+        """Forgets to subtract the maximum."""
+        e = np.exp(x)
+        return e / e.sum(axis=axis, keepdims=True)
+''')
+
+
+def _first_failure(text: str) -> str:
+    block = text.split("first failing check, in full:", 1)[1]
+    return block.split("\nchapter 4:", 1)[0].strip()
+
+
+@pytest.mark.slow
+def test_a_wrong_softmax_shows_the_same_step_and_mistake_as_nox_s_chapter4(tmp_path):
+    """kata.check(softmax) in a notebook and nox -s chapter4 on the same code: same steps, failure and mistake"""
+    notebook = _notebook(answer_key.load(4))
+    setup = notebook.cells[1]
+    notebook.cells = [setup, nbformat.v4.new_code_cell(WRONG_SOFTMAX), nbformat.v4.new_code_cell("kata.check(softmax)")]
+    (_, in_notebook, _), = check_outputs(execute(notebook))
+    impl = tmp_path / "wrong"
+    shutil.copytree(ROOT / "exercises", impl, ignore=shutil.ignore_patterns("__pycache__"))
+    path = impl / "chapter04_attention.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n\n" + WRONG_SOFTMAX, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_chapter04_attention.py", "--steps",
+                           "--impl", str(impl), "-p", "no:cacheprovider"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    in_file = proc.stdout
+    assert "first failing check, in full:" in in_notebook, in_notebook
+    assert "looks like:" in in_notebook, in_notebook
+    assert _first_failure(in_notebook) == _first_failure(in_file), f"notebook:\n{in_notebook}\n\nnox:\n{in_file}"
+    for line in in_notebook.splitlines():  # every softmax line of the notebook's list, as the chapter run shows it
+        if re.match(r"^\s+[✓✗] ", line):
+            assert line in in_file.splitlines(), f"{line!r} is not in the chapter run:\n{in_file}"
+
+
+@pytest.mark.slow
+def test_the_saved_notebooks_answers_are_graded_like_files(tmp_path):
+    """a notebook saved with chapter 1 solved: python -m kata notebooks writes it out; grading it passes chapter 1"""
+    root = tmp_path / "course"
+    for folder in ("exercises", "notebooks"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "src"))
+    (root / "tests").mkdir()
+    for chapter in CHAPTERS:
+        shutil.copy2(ROOT / chapter.test_file, root / chapter.test_file)
+    chapter = answer_key.load(1)
+    saved = solved(_notebook(chapter), chapter.module)
+    saved.cells[-1].source = "print('this cell is never run by the grader')\nraise SystemExit(1)"
+    nbformat.write(saved, root / "notebooks" / f"{chapter.module}.ipynb")
+    target = nb_tools.write_package(tmp_path / "answers" / "exercises", root=root)
+    written = (target / f"{chapter.module}.py").read_text(encoding="utf-8")
+    assert "your answers from notebooks/chapter01_sequences.ipynb" in written and "never run" not in written
+    out = tmp_path / "grade"
+    proc = subprocess.run([sys.executable, "-m", "kata", "grade", "--chapters", "1,2", "--impl", str(target),
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    status = {c["chapter"]: c["status"] for c in results["chapters"]}
+    assert status == {1: "passed", 2: "not started"}, status
