@@ -184,6 +184,7 @@ class Worker:
         self.calls: list[tuple[str, str]] = []  # every function called, for the points of each test
         self.uses: dict[str, dict[str, str]] = {}  # chapter module -> {function: the earlier chapter's module}
         self.on_call = None  # called with "module.function" the first time a test calls it
+        self.functions: dict[str, set[str]] = {}  # chapter module -> its public functions (no round trip)
         self.output: list[str] = []
         self.started_at = 0.0
         self.seconds_in_learner = 0.0
@@ -441,6 +442,8 @@ class Worker:
             raise _exception(answer["error"])
         if "hung" in answer:
             raise DidNotReturn(str(answer["hung"]))
+        functions = answer.get("functions") if isinstance(answer.get("functions"), list) else []
+        self.functions[module] = {str(f)[:100] for f in functions[:1000]}
         uses = answer.get("uses") if isinstance(answer.get("uses"), dict) else {}
         self.uses[module] = {str(k)[:80]: str(v)[:80] for k, v in list(uses.items())[:100]}
 
@@ -613,6 +616,8 @@ class ChapterProxy:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name not in self._values and name in self._worker.functions.get(self._module, ()):
+            self._values[name] = FunctionProxy(self._worker, self._module, name)
         if name not in self._values:
             value = self._worker.get(self._module, name)
             self._values[name] = FunctionProxy(self._worker, self._module, name) if value is FUNCTION else value

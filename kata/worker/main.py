@@ -133,7 +133,10 @@ class Server:
             signal.setitimer(signal.ITIMER_REAL, self.call_timeout)
         try:
             if op == "import":
-                self.reply({"ok": None, "uses": self.uses(self.module(header["module"]))})
+                module = self.module(header["module"])
+                functions = [n for n, v in vars(module).items()
+                             if not n.startswith("_") and callable(v) and not isinstance(v, type)]
+                self.reply({"ok": None, "uses": self.uses(module), "functions": functions})
             elif op == "get":
                 self.reply_value(getattr(self.module(header["module"]), header["name"]), [])
             elif op == "call":
