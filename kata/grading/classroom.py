@@ -143,7 +143,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
 
     def grade_options(sub: submissions.Submission, repo: str, target: Path) -> list[str]:
         cmd = ["--impl", str(sub.exercises), "--out", str(target), "--seed", str(seed), "--repository", repo,
-               "--commit", sub.commit]
+               "--commit", sub.commit, "--workers", str(max(1, (os.cpu_count() or 1) // max(1, args.jobs)))]
         if args.chapters:
             cmd += ["--chapters", ",".join(map(str, chosen))]
         if extra is not None:

@@ -80,6 +80,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int,
                    help="draw the checks' random inputs from this seed (default: a fresh one each run, recorded in "
                         "results.json, so no answer can be fitted to the inputs; --seed 0 keeps the tests' own)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="judges run at once, each with its worker (default: one per CPU; grade-class sets it)")
     p.add_argument("--repository", help="the repository graded, for the report (default: git's origin, if any)")
     p.add_argument("--commit", help="the commit graded, for the report (default: git's HEAD, if any)")
     return p
@@ -169,7 +171,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
 
     # One pytest process per core, each with a share of the chapters (a process costs more to start
     # than most chapters take to run); with --isolate every chapter needs its own implementation.
-    workers = max(1, min(len(chapters), os.cpu_count() or 1))
+    workers = max(1, min(len(chapters), args.workers or os.cpu_count() or 1))
     groups = [[c] for c in chapters] if args.isolate else [chapters[i::workers] for i in range(workers)]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         runs = list(pool.map(run, groups))
