@@ -158,6 +158,45 @@ def draw_attention_10() -> str:
                            masked=~mask, digits=2)
 
 
+TRAIN_STEPS = 1500  # the docs' run: the default model and settings of `nox -s train`, shortened to build in seconds
+_train_run: dict = {}
+
+
+def _reference_training() -> dict:
+    """The shortened `nox -s train` run of solutions/ on the Zen of Python (seed 0), computed once per build."""
+    if not _train_run:
+        from kata.learner import train
+
+        corpus = train.load_corpus("zen")
+        settings = train.Settings(steps=TRAIN_STEPS, sample_every=TRAIN_STEPS).resolved(corpus)
+        _train_run.update(module=train, corpus=corpus,
+                          run=train.train_model(solution(10), corpus, settings))
+    return _train_run
+
+
+def draw_train_loss() -> str:
+    """`nox -s train`'s loss.png for the docs' run: the loss of every step and its running mean."""
+    import matplotlib
+
+    ref = _reference_training()
+    title = f"Training loss on the Zen of Python, {TRAIN_STEPS:,} steps"
+    with matplotlib.rc_context(charts.STYLE):
+        fig = ref["module"].loss_figure(ref["run"]["losses"], len(ref["corpus"].vocab), title)
+        return charts._svg(fig, title)
+
+
+def draw_train_attention() -> str:
+    """`nox -s train`'s attention.png for the docs' run: both layers' weights on "Beautiful is better than"."""
+    import matplotlib
+
+    ref = _reference_training()
+    text = ref["run"]["attention_text"]
+    title = f"Attention weights on {text!r} after {TRAIN_STEPS:,} steps"
+    with matplotlib.rc_context(charts.STYLE):
+        fig = ref["module"].attention_figure(text, ref["run"]["attention"], title)
+        return charts._svg(fig, title)
+
+
 FIGURES = {f.name: f for f in (
     Figure("attention-4", 4, "Heatmap of the causal attention weights for A B",
            "Chapter 4's worksheet as a picture: each row is a query position and sums to 1. "
@@ -182,6 +221,15 @@ FIGURES = {f.name: f for f in (
            "Computed from solutions/ at build time, from init_params(..., seed=0). The two-layer model learns "
            "the three patterns; one layer with learned positions separates [A, B, A] from [B, A, A]; the same "
            "layer with its positions held at zero cannot, and its loss never goes below ln 2.", draw_loss_10),
+    Figure("train-loss", 10, "Line chart of the training loss of nox -s train on the Zen of Python, step by step",
+           "loss.png of a shortened reference run, computed from solutions/ when the site is built: the default "
+           f"model and settings of nox -s train, {TRAIN_STEPS:,} steps instead of 4,000, seed 0. The thin line is "
+           "the loss of each step's window of 32 characters, the thick one its running mean; the dashed line is "
+           "the loss of a uniform guess over the 45 characters.", draw_train_loss),
+    Figure("train-attention", 10, "Heatmaps of both layers' attention weights on the first line of the Zen",
+           "attention.png of the same run: row i is how the character in row i, predicting the next one, spreads "
+           "its attention over itself and the characters before it (grey: the masked future). ␣ is a space.",
+           draw_train_attention),
 )}
 
 

@@ -15,7 +15,7 @@ Shakespeare shipped in ``data/`` (``--corpus book``) or any UTF-8 text file (``-
    half and falls linearly to a tenth of it by the end. A progress bar shows the step, the loss, tokens per
    second and the time left; every ``--sample-every`` steps a greedy sample from ``--prompt`` is printed.
 3. **The run's folder** ``runs/<name>/``: ``loss.png``, ``attention.png`` (each layer's attention weights on the
-   first characters of the final sample), ``samples.txt``, ``model.npz`` (the parameters and the vocabulary,
+   corpus's first 24 characters from the prompt on), ``samples.txt``, ``model.npz`` (the parameters and the vocabulary,
    plain arrays: ``np.load(..., allow_pickle=False)``) and ``run.json`` (the settings, ``first_loss``,
    ``final_loss``, ``seconds``, ``tokens_per_second``, the loss of every step). ``nox -s generate`` continues
    a prompt with a saved model. The same ``--seed`` gives the same run on the same machine (NumPy is held to
@@ -525,7 +525,9 @@ def train_model(ch, corpus: Corpus, s: Settings, report=lambda event: None) -> d
     final = sample(ch, model.params, prompt, FINAL_CHARS, s.context)
     samples.append({"step": s.steps, "loss": smoothed_tail(losses), "text": "".join(vocab[i] for i in final)})
     report({"event": "sample", **samples[-1], "final": True})
-    shown = final[:min(ATTENTION_CHARS, s.context, len(final))]
+    n = min(ATTENTION_CHARS, s.context)
+    at = corpus.text.find(s.prompt)  # the corpus's own text from the prompt on, else the model's
+    shown = list(data[at:at + n]) if at >= 0 and at + n <= len(data) else final[:n]
     return {"params": model, "losses": losses, "samples": samples, "train_seconds": seconds,
             "attention_text": "".join(vocab[i] for i in shown), "attention": attention_maps(ch, model.params, shown)}
 
@@ -560,7 +562,7 @@ def loss_figure(losses, vocab_size: int, title: str):
     fig = Figure(figsize=(7.0, 3.9), layout="constrained")
     ax = fig.subplots()
     steps = np.arange(1, len(losses) + 1)
-    window = max(10, len(losses) // 40)
+    window = min(100, max(10, len(losses) // 10))
     ax.plot(steps, losses, color="#1f77b4", alpha=0.3, linewidth=0.7, label="one window's loss")
     ax.plot(steps, smooth(losses, window), color="#1f77b4", linewidth=2.2, label=f"mean of the last {window} steps")
     uniform = math.log(vocab_size)
@@ -583,7 +585,7 @@ def attention_figure(text: str, maps: list, title: str):
     n, layers = len(text), max(1, len(maps))
     cols = min(layers, 2)
     rows = math.ceil(layers / cols)
-    fig = Figure(figsize=(3.5 * cols + 0.8, 3.7 * rows + 0.5), layout="constrained")
+    fig = Figure(figsize=(3.3 * cols + 0.6, 3.5 * rows + 0.5), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     cmap = matplotlib.colormaps["Blues"].with_extremes(bad="#eeeeee")
     image = None

@@ -1,0 +1,209 @@
+"""`nox -s train` and `nox -s generate` (kata/learner/train.py, generate.py), run as a learner runs them.
+
+One shortened training run of the reference (the default model, 1,000 steps instead of 4,000, seed 0) is shared
+by the tests of what a run writes; the checks before training and the time limit are run on copies of
+solutions/ with one planted problem. The full default run is `python benchmarks/bench_train.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from kata.learner import generate, train
+
+from .conftest import copy_solutions, tool
+
+STEPS = 1000
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A shortened reference run: (its folder, the tool's output)."""
+    runs = tmp_path_factory.mktemp("runs")
+    proc = tool("train", "--impl", "solutions", "--steps", str(STEPS), "--sample-every", "500", "--runs", str(runs),
+                "--name", "short", timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return runs / "short", proc.stdout
+
+
+def test_a_shortened_run_halves_the_loss_and_writes_every_file(run):
+    """1,000 steps of the default model on the Zen of Python: the loss falls by half; run.json says so"""
+    folder, out = run
+    assert sorted(p.name for p in folder.iterdir()) == ["attention.png", "loss.png", "model.npz", "run.json",
+                                                         "samples.txt"]
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    for key in ("settings", "first_loss", "final_loss", "seconds", "tokens_per_second"):
+        assert key in info, f"run.json has no {key}"
+    assert info["settings"]["steps"] == STEPS and info["settings"]["seed"] == 0
+    assert len(info["losses"]) == STEPS and info["first_loss"] == info["losses"][0]
+    assert info["first_loss"] > 3.0, "the first loss should be near ln(vocab) = ln 45 ≈ 3.8"
+    assert info["final_loss"] <= info["first_loss"] / 2, (info["first_loss"], info["final_loss"])
+    assert info["seconds"] > 0 and info["tokens_per_second"] > 0
+    assert "✓ every gradient of a tiny model" in out
+    assert "step  500" in out and "final" in out and "Beautiful" in out
+    samples = (folder / "samples.txt").read_text(encoding="utf-8")
+    assert samples.startswith("step 500 ") and f"step {STEPS} " in samples
+    assert info["final_sample"].startswith("Beautiful") and len(info["final_sample"]) == len("Beautiful") + 200
+
+
+@pytest.mark.parametrize("name", ["loss.png", "attention.png"])
+def test_the_figures_are_pngs_with_something_drawn(run, name):
+    """loss.png and attention.png are valid PNG files whose pixels are not all one colour"""
+    import matplotlib.image
+
+    path = run[0] / name
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is not a PNG file"
+    pixels = matplotlib.image.imread(path)
+    assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 400, pixels.shape
+    assert float(pixels[..., :3].std()) > 0.05, f"{name} is (nearly) blank"
+
+
+def test_the_model_loads_without_pickle_and_generate_continues_a_prompt(run):
+    """model.npz is plain arrays; `generate` writes the prompt and --n more characters from it"""
+    with np.load(run[0] / "model.npz", allow_pickle=False) as npz:
+        assert {"vocab", "tok_emb", "pos_emb", "blocks.0.WQ", "blocks.1.W2", "WO"} <= set(npz.files)
+        assert npz["tok_emb"].shape == (45, 32) and npz["pos_emb"].shape == (32, 32)
+    proc = tool("generate", str(run[0]), "--prompt", "Beautiful", "--n", "40", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout.rstrip("\n")
+    assert text.startswith("Beautiful") and len(text) == len("Beautiful") + 40, text
+    assert "greedy" in proc.stderr and "solutions/chapter10_transformer.py" in proc.stderr
+
+
+def test_generate_refuses_characters_the_model_never_saw(run, capsys):
+    """a prompt with a character outside the run's vocabulary is refused, listing the characters there are"""
+    assert generate.main([str(run[0]), "--prompt", "Quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--prompt 'Quiet' has characters this model never saw: ['Q']" in err, err
+
+
+def test_the_same_seed_gives_the_same_run():
+    """two runs with one seed have the same loss at every step and the same parameters; another seed differs"""
+    from solutions import chapter10_transformer as ch
+
+    corpus = train.load_corpus("zen", 16)
+
+    def short(seed):
+        s = train.Settings(steps=30, d_model=8, context=16, seed=seed, sample_every=10**6).resolved(corpus)
+        return train.train_model(ch, corpus, s)
+
+    a, b, c = short(3), short(3), short(4)
+    assert a["losses"] == b["losses"] and np.array_equal(a["params"].vector, b["params"].vector)
+    assert a["samples"] == b["samples"]
+    assert a["losses"] != c["losses"]
+
+
+def test_a_wrong_layer_norm_backward_is_stopped_before_training(tmp_path):
+    """dgamma without x̂: the run stops after the gradient check, naming a gamma's gradient and layer_norm_backward"""
+    broken = copy_solutions(tmp_path / "broken", {"chapter10_transformer": (
+        "_right = layer_norm_backward\n\n\n"
+        "def layer_norm_backward(x, gamma, d_out, eps=1e-5):\n"
+        "    dx, d_gamma, d_beta = _right(x, gamma, d_out, eps)\n"
+        "    return dx, np.sum(d_out, axis=tuple(range(np.ndim(d_out) - 1))), d_beta  # forgot x_hat\n")})
+    proc = tool("train", "--impl", str(broken), "--runs", str(tmp_path / "runs"), timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    said = proc.stderr
+    assert "gradient check failed, before training" in said, said
+    assert re.search(r"grads\['lnf_gamma'\] is wrong: look at layer_norm_backward: its dgamma disagrees", said), said
+    assert "grads['blocks'][0]['ln1_gamma']" in said, "the other wrong gradients are listed"
+    assert "step " not in proc.stdout and not (tmp_path / "runs").exists(), "nothing is trained or written"
+
+
+def test_a_wrong_dx_is_blamed_on_its_function_not_on_the_first_gradient_it_spoils(tmp_path):
+    """layer_norm_backward with only the direct path in dx spoils the FFN's gradients first; the message names LN"""
+    copy_solutions(tmp_path / "broken", {"chapter10_transformer": (
+        "_right = layer_norm_backward\n\n\n"
+        "def layer_norm_backward(x, gamma, d_out, eps=1e-5):\n"
+        "    dx, d_gamma, d_beta = _right(x, gamma, d_out, eps)\n"
+        "    return d_out * gamma / np.sqrt(np.var(x, axis=-1, keepdims=True) + eps), d_gamma, d_beta\n")})
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("broken.chapter10_transformer")
+        with pytest.raises(train.TrainError) as err:
+            train.check_gradients(module)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [n for n in sys.modules if n == "broken" or n.startswith("broken.")]:
+            del sys.modules[name]
+    said = str(err.value)
+    assert re.search(r"grads\['blocks'\]\[1\]\['ln2_gamma'\] is wrong: look at layer_norm_backward: its dx", said), said
+    assert "grads['blocks'][1]['W1']" in said  # also wrong, but not blamed
+
+
+def test_an_endless_loop_is_stopped_and_named(tmp_path):
+    """a layer_norm that never returns: the run stops after --timeout, naming the function, file and line"""
+    hanging = copy_solutions(tmp_path / "hanging", {"chapter10_transformer": (
+        "def layer_norm(x, gamma, beta, eps=1e-5):\n    while True:\n        pass\n")})
+    proc = tool("train", "--impl", str(hanging), "--runs", str(tmp_path / "runs"), "--timeout", "2", timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"did not return within 2 s: an endless loop\? It was running \S+chapter10_transformer\.py:\d+ "
+                     r"in layer_norm \(called as transformer_loss_and_grads\)", proc.stderr), proc.stderr
+
+
+def test_the_untouched_stubs_are_told_to_finish_chapter_10_first(tmp_path):
+    """`nox -s train` on the stubs: chapter 10 is not finished, with the stub's message and where it is"""
+    proc = tool("train", "--impl", "exercises", "--runs", str(tmp_path / "runs"), timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"chapter 10 is not finished: transformer_loss_and_grads stops at "
+                     r"exercises/chapter10_transformer\.py:\d+", proc.stderr), proc.stderr
+    assert "NotImplementedError: 10.16" in proc.stderr and "nox -s chapter10" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "there is no file"),
+    (b"", "is empty"),
+    (b"  \n\n ", "is empty (only white space)"),
+    (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "is not text (it has NUL bytes"),
+    ("Café au lait, s'il vous plaît. " * 4, "is not UTF-8 text (byte 0xe9 at position 3"),
+    (b"Too short to learn from.", "24 characters is too short"),
+    ("folder", "is a folder"),
+], ids=["missing", "empty", "white space", "binary", "latin-1", "too short", "folder"])
+def test_a_corpus_file_that_cannot_be_trained_on_says_why(tmp_path, capsys, content, words):
+    """--corpus FILE: a missing, empty, binary, non-UTF-8, too short file or a folder stops with exit 2 and a reason"""
+    path = tmp_path / "corpus.txt"
+    if content == "folder":
+        path.mkdir()
+    elif isinstance(content, str):
+        path.write_bytes(content.encode("latin-1"))
+    elif content is not None:
+        path.write_bytes(content)
+    assert train.main(["--corpus", str(path), "--runs", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --corpus ") and words in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_book_and_any_text_file_are_corpora(tmp_path):
+    """--corpus book is a few pages of Coriolanus; a UTF-8 file with Windows line ends is read as plain lines"""
+    book = train.load_corpus("book")
+    assert book.text.startswith("First Citizen:\nBefore we proceed any further") and 10_000 < len(book.text) < 20_000
+    path = tmp_path / "poem.txt"
+    path.write_bytes("Ünïcode, line one.\r\nLine two.\r\n".encode() * 3)
+    corpus = train.load_corpus(str(path))
+    assert corpus.name == "poem" and "\r" not in corpus.text and corpus.text.startswith("Ünïcode")
+    assert train.Settings().resolved(corpus).prompt == "Ünïcode,"
+
+
+def test_generate_says_what_is_wrong_with_a_run(tmp_path, capsys):
+    """generate: a missing folder, a file that is not an .npz, pickled arrays, missing arrays, unknown characters"""
+    np.savez(tmp_path / "pickled.npz", tok_emb=np.array([{"a": 1}], dtype=object))
+    np.savez(tmp_path / "partial.npz", tok_emb=np.zeros((3, 4)), pos_emb=np.zeros((5, 4)),
+             vocab=np.array([97, 98, 99]), kata_format=np.array(train.FORMAT))
+    (tmp_path / "text.npz").write_text("not a model", encoding="utf-8")
+    cases = [([str(tmp_path / "nothing")], "there is no model at"),
+             ([str(tmp_path / "text.npz")], "not a NumPy .npz file"),
+             ([str(tmp_path / "pickled.npz")], "Object arrays cannot be loaded when allow_pickle=False"),
+             ([str(tmp_path / "partial.npz")], "does not fit this tool: it has no lnf_gamma"),
+             ([str(tmp_path / "partial.npz"), "--n", "-1"], "--n must be 0 or more")]
+    for args, words in cases:
+        assert generate.main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err, (args, err)
