@@ -9,10 +9,11 @@ sizes, numerical gradients, and a forward pass written out in this file.
 import numpy as np
 import pytest
 
-from kata import close, expect, numerical_gradient, raises_clearly
+from kata import close, expect, load, numerical_gradient, raises_clearly, snapshot
 
 CHAPTER = 6
 RNG = np.random.default_rng(6)
+SNAP = snapshot(CHAPTER)  # tests/snapshots/chapter06.npz: random models, the reference's step, classic mistakes
 TOY_E = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])  # A, B, C, D, written out here
 TOY = {"WQ": 0.1 * np.eye(2), "WK": 0.1 * np.eye(2), "WV": 0.1 * np.eye(2),
        "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
@@ -23,24 +24,15 @@ def toy():
     return {k: v.copy() for k, v in TOY.items()}
 
 
-def softmax_oracle(x):
-    """Softmax along the last axis, written out in the test."""
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def loss_now(ch, ids, target, params, embeddings=None):
+    """The learner's own loss of ``params`` on one example: a step with η = 0 returns it and changes nothing."""
+    kwargs = {} if embeddings is None else {"embeddings": embeddings}
+    return float(ch.train_output_step(ids, target, params, 0.0, **kwargs)[1])
 
 
-def context_oracle(ids, E, WQ, WK, WV, WO=None):
-    """The attention output at the last position, causal, written out in the test."""
-    X = E[list(ids)]
-    Q, K, V = X @ WQ, X @ WK, X @ WV
-    n = len(ids)
-    S = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / np.sqrt(K.shape[1]), -np.inf)
-    return (softmax_oracle(S) @ V)[-1]
-
-
-def probs_oracle(ids, E, params):
-    """Next-token probabilities of a model, written out in the test."""
-    return softmax_oracle(context_oracle(ids, E, **params) @ params["WO"])
+def probs_now(ch, ids, params, vocab=4):
+    """The model's next-token probabilities, read off the learner's own losses: P(j) = exp(−loss for target j)."""
+    return np.array([np.exp(-loss_now(ch, ids, j, params)) for j in range(vocab)])
 
 
 def random_model(seq, d_model, d_k, d_v, vocab, rng=RNG):
@@ -50,13 +42,6 @@ def random_model(seq, d_model, d_k, d_v, vocab, rng=RNG):
               "WV": rng.normal(size=(d_model, d_v)) * 0.5, "WO": rng.normal(size=(d_v, vocab))}
     ids = [int(i) for i in rng.integers(0, vocab, size=seq)]
     return ids, int(rng.integers(0, vocab)), E, params
-
-
-def one_hot(t, n):
-    """The one-hot row of token t among n."""
-    v = np.zeros(n)
-    v[t] = 1.0
-    return v
 
 
 # -- the worksheet, step by step -------------------------------------------------------------------
@@ -99,14 +84,14 @@ def test_one_step_moves_all_eight_entries_of_w_o(ch, ws):
 @pytest.mark.step("6.7")
 def test_after_the_step_c_logit_is_up_and_every_other_down(ch, ws):
     new_params, _ = ch.train_output_step(ws.inputs["ids"], ws.inputs["target"], toy(), ws.inputs["lr"])
-    c = context_oracle(ws.inputs["ids"], TOY_E, **TOY)  # the context does not change: W_Q, W_K, W_V are fixed
+    c = load(CHAPTER).step("6.3").input("context")  # the context does not change: W_Q, W_K, W_V are fixed
     expect(ws, c @ np.asarray(new_params["WO"]))
 
 
 @pytest.mark.step("6.8")
 def test_after_the_step_c_is_the_most_likely_token(ch, ws):
     new_params, _ = ch.train_output_step(ws.inputs["ids"], ws.inputs["target"], toy(), ws.inputs["lr"])
-    expect(ws, probs_oracle(ws.inputs["ids"], TOY_E, new_params))
+    expect(ws, probs_now(ch, ws.inputs["ids"], new_params))
 
 
 @pytest.mark.step("6.9")
@@ -114,7 +99,7 @@ def test_one_step_lowers_the_loss(ch, ws):
     ids, target, lr = ws.inputs["ids"], ws.inputs["target"], ws.inputs["lr"]
     new_params, loss_before = ch.train_output_step(ids, target, toy(), lr)
     _, loss_after = ch.train_output_step(ids, target, new_params, lr)  # the loss of the updated model
-    p_after = probs_oracle(ids, TOY_E, new_params)[target]
+    p_after = np.exp(-loss_after)  # P(C) = exp(−loss)
     expect(ws, [loss_before, p_after, loss_after])
 
 
@@ -122,8 +107,8 @@ def test_one_step_lowers_the_loss(ch, ws):
 def test_one_step_raises_p_c_a_little(ch, ws):
     ids, target, lr = ws.inputs["ids"], ws.inputs["target"], ws.inputs["lr"]
     new_params, _ = ch.train_output_step(ids, target, toy(), lr)
-    before = probs_oracle(ids, TOY_E, TOY)[target]
-    after = probs_oracle(ids, TOY_E, new_params)[target]
+    before = np.exp(-loss_now(ch, ids, target, toy()))
+    after = np.exp(-loss_now(ch, ids, target, new_params))
     expect(ws, [before, after, after - before])
 
 
@@ -131,7 +116,7 @@ def test_one_step_raises_p_c_a_little(ch, ws):
 @pytest.mark.parametrize("vocab", [5, 8, 13])
 def test_cross_entropy_is_minus_log_of_the_target_probability(ch, vocab):
     """cross_entropy(p, t) = −ln p_t on larger vocabularies"""
-    p = softmax_oracle(RNG.normal(size=vocab) * 2)
+    p = RNG.dirichlet(np.full(vocab, 0.7))  # a random distribution over the vocabulary
     t = int(RNG.integers(0, vocab))
     got = ch.cross_entropy(p, t)
     close(got, -np.log(p[t]), f"cross_entropy over {vocab} tokens, target {t}",
@@ -146,25 +131,24 @@ def test_a_certain_right_answer_costs_nothing(ch):
     close(losses, [-np.log(0.9), -np.log(0.5), -np.log(0.1)], "cross_entropy at P(target) = 0.9, 0.5, 0.1")
 
 
-@pytest.mark.parametrize("vocab", [5, 7, 9])
-def test_dlogits_matches_numerical_gradients_of_the_loss(ch, vocab):
-    """cross_entropy_grad(softmax(z), t) equals the central-difference gradient of −ln softmax(z)_t"""
-    z = RNG.normal(size=vocab)
-    t = int(RNG.integers(0, vocab))
-    p = softmax_oracle(z)
+@pytest.mark.parametrize("case", range(SNAP.count("dlogits")))
+def test_dlogits_matches_numerical_gradients_of_the_loss(ch, case):
+    """cross_entropy_grad(softmax(z), t) equals the central-difference gradient of −ln softmax(z)_t (vocab 5, 7, 9)"""
+    k = f"dlogits/{case}"
+    p, t = SNAP[f"{k}/probs"], SNAP.number(f"{k}/target")
     got = ch.cross_entropy_grad(p, t)
-    numeric = numerical_gradient(lambda v: float(-np.log(softmax_oracle(v)[t])), z)
-    close(got, numeric, f"dL/dlogits over {vocab} tokens, target {t}", rtol=1e-5, atol=1e-8,
-          mistakes=[("dL/dlogits without the −1 at the target", p), ("the sign flipped", -(p - one_hot(t, vocab)))])
+    close(got, SNAP[f"{k}/numerical"], f"dL/dlogits over {len(p)} tokens, target {t}", rtol=1e-5, atol=1e-8,
+          kind="array", mistakes=[("dL/dlogits without the −1 at the target", SNAP[f"{k}/without_minus_one"]),
+                                  ("the sign flipped", SNAP[f"{k}/sign_flipped"])])
 
 
 @pytest.mark.parametrize("vocab", [4, 6, 11])
 def test_dlogits_is_negative_only_at_the_target_and_sums_to_zero(ch, vocab):
     """the gradient pushes the target's logit up and every other logit down"""
-    p = softmax_oracle(RNG.normal(size=vocab))
+    p = RNG.dirichlet(np.ones(vocab))  # a random distribution over the vocabulary
     t = int(RNG.integers(0, vocab))
     g = np.asarray(ch.cross_entropy_grad(p, t))
-    close(g < 0, one_hot(t, vocab).astype(bool), f"which entries of dL/dlogits are negative (target {t})")
+    close(g < 0, np.arange(vocab) == t, f"which entries of dL/dlogits are negative (target {t})")
     close(g.sum(), 0.0, "the sum of dL/dlogits", atol=1e-12,
           mistakes=[("dL/dlogits without the −1 at the target", 1.0)])
 
@@ -201,28 +185,27 @@ def test_sgd_step_moves_against_the_gradient(ch, shape, lr):
     close(W, before, "the parameter passed to sgd_step (it must not be changed in place)")
 
 
-@pytest.mark.parametrize(("seq", "d_model", "d_k", "d_v", "vocab"),
-                         [(3, 3, 3, 3, 5), (4, 5, 2, 3, 7), (6, 4, 3, 2, 9)])
-def test_train_output_step_matches_the_formula_on_random_models(ch, seq, d_model, d_k, d_v, vocab):
+@pytest.mark.parametrize("case", range(SNAP.count("train")))
+def test_train_output_step_matches_the_formula_on_random_models(ch, case):
     """new W_O = W_O − η·outer(c, p − onehot): seq 3–6, widths ≠ 2, vocab > 4; the loss is the one before"""
-    ids, target, E, params = random_model(seq, d_model, d_k, d_v, vocab)
-    copies = {k: v.copy() for k, v in params.items()}
-    lr = 0.3
+    k = f"train/{case}"
+    ids, target, E = SNAP[f"{k}/ids"].tolist(), SNAP.number(f"{k}/target"), SNAP[f"{k}/E"]
+    params, lr = SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/lr")
+    copies = {name: v.copy() for name, v in params.items()}
     new_params, loss = ch.train_output_step(ids, target, params, lr, embeddings=E)
-    c = context_oracle(ids, E, **params)
-    p = softmax_oracle(c @ params["WO"])
-    dWO = np.outer(c, p - one_hot(target, vocab))
-    shapes = f"seq {seq}, d_model {d_model}, d_k {d_k}, d_v {d_v}, vocab {vocab}"
-    close(new_params["WO"], params["WO"] - lr * dWO, f"new W_O, {shapes}",
-          mistakes=[("update adds the gradient instead of subtracting it", params["WO"] + lr * dWO),
-                    ("dL/dlogits without the −1 at the target", params["WO"] - lr * np.outer(c, p)),
+    shapes = (f"seq {len(ids)}, d_model {E.shape[1]}, d_k {params['WK'].shape[1]}, d_v {params['WV'].shape[1]}, "
+              f"vocab {E.shape[0]}")
+    close(new_params["WO"], SNAP[f"{k}/WO"], f"new W_O, {shapes}", kind="array",
+          mistakes=[("update adds the gradient instead of subtracting it", SNAP[f"{k}/mistakes/adds"]),
+                    ("dL/dlogits without the −1 at the target", SNAP[f"{k}/mistakes/without_minus_one"]),
                     ("the context taken from the first position instead of the last",
-                     params["WO"] - lr * np.outer(context_oracle(ids[:1], E, **params), p - one_hot(target, vocab)))])
-    close(loss, -np.log(p[target]), f"the loss train_output_step returns (before the update), {shapes}")
-    for k in ("WQ", "WK", "WV"):
-        close(new_params[k], params[k], f"new_params[{k!r}]: only W_O learns")
-    for k in params:
-        close(params[k], copies[k], f"params[{k!r}] after train_output_step (it must not be changed in place)")
+                     SNAP[f"{k}/mistakes/first_position"])])
+    close(loss, SNAP.number(f"{k}/loss"), f"the loss train_output_step returns (before the update), {shapes}",
+          kind="float")
+    for name in ("WQ", "WK", "WV"):
+        close(new_params[name], params[name], f"new_params[{name!r}]: only W_O learns")
+    for name in params:
+        close(params[name], copies[name], f"params[{name!r}] after train_output_step (it must not be changed in place)")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -230,8 +213,7 @@ def test_a_step_lowers_the_loss_on_random_models(ch, seed):
     """one step with a modest learning rate lowers the loss of its own example"""
     ids, target, E, params = random_model(4, 3, 2, 3, 6, rng=np.random.default_rng(seed))
     new_params, _ = ch.train_output_step(ids, target, params, 0.1, embeddings=E)
-    before = -np.log(probs_oracle(ids, E, params)[target])
-    after = -np.log(probs_oracle(ids, E, new_params)[target])
+    before, after = loss_now(ch, ids, target, params, E), loss_now(ch, ids, target, new_params, E)
     went_up = [("the loss went up: an update that adds the gradient instead of subtracting it?", 0.0)]
     close(float(after < before), 1.0, f"the loss fell ({before:.6f} → {after:.6f})", mistakes=went_up)
 
@@ -242,7 +224,7 @@ def test_repeated_steps_drive_p_c_up_every_time(ch):
     for _ in range(30):
         params, loss = ch.train_output_step([0, 1], 2, params, 0.1)
         losses.append(loss)
-        probs.append(probs_oracle([0, 1], TOY_E, params)[2])
+        probs.append(np.exp(-loss_now(ch, [0, 1], 2, params)))  # P(C) = exp(−loss)
     close(np.all(np.diff(probs) > 0), True, "P(C) rose at every one of 30 steps",
           mistakes=[("update adds the gradient instead of subtracting it: P(C) falls", False)])
     close(np.all(np.diff(losses) < 0), True, "the loss fell at every one of 30 steps")
@@ -253,17 +235,17 @@ def test_many_large_steps_drive_p_c_towards_one(ch):
     params = toy()
     for _ in range(200):
         params, _ = ch.train_output_step([0, 1], 2, params, 100.0)
-    p = probs_oracle([0, 1], TOY_E, params)[2]
+    p = np.exp(-loss_now(ch, [0, 1], 2, params))  # P(C) = exp(−loss)
     close(float(p > 0.99), 1.0, f"P(C) after 200 steps at η = 100 is above 0.99 (got {p:.6f})")
 
 
 def test_repeated_steps_learn_a_random_example(ch):
     """on a random model with 7 tokens, 100 steps raise P(target) past one half"""
     ids, target, E, params = random_model(5, 4, 3, 3, 7, rng=np.random.default_rng(60))
-    start = probs_oracle(ids, E, params)[target]
+    start = np.exp(-loss_now(ch, ids, target, params, E))
     for _ in range(100):
         params, _ = ch.train_output_step(ids, target, params, 0.5, embeddings=E)
-    end = probs_oracle(ids, E, params)[target]
+    end = np.exp(-loss_now(ch, ids, target, params, E))
     close(float(end > max(0.5, start)), 1.0, f"P(target) after 100 steps (from {start:.4f} to {end:.4f})")
 
 
