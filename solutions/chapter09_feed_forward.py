@@ -61,7 +61,8 @@ def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray
 
     Raises:
         ValueError: if X is not 2-D or a projection does not have one row per column of X (the message
-            names both shapes).
+            names both shapes), or a projection is not 2-D (the message names it, ``X``, ``WQ``, ``WK`` or
+            ``WV``, and its shape).
 
     See docs: chapter 9, step 9.1.
     """
@@ -90,7 +91,8 @@ def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndar
 
     Raises:
         ValueError: if x or W is not 2-D, W does not have one row per column of x, or b is not (d_out,)
-            (the message names the shapes).
+            (the message names the shapes, the array that does not fit, ``x``, ``W`` or ``b``, and for ``b``
+            the shape it should have).
 
     See docs: chapter 9, step 9.2.
     """
@@ -171,7 +173,7 @@ def feed_forward(
 
     Raises:
         ValueError: if a shape does not fit (the message names the shapes involved; for a bias, also
-            which one, ``b1`` or ``b2``).
+            which one, ``b1`` or ``b2``; for a matrix that is not 2-D, which one, ``W1`` or ``W2``).
 
     See docs: chapter 9, step 9.4.
     """
@@ -213,7 +215,8 @@ def feed_forward_backward(
         they are the gradients a zero bias would receive.
 
     Raises:
-        ValueError: if a shape does not fit, d_out included (the message names the shapes involved).
+        ValueError: if a shape does not fit, d_out included, biases too, though b2 does not enter any gradient
+            (the message names the shapes involved, as ``feed_forward``).
 
     See docs: chapter 9, steps 9.8 and 9.9.
     """

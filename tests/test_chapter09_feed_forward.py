@@ -286,6 +286,43 @@ def test_a_single_row_must_be_made_2d(ch):
     raises_clearly(lambda: ch.feed_forward(np.ones(3), np.ones((3, 4)), np.ones((4, 3))), ValueError, "(3,)")
 
 
+@pytest.mark.parametrize("which", ["W1", "W2"])
+def test_a_weight_matrix_that_is_not_2d_is_named(ch, which):
+    """a 1-D W1 or W2 raises ValueError naming it (W1, W2, exactly) and its shape, forward and backward"""
+    x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3))
+    W1, W2 = (np.ones(4), W2) if which == "W1" else (W1, np.ones(4))
+    raises_clearly(lambda: ch.feed_forward(x, W1, W2), ValueError, "(4,)", names=(which,))
+    raises_clearly(lambda: ch.feed_forward_backward(x, W1, W2, None, None, np.ones((2, 3))), ValueError, "(4,)",
+                   names=(which,))
+
+
+def test_backward_passes_refuse_a_bias_of_the_wrong_length(ch):
+    """feed_forward_backward and residual_feed_forward_backward refuse a wrong b1 or b2 too, naming it"""
+    x, W1, W2, d = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3)), np.ones((2, 3))
+    for f in (ch.feed_forward_backward, ch.residual_feed_forward_backward):
+        raises_clearly(lambda f=f: f(x, W1, W2, None, np.ones(4), d), ValueError, "(4,)", names=("b2",),
+                       hint="check b2 even in the backward pass: it does not enter a gradient, but a wrong one is "
+                       "still a wrong layer")
+        raises_clearly(lambda f=f: f(x, W1, W2, np.ones(3), None, d), ValueError, "(3,)", names=("b1",))
+
+
+def test_linear_names_what_does_not_fit(ch):
+    """linear names a 1-D x or W, and a bias of the wrong length with the shape it should have"""
+    raises_clearly(lambda: ch.linear(np.ones(3), np.ones((3, 2))), ValueError, "(3,)", names=("x",))
+    raises_clearly(lambda: ch.linear(np.ones((2, 3)), np.ones(3)), ValueError, "(3,)", names=("W",))
+    raises_clearly(lambda: ch.linear(np.ones((2, 3)), np.ones((3, 2)), np.ones(3)), ValueError, "(3,)", "(2,)",
+                   names=("b",), hint="b needs one entry per column of W: shape (W.shape[1],)")
+
+
+def test_self_attention_names_a_matrix_that_is_not_2d(ch):
+    """self_attention with a 1-D X, W_Q, W_K or W_V raises ValueError naming it (X, WQ, WK, WV) and its shape"""
+    X, W = np.ones((2, 3)), np.ones((3, 2))
+    raises_clearly(lambda: ch.self_attention(np.ones(3), W, W, W), ValueError, "(3,)", names=("X",))
+    raises_clearly(lambda: ch.self_attention(X, np.ones(3), W, W), ValueError, "(3,)", names=("WQ",))
+    raises_clearly(lambda: ch.self_attention(X, W, np.ones(3), W), ValueError, "(3,)", names=("WK",))
+    raises_clearly(lambda: ch.self_attention(X, W, W, np.ones(3)), ValueError, "(3,)", names=("WV",))
+
+
 def test_projections_that_do_not_fit_x_name_both_shapes(ch):
     """self_attention with X (2, 3) and WQ (2, 2) raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.self_attention(np.ones((2, 3)), np.ones((2, 2)), np.ones((3, 2)), np.ones((3, 2))),
