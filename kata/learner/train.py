@@ -112,7 +112,7 @@ def load_corpus(which: str, context: int = 32) -> Corpus:
             more than ``MAX_VOCAB`` distinct characters.
     """
     if which == "zen":
-        corpus = Corpus("zen", zen(), "the Zen of Python (PEP 20), from the standard library's `this` module")
+        corpus = Corpus("zen", zen(), "the Zen of Python (PEP 20, from the standard library)")
     else:
         path = BOOK if which == "book" else Path(which).expanduser()
         shown = "--corpus book" if which == "book" else f"--corpus {which}"
@@ -1060,9 +1060,9 @@ def _follow(child: Child, s: Settings, corpus: Corpus) -> dict:
                 started = True
                 print(f"  {event['what']} …", flush=True)
             elif kind == "checked":
-                print(f"  ✓ every gradient of a tiny model ({event['parameters']} numbers) matches central "
-                      f"differences (largest difference {event['largest_difference']:.1e}) and no position sees a "
-                      f"later one", flush=True)
+                print(f"  ✓ all {event['parameters']} gradient numbers of a tiny model match central differences "
+                      f"(largest difference {event['largest_difference']:.0e}); no position sees a later one",
+                      flush=True)
                 bar = _progress(s.steps)
             elif kind == "step":
                 losses.append(event["loss"])
