@@ -58,8 +58,10 @@ def per_example(examples: list[tuple[list[int], int]], params: dict[str, np.ndar
 
     Raises:
         ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
-        IndexError: if a token id or a target is outside the vocabulary (the message names the example).
-        TypeError: if examples is not a list of (ids, target) pairs with whole-number targets.
+        IndexError: if a token id or a target is outside the vocabulary (the message names the example, e.g.
+            "example 1", the target and the range, e.g. 0..3).
+        TypeError: if examples is not a list of (ids, target) pairs with whole-number targets, a bool
+            included (the message names what came instead: a dict, a str, True).
 
     See docs: chapter 8, steps 8.1–8.4, 8.6 and 8.7.
     """
@@ -121,7 +123,8 @@ def batch_gradients(examples: list[tuple[list[int], int]], params: dict[str, np.
 
     Raises:
         ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
-        IndexError: if a token id or a target is outside the vocabulary (the message names the example).
+        IndexError: if a token id or a target is outside the vocabulary (the message names the example, e.g.
+            "example 1", the target and the range, e.g. 0..3).
         TypeError: if examples is not a list of (ids, target) pairs.
 
     See docs: chapter 8, steps 8.8 and 8.9.
@@ -154,7 +157,8 @@ def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray],
         A new dict with the same keys as ``params``; ``params`` is not changed.
 
     Raises:
-        KeyError: if grads names a matrix that params does not have.
+        KeyError: if grads names a matrix that params does not have (the message names it and the matrices
+            params has).
         ValueError: if a gradient's shape differs from its matrix's, or lr is negative.
         TypeError: if lr is not a number.
 
@@ -188,7 +192,8 @@ def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], 
         ValueError: if the batch is empty, epochs is negative, lr is negative, or a shape does not fit (the
             message names the bad value).
         IndexError: if a token id or a target is outside the vocabulary.
-        TypeError: if epochs is not a whole number, or examples is not a list of (ids, target) pairs.
+        TypeError: if epochs is not a whole number (2.0 and True are refused; the message names it), or
+            examples is not a list of (ids, target) pairs.
 
     See docs: chapter 8, steps 8.14 and 8.16.
     """

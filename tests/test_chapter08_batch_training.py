@@ -319,10 +319,11 @@ def test_an_empty_batch_is_refused(ch):
 
 
 def test_a_target_outside_the_vocabulary_is_refused(ch):
-    """target 4 (or −1) of a 4-token vocabulary raises IndexError naming the target"""
+    """target 4 (or −1) of a 4-token vocabulary raises IndexError naming the example, the target and the range 0..3"""
     bad = [([0, 1], 2), ([0, 0], 4)]
-    raises_clearly(lambda: ch.batch_loss(bad, toy()), IndexError, "4")
-    raises_clearly(lambda: ch.batch_gradients(bad, toy()), IndexError, "4")
+    why = "check 0 <= target < vocab for each example yourself, before the forward pass, and say which example"
+    raises_clearly(lambda: ch.batch_loss(bad, toy()), IndexError, "4", "example 1", "0..3", hint=why)
+    raises_clearly(lambda: ch.batch_gradients(bad, toy()), IndexError, "4", "example 1", "0..3", hint=why)
     raises_clearly(lambda: ch.batch_gradients([([0, 1], -1)], toy()), IndexError, "-1")
 
 
@@ -338,6 +339,33 @@ def test_an_example_that_is_not_a_pair_is_refused(ch):
     """an example without a target, or with a fractional target, raises TypeError"""
     raises_clearly(lambda: ch.batch_loss([([0, 1],)], toy()), TypeError, "pair")
     raises_clearly(lambda: ch.batch_loss([([0, 1], 2.5)], toy()), TypeError, "2.5")
+    raises_clearly(lambda: ch.batch_loss([([0, 1], True)], toy()), TypeError, "True",
+                   hint="a bool is not a token id: check isinstance(target, bool) or not isinstance(target, int)")
+
+
+@pytest.mark.parametrize("examples", [{"ids": [0, 1], "target": 2}, "A B C"])
+def test_examples_that_are_not_a_list_are_refused(ch, examples):
+    """a dict or a string in place of the list of examples raises TypeError naming what came instead"""
+    raises_clearly(lambda: ch.batch_loss(examples, toy()), TypeError, type(examples).__name__)
+
+
+def test_a_gradient_for_a_matrix_params_does_not_have_is_refused(ch):
+    """apply_gradients with a gradient for 'WX' raises KeyError naming it and the matrices params has"""
+    raises_clearly(lambda: ch.apply_gradients(toy(), {"WX": np.ones((2, 2))}, 0.1), KeyError, "WX", "WQ")
+
+
+@pytest.mark.parametrize("epochs", [2.0, True])
+def test_a_number_of_epochs_that_is_not_a_whole_number_is_refused(ch, epochs):
+    """train with epochs = 2.0 or True raises TypeError naming it"""
+    raises_clearly(lambda: ch.train([([0, 1], 2)], toy(), 0.1, epochs), TypeError, str(epochs))
+
+
+def test_zero_epochs_train_nothing(ch):
+    """train with epochs = 0 returns the parameters unchanged and no losses (shape (0,))"""
+    trained_params, losses = ch.train([([0, 1], 2)], toy(), 0.1, 0)
+    close(np.shape(losses), (0,), "the losses of 0 epochs")
+    for name, W in toy().items():
+        close(trained_params[name], W, f"{name} after 0 epochs")
 
 
 def test_a_negative_number_of_epochs_is_refused(ch):
