@@ -90,7 +90,8 @@ def best_time(fn, number: int, repeats: int) -> float:
 def main() -> None:
     """Time a training step and its matmul floor; print both and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default="solutions", help="whose chapter 10 to time (default: solutions)")
+    parser.add_argument("--impl", default="solutions" if (ROOT / "solutions").is_dir() else "exercises",
+                        help="whose chapter 10 to time (default: solutions/ where it exists, else your exercises/)")
     parser.add_argument("--repeats", type=int, default=7, help="timing repeats; the best one counts")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))

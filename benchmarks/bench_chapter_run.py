@@ -45,7 +45,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--chapter", type=int, default=4)
-    parser.add_argument("--impl", default="solutions", help="whose code the chapter run checks (default: solutions)")
+    parser.add_argument("--impl", default="solutions" if (ROOT / "solutions").is_dir() else "exercises",
+                        help="whose code is measured (default: solutions/ where it exists, else your exercises/)")
     parser.add_argument("--grade-repeat", type=int, default=3, help="runs of the full grade (default 3)")
     args = parser.parse_args()
     test_file = next((ROOT / "tests").glob(f"test_chapter{args.chapter:02d}_*.py"))
@@ -63,14 +64,15 @@ def main() -> None:
         rows.append((f"nox -s chapter{args.chapter} -- --impl {args.impl} (warm)",
                      timed([nox, "-s", f"chapter{args.chapter}", "--", "--impl", args.impl], ROOT, args.repeat)))
     with tempfile.TemporaryDirectory() as out:
-        grade = timed([sys.executable, "-m", "kata", "grade", "--impl", "solutions", "--out", out], ROOT,
+        grade = timed([sys.executable, "-m", "kata", "grade", "--impl", args.impl, "--out", out], ROOT,
                       args.grade_repeat)
-    rows.append(("full grade of solutions/, all chapters (sealed)", grade))
+    rows.append((f"full grade of {args.impl}/, all chapters (sealed)", grade))
     base = statistics.median(floor)
-    print(f"{'what':<42} {'median s':>9} {'min s':>7} {'× floor':>8}")
+    print(f"measuring {args.impl}/ (--impl to choose)")
+    print(f"{'what':<50} {'median s':>9} {'min s':>7} {'× floor':>8}")
     for name, times in rows:
         med = statistics.median(times)
-        print(f"{name:<42} {med:>9.3f} {min(times):>7.3f} {med / base:>8.2f}")
+        print(f"{name:<50} {med:>9.3f} {min(times):>7.3f} {med / base:>8.2f}")
     print("targets: warm nox chapter run ≤ 2.0× the floor; a full correct grade ≤ 8 s")
     if "PYTHONDONTWRITEBYTECODE" in os.environ:
         print("(measured with PYTHONDONTWRITEBYTECODE unset, as on a learner's machine; this environment sets it)")

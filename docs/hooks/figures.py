@@ -51,12 +51,21 @@ class Figure:
         return f"{FOLDER}/{self.name}.svg"
 
 
+def source() -> str:
+    """Whose code draws the figures: ``solutions`` where it is (the authors' edition), else ``exercises``.
+
+    In the student edition a figure shows the learner's own numbers once their chapter runs; until then
+    the page says so instead (``on_page_markdown``).
+    """
+    return "solutions" if (ROOT / "solutions").is_dir() else "exercises"
+
+
 def solution(chapter: int):
-    """Import ``solutions.chapterNN_<topic>`` for a chapter number, found by file name."""
-    found = sorted((ROOT / "solutions").glob(f"chapter{chapter:02d}_*.py"))
+    """Import ``<source>.chapterNN_<topic>`` for a chapter number, found by file name."""
+    found = sorted((ROOT / source()).glob(f"chapter{chapter:02d}_*.py"))
     if not found:
-        raise LookupError(f"no solutions/chapter{chapter:02d}_*.py")
-    return importlib.import_module(f"solutions.{found[0].stem}")
+        raise LookupError(f"no {source()}/chapter{chapter:02d}_*.py")
+    return importlib.import_module(f"{source()}.{found[0].stem}")
 
 
 def _labels(ids) -> list[str]:
@@ -234,8 +243,8 @@ FIGURES = {f.name: f for f in (
 
 
 def available() -> dict[str, Figure]:
-    """The figures whose chapter has a solution module."""
-    present = {int(p.name[7:9]) for p in (ROOT / "solutions").glob("chapter[0-9][0-9]_*.py")}
+    """The figures whose chapter has a module in ``source()``."""
+    present = {int(p.name[7:9]) for p in (ROOT / source()).glob("chapter[0-9][0-9]_*.py")}
     return {name: f for name, f in FIGURES.items() if f.chapter in present}
 
 
@@ -247,7 +256,13 @@ def on_files(files, config):  # noqa: D103 - MkDocs hook
 
     _drawn.clear()
     for name, figure in available().items():
-        svg = figure.draw()
+        if source() == "exercises":  # the learner's code: a chapter not finished yet draws nothing
+            try:
+                svg = figure.draw()
+            except Exception:  # noqa: BLE001 - not started, or wrong: the page says how to get the picture
+                continue
+        else:
+            svg = figure.draw()
         _drawn[name] = svg
         files.append(File.generated(config, figure.path, content=svg))
     return files
@@ -258,9 +273,10 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: D103 -
         name = m.group(1)
         if name not in FIGURES:
             raise ValueError(f"{page.file.src_uri}: unknown figure {name!r}; known: {sorted(FIGURES)}")
-        if name not in _drawn and not (ROOT / "solutions").is_dir():  # the student edition has no solutions/
-            return (f'!!! note "Figure: {FIGURES[name].alt}"\n    This picture is drawn from the reference '
-                    "solutions when the site is built; this copy of the course has none.\n")
+        if name not in _drawn and source() == "exercises":  # the student edition: drawn from the learner's code
+            chapter = FIGURES[name].chapter
+            return (f'!!! note "Figure: {FIGURES[name].alt}"\n    This picture is drawn from your own code when '
+                    f"the site is built, once chapter {chapter} runs: `nox -s chapter{chapter}`, then `nox -s docs`.\n")
         if name not in _drawn:
             raise ValueError(f"{page.file.src_uri}: figure {name!r} needs solutions/ for chapter "
                              f"{FIGURES[name].chapter}, which is not there")
