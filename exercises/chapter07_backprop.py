@@ -63,7 +63,8 @@ def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.nd
         (dX, dW) with shapes (n, d_in) and (d_in, d_out).
 
     Raises:
-        ValueError: if an array is not 2-D or the shapes do not fit Y = X W (the message names all three).
+        ValueError: if an array is not 2-D (the message names it, ``X``, ``W`` or ``dY``, and its shape) or
+            the shapes do not fit Y = X W (the message names all three).
 
     See docs: chapter 7, steps 7.2, 7.3 and 7.5.
     """
@@ -94,7 +95,8 @@ def attention_backward(
         (dQ, dK, dV) with shapes (seq, d_k), (seq, d_k) and (seq, d_v).
 
     Raises:
-        ValueError: if an array is not 2-D or the shapes do not fit (the message names them).
+        ValueError: if an array is not 2-D (the message names it, ``Q``, ``K``, ``V``, ``weights`` or
+            ``d_output``, and its shape) or the shapes do not fit, any one of them (the message names them all).
 
     See docs: chapter 7, steps 7.9, 7.10 and 7.11.
     """

@@ -405,3 +405,46 @@ def test_backward_functions_refuse_shapes_that_do_not_fit(ch):
                    "(3, 2)", "(3, 4)")
     raises_clearly(lambda: ch.attention_backward(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)),
                                                  np.ones((2, 2)) / 2, np.ones((3, 2))), ValueError, "(2, 2)")
+
+
+def test_an_array_that_is_not_2d_is_named(ch):
+    """a 1-D X, W or dY (linear_backward), or Q, K, V, weights or d_output (attention_backward), is named exactly"""
+    m = np.ones((3, 2))
+    raises_clearly(lambda: ch.linear_backward(np.ones(2), np.ones((2, 4)), np.ones((1, 4))), ValueError, "(2,)",
+                   names=("X",))
+    raises_clearly(lambda: ch.linear_backward(np.ones((3, 2)), np.ones(2), np.ones((3, 1))), ValueError, "(2,)",
+                   names=("W",))
+    raises_clearly(lambda: ch.linear_backward(np.ones((3, 2)), np.ones((2, 4)), np.ones(4)), ValueError, "(4,)",
+                   names=("dY",))
+    args = {"Q": m, "K": m, "V": m, "weights": np.ones((3, 3)) / 3, "d_output": m}
+    for name in args:
+        bad = dict(args, **{name: np.ones(2)})
+        raises_clearly(lambda bad=bad: ch.attention_backward(*bad.values()), ValueError, "(2,)", names=(name,))
+
+
+@pytest.mark.parametrize("wrong", ["K", "V", "weights", "d_output"])
+def test_attention_backward_refuses_any_one_shape_that_does_not_fit(ch, wrong):
+    """one wrong shape among K, V, weights and d_output (the others right) raises ValueError naming the shapes"""
+    shapes = {"Q": (3, 2), "K": (3, 2), "V": (3, 4), "weights": (3, 3), "d_output": (3, 4)}
+    shapes[wrong] = {"K": (3, 5), "V": (2, 4), "weights": (3, 2), "d_output": (3, 1)}[wrong]
+    args = [np.ones(shapes[k]) for k in ("Q", "K", "V", "weights", "d_output")]
+    raises_clearly(lambda: ch.attention_backward(*args), ValueError, str(shapes[wrong]),
+                   hint="every one of the shape conditions must refuse on its own: join them with or")
+
+
+def test_backward_trace_keeps_the_forward_pass(ch):
+    """backward_trace holds chapter 5's forward dict too: X, Q, K, V, weights, context, probs, beside the loss"""
+    ids, target = [0, 1], 2
+    t = ch.backward_trace(ids, target, _toy())
+    missing = [k for k in ("X", "Q", "K", "V", "weights", "context", "probs", "loss", "dlogits") if k not in t]
+    assert not missing, f"backward_trace lacks {missing}: it must return the forward dict plus the loss and gradients"
+    close(t["X"], TOY_E[ids], "backward_trace(...)['X'] (the embedded tokens)")
+    close(np.asarray(t["probs"])[target], np.exp(-float(t["loss"])), "probs[target] = exp(−loss)")
+
+
+def test_train_step_copies_entries_it_does_not_train(ch):
+    """train_step returns every entry of params; one it does not train (here 'note') comes back unchanged"""
+    params = dict(_toy(), note=np.arange(3.0))
+    new_params, _ = ch.train_step([0, 1], 2, params, 0.1)
+    assert "note" in new_params, "train_step must copy the entries of params it does not train"
+    close(new_params["note"], np.arange(3.0), "new_params['note'], copied unchanged")
