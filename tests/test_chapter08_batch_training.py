@@ -10,7 +10,7 @@ pattern is right: 200 epochs at η = 0.1 (the last pattern flips after 158 updat
 import numpy as np
 import pytest
 
-from kata import close, expect, load, numerical_gradient, raises_clearly
+from kata import close, expect, load, raises_clearly, snapshot
 
 CHAPTER = 8
 RNG = np.random.default_rng(8)
@@ -40,48 +40,24 @@ def trained(ch, ws):
     return _trained[key]
 
 
-# -- oracles written here, never the learner's ------------------------------------------------------
-def oracle_forward(ids, p, table):
-    """The chapter 5 model written out: embed, project, causal attention, last row; (context, logits, probs)."""
-    X = table[ids]
-    Q, K, V = X @ p["WQ"], X @ p["WK"], X @ p["WV"]
-    n = len(ids)
-    S = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / np.sqrt(K.shape[1]), -np.inf)
-    w = np.exp(S - S.max(axis=1, keepdims=True))
-    w /= w.sum(axis=1, keepdims=True)
-    context = (w @ V)[-1]
-    z = context @ p["WO"]
-    e = np.exp(z - z.max())
-    return context, z, e / e.sum()
+# -- stored cases (tests/snapshots/chapter08.npz, written from solutions/) ----------------------------------
+SNAP = snapshot(CHAPTER)
 
 
-def oracle_losses(examples, p, table):
-    """Cross-entropy of each example under the model written out above."""
-    out = []
-    for ids, t in examples:
-        _, z, _ = oracle_forward(ids, p, table)
-        out.append(np.log(np.sum(np.exp(z - z.max()))) + z.max() - z[t])  # −log softmax(z)[t]
-    return np.array(out)
+def stored(k):
+    """The examples (plain ints), parameters and embedding table of the stored case ``k``."""
+    examples = [(e["ids"].tolist(), int(e["target"])) for e in SNAP.tree(f"{k}/examples")]
+    return examples, SNAP.tree(f"{k}/params"), SNAP[f"{k}/table"]
 
 
-def oracle_gradients(examples, p, table):
-    """Central differences of the MEAN loss for each of the four matrices."""
-    grads = {}
-    for name in NAMES:
-        def loss(W, name=name):
-            return float(np.mean(oracle_losses(examples, {**p, name: W}, table)))
-        grads[name] = numerical_gradient(loss, p[name])
-    return grads
-
-
-def random_problem(n_examples, vocab, d_model, d_k, seed):
+def random_problem(n, vocab, d_model, d_k, seed):
     """A random batch (sequences of length 1–5), table and parameters of other shapes."""
     rng = np.random.default_rng(seed)
     table = rng.normal(size=(vocab, d_model))
     p = {"WQ": rng.normal(size=(d_model, d_k)), "WK": rng.normal(size=(d_model, d_k)),
          "WV": rng.normal(size=(d_model, d_k)), "WO": rng.normal(size=(d_k, vocab))}
     examples = [([int(i) for i in rng.integers(0, vocab, size=rng.integers(1, 6))], int(rng.integers(0, vocab)))
-                for _ in range(n_examples)]
+                for _ in range(n)]
     return examples, p, table
 
 
@@ -184,67 +160,62 @@ def test_one_averaged_update_of_w_o_lowers_the_worksheets_mean_loss(ch):
     examples, p = batch(ws), params(ws)
     loss, grads = ch.batch_gradients(examples, p)
     new = ch.apply_gradients(p, {"WO": grads["WO"]}, 0.1)
-    before, after = oracle_losses(examples, p, TOY_TABLE).mean(), oracle_losses(examples, new, TOY_TABLE).mean()
-    close(loss, before, "batch_gradients' mean loss on the worksheet's batch")
+    before = float(ws.exact)  # step 8.5: the worksheet's mean loss before the update
+    after = float(ch.batch_loss(examples, new))  # the learner's own mean loss after it
+    close(loss, before, "batch_gradients' mean loss on the worksheet's batch (step 8.5's)")
     close(new["WQ"], p["WQ"], "W_Q after an update that has no gradient for it (unchanged)")
     assert after < before, f"the mean loss rose from {before:.9f} to {after:.9f} after one averaged step on W_O"
 
 
-@pytest.mark.parametrize(("n", "vocab", "d_model", "d_k"), [(4, 6, 3, 2), (5, 5, 2, 4), (3, 7, 4, 3)])
-def test_batch_loss_and_per_example_match_the_model_on_other_shapes(ch, n, vocab, d_model, d_k):
-    """per-example losses and the mean loss match the model written in the test (vocab > 4, seq 1–5)"""
-    examples, p, table = random_problem(n, vocab, d_model, d_k, seed=n * 100 + vocab)
-    want = oracle_losses(examples, p, table)
+@pytest.mark.parametrize("case", range(SNAP.count("per_example")))
+def test_batch_loss_and_per_example_match_the_model_on_other_shapes(ch, case):
+    """per-example results and the mean loss match the stored model's (vocab 5–7, seq 1–5, d_k 2–4)"""
+    k = f"per_example/{case}"
+    examples, p, table = stored(k)
+    want = SNAP.tree(f"{k}/want")
+    n, vocab, d_k = len(examples), table.shape[0], p["WK"].shape[1]
     got = ch.per_example(examples, p, embeddings=table)
     mean = ch.batch_loss(examples, p, embeddings=table)
-    rows = [oracle_forward(ids, p, table) for ids, _ in examples]
-    contexts, logits, probs = (np.array([r[k] for r in rows]) for k in range(3))
-    onehot = np.eye(vocab)[[t for _, t in examples]]
-    close(got["context"], contexts, f"per_example contexts, {n} examples, d_k {d_k}",
-          mistakes=[("the context taken from the first position instead of the last",
-                     np.array([table[ids[0]] @ p["WV"] for ids, _ in examples]))])
-    close(got["logits"], logits, f"per_example logits, {n} examples, vocab {vocab}")
-    close(got["probs"], probs, f"per_example probabilities, {n} examples, vocab {vocab}")
-    close(got["dlogits"], probs - onehot, f"per_example dL/dlogits, {n} examples, vocab {vocab}",
-          mistakes=[("dL/dlogits without the −1 at the target", probs)])
-    close(got["dcontext"], (probs - onehot) @ p["WO"].T, f"per_example dL/dcontext, {n} examples, d_k {d_k}",
-          mistakes=[("W_O not transposed on the way back", probs - onehot)])
-    close(got["loss"], want, f"per_example losses, {n} examples, vocab {vocab}",
-          mistakes=[("log base 10 instead of the natural log", want / np.log(10))])
-    close(mean, want.mean(), f"batch_loss, {n} examples, vocab {vocab}",
-          mistakes=[("summed instead of averaged: the total, not the mean", want.sum())])
+    close(got["context"], want["context"], f"per_example contexts, {n} examples, d_k {d_k}", kind="array",
+          mistakes=[("the context taken from the first position instead of the last", SNAP[f"{k}/context_first"])])
+    close(got["logits"], want["logits"], f"per_example logits, {n} examples, vocab {vocab}", kind="array")
+    close(got["probs"], want["probs"], f"per_example probabilities, {n} examples, vocab {vocab}", kind="array")
+    close(got["dlogits"], want["dlogits"], f"per_example dL/dlogits, {n} examples, vocab {vocab}", kind="array",
+          mistakes=[("dL/dlogits without the −1 at the target", want["probs"])])
+    close(got["dcontext"], want["dcontext"], f"per_example dL/dcontext, {n} examples, d_k {d_k}", kind="array",
+          mistakes=[("W_O not transposed on the way back", want["dlogits"])])
+    close(got["loss"], want["loss"], f"per_example losses, {n} examples, vocab {vocab}", kind="array",
+          mistakes=[("log base 10 instead of the natural log", want["loss"] / np.log(10))])
+    close(mean, SNAP.number(f"{k}/mean"), f"batch_loss, {n} examples, vocab {vocab}", kind="float",
+          mistakes=[("summed instead of averaged: the total, not the mean", want["loss"].sum())])
 
 
-@pytest.mark.parametrize(("n", "vocab", "d_model", "d_k"), [(4, 6, 3, 2), (5, 5, 2, 4), (3, 7, 4, 3)])
-def test_batch_gradients_match_numerical_gradients_of_the_mean_loss(ch, n, vocab, d_model, d_k):
+@pytest.mark.parametrize("case", range(SNAP.count("gradients")))
+def test_batch_gradients_match_numerical_gradients_of_the_mean_loss(ch, case):
     """every mean gradient agrees with central differences of the mean loss, on other shapes"""
-    examples, p, table = random_problem(n, vocab, d_model, d_k, seed=n * 10 + vocab)
+    k = f"gradients/{case}"
+    examples, p, table = stored(k)
+    n = len(examples)
     loss, grads = ch.batch_gradients(examples, p, embeddings=table)
-    want = oracle_gradients(examples, p, table)
-    close(loss, oracle_losses(examples, p, table).mean(), "batch_gradients' mean loss")
+    close(loss, SNAP.number(f"{k}/loss"), "batch_gradients' mean loss", kind="float")
     for name in NAMES:
-        close(grads[name], want[name], f"batch_gradients' {name}, {n} examples (d_model {d_model}, d_k {d_k})",
-              rtol=1e-5, atol=1e-8,
-              mistakes=[("summed instead of averaged gradients", n * want[name]),
-                        ("divided by N − 1 instead of N", n / (n - 1) * want[name])])
+        want = SNAP[f"{k}/grads/{name}"]
+        close(grads[name], want, f"batch_gradients' {name}, {n} examples (d_model {table.shape[1]}, d_k "
+              f"{p['WK'].shape[1]})", rtol=1e-5, atol=1e-8, kind="array",
+              mistakes=[("summed instead of averaged gradients", n * want),
+                        ("divided by N − 1 instead of N", n / (n - 1) * want)])
 
 
 def test_train_matches_gradient_descent_written_in_the_test(ch):
     """three epochs of train() on a random batch follow gradient descent on the mean loss"""
-    examples, p, table = random_problem(4, 5, 3, 2, seed=88)
-    lr = 0.3
-    want_losses, q = [], dict(p)
-    for _ in range(3):
-        want_losses.append(oracle_losses(examples, q, table).mean())
-        g = oracle_gradients(examples, q, table)
-        q = {name: q[name] - lr * g[name] for name in NAMES}
+    examples, p, table = stored("train")
+    lr = SNAP.number("train/lr")
     got_params, got_losses = ch.train(examples, p, lr, 3, embeddings=table)
-    close(got_losses, want_losses, "train's losses (each before its update), 3 epochs, lr 0.3", rtol=1e-6,
-          atol=1e-8,
-          mistakes=[("the loss recorded after each update instead of before it",
-                     want_losses[1:] + [oracle_losses(examples, q, table).mean()])])
+    close(got_losses, SNAP["train/losses"], "train's losses (each before its update), 3 epochs, lr 0.3", rtol=1e-6,
+          atol=1e-8, kind="array",
+          mistakes=[("the loss recorded after each update instead of before it", SNAP["train/recorded_after"])])
     for name in NAMES:
-        close(got_params[name], q[name], f"train's {name} after 3 epochs", rtol=1e-5, atol=1e-8)
+        close(got_params[name], SNAP[f"train/final/{name}"], f"train's {name} after 3 epochs", rtol=1e-5, atol=1e-8)
 
 
 @pytest.mark.parametrize("shapes", [{"WO": (3, 5), "WV": (4, 3)}, {"WQ": (2, 6)}])
@@ -271,22 +242,12 @@ def test_the_loss_falls_at_every_epoch_of_the_worksheets_training(ch):
 
 def test_accuracy_matches_argmax_on_other_shapes(ch):
     """accuracy is the fraction of examples whose most probable token is the target"""
-    examples, p, table = random_problem(6, 5, 3, 3, seed=808)
-    probs = []
-    for ids, _ in examples:  # the model written out in the test, probabilities this time
-        X = table[ids]
-        Q, K, V = X @ p["WQ"], X @ p["WK"], X @ p["WV"]
-        n = len(ids)
-        S = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / np.sqrt(3), -np.inf)
-        w = np.exp(S - S.max(axis=1, keepdims=True))
-        w /= w.sum(axis=1, keepdims=True)
-        z = (w @ V)[-1] @ p["WO"]
-        probs.append(np.exp(z - z.max()) / np.exp(z - z.max()).sum())
-    predicted = np.argmax(probs, axis=1)
+    examples, p, table = stored("accuracy")
+    predicted = SNAP["accuracy/predicted"]  # the stored model's most probable next token, per example
     examples = [(ids, int(predicted[k]) if k % 2 == 0 else int((predicted[k] + 1) % 5))
                 for k, (ids, _) in enumerate(examples)]  # right on even examples, wrong on odd ones
     got = ch.accuracy(examples, p, embeddings=table)
-    close(got, 0.5, "accuracy on 6 examples, 3 of them predicted right",
+    close(got, 0.5, "accuracy on 6 examples, 3 of them predicted right", kind="float",
           mistakes=[("the number right, not the fraction", 3.0)])
 
 
