@@ -72,7 +72,7 @@ def test_with_the_causal_mask_a_sees_only_itself(ch, ws):
     expect(ws, output, kind="array")
 
 
-# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+# -- beyond the worksheet: other shapes, other values, expected values from the stored snapshot ----------
 @pytest.mark.parametrize("case", range(SNAP.count("softmax")))
 def test_softmax_matches_the_formula_on_other_shapes(ch, case):
     """softmax matches exp / sum on shapes (3, 5), (6, 4) and (1, 7), row by row"""

@@ -84,7 +84,7 @@ def test_before_training_every_token_is_about_one_in_four(ch, ws):
     expect(ws, ch.next_token_probs(ws.inputs["ids"], ch.toy_params()))
 
 
-# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+# -- beyond the worksheet: other shapes, other values, expected values from the stored snapshot ----------
 def test_toy_params_are_fresh_on_every_call(ch):
     """toy_params() has exactly WQ, WK, WV, WO and returns new arrays each call"""
     first = ch.toy_params()

@@ -112,7 +112,7 @@ def test_one_step_raises_p_c_a_little(ch, ws):
     expect(ws, [before, after, after - before])
 
 
-# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+# -- beyond the worksheet: other shapes, other values, expected values from the stored snapshot ----------
 @pytest.mark.parametrize("vocab", [5, 8, 13])
 def test_cross_entropy_is_minus_log_of_the_target_probability(ch, vocab):
     """cross_entropy(p, t) = −ln p_t on larger vocabularies"""

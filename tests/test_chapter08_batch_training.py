@@ -153,7 +153,7 @@ def test_after_200_epochs_every_pattern_is_right(ch, ws):
     expect(ws, ch.accuracy(batch(ws), trained_params))
 
 
-# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+# -- beyond the worksheet: other shapes, other values, expected values from the stored snapshot ----------
 def test_one_averaged_update_of_w_o_lowers_the_worksheets_mean_loss(ch):
     """the chapter's claim, in exact arithmetic: one averaged W_O step lowers the mean loss of the three"""
     ws = load(CHAPTER).step("8.5")

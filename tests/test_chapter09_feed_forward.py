@@ -93,7 +93,7 @@ def test_the_residual_passes_the_whole_gradient_back_plus_the_ffns(ch, ws):
     expect(ws, dx)
 
 
-# -- beyond the worksheet: other shapes, other values, oracles written here --------------------------
+# -- beyond the worksheet: other shapes, other values, expected values from the stored snapshot ----------
 @pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 5)])
 def test_relu_matches_max_zero_on_any_shape(ch, shape):
     """relu is max(0, x) entry by entry, on any shape, negatives included"""
