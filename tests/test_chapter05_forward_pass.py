@@ -3,7 +3,7 @@
 Input "A B" through the toy model (W_Q = W_K = W_V = 0.1·I, the explicit 2×4 W_O, causal attention, the
 context at the last position). Each worksheet step is one test below, named as the claim it checks; the
 numbers come from reference/chapter05_forward_pass.toml. The checks beyond the worksheet run seeded random
-models of other sizes against a forward pass written out in this file.
+models of other sizes against the reference's results stored in tests/snapshots/chapter05.npz.
 """
 
 import numpy as np

@@ -3,7 +3,7 @@
 Input "A B", target C (index 2), learning rate 0.1, on chapter 5's toy model; only W_O learns, all eight
 entries of it. Each worksheet step is one test below, named as the claim it checks; the numbers come from
 reference/chapter06_training_step.toml. The checks beyond the worksheet use seeded random models of other
-sizes, numerical gradients, and a forward pass written out in this file.
+sizes stored in tests/snapshots/chapter06.npz (written from solutions/), and the learner's own losses.
 """
 
 import numpy as np
