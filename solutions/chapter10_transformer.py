@@ -84,7 +84,8 @@ def layer_norm_backward(
         every row.
 
     Raises:
-        ValueError: if d_out does not have the shape of x, or gamma does not have shape (d_model,).
+        ValueError: if d_out does not have the shape of x, or gamma does not have shape (d_model,) (the
+            message names ``d_out`` or ``gamma`` and the shapes).
 
     See docs: chapter 10, step 10.3.
     """
@@ -121,7 +122,8 @@ def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndar
         (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``attention_backward``.
 
     Raises:
-        ValueError: if x is not 2-D or a weight is not (d_model, d_model).
+        ValueError: if x is not 2-D or a weight is not (d_model, d_model) (the message names it, ``x``,
+            ``WQ``, ``WK`` or ``WV``, and its shape).
 
     See docs: chapter 10, step 10.4.
     """
@@ -153,7 +155,7 @@ def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.
         (dx, dWQ, dWK, dWV): dx has shape (seq, d_model); each weight gradient (d_model, d_model).
 
     Raises:
-        ValueError: if d_out does not have the output's shape.
+        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
 
     See docs: chapter 10, step 10.8.
     """
@@ -188,7 +190,8 @@ def ffn_forward(
         (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``ffn_backward``.
 
     Raises:
-        ValueError: if a weight or bias has the wrong shape (the message names it).
+        ValueError: if x is not 2-D, or a weight or bias has the wrong shape (the message names it, ``x``,
+            ``W1``, ``b1``, ``W2`` or ``b2``, and its shape).
 
     See docs: chapter 10, step 10.5.
     """
@@ -222,7 +225,7 @@ def ffn_backward(
         (dx, dW1, db1, dW2, db2), shaped like x, W1, b1, W2, b2.
 
     Raises:
-        ValueError: if d_out does not have the output's shape.
+        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
 
     See docs: chapter 10, step 10.7.
     """

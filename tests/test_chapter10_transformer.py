@@ -285,6 +285,17 @@ def test_attention_and_feed_forward_backward_match_numerical_gradients(ch, case)
               rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
 
 
+def test_feed_forward_backward_takes_the_relu_slope_at_zero_as_zero(ch):
+    """where x W1 + b1 is exactly 0 the ReLU passes no gradient back: dx and db1 as the docstring says"""
+    x, W1, b1, W2, b2 = (SNAP[f"ffn_kink/{n}"] for n in ("x", "W1", "b1", "W2", "b2"))
+    _, cache = ch.ffn_forward(x, W1, b1, W2, b2)
+    got = ch.ffn_backward(SNAP["ffn_kink/d_out"], cache)
+    for name, g in zip(("dx", "dW1", "db1", "dW2", "db2"), got, strict=True):
+        close(g, SNAP[f"ffn_kink/grads/{name}"], f"ffn_backward {name} with a pre-activation of exactly 0",
+              kind="array", mistakes=[("derivative 1 at exactly 0 (z >= 0 instead of z > 0)",
+                                       SNAP[f"ffn_kink/slope_1_at_0/{name}"])] if name in ("dx", "db1") else [])
+
+
 @pytest.mark.parametrize("case", range(SNAP.count("block")))
 def test_block_matches_the_oracle_and_its_backward_matches_numerical_gradients(ch, case):
     """block_forward matches the stored block output; block_backward matches central differences for x and every parameter"""
@@ -516,6 +527,30 @@ def test_parameters_of_the_wrong_shape_are_named(ch):
     bad["WO"] = np.zeros((8, 5))
     raises_clearly(lambda: ch.transformer_forward([0, 1], bad), ValueError, "WO", "(8, 5)")
     raises_clearly(lambda: ch.layer_norm(np.ones((2, 3)), np.ones(4), np.zeros(3)), ValueError, "gamma", "(4,)")
+
+
+def test_each_layer_names_what_does_not_fit(ch):
+    """each layer function refuses a mis-shaped argument, naming it exactly (x, WQ, b1, d_out, beta…) and its shape"""
+    x, W = np.ones((3, 4)), np.ones((4, 4))
+    raises_clearly(lambda: ch.layer_norm(x, np.ones(4), np.zeros(5)), ValueError, "(5,)", names=("beta",))
+    raises_clearly(lambda: ch.layer_norm_backward(x, np.ones(4), np.ones((3, 5))), ValueError, "(3, 5)",
+                   names=("d_out",))
+    raises_clearly(lambda: ch.attention_forward(np.ones(4), W, W, W), ValueError, "(4,)", names=("x",))
+    for k, name in enumerate(("WQ", "WK", "WV")):
+        Ws = [W, W, W]
+        Ws[k] = np.ones((4, 3))
+        raises_clearly(lambda Ws=Ws: ch.attention_forward(x, *Ws), ValueError, "(4, 3)", names=(name,))
+    _, cache = ch.attention_forward(x, W, W, W)
+    raises_clearly(lambda: ch.attention_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
+    good = [np.ones((4, 6)), np.zeros(6), np.ones((6, 4)), np.zeros(4)]
+    raises_clearly(lambda: ch.ffn_forward(np.ones(4), *good), ValueError, "(4,)", names=("x",))
+    for k, (name, bad) in enumerate(zip(("W1", "b1", "W2", "b2"), (np.ones((5, 6)), np.zeros(5), np.ones((6, 5)),
+                                                                   np.zeros(5)), strict=True)):
+        args = list(good)
+        args[k] = bad
+        raises_clearly(lambda args=args: ch.ffn_forward(x, *args), ValueError, str(bad.shape), names=(name,))
+    _, cache = ch.ffn_forward(x, *good)
+    raises_clearly(lambda: ch.ffn_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
 
 
 def test_a_sequence_longer_than_max_len_is_refused(ch):

@@ -514,6 +514,17 @@ def chapter10(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"ffn_backward/{i}", x=x, W1=W1, b1=b1, W2=W2, b2=b2, d_out=R,
             **dict(zip(("dx", "dW1", "db1", "dW2", "db2"), grads, strict=True)))
 
+    # the ReLU's kink: z = x W1 + b1 is exactly 0 at [0, 1] (row 0 of x is zero, b1[1] is zero)
+    x = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
+    W1, b1, W2, b2 = rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(4, 3)), rng.normal(size=3)
+    b1[1] = 0.0
+    R = rng.normal(size=(2, 3))
+    _, cache = s.ffn_forward(x, W1, b1, W2, b2)
+    dz = (R @ W2.T) * (x @ W1 + b1 >= 0)  # the mistake: slope 1 at exactly 0
+    put("ffn_kink", x=x, W1=W1, b1=b1, W2=W2, b2=b2, d_out=R,
+        grads=dict(zip(("dx", "dW1", "db1", "dW2", "db2"), s.ffn_backward(R, cache), strict=True)),
+        slope_1_at_0={"dx": dz @ W1.T, "db1": dz.sum(axis=0)})
+
     for i, (seq, d, d_ff) in enumerate([(4, 3, 5), (2, 6, 4)]):
         x, block = rng.normal(size=(seq, d)), random_block(d, d_ff, rng)
         R = rng.normal(size=(seq, d))
