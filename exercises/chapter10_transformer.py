@@ -39,8 +39,8 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
         Array of the shape of x.
 
     Raises:
-        ValueError: if x has no feature axis, or gamma or beta does not have shape (d_model,) (the message
-            names gamma or beta and its shape).
+        ValueError: if x has no feature axis, or an empty one (the message says "feature axis"), or gamma
+            or beta does not have shape (d_model,) (the message names ``gamma`` or ``beta`` and its shape).
 
     See docs: chapter 10, steps 10.1 and 10.2.
     """
@@ -255,8 +255,8 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
         The parameter dict above.
 
     Raises:
-        ValueError: if a size is not a positive whole number (n_layers may be 0; the message names the size,
-            e.g. ``d_model``).
+        ValueError: if a size is not a positive whole number: 0, 4.0 or True (n_layers may be 0, every other
+            size may be 1; the message names the size as written, e.g. ``d_model``, and its value).
 
     See docs: chapter 10, step 10.10.
     """
@@ -300,8 +300,10 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
         is an opaque dict for ``transformer_backward``.
 
     Raises:
-        ValueError: if a parameter is missing or has a shape that does not fit the others (the message
-            names it, e.g. ``W1`` or ``WO``, and its shape), or the ids are bad (as ``embed``).
+        ValueError: if params is not a dict with exactly the keys of ``init_params`` (the message lists them
+            and names what came instead), a block is not such a dict, a parameter is missing or has a shape
+            that does not fit the others (the message names it, e.g. ``W1``, ``b2``, ``tok_emb``, ``lnf_beta``,
+            ``blocks`` or ``WO``, and its shape), or the ids are bad (as ``embed``).
 
     See docs: chapter 10, step 10.12.
     """
@@ -349,7 +351,8 @@ def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
         ``init_params``).
 
     Raises:
-        ValueError: if d_logits does not have the logits' shape.
+        ValueError: if d_logits does not have the logits' shape (the message names ``d_logits`` and its
+            shape).
 
     See docs: chapter 10, step 10.15.
     """
@@ -393,8 +396,10 @@ def train_transformer(data, params: dict, lr: float, epochs: int) -> tuple[dict,
         the mean loss over ``data`` before update i.
 
     Raises:
-        ValueError: if data is empty, a pair is bad (as ``transformer_loss_and_grads``), lr is not a
-            finite number or epochs is not a whole number ≥ 0.
+        ValueError: if data is empty (the message says "empty"), a pair is bad (as
+            ``transformer_loss_and_grads``), lr is not a finite number or epochs is not a whole number ≥ 0:
+            -1, 2.0 or True (the message names ``lr`` or ``epochs`` and its value). epochs = 0 is allowed:
+            the parameters come back unchanged, with no losses.
 
     See docs: chapter 10, step 10.17.
     """
@@ -415,8 +420,9 @@ def generate(prompt_ids, params: dict, n_new: int) -> np.ndarray:
         The prompt followed by the new tokens, integer array of shape (n_prompt + n_new,).
 
     Raises:
-        ValueError: if n_new is not a whole number ≥ 0, the result would be longer than max_len, or the
-            prompt is bad (as ``embed``).
+        ValueError: if n_new is not a whole number ≥ 0: -1, 2.0 or True (the message names ``n_new`` and its
+            value; n_new = 0 gives the prompt back), the result would be longer than max_len, the number of
+            rows of pos_emb (the message says "max_len"), or the prompt is bad (as ``embed``).
 
     See docs: chapter 10, step 10.18.
     """

@@ -345,6 +345,19 @@ def test_grads_mirror_params(ch):
         assert got == want, f"grads must mirror params: got layout {got}, params have {want}"
 
 
+def test_cross_entropy_shifts_each_row_by_its_own_maximum(ch):
+    """logits rows around 1000, 0 and −1000 at once: each row is stable only when shifted by its own maximum"""
+    logits, targets = SNAP["cross_entropy_scales/logits"], SNAP["cross_entropy_scales/targets"]
+    try:
+        loss, d_logits = ch.cross_entropy(logits, targets)
+    except RuntimeWarning as warning:  # NumPy's divide-by-zero or overflow, raised as an error in this suite
+        pytest.fail(f"cross_entropy of rows around 1000, 0 and −1000 made NumPy warn: {warning}\n"
+                    "  looks like: shifted by the largest logit of all rows (axis=None): the rows far below it "
+                    "underflow to exp(−2000) = 0; subtract each row's own max (axis=-1, keepdims=True)", pytrace=False)
+    close(loss, SNAP.number("cross_entropy_scales/loss"), "cross-entropy of rows around 1000, 0 and −1000", kind="float")
+    close(d_logits, SNAP["cross_entropy_scales/d_logits"], "d_logits of rows around 1000, 0 and −1000", kind="array")
+
+
 def test_cross_entropy_matches_a_loop_and_is_stable(ch):
     """cross_entropy skips negative targets, averages over the rest, and survives logits of 1000"""
     logits, targets = SNAP["cross_entropy/logits"], SNAP["cross_entropy/targets"]
@@ -420,13 +433,35 @@ def test_init_params_has_the_documented_layout_and_scales(ch):
         elif "beta" in path or path.endswith("['b1']") or path.endswith("['b2']"):
             close(a, np.zeros_like(a), f"{path} starts at 0")
     spreads = {"['tok_emb']": 1.0, "['pos_emb']": 1.0, "['WO']": 0.1 / np.sqrt(d),
-               "['blocks'][0]['WQ']": 1 / np.sqrt(d), "['blocks'][2]['W1']": 1 / np.sqrt(d),
+               "['blocks'][0]['WQ']": 1 / np.sqrt(d), "['blocks'][1]['WK']": 1 / np.sqrt(d),
+               "['blocks'][2]['WV']": 1 / np.sqrt(d), "['blocks'][2]['W1']": 1 / np.sqrt(d),
                "['blocks'][1]['W2']": 1 / np.sqrt(d_ff)}
     for path, std in spreads.items():
         a = get(p, path)
         with check:  # thousands of draws: the sample spread is within 10% of the documented one
             assert abs(np.std(a) / std - 1) < 0.1 and abs(np.mean(a)) < 0.1 * std, (
                 f"{path}: std {np.std(a):.4g}, mean {np.mean(a):.3g}; documented N(0, {std:.4g}²)")
+
+
+def test_init_params_takes_seed_0_by_default_and_the_smallest_sizes(ch):
+    """init_params without a seed is seed 0; sizes of 1 and no layers at all are allowed"""
+    for (path, x), (_, y) in zip(leaves(ch.init_params(5, 4, 6, 1, 7)), leaves(ch.init_params(5, 4, 6, 1, 7, seed=0)),
+                                 strict=True):
+        close(x, y, f"{path}: init_params without a seed against seed=0")
+    p = ch.init_params(1, 1, 1, 0, 1)
+    with check:
+        assert p["blocks"] == [], f"n_layers = 0 gives no blocks, got {len(p['blocks'])}"
+    close(np.shape(p["tok_emb"]), (1, 1), "tok_emb of init_params(1, 1, 1, 0, 1)")
+
+
+@pytest.mark.parametrize(("args", "name", "value"), [
+    ((0, 8, 16, 1, 8), "vocab_size", "0"), ((4, 0, 16, 1, 8), "d_model", "0"), ((4, 8, 0, 1, 8), "d_ff", "0"),
+    ((4, 8, 16, -1, 8), "n_layers", "-1"), ((4, 8, 16, 1, 0), "max_len", "0"), ((True, 8, 16, 1, 8), "vocab_size", "True"),
+    ((4, 4.0, 16, 1, 8), "d_model", "4.0")])
+def test_init_params_names_a_size_that_is_not_allowed(ch, args, name, value):
+    """a size of 0, −1 layers, a bool or a float raises ValueError naming the size exactly and its value"""
+    raises_clearly(lambda: ch.init_params(*args), ValueError, value, names=(name,),
+                   hint="refuse a size that is a bool, not an int, or below its least value (1; 0 for n_layers)")
 
 
 def test_init_params_is_reproducible_by_seed(ch):
@@ -526,7 +561,9 @@ def test_parameters_of_the_wrong_shape_are_named(ch):
     bad = copy_tree(params)
     bad["WO"] = np.zeros((8, 5))
     raises_clearly(lambda: ch.transformer_forward([0, 1], bad), ValueError, "WO", "(8, 5)")
-    raises_clearly(lambda: ch.layer_norm(np.ones((2, 3)), np.ones(4), np.zeros(3)), ValueError, "gamma", "(4,)")
+    raises_clearly(lambda: ch.layer_norm(np.ones((2, 3)), np.ones(4), np.zeros(3)), ValueError, "(4,)", names=("gamma",))
+    raises_clearly(lambda: ch.layer_norm(np.ones((2, 0)), np.ones(0), np.zeros(0)), ValueError, "feature axis")
+    raises_clearly(lambda: ch.layer_norm(np.float64(2.0), np.ones(1), np.zeros(1)), ValueError, "feature axis")
 
 
 def test_each_layer_names_what_does_not_fit(ch):
@@ -553,11 +590,76 @@ def test_each_layer_names_what_does_not_fit(ch):
     raises_clearly(lambda: ch.ffn_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
 
 
+def test_attention_needs_rows_and_columns_and_takes_one_feature(ch):
+    """attention_forward refuses x with no rows or no columns (naming its shape) and works with d_model = 1"""
+    W = np.ones((4, 4))
+    raises_clearly(lambda: ch.attention_forward(np.ones((0, 4)), W, W, W), ValueError, "(0, 4)")
+    raises_clearly(lambda: ch.attention_forward(np.ones((3, 0)), np.ones((0, 0)), np.ones((0, 0)), np.ones((0, 0))),
+                   ValueError, "(3, 0)")
+    out, _ = ch.attention_forward(np.ones((3, 1)), np.full((1, 1), 2.0), np.full((1, 1), 2.0), np.full((1, 1), 2.0))
+    close(out, np.full((3, 1), 2.0), "attention over three equal values 2 (d_model = 1): every row is 2")
+
+
+def test_params_that_are_not_the_documented_dict_are_named(ch):
+    """transformer_forward names what is wrong with params: not a dict, a missing key, a 1-D table, a bad block"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    raises_clearly(lambda: ch.transformer_forward([0, 1], list(params.values())), ValueError, "list", "tok_emb")
+    raises_clearly(lambda: ch.transformer_forward([0, 1], {k: v for k, v in params.items() if k != "lnf_beta"}),
+                   ValueError, "tok_emb", names=("lnf_beta",))
+    for key, bad in (("tok_emb", np.ones(8)), ("pos_emb", np.ones(8)), ("pos_emb", np.ones((8, 5))),
+                     ("lnf_gamma", np.ones(5)), ("lnf_beta", np.ones(5))):
+        p = dict(params, **{key: bad})
+        raises_clearly(lambda p=p: ch.transformer_forward([0, 1], p), ValueError, str(bad.shape), names=(key,))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, blocks={"0": params["blocks"][0]})), ValueError,
+                   "dict", names=("blocks",))
+    block = {k: v for k, v in params["blocks"][0].items() if k != "b2"}
+    raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, blocks=[block])), ValueError, "W1",
+                   names=("b2",))
+    block = dict(params["blocks"][0], W1=np.ones(8))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, blocks=[block])), ValueError, "(8,)",
+                   names=("W1",))
+
+
+def test_transformer_backward_names_a_d_logits_of_the_wrong_shape(ch):
+    """transformer_backward with a (2, 5) d_logits for (2, 4) logits raises ValueError naming d_logits"""
+    _, cache = ch.transformer_forward([0, 1], ch.init_params(4, 8, 16, 1, 8, seed=0))
+    raises_clearly(lambda: ch.transformer_backward(np.ones((2, 5)), cache), ValueError, "(2, 5)", names=("d_logits",))
+
+
+@pytest.mark.parametrize(("epochs", "lr"), [(-1, 0.1), (2.0, 0.1), (True, 0.1), (2, float("nan")), (2, float("inf"))])
+def test_train_transformer_refuses_epochs_and_rates_that_are_not_allowed(ch, epochs, lr):
+    """epochs −1, 2.0 or True, or a learning rate that is not finite, raise ValueError naming it and its value"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    bad, name = (lr, "lr") if type(epochs) is int and epochs == 2 else (epochs, "epochs")
+    raises_clearly(lambda: ch.train_transformer([([0, 1], [1, 2])], params, lr, epochs), ValueError, str(bad),
+                   names=(name,))
+
+
+def test_zero_epochs_train_nothing(ch):
+    """train_transformer with epochs = 0 returns the parameters unchanged and no losses"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    new, losses = ch.train_transformer([([0, 1], [1, 2])], params, 0.1, 0)
+    close(np.shape(losses), (0,), "the losses of 0 epochs")
+    for (path, a), (_, b) in zip(leaves(new), leaves(params), strict=True):
+        close(a, b, f"params{path} after 0 epochs")
+
+
+@pytest.mark.parametrize("n_new", [-1, 2.0, True])
+def test_generate_refuses_a_count_that_is_not_a_whole_number(ch, n_new):
+    """generate with n_new −1, 2.0 or True raises ValueError naming n_new and its value; n_new = 0 gives the prompt"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
+    raises_clearly(lambda: ch.generate([0, 1], params, n_new), ValueError, str(n_new), names=("n_new",))
+    close(ch.generate([0, 1], params, 0), [0, 1], "generate([0, 1], params, 0): the prompt itself")
+
+
 def test_a_sequence_longer_than_max_len_is_refused(ch):
     """9 tokens for max_len 8 raises ValueError naming both; so does generating past max_len"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
     raises_clearly(lambda: ch.transformer_forward([0] * 9, params), ValueError, "9", "max_len")
     raises_clearly(lambda: ch.generate([0, 1, 2], params, 6), ValueError, "max_len")
+    short = ch.init_params(4, 8, 16, 1, 5, seed=0)  # max_len 5, d_model 8: max_len is pos_emb's number of rows
+    raises_clearly(lambda: ch.generate([0, 1, 2], short, 3), ValueError, "max_len",
+                   hint="max_len is params['pos_emb'].shape[0], the rows of the position table")
 
 
 def test_empty_data_is_refused(ch):

@@ -548,6 +548,11 @@ def chapter10(seed: int | None = None) -> dict[str, np.ndarray]:
     targets = np.array([3, -1, 0, 6, -2])
     loss, d_logits = s.cross_entropy(logits, targets)
     put("cross_entropy", logits=logits, targets=targets, loss=loss, d_logits=d_logits)
+    # rows on very different scales: each row must be shifted by its own maximum, not by the largest of all
+    logits = np.array([[1000.0, 1001.0, 1002.0, 999.0], [0.0, 1.0, 2.0, -1.0], [-1000.0, -1001.0, -999.0, -1000.0]])
+    targets = np.array([2, 0, 1])
+    loss, d_logits = s.cross_entropy(logits, targets)
+    put("cross_entropy_scales", logits=logits, targets=targets, loss=loss, d_logits=d_logits)
 
     for i, (vocab, d, n_layers, seq) in enumerate([(6, 5, 2, 4), (3, 2, 0, 3), (9, 8, 1, 7)]):
         params = random_model(vocab, d, 2 * d, n_layers, seq + 1, rng)
