@@ -228,6 +228,125 @@ def run_mutant(mutant: Mutant, tests: list[str], work: Path, python: str, timeou
     mutant.seconds = time.monotonic() - start
 
 
+class MutantLoop:
+    """A pytest plugin that checks many mutants in one pytest process (``--shard``).
+
+    Per mutant, the judge's worker is restarted on that mutant's copy of solutions/ and its selected tests
+    run, up to the first failure. Starting pytest, NumPy and the plugin once per shard instead of once per
+    mutant makes a run several times faster. Between mutants the test modules' random generators and private
+    caches (``_trained``…) are put back as they were, so every mutant sees the inputs a fresh run would.
+    """
+
+    def __init__(self, jobs: list[dict]) -> None:
+        self.jobs, self.results, self.failed = jobs, [], None
+
+    def pytest_runtest_logreport(self, report) -> None:
+        """Remember the first failing report of the current mutant's tests."""
+        if report.failed and self.failed is None:
+            status = dict(report.user_properties).get("kata_status", "failed")
+            self.failed = (report.nodeid.split("::")[-1], status)
+
+    def pytest_runtestloop(self, session):
+        """Run every mutant's tests; return True so pytest runs nothing else."""
+        import copy
+
+        import numpy as np
+
+        from kata.judge import plugin, proxy
+
+        state = session.config.stash[plugin.STATE]
+        items = {item.nodeid: item for item in session.items}
+        modules = {id(item.module): item.module for item in session.items}.values()
+        saved = []
+        for module in modules:
+            for name, value in vars(module).items():
+                if isinstance(value, np.random.Generator):
+                    saved.append((module, name, copy.deepcopy(value.bit_generator.state)))
+                elif name.startswith("_") and isinstance(value, (dict, list)) and not name.startswith("__"):
+                    saved.append((module, name, copy.deepcopy(value)))
+        for job in self.jobs:
+            start = time.monotonic()
+            folder = Path(job["folder"])
+            old = state.worker
+            if old is not None:
+                old.close()
+            state.worker = proxy.Worker(folder, "solutions", call_timeout=old.call_timeout, hide=old.hide,
+                                        shown_as={"solutions": "solutions"})
+            state.folder, state.impl = folder, "solutions"
+            state.modules.clear()
+            state.chapters_seen.clear()
+            state.worker.start()
+            for module, name, value in saved:
+                if isinstance(getattr(module, name), np.random.Generator):
+                    getattr(module, name).bit_generator.state = copy.deepcopy(value)
+                else:
+                    setattr(module, name, copy.deepcopy(value))
+            self.failed = None
+            for nodeid in job["tests"]:
+                item = items[nodeid]
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+                if self.failed is not None:
+                    break
+            status = "survived" if self.failed is None else ("timeout" if self.failed[1] == "timed out" else "killed")
+            self.results.append({"name": job["name"], "status": status,
+                                 "killed_by": "" if self.failed is None else f"{self.failed[0]} ({self.failed[1]})",
+                                 "seconds": time.monotonic() - start})
+            Path(job["out"]).write_text(json.dumps(self.results), encoding="utf-8")
+        return True
+
+
+def run_shard(path: str) -> int:
+    """``--shard FILE``: check the mutants listed in FILE in this one pytest process (see ``MutantLoop``)."""
+    import pytest
+
+    spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    loop = MutantLoop(spec["jobs"])
+    tests = sorted({t.split("::")[0] for job in spec["jobs"] for t in job["tests"]})
+    pytest.main([*tests, "--impl", spec["jobs"][0]["folder"] + "/solutions", "-q", "-p", "no:cacheprovider",
+                 "--timeout", str(int(spec["timeout"])), "-o", "console_output_style=classic"], plugins=[loop])
+    return 0
+
+
+def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, args: argparse.Namespace) -> None:
+    """Split the mutants over ``args.jobs`` pytest processes, each running ``MutantLoop``; set their statuses."""
+    by_name = {m.name: m for m, _ in jobs}
+    shards = [jobs[i::args.jobs] for i in range(args.jobs)]
+    procs = []
+    for k, shard in enumerate(s for s in shards if s):
+        specs = []
+        for m, tests in shard:
+            folder = Path(tempfile.mkdtemp(dir=work, prefix="m"))
+            shutil.copytree(ROOT / "solutions", folder / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+            (folder / "solutions" / f"{m.module}.py").write_text(m.source, encoding="utf-8")
+            specs.append({"name": m.name, "folder": str(folder), "tests": tests, "out": str(work / f"shard{k}.out")})
+        spec = work / f"shard{k}.json"
+        spec.write_text(json.dumps({"jobs": specs, "timeout": args.timeout}), encoding="utf-8")
+        procs.append((subprocess.Popen([python, __file__, "--shard", str(spec)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL), work / f"shard{k}.out", len(specs)))
+    seen = set()
+    while True:
+        running = [p for p, _, _ in procs if p.poll() is None]
+        for _, out, _ in procs:
+            try:
+                results = json.loads(out.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            for r in results:
+                m = by_name[r["name"]]
+                m.status, m.killed_by, m.seconds = r["status"], r["killed_by"], r["seconds"]
+                if r["name"] not in seen:
+                    seen.add(r["name"])
+                    if args.verbose or m.status == "survived":
+                        print(f"  [{len(seen)}/{len(jobs)}] {m.status:<8} {m.name}  line {m.line}: {m.original}  ->  "
+                              f"{m.mutated}", flush=True)
+        if not running:
+            break
+        time.sleep(2)
+    for m, tests in jobs:
+        if not m.status:  # the shard's process died on this mutant (the worker or pytest itself crashed)
+            run_mutant(m, tests, work, python, args.timeout)
+
+
 def equivalents() -> list[dict]:
     """The entries of tests/mutation_equivalent.toml."""
     if not EQUIVALENT.exists():
@@ -252,6 +371,10 @@ def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mut
         mutants = [m for m in mutants if m.function in args.function]
     if args.mutant:
         mutants = [m for m in mutants if m.name in args.mutant]
+    if args.survivors:  # only the mutants an earlier --json run left alive
+        alive = {r["name"] for r in json.loads(Path(args.survivors).read_text(encoding="utf-8"))
+                 if r["status"] in ("survived", "no tests", "equivalent")}
+        mutants = [m for m in mutants if m.name in alive]
     entries = [e for e in equivalents() if e.get("chapter") == number]
     with tempfile.TemporaryDirectory(prefix=f"kata-mutation-{number}-") as tmp:
         work = Path(tmp)
@@ -277,8 +400,11 @@ def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mut
                 print(f"  [{done}/{len(jobs)}] {m.status:<8} {m.name}  line {m.line}: {m.original}  ->  {m.mutated}",
                       flush=True)
 
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(one, jobs))
+        if args.fresh:
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                list(pool.map(one, jobs))
+        else:
+            run_shards(jobs, work, python, args)
     for m in mutants:
         if m.status in ("survived", "no tests"):
             reason = equivalent_reason(m, entries)
@@ -316,11 +442,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", "-j", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--function", action="append", help="only the mutants of this function (repeatable)")
     parser.add_argument("--mutant", action="append", help="only this mutant, by mutmut's name (repeatable)")
+    parser.add_argument("--survivors", metavar="JSON", help="only the mutants that survived in an earlier --json run")
     parser.add_argument("--timeout", type=float, default=120, help="seconds one test may take (default 120)")
     parser.add_argument("--json", help="write every mutant's result to this file")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", "-v", action="store_true", help="a line per mutant as it finishes")
+    parser.add_argument("--fresh", action="store_true",
+                        help="a fresh pytest process per mutant (slower; the default reuses one per job)")
+    parser.add_argument("--shard", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.shard:
+        return run_shard(args.shard)
     numbers = [int(c) for c in args.chapters] or [c.number for c in answer_key.chapters()]
     if args.list:
         for n in numbers:
