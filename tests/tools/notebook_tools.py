@@ -50,11 +50,34 @@ def solved_before(chapter: int, folder: Path) -> Path:
 
 
 def execute(notebook, timeout: float = 900):
-    """Run every cell in a fresh kernel, in notebooks/ as JupyterLab would; return the notebook."""
+    """Run every cell in a fresh kernel of this Python, in notebooks/ as JupyterLab would; return the notebook.
+
+    The kernel is this interpreter (a kernel spec of its own in a temporary JUPYTER_PATH), never a
+    "python3" kernel installed elsewhere on the machine without the course's packages.
+    """
+    import json
+    import os
+    import sys
+    import tempfile
+
     from nbclient import NotebookClient
 
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    with tempfile.TemporaryDirectory(prefix="kata-kernel-") as home:
+        spec = Path(home) / "kernels" / "kata-tests"
+        spec.mkdir(parents=True)
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "kata tests",
+                                                      "language": "python"}), encoding="utf-8")
+        before = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [home, before]))
+        try:
+            NotebookClient(notebook, timeout=timeout, kernel_name="kata-tests",
+                           resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+        finally:
+            if before is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = before
     return notebook
 
 
