@@ -37,7 +37,7 @@ from ..worker import limits as worker_limits
 
 MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
 WORKER = MACHINERY / "kata" / "worker" / "main.py"
-GRACE = 1.0  # seconds past the call timeout before the judge stops a call the worker could not stop
+GRACE = 2.0  # the judge's own clock: GRACE + 3 × the call timeout, wall time (see ``request``)
 STARTUP = 30.0  # seconds the worker may take to start (NumPy's import on a cold disk)
 REPLAY = (  # exception types re-raised as themselves; any other comes back as a LearnerError
     "ArithmeticError", "AssertionError", "AttributeError", "FloatingPointError", "IndexError", "KeyError",
@@ -348,12 +348,13 @@ class Worker:
         except (BrokenPipeError, OSError):
             return self._crashed(what)
         started = time.monotonic()
-        # The worker's own alarm stops a call at call_timeout and says where it was; this clock, a little
-        # later, catches what the alarm cannot interrupt (a loop in C code, Windows).
-        item = self._wait(self.call_timeout + GRACE)
+        # The worker's own alarm stops a call after call_timeout seconds of CPU time and says where it was:
+        # CPU time, so a slow, busy machine never fails correct code. This wall clock, later, catches what
+        # the alarm cannot see or interrupt (sleeping, waiting, a loop in C code, Windows).
+        item = self._wait(self.wall_limit)
         while isinstance(item, tuple) and "callback" in item[0]:  # the learner's code calls a test's function
             self._answer_callback(*item)
-            item = self._wait(self.call_timeout + GRACE)
+            item = self._wait(self.wall_limit)
         self.seconds_in_learner += time.monotonic() - started
         printed = self.read_output()
         if printed:
@@ -363,6 +364,11 @@ class Worker:
         if not isinstance(item, tuple):
             return self._crashed(what)
         return item
+
+    @property
+    def wall_limit(self) -> float:
+        """Seconds of wall time the judge waits for one call before it stops the worker itself."""
+        return GRACE + 3 * self.call_timeout
 
     def _answer_callback(self, header: dict, blobs: list) -> None:
         fn = self.callbacks.get(header.get("callback"))
