@@ -282,8 +282,11 @@ class MutantLoop:
                 else:
                     setattr(module, name, copy.deepcopy(value))
             self.failed = None
-            for nodeid in job["tests"]:
-                item = items[nodeid]
+            selected = []
+            for test in job["tests"]:  # a node id, or a test function's name (every case of it)
+                selected += [items[test]] if test in items else [
+                    item for item in session.items if item.name.split("[")[0] == test]
+            for item in selected:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
                 if self.failed is not None:
                     break
@@ -301,7 +304,7 @@ def run_shard(path: str) -> int:
 
     spec = json.loads(Path(path).read_text(encoding="utf-8"))
     loop = MutantLoop(spec["jobs"])
-    tests = sorted({t.split("::")[0] for job in spec["jobs"] for t in job["tests"]})
+    tests = spec.get("files") or sorted({t.split("::")[0] for job in spec["jobs"] for t in job["tests"]})
     pytest.main([*tests, "--impl", spec["jobs"][0]["folder"] + "/solutions", "-q", "-p", "no:cacheprovider",
                  "--timeout", str(int(spec["timeout"])), "-o", "console_output_style=classic"], plugins=[loop])
     return 0

@@ -6,6 +6,7 @@ or that a test now kills must be removed, so the list never hides a real gap.
 """
 
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -46,23 +47,31 @@ def test_every_entry_is_complete():
     assert len(keys) == len(set(keys)), "an entry is listed twice"
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=entry_id)
-def test_the_entry_is_still_a_mutant_and_still_survives(entry, tmp_path):
-    """mutmut still makes this mutant of solutions/, and the chapter's tests still all pass on it"""
-    found = find(entry)
-    assert len(found) == 1, (f"no mutant of solutions/ matches {entry_id(entry)} any more "
-                             f"(the code changed): remove it from tests/mutation_equivalent.toml")
-    mutant = found[0]
-    package = tmp_path / "solutions"
-    shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
-    (package / f"{mutant.module}.py").write_text(mutant.source, encoding="utf-8")
-    chapter = answer_key.load(entry["chapter"])
-    selected = mutation.tests_reaching(chapter, mutant.function)  # the others cannot see the mutant
-    assert selected, f"no test of chapter {chapter.number} reaches {mutant.function}: that is a gap, not an equivalent"
-    proc = subprocess.run([sys.executable, "-m", "pytest", chapter.test_file, "-k", " or ".join(selected),
-                           "--impl", str(package), "-q",
-                           "-o", f"cache_dir={tmp_path / 'cache'}", "--timeout", "120"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
-    assert proc.returncode == 0, (
-        f"a test now kills {mutant.name} ({mutant.original} -> {mutant.mutated}): it is not equivalent after "
-        f"all, remove it from tests/mutation_equivalent.toml\n{proc.stdout[-2000:]}")
+@pytest.mark.parametrize("chapter", sorted({e["chapter"] for e in ENTRIES}))
+def test_every_entry_is_still_a_mutant_and_still_survives(chapter, tmp_path):
+    """mutmut still makes each listed mutant of solutions/, and the chapter's tests that reach it all pass on it"""
+    entries = [e for e in ENTRIES if e["chapter"] == chapter]
+    gone = [entry_id(e) for e in entries if len(find(e)) != 1]
+    assert not gone, ("no mutant of solutions/ matches these entries any more (the code changed): remove them from "
+                      "tests/mutation_equivalent.toml:\n" + "\n".join(gone))
+    number = answer_key.load(chapter)
+    jobs = []
+    for k, e in enumerate(entries):  # one pytest process checks them all, as `nox -s mutation` does
+        mutant = find(e)[0]
+        folder = tmp_path / f"m{k}"
+        shutil.copytree(ROOT / "solutions", folder / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+        (folder / "solutions" / f"{mutant.module}.py").write_text(mutant.source, encoding="utf-8")
+        tests = mutation.tests_reaching(number, mutant.function)
+        assert tests, f"no test of chapter {chapter} reaches {mutant.function}: {entry_id(e)} is a gap, not an equivalent"
+        jobs.append({"name": mutant.name, "folder": str(folder), "tests": tests, "out": str(tmp_path / "out.json")})
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"jobs": jobs, "timeout": 120, "files": [number.test_file]}), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "mutation.py"), "--shard", str(spec)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800, check=False)
+    out = tmp_path / "out.json"
+    assert out.exists(), f"the mutants were not run:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    results = {r["name"]: r for r in json.loads(out.read_text(encoding="utf-8"))}
+    killed = [f"{name} ({r['killed_by']})" for name, r in results.items() if r["status"] != "survived"]
+    assert len(results) == len(jobs), f"only {len(results)} of {len(jobs)} mutants were run"
+    assert not killed, ("a test now kills these, so they are not equivalent: remove them from "
+                        "tests/mutation_equivalent.toml\n" + "\n".join(killed))
