@@ -366,9 +366,10 @@ def embed(ids, params: dict) -> np.ndarray:
         The residual stream entering block 0, shape (seq, d_model).
 
     Raises:
-        ValueError: if ids is empty (the message says "empty"), not whole numbers, outside the vocabulary
-            (the message names the id and the vocab size), or longer than max_len (the message names the
-            length and max_len).
+        ValueError: if ids is empty (the message says "empty"), not a 1-D sequence of whole numbers (the
+            message names ``ids`` and its shape or dtype, e.g. float64), outside the vocabulary (the message
+            names the id and the vocab size), or longer than max_len (the message names the length and
+            max_len).
 
     See docs: chapter 10, step 10.11.
     """
@@ -393,8 +394,9 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
     Raises:
         ValueError: if params is not a dict with exactly the keys of ``init_params`` (the message lists them
             and names what came instead), a block is not such a dict, a parameter is missing or has a shape
-            that does not fit the others (the message names it, e.g. ``W1``, ``b2``, ``tok_emb``, ``lnf_beta``,
-            ``blocks`` or ``WO``, and its shape), or the ids are bad (as ``embed``).
+            that does not fit the others (the message names it as written in params, e.g. ``W1``, ``b2``,
+            ``tok_emb``, ``lnf_beta``, ``blocks`` or ``params['WO']``, and its shape; for ``blocks`` that is not a
+            list, what it is: a ``dict``, a ``list``), or the ids are bad (as ``embed``).
 
     See docs: chapter 10, step 10.12.
     """
@@ -427,8 +429,9 @@ def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
         (loss, d_logits): loss is a float; d_logits has shape (seq, vocab).
 
     Raises:
-        ValueError: if targets does not have one entry per position, is not whole numbers, has an entry
-            ≥ vocab, or has no entry ≥ 0.
+        ValueError: if targets does not have one entry per position or is not whole numbers (the message
+            names ``targets`` and its shape or dtype), has an entry ≥ vocab (the message lists those entries,
+            e.g. [4], and the vocab size), or has no entry ≥ 0.
 
     See docs: chapter 10, steps 10.13 and 10.14.
     """

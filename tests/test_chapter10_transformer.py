@@ -609,9 +609,18 @@ def test_params_that_are_not_the_documented_dict_are_named(ch):
     for key, bad in (("tok_emb", np.ones(8)), ("pos_emb", np.ones(8)), ("pos_emb", np.ones((8, 5))),
                      ("lnf_gamma", np.ones(5)), ("lnf_beta", np.ones(5))):
         p = dict(params, **{key: bad})
-        raises_clearly(lambda p=p: ch.transformer_forward([0, 1], p), ValueError, str(bad.shape), names=(key,))
+        raises_clearly(lambda p=p: ch.transformer_forward([0, 1], p), ValueError, str(bad.shape),
+                       names=(f"params['{key}']",))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, WO=np.ones((8, 5)))), ValueError, "(8, 5)",
+                   names=("params['WO']",))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, extra=np.ones(2))), ValueError, "extra",
+                   hint="the message should list the keys that came, so an extra or misspelt one shows")
     raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, blocks={"0": params["blocks"][0]})), ValueError,
-                   "dict", names=("blocks",))
+                   names=("blocks", "dict"))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, blocks=[[1, 2]])), ValueError,
+                   names=("blocks", "list"))
+    raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, blocks=[dict(params["blocks"][0], extra=1.0)])),
+                   ValueError, "extra")
     block = {k: v for k, v in params["blocks"][0].items() if k != "b2"}
     raises_clearly(lambda: ch.transformer_forward([0, 1], dict(params, blocks=[block])), ValueError, "W1",
                    names=("b2",))
@@ -671,7 +680,12 @@ def test_empty_data_is_refused(ch):
 def test_targets_outside_the_vocabulary_are_refused(ch):
     """a target ≥ vocab, a target list of the wrong length, or no target at all raises ValueError"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
-    raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [2, 4], params), ValueError, "4", "vocab")
+    raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [2, 4], params), ValueError, "[4]", "vocab",
+                   hint="a target must lie below vocab: 4 is already outside a vocabulary of 4")
+    raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [[2, 3]], params), ValueError, "(1, 2)",
+                   names=("targets",))
+    raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [2.0, 3.0], params), ValueError, "float64",
+                   names=("targets",))
     raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [2], params), ValueError, "targets")
     raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [-1, -1], params), ValueError, "target")
 
@@ -680,6 +694,10 @@ def test_token_ids_outside_the_vocabulary_are_refused(ch):
     """an id ≥ vocab, a negative id or an empty sequence raises ValueError"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
     raises_clearly(lambda: ch.transformer_forward([0, 7], params), ValueError, "7", "vocab")
+    raises_clearly(lambda: ch.transformer_forward([0, 4], params), ValueError, "4", "vocab",
+                   hint="an id must lie below vocab: 4 is already outside a vocabulary of 4")
+    raises_clearly(lambda: ch.transformer_forward([[0, 1]], params), ValueError, "(1, 2)", names=("ids",))
+    raises_clearly(lambda: ch.transformer_forward([0.0, 1.0], params), ValueError, "float64", names=("ids",))
     raises_clearly(lambda: ch.embed([-1, 0], params), ValueError, "-1")
     raises_clearly(lambda: ch.transformer_forward([], params), ValueError, "empty")
     raises_clearly(lambda: ch.init_params(4, 0, 16, 1, 8), ValueError, "d_model")
