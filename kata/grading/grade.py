@@ -33,8 +33,11 @@ from .runner import BUDGET_SPENT, RunResult, part, run_tests
 SCHEMA_VERSION = 1
 STATUSES = ("passed", "failed", "not started", "error", "timed out")
 PRIVATE_DIR = "tests/instructor_checks"
-_SKIP_EVERYWHERE = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", "venv"}
-_SKIP_AT_TOP = {"grade", "site", "build", "node_modules"}
+_SKIP_EVERYWHERE = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", "venv",
+                    ".venv-tools", ".ipynb_checkpoints"}
+# What the judge never reads: the site and its sources, notebooks, training runs, reports, tools' venvs.
+_SKIP_AT_TOP = {"grade", "gradebook", "site", "build", "node_modules", "docs", "notebooks", "runs", "data",
+                "benchmarks", "scripts"}
 
 
 def parser() -> argparse.ArgumentParser:

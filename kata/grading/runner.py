@@ -137,7 +137,7 @@ def run_tests(
             sys.executable, "-m", "pytest",
             "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
             "-p", "no:cacheprovider", "-p", "kata.grading.stream",
-            "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic",
+            "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic", "--tb=no",
             f"--timeout={test_guard(timeout):g}", f"--call-timeout={timeout:g}",
             f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
             f"--impl={impl}", f"--kata-stream={stream}",

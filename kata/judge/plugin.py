@@ -347,12 +347,14 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
         return Result(status="failed", message=f"the code raised {type(err).__name__}: {err}"
                       + (f"\n{where}" if where else ""), **base)
     text = str(report.longreprtext) if hasattr(report, "longreprtext") else str(report.longrepr)
-    if "Timeout" in text and ("pytest_timeout" in text or "+++++ Timeout" in text or "Failed: Timeout" in text):
+    pytest_timeout = excinfo is not None and excinfo.typename == "Failed" and str(excinfo.value).startswith("Timeout")
+    if pytest_timeout or "Timeout" in text and (
+            "pytest_timeout" in text or "+++++ Timeout" in text or "Failed: Timeout" in text):
         return Result(status="timed out", message="timed out (an endless loop?)", **base)
     if excinfo is not None and excinfo.typename == "Failed":
         message = str(excinfo.value)
-    elif excinfo is not None:
-        message = text
+    elif excinfo is not None and item.config.option.tbstyle == "no":  # the grader: pytest drew no traceback
+        message = str(excinfo.getrepr(style="short", chain=False))
     else:
         message = text
     return Result(status="failed", message=message, **base)
@@ -410,8 +412,8 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> li
         if first is not None:
             lines.append("")
             lines.append("first failing check, in full:")
-            if not first.step:  # a step's message starts with its id and title; a check's does not
-                lines.append(f"  {first.title}")
+            if not first.step or not first.message.startswith(first.step):  # name the step or check first
+                lines.append(f"  {first.step + ' ' if first.step else ''}{first.title}")
             lines.extend(("    " if not first.step else "  ") + line for line in first.message.splitlines())
         elif steps and all(r.status == "not started" for r in rs) and number is not None:
             ch = answer_key.load(number)

@@ -439,7 +439,7 @@ class Worker:
             spot = ""
         if key is not None:
             self.hung_calls[key] = f"{what} {said} earlier in this run{spot}"
-        raise DidNotReturn(f"{what} {said}{spot}: an endless loop? The learner's process was stopped from outside.")
+        raise DidNotReturn(f"{what} {said}{spot}: an endless loop? The process running it was stopped from outside.")
 
     def import_module(self, module: str) -> None:
         """Import a chapter module in the worker; its exception comes back as one."""
