@@ -352,9 +352,16 @@ class Worker:
         # CPU time, so a slow, busy machine never fails correct code. This wall clock, later, catches what
         # the alarm cannot see or interrupt (sleeping, waiting, a loop in C code, Windows).
         item = self._wait(self.wall_limit)
+        judged = 0.0  # time spent in the test's own functions (callbacks), which is not the learner's
         while isinstance(item, tuple) and "callback" in item[0]:  # the learner's code calls a test's function
+            if item[0].get("callback") not in self.callbacks:  # not a call this judge handed out: a forgery
+                item = EOFError("the learner's process sent a callback nobody gave it")
+                break
+            before = time.monotonic()
             self._answer_callback(*item)
-            item = self._wait(self.wall_limit)
+            judged += time.monotonic() - before
+            left = started + judged + self.wall_limit - time.monotonic()  # callbacks never extend the limit
+            item = self._wait(left) if left > 0 else None
         self.seconds_in_learner += time.monotonic() - started
         printed = self.read_output()
         if printed:
