@@ -375,8 +375,9 @@ def test_attention_backward_refuses_any_one_shape_that_does_not_fit(ch, wrong):
     shapes = {"Q": (3, 2), "K": (3, 2), "V": (3, 4), "weights": (3, 3), "d_output": (3, 4)}
     shapes[wrong] = {"K": (3, 5), "V": (2, 4), "weights": (3, 2), "d_output": (3, 1)}[wrong]
     args = [np.ones(shapes[k]) for k in ("Q", "K", "V", "weights", "d_output")]
-    raises_clearly(lambda: ch.attention_backward(*args), ValueError, str(shapes[wrong]),
-                   hint="every one of the shape conditions must refuse on its own: join them with or")
+    raises_clearly(lambda: ch.attention_backward(*args), ValueError, str(shapes[wrong]), names=("weights", "d_output"),
+                   hint="check every shape at the start of attention_backward, each condition refusing on its own "
+                   "(join them with or), and name all five arrays: a later error from linear_backward does not")
 
 
 def test_backward_trace_keeps_the_forward_pass(ch):
