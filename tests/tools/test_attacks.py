@@ -158,6 +158,40 @@ ATTACKS = {
         except Exception:
             pass
     ''',
+    # Found by a red team (a helper told to cheat): each paid once, each must not pay again.
+    "a symbolic link to the course's reference": '''
+        try:
+            from .ref.chapter04_attention import attention_scores  # exercises/ref -> COURSE/solutions
+        except Exception:
+            pass
+    ''',
+    "malformed exception reports that crash the judge": '''
+        import sys as _sys
+        try:
+            _Server = getattr(_sys.modules["__main__"], "Server")
+            _describe = _Server.describe
+            _Server.describe = lambda self, e: {**_describe(self, e), "frames": [{}, 3, {"line": "x"}],
+                                                "bases": [None, 7], "message": {"a": 1}}
+        except Exception:
+            pass
+    ''',
+    "stall until the time budget is spent": '''
+        import time as _time
+        _honest_scaled_dot_product_attention = scaled_dot_product_attention
+
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            _time.sleep(1.9)  # no CPU time: under the call limit, but the budget runs out before the checks
+            return _honest_scaled_dot_product_attention(Q, K, V, mask)
+    ''',
+    "a huge wrong answer": '''
+        import numpy as _np
+        _honest_raw_scores = raw_scores
+
+        def raw_scores(Q, K):
+            if _np.asarray(Q).shape != (2, 2):
+                return _np.full(6_000_000, 0.25)
+            return _honest_raw_scores(Q, K)
+    ''',
     "allocate 10 GB and fork": '''
         import os as _os
         try:
@@ -177,7 +211,7 @@ ATTACKS = {
 
 GUARDED = ("tests/test_chapter04_attention.py", "kata/judge/checks.py", "reference/chapter04_attention.toml")
 SANDBOX_ONLY = {"import and return the reference", "write the result stream", "overwrite the course's tests and checks",
-                "read the answer key file", "kill the judge"}
+                "read the answer key file", "kill the judge", "a symbolic link to the course's reference"}
 
 
 def _grade(course: Path, impl: Path, out: Path) -> dict:
@@ -198,6 +232,8 @@ def graded(tmp_path_factory):
         courses[name] = first if number == 0 else Path(shutil.copytree(first, tmp / f"course{number}", symlinks=True))
         code = code.replace("COURSE", str(courses[name]))
         impls[name] = copy_solutions(tmp / f"impl{number}" / "exercises", {"chapter04_attention": code} if code else {})
+        if name == "a symbolic link to the course's reference":
+            (impls[name] / "ref").symlink_to(courses[name] / "solutions")
 
     def run(name: str) -> tuple[str, dict]:
         return name, _grade(courses[name], impls[name], tmp / f"out-{list(jobs).index(name)}")
