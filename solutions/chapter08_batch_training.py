@@ -122,7 +122,8 @@ def batch_gradients(examples: list[tuple[list[int], int]], params: dict[str, np.
         ``"WO"``, each the mean gradient, shaped like its matrix.
 
     Raises:
-        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit.
+        ValueError: if the batch is empty, or a matrix is missing or its shape does not fit (the message
+            names the matrix, e.g. ``WO``).
         IndexError: if a token id or a target is outside the vocabulary (the message names the example, e.g.
             "example 1", the target and the range, e.g. 0..3).
         TypeError: if examples is not a list of (ids, target) pairs.
@@ -231,8 +232,8 @@ def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray
         ValueError: if the batch is empty, or a matrix is missing or its shape does not fit (the message
             names the matrix, e.g. ``WO``).
         IndexError: if a token id or a target is outside the vocabulary (the message names it).
-        TypeError: if examples is not a list of (ids, target) pairs (the message says "pair" or names the
-            bad target).
+        TypeError: if examples is not a list of (ids, target) pairs with whole-number targets, a bool
+            included (the message says "pair" or names the bad target, e.g. True).
 
     See docs: chapter 8, steps 8.15 and 8.16.
     """

@@ -302,6 +302,14 @@ def test_an_example_that_is_not_a_pair_is_refused(ch):
     raises_clearly(lambda: ch.batch_loss([([0, 1], 2.5)], toy()), TypeError, "2.5")
     raises_clearly(lambda: ch.batch_loss([([0, 1], True)], toy()), TypeError, "True",
                    hint="a bool is not a token id: check isinstance(target, bool) or not isinstance(target, int)")
+    raises_clearly(lambda: ch.accuracy([([0, 1], True)], toy()), TypeError, "True",
+                   hint="accuracy never computes a loss, so its own check of the examples is the only one")
+
+
+def test_a_missing_output_matrix_is_named_by_batch_gradients(ch):
+    """batch_gradients with params lacking 'WO' raises ValueError naming WO (not a KeyError)"""
+    p = {k: v for k, v in toy().items() if k != "WO"}
+    raises_clearly(lambda: ch.batch_gradients([([0, 1], 2)], p), ValueError, "WO")
 
 
 @pytest.mark.parametrize("examples", [{"ids": [0, 1], "target": 2}, "A B C"])
