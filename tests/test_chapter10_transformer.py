@@ -586,6 +586,7 @@ def test_each_layer_names_what_does_not_fit(ch):
         args = list(good)
         args[k] = bad
         raises_clearly(lambda args=args: ch.ffn_forward(x, *args), ValueError, str(bad.shape), names=(name,))
+    raises_clearly(lambda: ch.ffn_forward(x, np.ones(6), *good[1:]), ValueError, "(6,)", names=("W1",))
     _, cache = ch.ffn_forward(x, *good)
     raises_clearly(lambda: ch.ffn_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
 
