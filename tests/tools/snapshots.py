@@ -515,7 +515,7 @@ def chapter10(seed: int | None = None) -> dict[str, np.ndarray]:
             **dict(zip(("dx", "dW1", "db1", "dW2", "db2"), grads, strict=True)))
 
     # the ReLU's kink: z = x W1 + b1 is exactly 0 at [0, 1] (row 0 of x is zero, b1[1] is zero)
-    x = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
+    x = np.vstack([np.zeros(3), rng.normal(size=3)])
     W1, b1, W2, b2 = rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(4, 3)), rng.normal(size=3)
     b1[1] = 0.0
     R = rng.normal(size=(2, 3))
