@@ -269,7 +269,10 @@ class MutantLoop:
             folder = Path(job["folder"])
             old = state.worker
             if old is not None:
-                old.close()
+                try:
+                    old.close()
+                except OSError:  # its throwaway folder was still being written to: harmless, it is a temp dir
+                    pass
             state.worker = proxy.Worker(folder, "solutions", call_timeout=old.call_timeout, hide=old.hide,
                                         shown_as={"solutions": "solutions"})
             state.folder, state.impl = folder, "solutions"
