@@ -15,32 +15,32 @@ TOY = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])  # the book's t
 
 @pytest.mark.step("3.1")
 def test_each_token_gets_a_single_one_in_its_own_column(ch, ws):
-    expect(ws, ch.one_hot(ws.inputs["ids"], ws.inputs["vocab_size"]))
+    expect(ws, ch.one_hot(ws.inputs["ids"], ws.inputs["vocab_size"]), kind="array")
 
 
 @pytest.mark.step("3.2")
 def test_a_b_embeds_to_the_identity(ch, ws):
-    expect(ws, ch.embed(ws.inputs["ids"], ch.TOY_EMBEDDINGS))
+    expect(ws, ch.embed(ws.inputs["ids"], ch.TOY_EMBEDDINGS), kind="array")
 
 
 @pytest.mark.step("3.3")
 def test_c_d_a_picks_rows_in_the_order_of_the_ids(ch, ws):
-    expect(ws, ch.embed(ws.inputs["ids"], TOY))
+    expect(ws, ch.embed(ws.inputs["ids"], TOY), kind="array")
 
 
 @pytest.mark.step("3.4")
 def test_cat_and_dog_point_almost_the_same_way(ch, ws):
-    expect(ws, ch.cosine_similarity(ws.input("a"), ws.input("b")))
+    expect(ws, ch.cosine_similarity(ws.input("a"), ws.input("b")), kind="float")
 
 
 @pytest.mark.step("3.5")
 def test_cat_and_mat_are_nearly_perpendicular(ch, ws):
-    expect(ws, ch.cosine_similarity(ws.input("a"), ws.input("b")))
+    expect(ws, ch.cosine_similarity(ws.input("a"), ws.input("b")), kind="float")
 
 
 @pytest.mark.step("3.6")
 def test_a_token_used_twice_accumulates_both_gradients(ch, ws):
-    expect(ws, ch.embedding_backward(ws.inputs["ids"], ws.input("d_X"), ws.inputs["vocab_size"]))
+    expect(ws, ch.embedding_backward(ws.inputs["ids"], ws.input("d_X"), ws.inputs["vocab_size"]), kind="array")
 
 
 # -- beyond the worksheet ----------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def test_cosine_similarity_matches_the_formula(ch, d):
     a, b = RNG.normal(size=d), RNG.normal(size=d)
     want = a @ b / np.sqrt(a @ a) / np.sqrt(b @ b)
     got = ch.cosine_similarity(a, b)
-    close(got, want, f"cosine of two length-{d} vectors", mistakes=[("the plain dot product", a @ b)])
+    close(got, want, f"cosine of two length-{d} vectors", mistakes=[("the plain dot product", a @ b)], kind="float")
     close(ch.cosine_similarity(a, 3 * a), 1.0, "cosine of a with 3a")
     close(ch.cosine_similarity(a, -a), -1.0, "cosine of a with −a")
 

@@ -47,12 +47,12 @@ def random_model(seq, d_model, d_k, d_v, vocab, rng=RNG):
 # -- the worksheet, step by step -------------------------------------------------------------------
 @pytest.mark.step("6.1")
 def test_the_loss_is_minus_log_p_c(ch, ws):
-    expect(ws, ch.cross_entropy(ws.input("probs"), ws.inputs["target"]))
+    expect(ws, ch.cross_entropy(ws.input("probs"), ws.inputs["target"]), kind="float")
 
 
 @pytest.mark.step("6.2")
 def test_only_c_gets_a_negative_gradient(ch, ws):
-    expect(ws, ch.cross_entropy_grad(ws.input("probs"), ws.inputs["target"]))
+    expect(ws, ch.cross_entropy_grad(ws.input("probs"), ws.inputs["target"]), kind="array")
 
 
 @pytest.mark.step("6.3")
@@ -119,7 +119,7 @@ def test_cross_entropy_is_minus_log_of_the_target_probability(ch, vocab):
     p = RNG.dirichlet(np.full(vocab, 0.7))  # a random distribution over the vocabulary
     t = int(RNG.integers(0, vocab))
     got = ch.cross_entropy(p, t)
-    close(got, -np.log(p[t]), f"cross_entropy over {vocab} tokens, target {t}",
+    close(got, -np.log(p[t]), f"cross_entropy over {vocab} tokens, target {t}", kind="float",
           mistakes=[("the minus sign forgotten", np.log(p[t])), ("log base 10", -np.log10(p[t])),
                     ("the most likely token's probability instead of the target's", -np.log(p.max()))])
 

@@ -45,32 +45,32 @@ def test_causal_attention_gives_a_its_own_value_and_b_a_near_even_mix(ch, ws):
 
 @pytest.mark.step("9.2")
 def test_the_first_layer_maps_each_row_through_w1(ch, ws):
-    expect(ws, ch.linear(ws.input("x"), ws.input("W")))
+    expect(ws, ch.linear(ws.input("x"), ws.input("W")), kind="array")
 
 
 @pytest.mark.step("9.3")
 def test_relu_leaves_the_positive_hidden_values_unchanged(ch, ws):
-    expect(ws, ch.relu(ws.input("x")))
+    expect(ws, ch.relu(ws.input("x")), kind="array")
 
 
 @pytest.mark.step("9.4")
 def test_the_feed_forward_output_is_a_small_correction(ch, ws):
-    expect(ws, ch.feed_forward(ws.input("x"), ws.input("W1"), ws.input("W2")))
+    expect(ws, ch.feed_forward(ws.input("x"), ws.input("W1"), ws.input("W2")), kind="array")
 
 
 @pytest.mark.step("9.5")
 def test_the_residual_adds_the_correction_to_the_attention_output(ch, ws):
-    expect(ws, ch.residual_feed_forward(ws.input("x"), ws.input("W1"), ws.input("W2")))
+    expect(ws, ch.residual_feed_forward(ws.input("x"), ws.input("W1"), ws.input("W2")), kind="array")
 
 
 @pytest.mark.step("9.6")
 def test_relu_turns_minus_a_half_into_zero(ch, ws):
-    expect(ws, ch.relu(ws.input("x")))
+    expect(ws, ch.relu(ws.input("x")), kind="array")
 
 
 @pytest.mark.step("9.7")
 def test_relu_gradient_flows_only_where_the_input_was_positive(ch, ws):
-    expect(ws, ch.relu_backward(ws.input("x"), ws.input("d_out")))
+    expect(ws, ch.relu_backward(ws.input("x"), ws.input("d_out")), kind="array")
 
 
 @pytest.mark.step("9.8")
