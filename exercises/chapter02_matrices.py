@@ -3,6 +3,9 @@
 Everything a transformer computes is built from matrix products. Here they are written out as loops,
 so that every multiply-add is visible, together with the two rules that carry gradients back through a
 product, and central differences to check any gradient numerically.
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 from collections.abc import Callable

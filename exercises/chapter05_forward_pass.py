@@ -12,6 +12,9 @@ Two modelling choices make the book's "simplified" model exact:
   predicts the next token is the attention output at the LAST position.
 
 Worksheet: the book's Example 1 (input "A B", W_Q = W_K = W_V = 0.1·I).
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np

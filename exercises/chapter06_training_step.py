@@ -6,6 +6,9 @@ the gradient. Only W_O learns here (W_Q, W_K, W_V stay fixed, as in the book), b
 of the explicit 2×4 W_O move, not only the one the worksheet updates.
 
 Worksheet: the book's Example 2 (input "A B", target C = 2, learning rate 0.1).
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np

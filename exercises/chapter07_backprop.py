@@ -9,6 +9,9 @@ The model is chapter 5's: explicit 2×4 W_O, causal attention, and the context t
 position, so only that position's output receives a gradient from the loss.
 
 Worksheet: the book's Example 3 (input "A B", target C = 2, learning rate 0.1, all four matrices trainable).
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np

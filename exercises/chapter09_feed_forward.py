@@ -7,6 +7,9 @@ learn a correction, and gradients get a path that skips the layer entirely. Row-
 row per position.
 
 Worksheet: the book's Example 5 (input "A B", W_Q = W_K = W_V = 0.1·I, W1 = W2 = [[0.2, 0.1], [0.1, 0.2]]).
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np

@@ -3,6 +3,9 @@
 Tokens are symbols; networks need numbers. An embedding table holds one learned row per token, and
 looking a token up is the same as multiplying its one-hot vector by the table. Training sends a
 gradient back to exactly the rows that were used.
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np

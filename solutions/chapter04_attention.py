@@ -5,6 +5,9 @@ they match), the scores are scaled by 1/√d_k, softmax turns them into weights 
 output is the weighted sum of the values. Row-vector convention: one row per position.
 
 Worksheet: the book's Example 1, steps 3–5 (input "A B", W_Q = W_K = W_V = 0.1·I).
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np

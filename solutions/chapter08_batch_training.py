@@ -9,6 +9,9 @@ The model is chapters 5–7's: the toy embeddings, W_Q, W_K, W_V, the explicit 2
 and the context taken from the last position.
 
 Worksheet: the book's Example 4 (A B → C, A A → D, B A → C; toy parameters; learning rate 0.1).
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np

@@ -9,6 +9,9 @@ rule runs through the model in the reverse order of the forward pass. Row-vector
 one row per position, ``x @ W``.
 
 Worksheet: this course's own (the book's Example 6 has none); see docs/chapters/10-transformer.md.
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
 """
 
 import numpy as np
