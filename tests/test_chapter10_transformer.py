@@ -330,7 +330,9 @@ def test_the_whole_transformer_backward_matches_numerical_gradients(ch, case):
         if path not in got:
             pytest.fail(f"grads has no {path}: grads must mirror params (see init_params)", pytrace=False)
         close(got[path], want[path], f"gradient of params{path}, {shapes}: the first wrong one in the order the "
-              f"backward pass computes them, so look in {function} (every gradient computed before it is right)",
+              f"backward pass computes them, so look in {function} (every gradient computed before it is right; "
+              "if that function passes its own checks above, the gradient flowing into it is wrong: look at the "
+              "dx of the step just before it)",
               rtol=NUM_RTOL, atol=NUM_ATOL, kind="array",
               mistakes=[("summed over positions instead of averaged", want[path] * np.sum(targets >= 0))])
 
