@@ -94,6 +94,11 @@ def _cell(text: str) -> str:
 def _gist(message: str, title: str) -> str:
     """What went wrong, in one line: the "got" and "looks like" lines of a failure, else its first new line."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
+    raised = next((i for i, line in enumerate(lines) if line.startswith("the code raised")), None)
+    if raised is not None:  # a crash: what, where, and the line itself
+        where = [" ".join(line.split()) for line in lines[raised + 1:raised + 3] if line[:1].isdigit() or
+                 line.startswith("at ")]
+        return " · ".join([lines[raised], *where])
     said = [line for line in lines if line.startswith(("got ", "looks like:"))]
     if said:
         return " · ".join(" ".join(line.split()) for line in said)

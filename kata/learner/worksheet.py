@@ -51,8 +51,11 @@ def lines_for(chapter, results: dict[str, dict], show) -> list[str]:
             got = result["got"]
             out.append(f"        yours      {got if isinstance(got, str) else show(got)}")
         else:
-            said = (result.get("message") or status).strip().splitlines()
+            said = [line.strip() for line in (result.get("message") or status).strip().splitlines() if line.strip()]
+            said = [line for line in said if not line.startswith(step.id)] or said  # the step's own title line
             out.append(f"        yours      {said[0] if said else status}")
+            for line in said[1:3] if said and said[0].startswith(("the code raised", "timed out")) else []:
+                out.append(f"                   {line}")  # where: file, line and its source
         if step.erratum:
             out.append(f"        erratum    {step.erratum}")
         out.append("")
