@@ -198,7 +198,7 @@ class Server:
         before = [a.tobytes() for a in arrays]
         result = fn(*args, **kwargs)
         changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
-        names = self.parameter_names(fn, len(args))
+        names = self.parameter_names(fn, len(args)) if changed else []  # only an edit in place needs them
         self.reply_value(result, arrays, changed,
                          {str(i): names[o] if isinstance(o, int) and o < len(names) else str(o)
                           for i, o in enumerate(owners) if i in changed})
