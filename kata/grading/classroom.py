@@ -26,7 +26,6 @@ import os
 import platform
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, gradebook, reports, roster, strict, submissions
+from . import class_report, course, gradebook, reports, roster, runner, strict, submissions
 from . import points as points_mod
 
 
@@ -261,11 +260,7 @@ def _run_grade(options: list[str], root: Path, limit: float) -> str:
     try:
         proc.wait(timeout=limit)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL) if hasattr(os, "killpg") else proc.kill()
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        runner.kill(proc)
         reader.join(timeout=5)
         return f"grading took longer than {limit:g} s and was stopped"
     reader.join(timeout=5)

@@ -236,18 +236,19 @@ def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: f
                 collected = True
         now = time.monotonic()
         if deadline is not None and now > deadline:
-            _kill(proc)
+            kill(proc)
             return BUDGET_SPENT
         if current is not None and now - since > timeout + min(GRACE, max(0.5, timeout)):
-            _kill(proc)
+            kill(proc)
             return f"timed out: still running after {timeout:g} s (the test was stopped from outside)"
         if not collected and now - born > collect_budget:
-            _kill(proc)
+            kill(proc)
             return f"timed out: loading the tests took more than {collect_budget:g} s"
     return ""
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def kill(proc: subprocess.Popen) -> None:
+    """End ``proc`` and the processes it started (its session), and wait for it."""
     try:
         if hasattr(os, "killpg"):
             os.killpg(proc.pid, signal.SIGKILL)

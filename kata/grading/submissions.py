@@ -19,11 +19,12 @@ import datetime as dt
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .runner import kill
 
 TOKEN_VARIABLE = "KATA_GIT_TOKEN"
 MAX_FILES = 500
@@ -94,10 +95,7 @@ def _git(args: list[str], *, cwd: Path | None, env: dict, until: float, data: by
     try:
         out, err = proc.communicate(data, timeout=left)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL) if hasattr(os, "killpg") else proc.kill()
-        except ProcessLookupError:
-            pass
+        kill(proc)
         proc.communicate()
         raise _GitFailed("timed out") from None
     if proc.returncode != 0:

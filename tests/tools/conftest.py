@@ -79,3 +79,21 @@ def chapters():
     found = project.chapters()
     assert found, "no chapters found"
     return found
+
+
+def undocumented_fields(schema: dict) -> list[str]:
+    """The fields a JSON schema names (at any depth) that docs/instructors.md does not mention in backticks."""
+    page = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    fields: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            fields.update(node.get("properties", {}))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return sorted(f for f in fields if f"`{f}`" not in page)

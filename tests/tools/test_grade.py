@@ -14,7 +14,7 @@ import pytest
 
 from kata.grading import schema
 
-from .conftest import ROOT, copy_solutions, tool
+from .conftest import ROOT, copy_solutions, tool, undocumented_fields
 
 LOOP_FOREVER = '''
 _kata_real_causal_mask = causal_mask
@@ -249,20 +249,7 @@ def test_the_schema_check_can_fail(on_solutions):
 
 def test_every_schema_field_is_documented_on_the_instructors_page():
     """docs/instructors.md names every field of results.json"""
-    page = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
-    fields = set()
-
-    def walk(node):
-        if isinstance(node, dict):
-            fields.update(node.get("properties", {}))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(schema.load())
-    missing = sorted(f for f in fields if f"`{f}`" not in page)
+    missing = undocumented_fields(schema.load())
     assert not missing, f"docs/instructors.md does not document: {missing}"
 
 

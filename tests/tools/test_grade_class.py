@@ -23,7 +23,7 @@ import pytest
 from kata.grading import gradebook, roster, schema, strict, submissions
 
 from . import class_repos
-from .conftest import ROOT, tool
+from .conftest import ROOT, tool, undocumented_fields
 
 CHAPTERS = "1,2,4"
 COMMON = ("--chapters", CHAPTERS, "--deadline", class_repos.DEADLINE, "--seed", "7")
@@ -178,20 +178,7 @@ def test_the_gradebook_schema_check_can_fail(klass):
 
 
 def test_every_gradebook_field_is_documented_on_the_instructors_page():
-    page = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
-    fields = set()
-
-    def walk(node):
-        if isinstance(node, dict):
-            fields.update(node.get("properties", {}))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(gradebook.load_schema())
-    missing = sorted(f for f in fields if f"`{f}`" not in page)
+    missing = undocumented_fields(gradebook.load_schema())
     assert not missing, f"docs/instructors.md does not document: {missing}"
 
 
