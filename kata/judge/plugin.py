@@ -22,7 +22,21 @@ from pathlib import Path
 
 import pytest
 
-from . import answer_key, proxy
+from . import launch
+
+_NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
+
+
+def _wants_a_worker(argv: list[str]) -> bool:
+    """Whether this process is a pytest run that will call learner code (``python -m pytest ...``)."""
+    return bool(argv) and "pytest" in Path(argv[0]).parts[-2:] + (Path(argv[0]).name,) \
+        and not _NO_TESTS_RUN.intersection(argv)
+
+
+if _wants_a_worker(sys.argv):
+    launch.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
+
+from . import answer_key, proxy  # noqa: E402 - after the worker's launch, on purpose
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 

@@ -24,7 +24,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -34,9 +33,9 @@ import numpy as np
 
 from .. import wire
 from ..worker import limits as worker_limits
+from . import launch
 
-MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
-WORKER = MACHINERY / "kata" / "worker" / "main.py"
+MACHINERY = launch.MACHINERY  # the folder holding the kata package
 GRACE = 2.0  # the judge's own clock: GRACE + 3 × the call timeout, wall time (see ``request``)
 STARTUP = 30.0  # seconds the worker may take to start (NumPy's import on a cold disk)
 REPLAY = (  # exception types re-raised as themselves; any other comes back as a LearnerError
@@ -139,22 +138,7 @@ def where_text(err: BaseException) -> str:
     return "\n".join(lines)
 
 
-def sandbox_command() -> list[str] | None:
-    """Bubblewrap's command line when it is installed, else None.
-
-    A worker that then fails to start in it is started again without it (user namespaces can be off).
-    """
-    bwrap = shutil.which("bwrap")
-    if not bwrap or not sys.platform.startswith("linux") or os.environ.get("KATA_NO_SANDBOX"):
-        return None
-    return [bwrap]
-
-
-_SANDBOX: list | None | bool = False
-SANDBOXED = "bubblewrap: no network, only the system and Python visible (read-only), no other processes"
-UNSANDBOXED = ("no sandbox: the learner's code can read and write what the grader's user can "
-               "(install bubblewrap to seal it)")
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SANDBOXED, UNSANDBOXED, SYSTEM_FOLDERS = launch.SANDBOXED, launch.UNSANDBOXED, launch.SYSTEM_FOLDERS
 
 
 class Worker:
@@ -189,72 +173,48 @@ class Worker:
         self.started_at = 0.0
         self.seconds_in_learner = 0.0
         self.home: Path | None = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="kata-worker-")
+        self.launched: launch.Launched | None = None
+        self._homes: list[Path] = []  # the folders of this worker's processes, removed by ``close``
         self._answers: queue.Queue = queue.Queue()
         self._output_seen = 0
         self.callbacks: dict[int, Any] = {}
 
     # -- the process ----------------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the process (returns at once; the first call waits for it to be ready)."""
-        global _SANDBOX
+        """Start the process (returns at once; the first call waits for it to be ready).
+
+        Takes the spare worker the judge launched early (``launch.py``) when there is one: it has loaded
+        NumPy and waits, empty, for this set-up. The learner's code is copied into its folder first.
+        """
         if self.proc is not None:
             return
+        self.launched = launch.take() or launch.launch()
+        self._homes.append(self.launched.home)
         self.generation += 1
-        self.home = Path(self._tmp.name) / f"run{self.generation}"
+        self.home = self.launched.home
         root = self.home / "code"
         shutil.copytree(self.source_root / self.impl, root / self.impl, ignore=regular_files_only)
         config = {
-            "machinery": str(MACHINERY), "root": str(root), "impl": self.impl, "home": str(self.home),
+            "root": str(root), "impl": self.impl,
             "shown_as": {str(root / self.impl): self.shown_as.get(self.impl, self.impl)},
             "hung": [[m, q, said] for (m, q), said in self.hung.items()], "limits": self.limits,
             "generation": self.generation, "call_timeout": self.call_timeout,
         }
-        command = [sys.executable, "-I", "-X", "utf8", str(WORKER), json.dumps(config)]
-        if _SANDBOX is False:
-            _SANDBOX = sandbox_command()
-        protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy"]
-        if _SANDBOX:
-            command = self._sandboxed(command, root)
-            protections.append(SANDBOXED)
-        else:
-            protections.append(UNSANDBOXED)
-        self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=worker_limits.environment(str(self.home)), cwd=self.home,
-            start_new_session=hasattr(os, "setsid"),
-        )
-        self.protections = protections
+        self.proc = self.launched.proc
+        self.protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy",
+                            launch.SANDBOXED if self.launched.sandboxed else launch.UNSANDBOXED]
         self._answers = queue.Queue()
         self._output_seen = 0
         self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
         if self._frames is None:  # Windows: select() does not take pipes, so a thread reads them
             threading.Thread(target=self._read_answers, args=(self.proc, self._answers), daemon=True).start()
+        try:
+            wire.write_frame(self.proc.stdin, {"setup": config}, [])
+            self.proc.stdin.flush()
+        except OSError:  # it did not start (bubblewrap that cannot run here): the first call says so
+            pass
         self.started_at = time.monotonic()
         self._ready = False
-
-    def _sandboxed(self, command: list[str], root: Path) -> list[str]:
-        """Bubblewrap around ``command``: nothing but the system, Python and the worker's code, read-only.
-
-        An empty root: the operating system's folders, the Python installation with its packages, the
-        worker's own code (``kata/``) and the throwaway copy of the learner's code. No course, no home
-        folders, no other checkout that might hold a reference; no network, no other processes.
-        """
-        args = [_SANDBOX[0], "--unshare-all", "--die-with-parent", "--new-session",
-                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for system in SYSTEM_FOLDERS:
-            if os.path.islink(system):
-                args += ["--symlink", os.readlink(system), system]
-            elif os.path.isdir(system):
-                args += ["--ro-bind", system, system]
-        keep = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
-                Path(sys.executable).resolve().parent.parent, MACHINERY / "kata"}
-        keep |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "-packages" in p}
-        for folder in sorted(keep, key=lambda p: len(p.parts)):
-            if folder.exists() and not any(folder.is_relative_to(s) for s in SYSTEM_FOLDERS):
-                args += ["--ro-bind", str(folder), str(folder)]
-        args += ["--bind", str(self.home), str(self.home), "--chdir", str(self.home)]
-        return args + command
 
     def _read_answers(self, proc: subprocess.Popen, answers: queue.Queue) -> None:
         try:
@@ -266,26 +226,15 @@ class Worker:
     def stop(self) -> None:
         """End the process and everything it started."""
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:  # pragma: no cover - Windows
-                proc.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        if proc is not None:
+            self.launched.kill()
 
     def close(self) -> None:
-        """Stop the process and remove its throwaway folder."""
+        """Stop the process and remove its throwaway folders."""
         self.stop()
-        self._tmp.cleanup()
+        for home in self._homes:
+            shutil.rmtree(home, ignore_errors=True)
+        self._homes.clear()
 
     def _wait(self, timeout: float):
         if self._frames is not None:
@@ -300,11 +249,10 @@ class Worker:
         self.start()
         if self._ready:
             return
-        global _SANDBOX
         item = self._wait(STARTUP)
-        if (not isinstance(item, tuple) or not item[0].get("ready")) and SANDBOXED in self.protections:
+        if (not isinstance(item, tuple) or not item[0].get("ready")) and launch.SANDBOXED in self.protections:
             self.stop()  # bubblewrap is there but cannot run here: start unsealed, and say so in the report
-            _SANDBOX = None
+            launch.sandbox_failed()
             self.start()
             item = self._wait(STARTUP)
         if not isinstance(item, tuple) or not item[0].get("ready"):
@@ -412,13 +360,7 @@ class Worker:
         raise TypeError(f"cannot send a {type(value).__name__} to the learner's code (plain data only)")
 
     def _crashed(self, what: str):
-        code = self.proc.poll() if self.proc else None
-        if self.proc is not None and code is None:
-            try:
-                self.proc.wait(timeout=1)
-                code = self.proc.returncode
-            except subprocess.TimeoutExpired:
-                pass
+        code = self.launched.exit_code(wait=1.0) if self.proc is not None else None
         words = self._last_words()
         self.stop()
         how = f"exit code {code}" if code is not None and code >= 0 else f"signal {-code}" if code else "unknown"

@@ -2,7 +2,9 @@
 
 Fast because the watcher stays warm: it imports pytest, NumPy and the kata plugin once, and each
 re-check runs in a fork of itself (a fresh child, so your newly saved code is imported from scratch).
-Where ``fork`` does not exist (Windows) each re-check is a new ``python -m pytest`` instead.
+Between checks it keeps an empty worker ready (``kata/judge/launch.py``: Python and NumPy loaded,
+nothing of yours), which the next check takes over. Where ``fork`` does not exist (Windows) each
+re-check is a new ``python -m pytest`` instead.
 
 Saves are noticed through inotify on Linux (no extra package), and by comparing file times every
 ``--interval`` seconds everywhere: that polling is the fallback where file events do not arrive
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 
 from .. import project
+from ..judge import launch
 
 CLEAR = "\033[2J\033[H"
 TIMEOUT = 10.0  # seconds one check may run before it counts as "timed out"
@@ -203,6 +206,8 @@ def warm_up(chapter, impl: str) -> None:
     project.kata().answer_key.load(chapter.number)  # read the answer key once
     gc.collect()
     gc.freeze()  # the forks neither scan nor copy what the watcher already holds
+    if hasattr(os, "fork"):
+        launch.prestart()  # the first check's worker
 
 
 def start_check(chapter, impl: str):
@@ -226,15 +231,19 @@ def start_check(chapter, impl: str):
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
+        launch.handed_over(pid)  # the check took the spare worker (or lets it go when it ends)
         return pid
     return subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=project.ROOT)
 
 
 def running(check) -> bool:
-    """Whether a check is still running."""
+    """Whether a check is still running (once it has ended, its worker is ended too)."""
     if isinstance(check, int):
         pid, _ = os.waitpid(check, os.WNOHANG)
-        return pid == 0
+        if pid == 0:
+            return True
+        launch.reap({check})
+        return False
     return check.poll() is None
 
 
@@ -246,6 +255,7 @@ def stop(check) -> None:
             os.waitpid(check, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
+        launch.reap({check})
     else:
         check.kill()
         check.wait()
@@ -282,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 if check is not None and not running(check):
                     check = None
+                    if hasattr(os, "fork"):
+                        launch.prestart()  # an empty worker, ready for the next save
     except KeyboardInterrupt:
         if check is not None and running(check):
             stop(check)

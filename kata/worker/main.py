@@ -1,8 +1,10 @@
 """The worker's loop: import the learner's chapters, run the calls the judge asks for, answer in plain data.
 
-Started by ``kata/judge/proxy.py`` as ``python -I main.py CONFIG_JSON``; requests arrive on stdin,
-answers leave on the original stdout; the learner's prints go to a capped file instead. Every answer
-is data (``kata/wire.py``): the judge compares it, this process decides nothing.
+Started by ``kata/judge/launch.py`` as ``python -I main.py '{"machinery": ..., "home": ...}'``, often
+before the judge knows whose code it will run: it loads NumPy, then waits for its set-up frame (the
+implementation, its folder, the limits) before it loads anything of the learner's. Requests arrive on
+stdin, answers leave on the original stdout; the learner's prints go to a capped file instead. Every
+answer is data (``kata/wire.py``): the judge compares it, this process decides nothing.
 """
 
 from __future__ import annotations
@@ -23,13 +25,18 @@ class Hung(BaseException):  # noqa: N818 - a BaseException, so a learner's ``exc
 
 def main() -> int:
     """Set up, then answer requests until stdin closes."""
-    config = json.loads(sys.argv[1])
-    sys.path[:0] = [config["machinery"]]
-    from kata import wire  # the package is lazy: this imports nothing of the judge
+    launched = json.loads(sys.argv[1])
+    sys.path[:0] = [launched["machinery"]]
+    from kata import wire  # the package is lazy: this imports nothing of the judge (NumPy, though)
     from kata.worker import limits
 
     channel_in = os.fdopen(os.dup(0), "rb", buffering=0)
     channel_out = os.fdopen(os.dup(1), "wb")
+    try:
+        header, _ = wire.read_frame(channel_in)  # the set-up: until it comes, nothing of the learner's loads
+    except EOFError:
+        return 0  # a spare nobody took
+    config = dict(header.get("setup", {}), **launched)
     home = config["home"]
     os.chdir(home)
     capture = os.open(os.path.join(home, "output.txt"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
