@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from pathlib import Path
 
 import nox
@@ -66,10 +67,22 @@ def chapters() -> list[tuple[int, str, str]]:
     return found
 
 
+def pytest(session: nox.Session, *args: str, **kwargs) -> None:
+    """``python -m pytest ARGS``, on Linux through the warm judge (``KATA_WARM=0`` switches it off).
+
+    The warm judge (``kata/judge/warm.py``) answers a repeated check in a fork of a judge that has already
+    started; the first check runs the usual way and starts it.
+    """
+    if sys.platform.startswith("linux"):
+        session.run("python", "-S", "-m", "kata.judge.warm", "run", *args, **kwargs)
+    else:
+        session.run("python", "-m", "pytest", *args, **kwargs)
+
+
 def _chapter_session(number: int, module: str, title: str) -> None:
     def run(session: nox.Session) -> None:
         install(session, "test")
-        session.run("python", "-m", "pytest", f"tests/test_{module}.py", "--steps", *session.posargs)
+        pytest(session, f"tests/test_{module}.py", "--steps", *session.posargs)
 
     other = "-- --impl solutions for the reference" if AUTHORS else "-- --impl FOLDER checks another copy"
     run.__doc__ = f"Check chapter {number}, {title}, in exercises/ ({other})."
@@ -85,13 +98,14 @@ def progress(session: nox.Session) -> None:
     """Every chapter in one run: steps passed per chapter, and the next step to work on."""
     install(session, "test")
     files = [f"tests/test_{module}.py" for _, module, _ in chapters()]
-    session.run("python", "-m", "pytest", *files, "--progress", *session.posargs, success_codes=[0, 1])
+    pytest(session, *files, "--progress", *session.posargs, success_codes=[0, 1])
 
 
 @authors_session
 def selfcheck(session: nox.Session) -> None:
     """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
     install(session, "test", "docs", "lint", "classroom", "browser", "mutation", "notebook")
+    session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
     session.run("ruff", "check", ".")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", *session.posargs)
     session.env["NO_MKDOCS_2_WARNING"] = "1"

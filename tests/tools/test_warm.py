@@ -1,0 +1,169 @@
+"""The warm judge (``kata/judge/warm.py``): a repeated check answered by a fork of a judge already started.
+
+Each test works in a copy of the course with its own socket folder, so a learner's (or author's) own warm
+judge is never touched. What must hold: the same output and exit code as a plain pytest run, the learner's
+code loaded fresh every time, an out-of-date warm judge stepping aside, Ctrl-C reaching the check, the
+learner's process exit still named, and nobody else able to reach the socket.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import copy_repository, copy_solutions
+
+pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and hasattr(socket, "send_fds")),
+                                reason="the warm judge is Linux only; elsewhere every check runs as plain pytest")
+
+
+class Course:
+    """A copy of the course, its own socket folder, and the commands a nox session would run."""
+
+    def __init__(self, root: Path, run_dir: Path) -> None:
+        self.root, self.run_dir = root, run_dir
+        self.env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "KATA_WARM")}
+        self.env.update(XDG_RUNTIME_DIR=str(run_dir), KATA_WARM="1")
+
+    def check(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """What ``nox -s chapterN`` runs on Linux."""
+        return subprocess.run([sys.executable, "-S", "-m", "kata.judge.warm", "run", *args], cwd=self.root,
+                              env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
+
+    def start(self, *args: str) -> subprocess.Popen:
+        """The same, without waiting."""
+        return subprocess.Popen([sys.executable, "-S", "-m", "kata.judge.warm", "run", *args], cwd=self.root,
+                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def log(self) -> str:
+        """Everything the warm judges of this copy wrote to their logs."""
+        return "".join(p.read_text(encoding="utf-8", errors="replace") for p in (self.run_dir / "kata").glob("*.log"))
+
+    def socket(self) -> Path | None:
+        """The copy's socket, if a warm judge has made one."""
+        found = sorted((self.run_dir / "kata").glob("*.sock"))
+        return found[0] if found else None
+
+    def wait_warm(self, limit: float = 60) -> None:
+        """Wait until the copy's warm judge has loaded everything."""
+        deadline = time.monotonic() + limit
+        while "warm: pytest" not in self.log():
+            assert time.monotonic() < deadline, f"the warm judge did not warm up; its log:\n{self.log()}"
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """End the copy's warm judge."""
+        subprocess.run([sys.executable, "-m", "kata.judge.warm", "stop"], cwd=self.root, env=self.env,
+                       capture_output=True, check=False, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A course copy with a slow test (for Ctrl-C) and an implementation whose process exits."""
+    base = tmp_path_factory.mktemp("warm")
+    root = copy_repository(base / "course")
+    (root / "tests" / "test_zz_slow.py").write_text(
+        "import time\n\n\ndef test_waits():\n    time.sleep(60)\n", encoding="utf-8")
+    copy_solutions(root / "exits", {"chapter01_sequences": "def encode(text):\n    import os\n    os._exit(0)"})
+    run_dir = base / "run"
+    run_dir.mkdir(mode=0o700)
+    made = Course(root, run_dir)
+    yield made
+    made.stop()
+
+
+def test_a_repeated_check_has_the_plain_runs_output_and_exit_code(course):
+    first = course.check("tests/test_chapter01_sequences.py", "--steps", "--impl", "solutions")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "check " not in course.log()  # the first ran the usual way, and started the warm judge
+    course.wait_warm()
+    second = course.check("tests/test_chapter01_sequences.py", "--steps", "--impl", "solutions")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "check " in course.log() and "pytest tests/test_chapter01_sequences.py" in course.log()
+    assert second.stdout == first.stdout
+    stubs = course.check("tests/test_chapter01_sequences.py", "--steps")
+    assert stubs.returncode == 1
+    assert "chapter 1: 0/6 steps" in stubs.stdout
+
+
+def test_the_learners_code_is_loaded_fresh_each_time(course):
+    impl = copy_solutions(course.root / "mine")
+    course.check("tests/test_chapter01_sequences.py", "--impl", "mine")
+    course.wait_warm()
+    right = course.check("tests/test_chapter01_sequences.py", "--steps", "--impl", "mine")
+    assert right.returncode == 0, right.stdout
+    path = impl / "chapter01_sequences.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n\ndef causal_pair_count(n):\n    return 0\n",
+                    encoding="utf-8")
+    wrong = course.check("tests/test_chapter01_sequences.py", "--steps", "--impl", "mine")
+    assert wrong.returncode == 1 and "✗" in wrong.stdout, wrong.stdout
+
+
+def test_the_learners_process_ending_is_still_named(course):
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    got = course.check("tests/test_chapter01_sequences.py", "--impl", "exits", "-x", "-q", "--tb=line")
+    assert got.returncode == 1
+    assert "ended the learner's process (exit code 0) (os._exit or sys.exit" in got.stdout, got.stdout
+
+
+def test_ctrl_c_reaches_the_check(course):
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    before = course.log().count("check ")
+    proc = course.start("tests/test_zz_slow.py", "-q")
+    deadline = time.monotonic() + 30
+    while course.log().count("check ") == before:
+        assert time.monotonic() < deadline, course.log()
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 2, out  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in out
+
+
+def test_an_out_of_date_warm_judge_steps_aside(course):
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    started = course.log().count("starting")
+    test = course.root / "tests" / "test_chapter01_sequences.py"
+    test.write_text(test.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    got = course.check("tests/test_chapter01_sequences.py", "--steps", "--impl", "solutions")
+    assert got.returncode == 0 and "chapter 1: 6/6 steps" in got.stdout, got.stdout
+    assert "out of date" in course.log()
+    deadline = time.monotonic() + 30
+    while course.log().count("starting") == started:  # the check started a new one for next time
+        assert time.monotonic() < deadline, f"no new warm judge started; the log:\n{course.log()}"
+        time.sleep(0.1)
+    course.wait_warm()
+    again = course.check("tests/test_chapter01_sequences.py", "--steps", "--impl", "solutions")
+    assert again.stdout == got.stdout
+    assert course.log().count("check ") > 0 and course.log().rstrip().splitlines()[-1].endswith("exit code 0")
+
+
+def test_only_its_user_can_reach_it(course):
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    folder = course.run_dir / "kata"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(course.socket().stat().st_mode) == 0o600
+
+
+def test_switched_off_in_ci_and_with_kata_warm_0(course, monkeypatch):
+    from kata.judge import warm
+
+    monkeypatch.delenv("KATA_WARM", raising=False)
+    monkeypatch.setenv("CI", "true")
+    assert not warm.enabled()
+    monkeypatch.delenv("CI")
+    monkeypatch.setenv("KATA_WARM", "0")
+    assert not warm.enabled()
