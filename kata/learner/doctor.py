@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.metadata
+import os
 import platform
 import subprocess
 import sys
@@ -75,6 +76,20 @@ def version(name: str) -> str:
         return "not installed"
 
 
+def warm_judge() -> str:
+    """Whether ``nox -s chapterN`` answers through a warm judge here, and where its logs are."""
+    from ..judge import warm
+
+    if not warm.enabled():
+        why = "KATA_WARM=0" if os.environ.get("KATA_WARM") == "0" else "CI" if os.environ.get("CI") else "not Linux"
+        return f"off ({why}): every check starts pytest afresh"
+    try:
+        folder = warm.address().parent
+    except OSError as err:
+        return f"off: {err}"
+    return f"on (KATA_WARM=0 switches it off); its socket and log are in {folder}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the diagnosis; return 0."""
     args = parser().parse_args(argv)
@@ -85,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<15} {version(name)}")
     print(f"  system          {platform.platform()}")
     print(f"  repository      {project.ROOT}")
+    print(f"  warm judge      {warm_judge()}")
     try:
         folder = project.impl_folder(args.impl)
     except SystemExit as err:
