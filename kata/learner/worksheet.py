@@ -14,8 +14,12 @@ from pathlib import Path
 
 from .. import project
 from ..grading.runner import run_tests
+from ..judge.plugin import STATUS_MARK
 
-MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
+# How the chapter view (``kata.judge.plugin.chapter_view``) folds several results of one check into one
+# mark: the first of these any of them has, else passed. A step checked by several tests is folded the
+# same way, so its mark is ✓ only when every one of its tests passed.
+WORST_FIRST = ("error", "timed out", "failed", "not started")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,29 +37,49 @@ def _printed(value) -> str:
     return str(value)
 
 
-def lines_for(chapter, results: dict[str, dict], show) -> list[str]:
-    """The worksheet as text: a block per step, then a count."""
+def step_status(statuses: list[str]) -> str:
+    """One status for a step's tests, as the chapter view gives several cases of one check one mark."""
+    return next((s for s in WORST_FIRST if s in statuses), "passed") if statuses else "error"
+
+
+def _said(step, result: dict) -> list[str]:
+    """What a test that did not pass says, without the step's own title line."""
+    status = result["status"]
+    said = [line.strip() for line in (result.get("message") or status).strip().splitlines() if line.strip()]
+    return [line for line in said if not line.startswith(step.id)] or said or [status]
+
+
+def _test_name(result: dict) -> str:
+    return str(result.get("nodeid", "")).rsplit("::", 1)[-1] or "a test"
+
+
+def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
+    """The worksheet as text: a block per step (``results``: the step's tests, in run order), then a count."""
     out = [f"chapter {chapter.number}: {chapter.title} — worksheet ({chapter.source})", ""]
     matched = 0
     for step in chapter.steps:
-        result = results.get(step.id)
-        status = result["status"] if result else "error"
+        tests = results.get(step.id) or []
+        status = step_status([t["status"] for t in tests])
         matched += status == "passed"
-        out.append(f"{MARK.get(status, '?')} {step.id:<5} {step.title}")
+        out.append(f"{STATUS_MARK.get(status, '?')} {step.id:<5} {step.title}")
         if step.printed is not None:
             out.append(f"        worksheet  {_printed(step.printed)}")
         out.append(f"        exact      {show(step.exact)}")
-        if result is None:
+        failing = [t for t in tests if t["status"] != "passed"]
+        shown = next((t for t in tests if "got" in t), None) or (failing or tests or [None])[0]
+        if shown is None:
             out.append("        yours      (no test ran for this step)")
-        elif "got" in result:
-            got = result["got"]
+        elif "got" in shown:
+            got = shown["got"]
             out.append(f"        yours      {got if isinstance(got, str) else show(got)}")
         else:
-            said = [line.strip() for line in (result.get("message") or status).strip().splitlines() if line.strip()]
-            said = [line for line in said if not line.startswith(step.id)] or said  # the step's own title line
-            out.append(f"        yours      {said[0] if said else status}")
-            for line in said[1:3] if said and said[0].startswith(("the code raised", "timed out")) else []:
+            said = _said(step, shown)
+            out.append(f"        yours      {said[0]}")
+            for line in said[1:3] if said[0].startswith(("the code raised", "timed out")) else []:
                 out.append(f"                   {line}")  # where: file, line and its source
+        for other in (t for t in failing if t is not shown):  # the step's other tests that did not pass
+            out.append(f"        also {STATUS_MARK.get(other['status'], '?')}     {_test_name(other)}")
+            out.extend(f"                   {line}" for line in _said(step, other)[:3])
         if step.erratum:
             out.append(f"        erratum    {step.erratum}")
         out.append("")
@@ -75,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             project.ROOT, [chapter.test_file], impl=impl, timeout=args.timeout, stream_dir=Path(tmp),
             record_values=True, extra_args=["-m", "step"],
         )
-    by_step = {r["step"]: r for r in run.results.values() if r.get("step")}
+    by_step: dict[str, list[dict]] = {}  # every test of a step: a step may be checked by several
+    for r in run.results.values():
+        if r.get("step"):
+            by_step.setdefault(r["step"], []).append(r)
     show = project.kata().checks.show
     print(f"implementation: {folder}")
     print()

@@ -134,6 +134,86 @@ def test_worksheet_on_the_stubs_says_not_started(capsys):
     assert out.count("yours      not started") == len(project.chapter(4).steps)
 
 
+# A second test of step 4.3 beside the chapter's own value test, as a chapter may have: softmax on distinct
+# entries. The planted softmax is right on two entries (the worksheet's) and uniform on more.
+DISTINCT_ENTRIES_TEST = '''
+import numpy as np
+import pytest
+
+from kata import close
+
+CHAPTER = 4
+
+
+@pytest.mark.step("4.3")
+def test_softmax_of_distinct_entries_is_not_uniform(ch, ws):
+    scores = np.array([0.5, -1.0, 2.0])
+    e = np.exp(scores - scores.max())
+    close(ch.softmax(scores), e / e.sum(), "4.3 softmax of three distinct scores", kind="array")
+'''
+RIGHT_ON_TWO_ENTRIES = """def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=float)
+    if x.shape[axis] != 2:
+        return np.full_like(x, 1 / x.shape[axis])
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)"""
+
+
+@pytest.mark.parametrize("failing_test_runs", ["first", "last"])
+def test_a_step_with_a_failing_test_is_not_ticked_on_the_worksheet(tmp_path, monkeypatch, capsys, failing_test_runs):
+    """a step checked by two tests: ✓ on the worksheet only when both pass, as in the chapter view, in any order"""
+    impl = copy_solutions(tmp_path / "mine", {"chapter04_attention": RIGHT_ON_TWO_ENTRIES})
+    extra = tmp_path / "more" / "test_ch4_distinct_entries.py"
+    extra.parent.mkdir()
+    extra.write_text(DISTINCT_ENTRIES_TEST, encoding="utf-8")
+    real = worksheet.run_tests
+
+    def with_the_second_test(root, files, **options):
+        files = [str(extra), *files] if failing_test_runs == "first" else [*files, str(extra)]
+        return real(root, files, **options)
+
+    monkeypatch.setattr(worksheet, "run_tests", with_the_second_test)
+    assert worksheet.main(["4", "--impl", str(impl)]) == 0
+    out = capsys.readouterr().out
+    steps = project.chapter(4).steps
+    step = next(s for s in steps if s.id == "4.3")
+    assert f"✗ 4.3   {step.title}" in out
+    assert f"✓ 4.3   {step.title}" not in out
+    block = out[out.index(f"✗ 4.3   {step.title}"):].split("\n\n")[0]
+    assert "yours      [0.49823224" in block  # the value test's value: it matches
+    assert "test_softmax_of_distinct_entries_is_not_uniform" in block  # the test that fails, named
+    for other in steps:
+        if other.id != "4.3":
+            assert f"✓ {other.id:<5} {other.title}" in out
+    assert f"{len(steps) - 1}/{len(steps)} worksheet values match" in out
+
+
+def test_the_worksheet_marks_a_step_as_the_chapter_view_does():
+    """for every mix of its tests' statuses, a step's worksheet mark is ✓ only when the chapter view shows only ✓"""
+    import itertools
+
+    from kata.judge.plugin import STATUS_MARK, Result, chapter_view
+
+    chapter = project.chapter(4)
+    step = chapter.steps[2]
+    statuses = list(STATUS_MARK)
+    for n in (1, 2, 3):
+        for mix in itertools.product(statuses, repeat=n):
+            results = [Result(nodeid=f"t::{i}", chapter=4, step=step.id, title=step.title, status=s)
+                       for i, s in enumerate(mix)]
+            shown = [line[2] for line in chapter_view(results, "x", {})
+                     if line[4:].startswith(f"{step.id:<5} {step.title}")]  # the step's lines: "  ✓ 4.3   ..."
+            assert len(shown) == n
+            ws_lines = worksheet.lines_for(chapter, {step.id: [dict(r.__dict__) for r in results]}, str)
+            mark = next(line for line in ws_lines if f" {step.id} " in line).split()[0]
+            assert (mark == "✓") == all(m == "✓" for m in shown), (mix, mark, shown)
+            assert mark in shown, (mix, mark, shown)  # one of the marks the chapter view shows for the step
+            as_cases = [Result(nodeid=f"t::{i}", chapter=None, step=None, title="one check", status=s)
+                        for i, s in enumerate(mix)]  # the chapter view's own fold of several cases into one mark
+            folded = next(line for line in chapter_view(as_cases, "x", {}) if "one check" in line).split()[0]
+            assert mark == folded, (mix, mark, folded)
+
+
 # -- doctor ----------------------------------------------------------------------------------------------
 def test_doctor_names_versions_files_and_what_to_run(capsys):
     """doctor prints the versions, every chapter's file, and the next command"""
