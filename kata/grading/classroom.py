@@ -295,7 +295,8 @@ def _run_all(learners: list, one, jobs: int, chapters: list[int]) -> list[dict]:
             rows.append(r)
             if r["status"] != "graded":
                 failures.append(r["student"])
-            what = f"{r['percent']:.1f} %" if r["status"] == "graded" else f"{r['status']}: {r['note'][:80]}"
+            # Never cut: the learner's name and the repository path in the note are what the reader looks for.
+            what = f"{r['percent']:.1f} %" if r["status"] == "graded" else f"{r['status']}: {_one_line(r['note'])}"
             cached = ", cached" if r["cached"] else ""
             if bar:
                 write(f"{r['student']}: {what} ({r['seconds']:.1f} s{cached})")
@@ -307,6 +308,11 @@ def _run_all(learners: list, one, jobs: int, chapters: list[int]) -> list[dict]:
     if bar:
         bar.close()
     return rows
+
+
+def _one_line(text: str) -> str:
+    """``text`` whole, on one line."""
+    return " | ".join(line.strip() for line in (text or "").splitlines() if line.strip())
 
 
 # -- what the instructor reads at the end ---------------------------------------------------------------
@@ -321,16 +327,17 @@ def closing(book: dict, seconds: float) -> str:
              + (f"; mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
                 else "")]
     graded = sorted((r for r in rows if r["status"] == "graded"), key=lambda r: (r["percent"], r["student"]))
+    problems = [r for r in rows if r["status"] != "graded"]
+    width = max([24] + [len(r["student"]) for r in graded[:10] + problems])  # a name is never cut
     if graded:
-        lines += ["", "lowest scores:", f"  {'student':<24} {'percent':>8} {'points':>13}  commit   note"]
+        lines += ["", "lowest scores:", f"  {'student':<{width}} {'percent':>8} {'points':>13}  commit   note"]
         for r in graded[:10]:
             points = f"{r['points']:g}/{r['max_points']:g}"
-            lines.append(f"  {r['student'][:24]:<24} {r['percent']:>7.1f}% {points:>13}  {(r['commit'] or '')[:7]:<7}  "
-                         f"{r['note'][:70]}")
-    problems = [r for r in rows if r["status"] != "graded"]
+            lines.append(f"  {r['student']:<{width}} {r['percent']:>7.1f}% {points:>13}  "
+                         f"{(r['commit'] or '')[:7]:<7}  {r['note'][:70]}")
     if problems:
-        lines += ["", "missing or error:", f"  {'student':<24} {'status':<8} reason"]
-        lines += [f"  {r['student'][:24]:<24} {r['status']:<8} {r['note']}" for r in problems]
+        lines += ["", "missing or error:", f"  {'student':<{width}} {'status':<8} reason"]
+        lines += [f"  {r['student']:<{width}} {r['status']:<8} {r['note']}" for r in problems]
     lines.append("")
     return "\n".join(lines)
 

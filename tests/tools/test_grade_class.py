@@ -199,6 +199,58 @@ def test_the_run_ends_with_the_lowest_scores_and_every_missing_row(klass):
     assert "[9/9" in klass["proc"].stderr  # progress: learners done / total (one line each without a terminal)
 
 
+# A learner whose identifier and repository path are long, as class rosters have them.
+LONG_STUDENT = "2027-spring-cs4321-section-b-maximiliane.oberhollenzer"
+LONG_REPO = "/srv/classes/2027-spring/cs4321/section-b/submissions/maximiliane.oberhollenzer-transformer-katas"
+
+
+def _long_rows() -> tuple[list[roster.Learner], dict[str, dict]]:
+    learners = [roster.Learner(LONG_STUDENT, LONG_REPO, 2), roster.Learner(LONG_STUDENT + "-2", LONG_REPO + "-2", 3)]
+    total = {"points": 5.0, "max_points": 10.0, "percent": 50.0}
+    rows = {
+        LONG_STUDENT: gradebook.row(learners[0], status="missing", repo=LONG_REPO, commit=None, committed_at=None,
+                                    note=f"unreachable: no repository at {LONG_REPO}", results=None, chapters=[1]),
+        LONG_STUDENT + "-2": gradebook.row(learners[1], status="graded", repo=LONG_REPO + "-2", commit="abc1234" * 5,
+                                           committed_at=None, note="", results={"total": total, "chapters": []},
+                                           chapters=[1]),
+    }
+    return learners, rows
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["log", "terminal"])
+def test_progress_lines_show_the_learner_and_the_path_in_full(capsys, monkeypatch, terminal):
+    """a long learner name and repository path are printed whole, on a terminal (bar) and in a CI log"""
+    from kata.grading import classroom
+
+    learners, rows = _long_rows()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    got = classroom._run_all(learners, lambda learner: rows[learner.student], 1, [1])
+    assert [r["student"] for r in got] == [x.student for x in learners]
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert f"{LONG_STUDENT}: missing: unreachable: no repository at {LONG_REPO} (" in text
+    assert f"{LONG_STUDENT}-2: 50.0 % (" in text
+
+
+def test_the_closing_table_never_cuts_a_learners_name():
+    """the lowest scores and the missing rows name each learner in full, columns still aligned"""
+    from kata.grading import classroom
+
+    _, rows = _long_rows()
+    book = {"summary": gradebook.summary(list(rows.values())), "rows": list(rows.values())}
+    text = classroom.closing(book, 1.0)
+    lowest = text[text.index("lowest scores:"):text.index("missing or error:")].splitlines()
+    missing = text[text.index("missing or error:"):].splitlines()
+    assert any(line.split()[0] == f"{LONG_STUDENT}-2" for line in lowest[2:] if line.strip())
+    assert any(line.split()[0] == LONG_STUDENT and line.endswith(LONG_REPO) for line in missing[2:] if line.strip())
+    def end(line: str, column: int) -> int:
+        word = line.split()[column]
+        return line.index(word, len(line.split()[0]) + 2) + len(word)
+
+    assert end(lowest[1], 1) == end(lowest[2], 1)  # 'percent' (right-aligned) lines up
+    assert end(missing[1], 1) - len("status") == end(missing[2], 1) - len("missing")  # 'status' (left-aligned)
+
+
 # -- the cache, shards and merge ---------------------------------------------------------------------------
 def test_a_second_run_with_nothing_changed_grades_nobody_again(klass, tmp_path):
     out = tmp_path / "again"
