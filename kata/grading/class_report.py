@@ -1,9 +1,11 @@
 """``report.html`` of ``nox -s grade-class``: one self-contained page for the instructor's next lecture.
 
 Three figures drawn with matplotlib and embedded as SVG data (no network, opens from disk): the class's
-score histogram, a heat map of learners × chapters, and the steps the class fails most. Below them, each
-of those steps with how many learners fail it and the top "looks like <classic mistake>" diagnoses from
-the failure messages, the rows that are missing or in error, and every learner's row.
+score histogram, a heat map of learners × chapters (each chapter's share of points from red to green; a
+chapter not started, and a learner not graded, each in a colour of its own, named in its legend), and the
+steps the class fails most. Below them, each of those steps with how many learners fail it and the top
+"looks like <classic mistake>" diagnoses from the failure messages, the rows that are missing or in
+error, and every learner's row.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from pathlib import Path
 
 LOOKS_LIKE = re.compile(r"^\s*looks like:\s*(.+?)\s*$", re.M)
 FAILING = ("failed", "error", "timed out")
+# Heat-map cells that are not a share of points on the red (0 %) to green (100 %) scale: a colour each.
+NOT_STARTED = "#6baed6"  # every step and check "not started" (the stubs untouched: NotImplementedError)
+NOT_GRADED = "#d9d9d9"  # no grade: the learner's row is missing or in error
 
 
 def _svg(fig) -> str:
@@ -59,7 +64,7 @@ def _label(entry: dict) -> str:
 def _figure_data(book: dict) -> dict:
     """Everything the figures show, and nothing else (their cache key)."""
     rows = [{"student": r["student"], "status": r["status"], "percent": r["percent"],
-             "chapters": [(c["chapter"], c["percent"]) for c in r["chapters"]]} for r in book["rows"]]
+             "chapters": [(c["chapter"], c["percent"], c.get("status")) for c in r["chapters"]]} for r in book["rows"]]
     failing = [{k: e[k] for k in ("id", "title", "kind", "chapter", "learners")} for e in failing_steps(book["rows"])]
     return {"rows": rows, "failing": failing[:15], "chapters": book["options"]["chapters"],
             "all": [c["chapter"] for c in book["chapters"]]}
@@ -86,6 +91,41 @@ def figures(book: dict, cache: Path | None = None) -> dict[str, str]:
         except OSError:
             pass
     return drawn
+
+
+def _heatmap(book: dict):
+    """Learners × chapters: each chapter's share of points; not started and not graded each in a colour of its own."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import Normalize, to_rgba
+    from matplotlib.patches import Patch
+
+    rows = book["rows"]
+    numbers = list(book["options"]["chapters"]) or [c["chapter"] for c in book["chapters"]]
+    scale, norm = matplotlib.colormaps["RdYlGn"], Normalize(vmin=0, vmax=100)
+    cells = np.tile(to_rgba(NOT_GRADED), (len(rows), len(numbers), 1))
+    for i, r in enumerate(rows):
+        for c in r["chapters"]:
+            if c["chapter"] not in numbers:
+                continue
+            if c.get("status") == "not started":
+                cells[i, numbers.index(c["chapter"])] = to_rgba(NOT_STARTED)
+            elif c["percent"] is not None:
+                cells[i, numbers.index(c["chapter"])] = scale(norm(c["percent"]))
+    height = max(2.4, 0.22 * len(rows) + 1.6)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.55 * len(numbers), height), layout="constrained")
+    ax.imshow(cells, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(numbers)), [str(n) for n in numbers])
+    ax.set_yticks(range(len(rows)), [r["student"] for r in rows], fontsize=max(4, min(8, 400 / max(1, len(rows)))))
+    ax.set_xlabel("chapter")
+    ax.set_title("Points per chapter (% of the chapter)")
+    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=scale), ax=ax, label="% of the chapter's points",
+                 shrink=0.8)
+    swatches = [Patch(facecolor=NOT_STARTED, edgecolor="#777777", label="not started (stubs untouched)"),
+                Patch(facecolor=NOT_GRADED, edgecolor="#777777", label="not graded (missing or error)")]
+    fig.legend(handles=swatches, loc="outside lower left", frameon=False, fontsize=8)
+    return fig
 
 
 def _matplotlib_version() -> str | None:
@@ -117,23 +157,7 @@ def _draw(book: dict) -> dict[str, str]:
     out["histogram"] = _svg(fig)
     plt.close(fig)
 
-    numbers = list(book["options"]["chapters"]) or [c["chapter"] for c in book["chapters"]]
-    grid = np.full((len(rows), len(numbers)), np.nan)
-    for i, r in enumerate(rows):
-        for c in r["chapters"]:
-            if c["percent"] is not None and c["chapter"] in numbers:
-                grid[i, numbers.index(c["chapter"])] = c["percent"]
-    height = max(2.4, 0.22 * len(rows) + 1.2)
-    fig, ax = plt.subplots(figsize=(1.2 + 0.55 * len(numbers), height))
-    cmap = matplotlib.colormaps["RdYlGn"].copy()
-    cmap.set_bad("#d9d9d9")
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=100, aspect="auto",
-                      interpolation="nearest")
-    ax.set_xticks(range(len(numbers)), [str(n) for n in numbers])
-    ax.set_yticks(range(len(rows)), [r["student"][:24] for r in rows], fontsize=max(4, min(8, 400 / max(1, len(rows)))))
-    ax.set_xlabel("chapter")
-    ax.set_title("Points per chapter (% of the chapter; grey: not graded)")
-    fig.colorbar(image, ax=ax, label="%", shrink=0.8)
+    fig = _heatmap(book)
     out["heatmap"] = _svg(fig)
     plt.close(fig)
 

@@ -338,6 +338,72 @@ def test_the_report_opens_in_headless_chromium_with_its_three_figures(klass):
     assert "gus" in text and "unreachable" in text
 
 
+def _heat_book() -> dict:
+    """One learner with chapter 1 passed, 2 failed (no points), 3 failed (some points), 4 not started; one missing."""
+    def unit(n, status, points):
+        return {"chapter": n, "points": points, "max_points": 10.0, "percent": 10.0 * points, "status": status,
+                "steps": []}
+
+    chapters = [unit(1, "passed", 10.0), unit(2, "failed", 0.0), unit(3, "failed", 4.0), unit(4, "not started", 0.0)]
+    results = {"total": {"points": 14.0, "max_points": 40.0, "percent": 35.0}, "chapters": chapters}
+    rows = [gradebook.row(roster.Learner("ada", "ada", 2), status="graded", repo="ada", commit="a" * 40,
+                          committed_at=None, note="", results=results, chapters=[1, 2, 3, 4]),
+            gradebook.row(roster.Learner("gus", "gus", 3), status="missing", repo="gus", commit=None,
+                          committed_at=None, note="unreachable", results=None, chapters=[1, 2, 3, 4])]
+    return {"rows": rows, "options": {"chapters": [1, 2, 3, 4]},
+            "chapters": [{"chapter": n, "title": f"chapter {n}"} for n in (1, 2, 3, 4)]}
+
+
+def test_the_heat_map_colours_not_started_apart_from_failed_and_passed(monkeypatch):
+    """a chapter never started (stubs untouched) has a colour of its own in the heat map, and the legend names it"""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from kata.grading import class_report
+
+    drawn = []
+    monkeypatch.setattr(class_report, "_svg", lambda fig: drawn.append(fig) or "")
+    class_report._draw(_heat_book())
+    heat = drawn[1]
+    ax = heat.axes[0]
+    canvas = FigureCanvasAgg(heat)  # the figure as drawn, in pixels
+    canvas.draw()
+    pixels = np.asarray(canvas.buffer_rgba())[..., :3].astype(int)
+
+    def cell(row: int, column: int) -> np.ndarray:  # the colour drawn at the centre of a cell
+        x, y = ax.transData.transform((column, row))
+        return pixels[int(round(pixels.shape[0] - y)), int(round(x))]
+
+    passed, failed, some, not_started, not_graded = cell(0, 0), cell(0, 1), cell(0, 2), cell(0, 3), cell(1, 0)
+
+    def apart(a, b) -> bool:
+        return int(np.abs(a - b).max()) > 40
+
+    for other in (passed, failed, some, not_graded):
+        assert apart(not_started, other), (not_started, other)
+    assert apart(passed, failed) and apart(failed, not_graded)
+    legends = [*filter(None, [ax.get_legend()]), *heat.legends]
+    entries = {t.get_text(): h for legend in legends
+               for t, h in zip(legend.get_texts(), legend.legend_handles, strict=True)}
+    said = [text for text in entries if "not started" in text]
+    assert said, list(entries)
+    colour = np.round(np.array(entries[said[0]].get_facecolor()[:3]) * 255).astype(int)
+    assert not apart(colour, not_started), (colour, not_started)  # the legend's swatch is the cells' colour
+
+
+def test_the_report_figures_are_drawn_the_same_every_time(tmp_path):
+    """the same gradebook gives byte-identical figures; the figure cache tells not started from failed"""
+    from kata.grading import class_report
+
+    book = _heat_book()
+    assert class_report._draw(book) == class_report._draw(_heat_book())
+    failed = _heat_book()
+    failed["rows"][0]["chapters"][3]["status"] = "failed"  # the same 0 % as not started
+    cached = class_report.figures(book, tmp_path)["heatmap"]
+    assert cached == class_report._draw(book)["heatmap"]
+    assert class_report.figures(failed, tmp_path)["heatmap"] != cached
+
+
 # -- what stops a run before anything is graded -------------------------------------------------------------
 def test_a_bad_roster_names_every_bad_line_and_grades_nothing(klass, tmp_path):
     bad = tmp_path / "roster.csv"
