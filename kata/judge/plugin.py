@@ -411,6 +411,17 @@ def _grouped(results: list[Result]) -> list[tuple[str, list[Result]]]:
     return list(groups.items())
 
 
+WORST_FIRST = ("error", "timed out", "failed", "not started")
+
+
+def folded(statuses: list[str]) -> str:
+    """One status for several results of one check (its cases) or of one step (its tests).
+
+    The first of ``WORST_FIRST`` that any of them has, else passed: ✓ only when every one passed.
+    """
+    return next((s for s in WORST_FIRST if s in statuses), "passed")
+
+
 def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> list[str]:
     """The chapter run as its worksheet: a line per step, the first failure in full, a closing count."""
     lines: list[str] = []
@@ -434,8 +445,7 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> li
         if checks:
             lines.append("  checks beyond the worksheet:")
             for title, group in _grouped(checks):
-                worst = next((s for s in ("error", "timed out", "failed", "not started") if any(
-                    r.status == s for r in group)), "passed")
+                worst = folded([r.status for r in group])
                 extra = "  not started" if worst == "not started" else ""
                 if len(group) > 1 and worst != "not started":
                     extra += f"  ({sum(r.status == 'passed' for r in group)}/{len(group)} cases)"

@@ -14,12 +14,7 @@ from pathlib import Path
 
 from .. import project
 from ..grading.runner import run_tests
-from ..judge.plugin import STATUS_MARK
-
-# How the chapter view (``kata.judge.plugin.chapter_view``) folds several results of one check into one
-# mark: the first of these any of them has, else passed. A step checked by several tests is folded the
-# same way, so its mark is ✓ only when every one of its tests passed.
-WORST_FIRST = ("error", "timed out", "failed", "not started")
+from ..judge.plugin import STATUS_MARK, folded
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,8 +33,8 @@ def _printed(value) -> str:
 
 
 def step_status(statuses: list[str]) -> str:
-    """One status for a step's tests, as the chapter view gives several cases of one check one mark."""
-    return next((s for s in WORST_FIRST if s in statuses), "passed") if statuses else "error"
+    """One status for a step's tests, folded as the chapter view folds several cases of one check."""
+    return folded(statuses) if statuses else "error"
 
 
 def _said(step, result: dict) -> list[str]:
