@@ -42,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 IDLE = 15 * 60  # seconds without a check after which the warm judge exits
 MAX_REQUEST = 1 << 20
+WAIT = 20.0  # seconds a check waits for a warm judge to take it (it may be warming up) before running cold
 WATCHED = ("kata", "tests", "reference", "conftest.py", "pyproject.toml")  # what it loaded, relative to ROOT
 
 
@@ -116,7 +117,7 @@ def run(args: list[str]) -> int:
         _run_cold(args)
     if "exit" in answer:
         return int(answer["exit"])
-    if not started:
+    if not started:  # it did not take the check in time, or went away first
         _run_cold(args)
     print("the warm judge stopped during this check; run it again (KATA_WARM=0 switches it off)", file=sys.stderr)
     return 3
@@ -125,13 +126,20 @@ def run(args: list[str]) -> int:
 def _read_answer(conn: socket.socket) -> tuple[dict, bool]:
     """The server's last word ({"exit": N}, {"stale": true}, …) and whether the check had started."""
     data, started = b"", False
+    conn.settimeout(WAIT)  # a warm judge that does not take the check in time is left alone
     while True:
         try:
             chunk = conn.recv(4096)
         except InterruptedError:
             continue
+        except TimeoutError:
+            if started:
+                continue
+            return {"late": True}, False
         except OSError:
             chunk = b""
+        if started:
+            conn.settimeout(None)
         if not chunk:
             return {}, started
         data += chunk
@@ -143,6 +151,7 @@ def _read_answer(conn: socket.socket) -> tuple[dict, bool]:
                 return {}, started
             if message.get("started"):
                 started = True
+                conn.settimeout(None)
             else:
                 return message, started
 
@@ -267,6 +276,8 @@ class Server:
             conn.close()
             return
         try:
+            if _gone(conn):  # it gave up waiting (and ran the usual way)
+                raise OSError("the command went away")
             if fingerprint() != self.loaded:  # out of date: the command runs the usual way, starting a new one
                 log("out of date: the course's machinery, tests, answer key or packages changed; stepping aside")
                 self.stale = True
@@ -379,6 +390,16 @@ class Server:
 def log(message: str) -> None:
     """One line in the warm judge's log (its socket's name with ``.log``)."""
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] {message}", flush=True)
+
+
+def _gone(conn: socket.socket) -> bool:
+    """Whether the command at the other end has closed its connection."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def _signal(pid: int, number: int) -> None:

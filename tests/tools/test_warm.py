@@ -167,3 +167,25 @@ def test_switched_off_in_ci_and_with_kata_warm_0(course, monkeypatch):
     monkeypatch.delenv("CI")
     monkeypatch.setenv("KATA_WARM", "0")
     assert not warm.enabled()
+
+
+def test_a_warm_judge_that_does_not_answer_is_left_alone(course):
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    pid = int(course.log().strip().splitlines()[-1].split("[", 1)[1].split("]", 1)[0])
+    checks = course.log().count("check ")
+    os.kill(pid, signal.SIGSTOP)  # a wedged warm judge
+    try:
+        waits = ("import sys; from kata.judge import warm; warm.WAIT = 1.0; "
+                 "sys.exit(warm.run(['tests/test_chapter01_sequences.py', '--steps', '--impl', 'solutions']))")
+        # Output to a file: a pipe would stay open in the stopped judge's socket until it runs again.
+        with (course.run_dir / "out.txt").open("w+", encoding="utf-8") as out:
+            code = subprocess.run([sys.executable, "-S", "-c", waits], cwd=course.root, env=course.env,
+                                  stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False).returncode
+            out.seek(0)
+            said = out.read()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert code == 0 and "chapter 1: 6/6 steps" in said, said
+    time.sleep(1.0)
+    assert course.log().count("check ") == checks  # the check it gave up on never ran twice
