@@ -82,6 +82,8 @@ class Launched:
                 code = self.proc.poll()
             else:
                 code = _zombie_status(self.proc.pid)
+                if code is not None:
+                    self.proc.returncode = code  # its Popen then knows it ended (no "still running" warning)
             if code is not None or time.monotonic() >= deadline:
                 return code
             time.sleep(0.01)
@@ -97,6 +99,8 @@ class Launched:
             pass
         if os.getpid() == self.owner:
             self.proc.wait()
+        elif self.exit_code(wait=1.0) is None:  # the launcher reaps it; its Popen here must not warn later
+            self.proc.returncode = -9
         self.close_pipes()
 
     def close_pipes(self) -> None:

@@ -73,6 +73,7 @@ def course(tmp_path_factory):
     (root / "tests" / "test_zz_slow.py").write_text(
         "import time\n\n\ndef test_waits():\n    time.sleep(60)\n", encoding="utf-8")
     copy_solutions(root / "exits", {"chapter01_sequences": "def encode(text):\n    import os\n    os._exit(0)"})
+    copy_solutions(root / "loops", {"chapter01_sequences": "def causal_pair_count(n):\n    while True:\n        pass"})
     run_dir = base / "run"
     run_dir.mkdir(mode=0o700)
     made = Course(root, run_dir)
@@ -189,3 +190,15 @@ def test_a_warm_judge_that_does_not_answer_is_left_alone(course):
     assert code == 0 and "chapter 1: 6/6 steps" in said, said
     time.sleep(1.0)
     assert course.log().count("check ") == checks  # the check it gave up on never ran twice
+
+
+@pytest.mark.parametrize("impl", ["exits", "loops"])
+def test_a_crash_or_a_hang_costs_the_same_warm_as_cold(course, impl):
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    warm = course.check("tests/test_chapter01_sequences.py", "--steps", "--impl", impl)
+    cold = subprocess.run([sys.executable, "-m", "pytest", "tests/test_chapter01_sequences.py", "--steps",
+                           "--impl", impl], cwd=course.root, env=dict(course.env, KATA_WARM="0"),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert warm.returncode == cold.returncode == 1
+    assert warm.stdout == cold.stdout  # the worker it ended is not charged to the next test
