@@ -177,7 +177,7 @@ def scaffold(chapter) -> str:
     cells.append(nbf.new_markdown_cell(
         "## Your turn\n\nEach function's docstring is its full specification, shapes included. Replace the "
         "`raise NotImplementedError(...)` with your code, run the cell, then run the check under it: "
-        "✓ passed, ✗ failed, · not started."))
+        "✓ passed, ✗ failed, · not started, ⧗ timed out, ! error (crashed or does not import)."))
     for name, source in stubs(chapter).items():
         step = re.search(r'NotImplementedError\(\s*"([\d./]+) ', source)
         cells.append(nbf.new_markdown_cell(f"### `{name}`" + (f" — step {step.group(1)}" if step else "")))

@@ -272,6 +272,10 @@ class KataState:
         elif config.getoption("progress"):
             for line in progress_view(self.results, self.impl, self.chapters_seen):
                 tr.write_line(line)
+        if (config.getoption("steps") or config.getoption("progress")) and exitstatus == pytest.ExitCode.INTERRUPTED:
+            tr.write_line("")
+            tr.write_line(f"interrupted (Ctrl-C) after {len(self.results)} tests: the counts above are of the "
+                          "tests that ran; run it again for the whole chapter")
 
     # -- which earlier chapter is to blame --------------------------------------------------------------
     def function_status(self) -> dict[str, str]:
@@ -450,7 +454,10 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> li
                 if len(group) > 1 and worst != "not started":
                     extra += f"  ({sum(r.status == 'passed' for r in group)}/{len(group)} cases)"
                 lines.append(f"  {STATUS_MARK[worst]}       {title}{extra}")
-        first = next((r for r in rs if r.status in ("failed", "timed out")), None)
+        shown = ("failed", "timed out", "error")
+        if number is not None and broken.get(number):
+            shown = ("failed", "timed out")  # a chapter that does not import said so above
+        first = next((r for r in rs if r.status in shown), None)
         if first is not None:
             lines.append("")
             lines.append("first failing check, in full:")

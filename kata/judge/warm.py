@@ -14,7 +14,8 @@ code still loads fresh, in a fresh worker, on every check: nothing of it is ever
 - It exits by itself after ``IDLE`` seconds without a check, or when its course folder is gone.
 - Ctrl-C reaches the check as it would a plain pytest run.
 - Linux only (it passes the terminal over a Unix socket and forks); elsewhere, in CI, or with
-  ``KATA_WARM=0``, every check runs the usual way. Grading never uses it.
+  ``KATA_WARM=0``, every check runs the usual way (and ``KATA_WARM=0`` stops one that runs). Grading
+  never uses it.
 
 A hand-written fork server rather than a library: pytest-xdist and pytest's own tools re-import
 everything per process, and what is kept warm here (pytest, NumPy, the course's test modules) is exactly
@@ -85,6 +86,8 @@ def address() -> Path:
 def run(args: list[str]) -> int:
     """Run pytest with ``args`` in the warm judge, or the usual way (and start a warm judge for next time)."""
     if not enabled():
+        if os.environ.get("KATA_WARM") == "0" and sys.platform.startswith("linux"):
+            _stop_quietly()  # switched off: one already running stops too
         _run_cold(args)
     try:
         path = address()
@@ -492,6 +495,13 @@ def serve() -> int:
         server.close()
         log("stopped")
     return 0
+
+
+def _stop_quietly() -> None:
+    try:
+        os.unlink(address())
+    except OSError:
+        pass
 
 
 def stop() -> int:

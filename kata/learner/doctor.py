@@ -87,7 +87,7 @@ def warm_judge() -> str:
         folder = warm.address().parent
     except OSError as err:
         return f"off: {err}"
-    return f"on (KATA_WARM=0 switches it off); its socket and log are in {folder}"
+    return f"on (KATA_WARM=0 nox -s chapterN stops it and checks without it); its socket and log: {folder}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -120,7 +120,7 @@ def test_ctrl_c_reaches_the_check(course):
     course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
     course.wait_warm()
     before = course.log().count("check ")
-    proc = course.start("tests/test_zz_slow.py", "-q")
+    proc = course.start("tests/test_zz_slow.py", "--steps")
     deadline = time.monotonic() + 30
     while course.log().count("check ") == before:
         assert time.monotonic() < deadline, course.log()
@@ -129,7 +129,7 @@ def test_ctrl_c_reaches_the_check(course):
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 2, out  # pytest's "interrupted"
-    assert "KeyboardInterrupt" in out
+    assert "KeyboardInterrupt" in out and "interrupted (Ctrl-C) after" in out
 
 
 def test_an_out_of_date_warm_judge_steps_aside(course):
@@ -202,3 +202,23 @@ def test_a_crash_or_a_hang_costs_the_same_warm_as_cold(course, impl):
                           capture_output=True, text=True, timeout=120, check=False)
     assert warm.returncode == cold.returncode == 1
     assert warm.stdout == cold.stdout  # the worker it ended is not charged to the next test
+    said = {"exits": "encode ended the learner's process (exit code 0) (os._exit or sys.exit",
+            "loops": "causal_pair_count did not return within 2 s"}[impl]
+    assert "first failing check, in full:\n  1.1" in warm.stdout or impl == "loops"
+    assert said in warm.stdout
+
+
+def test_kata_warm_0_stops_one_that_runs(course):
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    assert course.socket() is not None
+    stopped = course.log().count("stopped")
+    off = subprocess.run([sys.executable, "-S", "-m", "kata.judge.warm", "run", "tests/test_chapter01_sequences.py",
+                          "--steps", "--impl", "solutions"], cwd=course.root, env=dict(course.env, KATA_WARM="0"),
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert off.returncode == 0 and "chapter 1: 6/6 steps" in off.stdout
+    deadline = time.monotonic() + 10
+    while course.log().count("stopped") == stopped:
+        assert time.monotonic() < deadline, course.log()
+        time.sleep(0.1)
+    assert course.socket() is None
