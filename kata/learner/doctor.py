@@ -30,22 +30,39 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def stubs_left(path: Path) -> tuple[int, int]:
-    """(functions whose body is still only ``raise NotImplementedError``, public functions) in a file."""
+def _stubs(path: Path) -> tuple[list[ast.Raise], int]:
+    """(the ``raise NotImplementedError`` of each function that is still only that, public functions)."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
-        return (0, 0)
+        return [], 0
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
-    left = 0
+    left = []
     for fn in functions:
         body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
         if len(body) == 1 and isinstance(body[0], ast.Raise):
             exc = body[0].exc
             name = exc.func if isinstance(exc, ast.Call) else exc
             if isinstance(name, ast.Name) and name.id == "NotImplementedError":
-                left += 1
+                left.append(body[0])
     return left, len(functions)
+
+
+def stubs_left(path: Path) -> tuple[int, int]:
+    """(functions whose body is still only ``raise NotImplementedError``, public functions) in a file."""
+    left, total = _stubs(path)
+    return len(left), total
+
+
+def first_stub_step(path: Path) -> str | None:
+    """The worksheet step of the file's first function still to write (its stub's message starts with it)."""
+    for stub in _stubs(path)[0]:
+        args = stub.exc.args if isinstance(stub.exc, ast.Call) else []
+        said = args[0].value if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str) else ""
+        step = said.split(" ", 1)[0]
+        if step[:1].isdigit() and "." in step:
+            return step
+    return None
 
 
 def try_import(folder: Path, module: str) -> str:
@@ -133,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         chapter, why = next_up
         print(f"  next: {why}.")
-        first = chapter.steps[0].id if chapter.steps else f"{chapter.number}.1"
+        first = first_stub_step(folder / f"{chapter.module}.py") \
+            or (chapter.steps[0].id if chapter.steps else f"{chapter.number}.1")
         commands = [
             (f"nox -s chapter{chapter.number}", f"check it (nox -s watch -- {chapter.number} re-checks on every save)"),
             (f"nox -s worksheet -- {chapter.number}", "your numbers beside the worksheet's"),

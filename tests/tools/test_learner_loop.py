@@ -227,6 +227,19 @@ def test_doctor_names_versions_files_and_what_to_run(capsys):
     assert "next:" in out and "nox -s chapter" in out
 
 
+def test_doctor_offers_the_hint_of_the_first_function_still_to_write(tmp_path, capsys):
+    """With encode written, the hint doctor offers is for 1.2 (decode), not for a step that passes"""
+    impl = tmp_path / "mine"
+    shutil.copytree(ROOT / "exercises", impl, ignore=shutil.ignore_patterns("__pycache__"))
+    path = impl / "chapter01_sequences.py"
+    source = path.read_text(encoding="utf-8")
+    stub = next(line for line in source.splitlines() if 'NotImplementedError("1.1 ' in line)
+    path.write_text(source.replace(stub, "    return [0]"), encoding="utf-8")
+    assert doctor.main(["--impl", str(impl)]) == 0
+    out = capsys.readouterr().out
+    assert "nox -s hint -- 1.2" in out and "hint -- 1.1" not in out
+
+
 def test_doctor_points_at_a_chapter_that_does_not_import(tmp_path, capsys):
     """with a syntax error in chapter 3, doctor says chapter 3 does not import and to fix it first"""
     impl = copy_solutions(tmp_path / "broken", {"chapter03_embeddings": "def oops(:\n    pass"})
