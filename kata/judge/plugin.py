@@ -178,6 +178,7 @@ class KataState:
         self.impl, self.folder = _impl_location(config)
         self.modules: dict[str, proxy.ChapterProxy | str] = {}
         self.results: list[Result] = []
+        self.printed: dict[str, str] = {}  # nodeid -> what the learner's code printed in a test that did not pass
         self.chapters_seen: dict[int, str] = {}  # chapter -> import error ('' when it imports)
         self.worker: proxy.Worker | None = None
         if self.folder is not None:
@@ -253,6 +254,8 @@ class KataState:
             if result.status in ("not started", "error"):
                 report.longrepr = result.message
             self.results.append(result)
+            if result.status != "passed" and report.capstdout.strip():
+                self.printed[item.nodeid] = report.capstdout[:20000]
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
@@ -267,7 +270,7 @@ class KataState:
         """Print the chapter or progress view."""
         tr = terminalreporter
         if config.getoption("steps"):
-            for line in chapter_view(self.results, self.impl, self.chapters_seen):
+            for line in chapter_view(self.results, self.impl, self.chapters_seen, self.printed):
                 tr.write_line(line)
         elif config.getoption("progress"):
             for line in progress_view(self.results, self.impl, self.chapters_seen):
@@ -416,6 +419,7 @@ def _grouped(results: list[Result]) -> list[tuple[str, list[Result]]]:
 
 
 WORST_FIRST = ("error", "timed out", "failed", "not started")
+PRINTED_LINES = 12  # of what the learner's code printed, under the first failing check
 
 
 def folded(statuses: list[str]) -> str:
@@ -426,8 +430,13 @@ def folded(statuses: list[str]) -> str:
     return next((s for s in WORST_FIRST if s in statuses), "passed")
 
 
-def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> list[str]:
-    """The chapter run as its worksheet: a line per step, the first failure in full, a closing count."""
+def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
+                 printed: dict[str, str] | None = None) -> list[str]:
+    """The chapter run as its worksheet: a line per step, the first failure in full, a closing count.
+
+    ``printed``: what the learner's code printed in each test that did not pass (by node id); the first
+    failure shows its first lines.
+    """
     lines: list[str] = []
     by_chapter: dict[int | None, list[Result]] = {}
     for r in results:
@@ -464,6 +473,12 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str]) -> li
             if not first.step or not first.message.startswith(first.step):  # name the step or check first
                 lines.append(f"  {first.step + ' ' if first.step else ''}{first.title}")
             lines.extend(("    " if not first.step else "  ") + line for line in first.message.splitlines())
+            said = (printed or {}).get(first.nodeid, "").strip().splitlines()
+            if said:
+                lines.append("  your code printed:")
+                lines.extend(f"    {line}" for line in said[:PRINTED_LINES])
+                if len(said) > PRINTED_LINES:
+                    lines.append(f"    … ({len(said) - PRINTED_LINES} more lines)")
         elif steps and all(r.status == "not started" for r in rs) and number is not None:
             ch = answer_key.load(number)
             lines.append("")

@@ -297,3 +297,16 @@ def test_a_chapter_run_with_an_endless_loop_ends_within_seconds_naming_the_funct
     seconds = time.monotonic() - started
     assert "dot did not return within 2 s" in proc.stdout, proc.stdout[-3000:]
     assert seconds < 60, f"{seconds:.0f} s"
+
+
+def test_the_first_failing_check_shows_what_the_code_printed(tmp_path):
+    """A debugging print in a wrong function is shown under the first failing check, not swallowed"""
+    body = "def rnn_distance(i, j):\n    print('debug: i =', i, 'j =', j)\n    return abs(i - j) + 1"
+    impl = copy_solutions(tmp_path / "exercises", {"chapter01_sequences": body})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_chapter01_sequences.py", "--steps", "-p", "no:cacheprovider",
+         "--impl", str(impl)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert "first failing check, in full:\n  1.4" in proc.stdout, proc.stdout[-3000:]
+    assert "  your code printed:\n    debug: i = 1 j = 6\n" in proc.stdout, proc.stdout[-3000:]
