@@ -170,7 +170,9 @@ def expect(
     shown_inputs = step.inputs if inputs is None else inputs
     for name, value in shown_inputs.items():
         lines.append(f"  input     {name} = {show(value)}")
-    lines.append(f"  expected  {show(step.exact)}" + ("" if step.exact.dtype == bool else "  (exact float64)"))
+    whole = kind == "int"  # a count or a distance: no float64 label, no tolerance to speak of
+    label = "" if step.exact.dtype == bool else "  (a whole number)" if whole else "  (exact float64)"
+    lines.append(f"  expected  {show(step.exact)}{label}")
     if step.printed is not None:
         printed = f"  worksheet {_printed(step.printed)}"
         lines.append(printed)
@@ -181,10 +183,11 @@ def expect(
         lines.append(f"  got       shape {arr.shape}, expected shape {step.exact.shape}: {show(arr)}")
     else:
         lines.append(f"  got       {show(arr)}")
-    if step.exact.dtype != bool:
+    if step.exact.dtype == bool:
+        if arr.dtype != bool:
+            lines.append(f"  note      expected booleans (dtype bool), got dtype {arr.dtype}")
+    elif not whole:
         lines.append(f"  tolerance rtol {rtol:g}, atol {atol:g}")
-    elif arr.dtype != bool:
-        lines.append(f"  note      expected booleans (dtype bool), got dtype {arr.dtype}")
     mistake = looks_like(arr, known, step.rtol, step.atol)
     if mistake:
         why = next((m.why for m in step.mistakes if m.name == mistake and m.why), "")

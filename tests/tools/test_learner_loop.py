@@ -310,3 +310,5 @@ def test_the_first_failing_check_shows_what_the_code_printed(tmp_path):
     )
     assert "first failing check, in full:\n  1.4" in proc.stdout, proc.stdout[-3000:]
     assert "  your code printed:\n    debug: i = 1 j = 6\n" in proc.stdout, proc.stdout[-3000:]
+    # a distance is a whole number: no float64 label, no tolerance
+    assert "expected  5  (a whole number)\n    got       6\n    hint" in proc.stdout, proc.stdout[-3000:]
