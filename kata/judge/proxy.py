@@ -35,7 +35,6 @@ from .. import wire
 from ..worker import limits as worker_limits
 from . import launch
 
-MACHINERY = launch.MACHINERY  # the folder holding the kata package
 GRACE = 2.0  # the judge's own clock: GRACE + 3 × the call timeout, wall time (see ``request``)
 STARTUP = 30.0  # seconds the worker may take to start (NumPy's import on a cold disk)
 REPLAY = (  # exception types re-raised as themselves; any other comes back as a LearnerError
@@ -136,9 +135,6 @@ def where_text(err: BaseException) -> str:
     for f in reversed(frames[:-1]):
         lines.append(f"  called by {f['file']}:{f['line']} in {f['function']}: {f['source']}")
     return "\n".join(lines)
-
-
-SANDBOXED, UNSANDBOXED, SYSTEM_FOLDERS = launch.SANDBOXED, launch.UNSANDBOXED, launch.SYSTEM_FOLDERS
 
 
 class Worker:

@@ -202,19 +202,26 @@ def fingerprint() -> list:
     return found
 
 
-def warm_up() -> None:
-    """Load once what every check needs: pytest, its plugins, NumPy, the answer key, the test modules."""
+def warm_up(args: list[str] | None = None) -> None:
+    """Load once what every check needs: pytest, its plugins, NumPy, the answer key, the test modules.
+
+    ``args``: the pytest arguments whose tests to collect (default: every chapter's). The watcher
+    (``kata/learner/watch.py``) warms up with this too. Nothing here imports the learner's code (the kata
+    plugin imports a chapter only when a test asks for it), so a fork still sees every save.
+    """
     import gc
 
     import pytest
 
-    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_chapter*.py"))
+    if args is None:
+        tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_chapter*.py"))
+        args = [*tests, "-p", "no:cacheprovider"]
     os.chdir(ROOT)
     with open(os.devnull, "w") as devnull:
         saved = sys.stdout
         sys.stdout = devnull
         try:
-            pytest.main([*tests, "--collect-only", "-q", "-p", "no:cacheprovider"])
+            pytest.main([*args, "--collect-only", "-q"])
         finally:
             sys.stdout = saved
     from . import answer_key

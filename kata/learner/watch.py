@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
-import gc
 import os
 import select
 import signal
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 from .. import project
-from ..judge import launch
+from ..judge import launch, warm
 
 CLEAR = "\033[2J\033[H"
 TIMEOUT = 10.0  # seconds one check may run before it counts as "timed out"
@@ -196,19 +195,7 @@ def warm_up(chapter, impl: str) -> None:
     of a check; none of it imports the learner's code (the kata plugin imports a chapter only when a
     test asks for it), so a fork of the warmed-up watcher still sees every save.
     """
-    import pytest
-
-    os.chdir(project.ROOT)
-    with open(os.devnull, "w") as devnull:
-        saved = sys.stdout
-        sys.stdout = devnull
-        try:
-            pytest.main([*pytest_args(chapter, impl), "--collect-only", "-q"])
-        finally:
-            sys.stdout = saved
-    project.kata().answer_key.load(chapter.number)  # read the answer key once
-    gc.collect()
-    gc.freeze()  # the forks neither scan nor copy what the watcher already holds
+    warm.warm_up(pytest_args(chapter, impl))
     if hasattr(os, "fork"):
         launch.prestart()  # the first check's worker
 
