@@ -11,6 +11,7 @@ speaks of what the edition holds, and a bare `nox` runs `progress` instead of `s
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sys
 from pathlib import Path
@@ -21,6 +22,10 @@ nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
+
+# uv trusts the system's certificate store, as pip does: behind a proxy that re-signs TLS with a CA found only
+# there (university and company networks), uv's own bundled roots fail with "invalid peer certificate".
+os.environ.setdefault("UV_SYSTEM_CERTS", "true")
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
@@ -41,19 +46,26 @@ def authors_session(*args, **kwargs):
 
 
 def install(session: nox.Session, *groups: str) -> None:
-    """Install dependency groups once per environment; skip when the environment already has them.
+    """Install dependency groups, at the versions uv.lock pins, once per environment.
 
-    A warm chapter run then starts pytest straight away instead of asking the installer again.
+    Every session installs from the lock (``uv sync --locked``), so learners, the grader and CI run the same
+    NumPy, pytest and matplotlib; `nox -s lock` refreshes it. A warm chapter run skips the installer while the
+    environment already holds these groups at this lock (a stamp of the groups and the lock's digest).
     """
-    requirements = sorted({r for g in groups for r in nox.project.dependency_groups(PYPROJECT, g)})
-    digest = hashlib.sha256("\n".join(requirements).encode()).hexdigest()
     location = getattr(session.virtualenv, "location", None)
-    stamp = Path(location) / ".kata-installed" if location else None
-    if stamp is not None and stamp.exists() and stamp.read_text() == digest:
+    if location is None:  # `nox --no-venv`: the caller's environment, as it is
         return
-    session.install(*requirements)
-    if stamp is not None:
-        stamp.write_text(digest)
+    lock = ROOT / "uv.lock"
+    digest = hashlib.sha256(" ".join(sorted(groups)).encode() + lock.read_bytes()).hexdigest()
+    stamp = Path(location) / ".kata-installed"
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    session.run_install(
+        "uv", "sync", "--locked", "--no-install-project", "--no-default-groups",
+        *(f"--group={group}" for group in groups),
+        env={"UV_PROJECT_ENVIRONMENT": location},
+        external=True, silent=True)
+    stamp.write_text(digest)
 
 
 def chapters() -> list[tuple[int, str, str]]:
@@ -121,6 +133,12 @@ def mutation(session: nox.Session) -> None:
     """
     install(session, "test", "mutation")
     session.run("python", "scripts/mutation.py", *session.posargs)
+
+
+@authors_session(venv_backend="none", default=False)
+def lock(session: nox.Session) -> None:
+    """Refresh uv.lock to the newest versions pyproject.toml allows (`-- --upgrade-package numpy` for one)."""
+    session.run("uv", "lock", *(session.posargs or ["--upgrade"]), external=True)
 
 
 @nox.session(default=False)

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 MINIMUM = (3, 11)
-TOOLS = ["nox>=2025.2.9", "uv"]  # nox's lower bound is noxfile.py's nox.needs_version
+TOOLS = ["nox==2026.10.20", "uv==0.13.9"]  # exact, like uv.lock; at least noxfile.py's nox.needs_version
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv-tools"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")

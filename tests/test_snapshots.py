@@ -14,7 +14,7 @@ from tests.tools import snapshots as builders
 
 @pytest.mark.parametrize("chapter", sorted(builders.BUILDERS))
 def test_the_stored_snapshot_is_what_the_solutions_give(chapter):
-    """every stored array has the key, shape, dtype and (to 1e-10) the values the builder makes from solutions/"""
+    """every stored array has the key, shape, dtype and (to snapshots.TOLERANCE) the values the builder makes"""
     stored = snapshots.load(chapter).data
     fresh = builders.build(chapter)
     again = "regenerate it: python -m tests.tools.snapshots"
@@ -24,7 +24,7 @@ def test_the_stored_snapshot_is_what_the_solutions_give(chapter):
     for key in sorted(fresh):
         a, b = stored[key], np.asarray(fresh[key])
         assert a.shape == b.shape and a.dtype == b.dtype, f"{key}: stored {a.shape} {a.dtype}, built {b.shape} {b.dtype} ({again})"
-        assert np.allclose(a, b, rtol=1e-10, atol=1e-12), f"{key}: stored values differ from the solutions' ({again})"
+        assert np.allclose(a, b, **snapshots.TOLERANCE), f"{key}: stored values differ from the solutions' ({again})"
 
 
 @pytest.mark.parametrize("chapter", sorted(builders.BUILDERS))

@@ -24,6 +24,12 @@ from .answer_key import ROOT
 
 FOLDER = ROOT / "tests" / "snapshots"
 
+# How closely a stored snapshot must match what the builder makes today (tests/test_snapshots.py). Not exact:
+# a new NumPy (or BLAS) may move the last bit of a sum, about 2.2e-16 of a loss, and a central difference with
+# step 1e-6 divides that by 2e-6, so a stored gradient of a loss near 10 moves by up to about 1e-8 (NumPy 2.4.6
+# moved chapter 10's by 2.2e-9). Any change a builder or a solution makes on purpose is far larger than this.
+TOLERANCE = {"rtol": 1e-8, "atol": 1e-8}
+
 
 def path(chapter: int) -> Path:
     """Where chapter ``chapter``'s snapshot lives."""
