@@ -226,13 +226,9 @@ def _ignore(root: Path):
 
 
 def _environment() -> dict:
-    try:
-        import numpy
-
-        numpy_version = numpy.__version__
-    except ImportError:  # pragma: no cover - the grade session installs it
-        numpy_version = None
-    return {"python": platform.python_version(), "numpy": numpy_version, "platform": platform.platform()}
+    found = project.versions(("numpy", "pytest"))
+    return {"python": platform.python_version(), "numpy": found["numpy"]["installed"],
+            "platform": platform.platform(), "packages": found}
 
 
 def _copy_package(source: Path, target: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.metadata
 import os
 import platform
 import subprocess
@@ -85,12 +84,12 @@ def try_import(folder: Path, module: str) -> str:
     return (lines[-1] if lines else f"exit code {proc.returncode}") + (f" ({where})" if where else "")
 
 
-def version(name: str) -> str:
-    """The installed version of a distribution, or 'not installed'."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
+def version(name: str, found: dict) -> str:
+    """The installed version, and the lock's when they differ (a hand-made install, not the course's)."""
+    installed, locked = found["installed"] or "not installed", found["locked"]
+    if locked is None or installed == locked:
+        return installed + (" (uv.lock)" if locked else "")
+    return f"{installed}, but uv.lock pins {locked}: delete .nox/ and run the session again"
 
 
 def warm_judge() -> str:
@@ -113,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     print("transformer katas: doctor")
     print()
     print(f"  python          {platform.python_version()} ({sys.executable})")
-    for name in PACKAGES:
-        print(f"  {name:<15} {version(name)}")
+    for name, found in project.versions(PACKAGES).items():
+        print(f"  {name:<15} {version(name, found)}")
     print(f"  system          {platform.platform()}")
     print(f"  repository      {project.ROOT}")
     print(f"  warm judge      {warm_judge()}")
