@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .. import project
 from ..grading.runner import run_tests
-from ..judge.plugin import STATUS_MARK, folded
+from ..judge.plugin import STATUS_MARK
+from ..judge.status import folded
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def _printed(value) -> str:
 
 def step_status(statuses: list[str]) -> str:
     """One status for a step's tests, folded as the chapter view folds several cases of one check."""
-    return folded(statuses) if statuses else "error"
+    return folded(statuses)
 
 
 def _said(step, result: dict) -> list[str]:
