@@ -33,6 +33,7 @@ from ..worker import limits as worker_limits
 MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
 WORKER = MACHINERY / "kata" / "worker" / "main.py"
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+TMP_BYTES = 64 * 1024**2  # the sandbox's /tmp: a tmpfs is host RAM, so it is small and counts against the learner
 SANDBOXED = "bubblewrap: no network, only the system and Python visible (read-only), no other processes"
 UNSANDBOXED = ("no sandbox: the learner's code can read and write what the grader's user can "
                "(install bubblewrap to seal it)")
@@ -48,7 +49,23 @@ def sandbox_command() -> list[str] | None:
     bwrap = shutil.which("bwrap")
     if not bwrap or not sys.platform.startswith("linux") or os.environ.get("KATA_NO_SANDBOX"):
         return None
-    return [bwrap]
+    return [bwrap, "--size" if _tmpfs_size_supported(bwrap) else None]
+
+
+def tmp_said(launched: Launched) -> str:
+    """What bounds the sandbox's ``/tmp``, for the report's protections."""
+    if launched.bounded_tmp:
+        return f"sandbox /tmp {TMP_BYTES >> 20} MiB"
+    return "sandbox /tmp unbounded (this bubblewrap has no --size: install 0.6 or later)"
+
+
+def _tmpfs_size_supported(bwrap: str) -> bool:
+    """Whether this bubblewrap takes ``--size`` before ``--tmpfs`` (0.6 and later)."""
+    try:
+        said = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in said.stdout + said.stderr
 
 
 def sandbox_failed() -> None:
@@ -61,8 +78,8 @@ def sandbox_failed() -> None:
 class Launched:
     """One worker process: started, NumPy loaded, waiting for its set-up frame on stdin."""
 
-    def __init__(self, proc: subprocess.Popen, home: Path, sandboxed: bool) -> None:
-        self.proc, self.home, self.sandboxed = proc, home, sandboxed
+    def __init__(self, proc: subprocess.Popen, home: Path, sandboxed: bool, bounded_tmp: bool = False) -> None:
+        self.proc, self.home, self.sandboxed, self.bounded_tmp = proc, home, sandboxed, bounded_tmp
         self.owner = os.getpid()  # the process that can wait for it
 
     @property
@@ -140,7 +157,7 @@ def launch() -> Launched:
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         env=worker_limits.environment(str(home)), cwd=home, start_new_session=hasattr(os, "setsid"),
     )
-    return Launched(proc, home, sandboxed)
+    return Launched(proc, home, sandboxed, bounded_tmp=sandboxed and bool(_sandbox[1]))
 
 
 def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
@@ -150,8 +167,9 @@ def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
     worker's own code (``kata/``) and its folder (where the learner's code is copied later). No course,
     no home folders, no other checkout that might hold a reference; no network, no other processes.
     """
-    args = [bwrap[0], "--unshare-all", "--die-with-parent", "--new-session",
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # Without a size a tmpfs may take half the host's RAM: a learner writing /tmp full took 5 GiB of it.
+    args = [bwrap[0], "--unshare-all", "--die-with-parent", "--new-session", "--dev", "/dev", "--proc", "/proc",
+            *(["--size", str(TMP_BYTES)] if bwrap[1] else []), "--tmpfs", "/tmp"]
     for system in SYSTEM_FOLDERS:
         if os.path.islink(system):
             args += ["--symlink", os.readlink(system), system]

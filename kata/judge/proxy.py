@@ -199,6 +199,8 @@ class Worker:
         self.proc = self.launched.proc
         self.protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy",
                             launch.SANDBOXED if self.launched.sandboxed else launch.UNSANDBOXED]
+        if self.launched.sandboxed:
+            self.protections.append(launch.tmp_said(self.launched))
         self._answers = queue.Queue()
         self._output_seen = 0
         self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
