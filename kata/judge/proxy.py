@@ -184,6 +184,9 @@ class Worker:
         """
         if self.proc is not None:
             return
+        for home in self._homes:  # the folders of the processes before this one (all ended): one copy at a time
+            shutil.rmtree(home, ignore_errors=True)
+        self._homes.clear()
         self.launched = launch.take() or launch.launch()
         self._homes.append(self.launched.home)
         self.generation += 1

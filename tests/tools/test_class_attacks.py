@@ -15,6 +15,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -136,19 +137,24 @@ def test_an_exception_message_cannot_fake_a_summary(tmp_path):
 
 # -- resources ---------------------------------------------------------------------------------------------------
 def _zero_blob(repo: Path, size: int) -> str:
-    """Write a blob of ``size`` zero bytes into ``repo``'s object store without holding it in memory."""
-    header = f"blob {size}\0".encode()
-    digest, packer = sha1(header), zlib.compressobj(1)
-    chunk = bytes(1 << 20)
-    parts = [packer.compress(header)]
+    """Write a blob of ``size`` zero bytes (a multiple of 1 MiB) into ``repo``'s object store, cheaply.
+
+    A loose object is the zlib stream of ``blob SIZE\\0`` and the content. After a full flush a deflate
+    block stands alone, so the block of one MiB of zeros is written once and repeated, then a final empty
+    block and the Adler-32 of the whole; only the SHA-1 and the Adler-32 go over every byte (about 2 s).
+    """
+    header, chunk = f"blob {size}\0".encode(), bytes(1 << 20)
+    digest, adler = sha1(header), zlib.adler32(header)
     for _ in range(size >> 20):
         digest.update(chunk)
-        parts.append(packer.compress(chunk))
-    parts.append(packer.flush())
+        adler = zlib.adler32(chunk, adler)
+    packer = zlib.compressobj(1)
+    head = packer.compress(header) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(chunk) + packer.flush(zlib.Z_FULL_FLUSH)
     sha = digest.hexdigest()
     target = repo / ".git" / "objects" / sha[:2] / sha[2:]
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(b"".join(parts))
+    target.write_bytes(head + block * (size >> 20) + b"\x03\x00" + struct.pack(">I", adler))
     return sha
 
 
@@ -164,6 +170,7 @@ def _run_measured(cmd: list[str], cwd: Path, env: dict, timeout: float) -> tuple
     timer.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status)
     reader.join(10)
+    proc.stdout.close()
     return proc.returncode, b"".join(out).decode(errors="replace"), usage.ru_maxrss * 1024
 
 
@@ -262,3 +269,94 @@ def test_filling_the_sandboxs_tmp_costs_the_learner_not_the_host(tmp_path):
           f"+{grown / 2**20:.0f} MiB at most")
     assert grown < 2**30, f"{grown / 2**20:.0f} MiB of the host's RAM"
     assert written <= launch.TMP_BYTES, f"{written / 2**20:.0f} MiB written into the sandbox's /tmp"
+
+
+EXIT_EVERY_CALL = '''
+
+def softmax(x, axis=-1):  # ends the learner's process on every call: the worker restarts for the next test
+    import os
+    os._exit(3)
+'''
+
+
+def _bytes_under(folder: Path) -> int:
+    total = 0
+    for dirpath, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _run_watching_disk(cmd: list[str], cwd: Path, tmp: Path, limit: int, timeout: float) -> tuple[int, str, int]:
+    """Run ``cmd`` with ``TMPDIR=tmp``; return its exit code, output and the most bytes ``tmp`` held at once.
+
+    Past ``limit`` bytes the run is stopped (the test has failed by then; the disk is spared).
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")}
+    env.update(PYTHONPATH=str(cwd), TMPDIR=str(tmp))
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    peak, began = 0, time.monotonic()
+    while proc.poll() is None:
+        peak = max(peak, _bytes_under(tmp))
+        if peak > limit or time.monotonic() - began > timeout:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            break
+        time.sleep(0.02)
+    reader.join(10)
+    proc.stdout.close()
+    return proc.returncode, b"".join(out).decode(errors="replace"), peak
+
+
+def test_a_restarting_worker_keeps_one_copy_of_the_learners_files(tmp_path):
+    """a softmax that ends the worker on every call: each restart replaces the copy of the code, never adds one"""
+    course = class_repos.course_copy(tmp_path / "course")
+    impl = copy_solutions(tmp_path / "impl" / "exercises", {"chapter04_attention": EXIT_EVERY_CALL})
+    for i in range(2):
+        (impl / f"data{i}.bin").write_bytes(bytes(19 << 20))
+    copy = _bytes_under(impl)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code, output, peak = _run_watching_disk(
+        [sys.executable, "-m", "kata", "grade", "--impl", str(impl), "--chapters", "4", "--out",
+         str(tmp_path / "out")], course, tmp, limit=4 * copy, timeout=120)
+    print(f"a worker ending on every call, {copy / 2**20:.0f} MiB of code: temporary files peaked at "
+          f"{peak / 2**20:.0f} MiB")
+    assert peak <= 2 * copy + (8 << 20), f"{peak / 2**20:.0f} MiB: copies of the code pile up"
+    assert code == 0, output[-3000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    said = [t["message"] for c in results["chapters"] for s in c["steps"] for t in s["tests"] if t["message"]]
+    assert sum("ended the learner's process" in m for m in said) >= 3, said[:3]
+    assert _bytes_under(tmp) == 0, "the worker's folders stay behind"
+
+
+def test_twenty_files_of_19_mb_and_a_worker_that_exits_stay_under_2_gib_of_disk(tmp_path):
+    """the issue's repository: 20 files of 19 MB (kilobytes in git) and a softmax that exits, graded by grade-class"""
+    course = class_repos.course_copy(tmp_path / "course")
+    repo = tmp_path / "learners" / "max"
+    repo.mkdir(parents=True)
+    class_repos.git(repo, "init", "-q", "-b", "main")
+    copy_solutions(repo / "exercises", {"chapter04_attention": EXIT_EVERY_CALL})
+    class_repos.git(repo, "add", "-A")
+    sha = _zero_blob(repo, 19 << 20)
+    for i in range(20):
+        class_repos.git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},exercises/data{i:02d}.bin")
+    class_repos.git(repo, "commit", "-q", "-m", "data")
+    (tmp_path / "learners" / "roster.csv").write_text("student,repo\nmax,max\n", encoding="utf-8")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code, output, peak = _run_watching_disk(
+        [sys.executable, "-m", "kata", "grade-class", str(tmp_path / "learners" / "roster.csv"), "--out",
+         str(tmp_path / "out"), "--chapters", "4", "--seed", "1"], course, tmp, limit=2 << 30, timeout=180)
+    print(f"20 files of 19 MiB and a worker ending on every call: temporary files peaked at {peak / 2**20:.0f} MiB")
+    assert peak < 2 << 30, f"{peak / 2**20:.0f} MiB"
+    assert code == 0, output[-3000:]
+    row = json.loads((tmp_path / "out" / "gradebook.json").read_text(encoding="utf-8"))["rows"][0]
+    assert row["status"] == "graded" and "exercises/data00.bin" in row["note"], row["note"]
