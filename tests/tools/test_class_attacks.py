@@ -137,9 +137,9 @@ def test_an_exception_message_cannot_fake_a_summary(tmp_path):
 
 # -- resources ---------------------------------------------------------------------------------------------------
 def _zero_blob(repo: Path, size: int) -> str:
-    """Write a blob of ``size`` zero bytes (a multiple of 1 MiB) into ``repo``'s object store, cheaply.
+    r"""Write a blob of ``size`` zero bytes (a multiple of 1 MiB) into ``repo``'s object store, cheaply.
 
-    A loose object is the zlib stream of ``blob SIZE\\0`` and the content. After a full flush a deflate
+    A loose object is the zlib stream of ``blob SIZE\0`` and the content. After a full flush a deflate
     block stands alone, so the block of one MiB of zeros is written once and repeated, then a final empty
     block and the Adler-32 of the whole; only the SHA-1 and the Adler-32 go over every byte (about 2 s).
     """
