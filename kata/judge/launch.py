@@ -148,14 +148,18 @@ def launch() -> Launched:
     if _sandbox is False:
         _sandbox = sandbox_command()
     home = Path(tempfile.mkdtemp(prefix="kata-worker-"))
+    (home / "output.txt").touch(mode=0o600)  # the one file a sandboxed worker may write in its folder
     command = [sys.executable, "-I", "-X", "utf8", str(WORKER),
                json.dumps({"machinery": str(MACHINERY), "home": str(home)})]
     sandboxed = bool(_sandbox)
     if sandboxed:
         command = _sandboxed(_sandbox, command, home)
+    env = worker_limits.environment(str(home))
+    if sandboxed:
+        env["TMPDIR"] = "/tmp"  # the sandbox's own, bounded /tmp: its folder on the host's disk is read-only
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=worker_limits.environment(str(home)), cwd=home, start_new_session=hasattr(os, "setsid"),
+        env=env, cwd=home, start_new_session=hasattr(os, "setsid"),
     )
     return Launched(proc, home, sandboxed, bounded_tmp=sandboxed and bool(_sandbox[1]))
 
@@ -164,7 +168,7 @@ def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
     """Bubblewrap around ``command``: nothing but the system, Python and the worker's code, read-only.
 
     An empty root: the operating system's folders, the Python installation with its packages, the
-    worker's own code (``kata/``) and its folder (where the learner's code is copied later). No course,
+    worker's own code (``kata/``) and its folder (read-only, where the learner's code is copied later). No course,
     no home folders, no other checkout that might hold a reference; no network, no other processes.
     """
     # Without a size a tmpfs may take half the host's RAM: a learner writing /tmp full took 5 GiB of it.
@@ -181,7 +185,10 @@ def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
     for folder in sorted(keep, key=lambda p: len(p.parts)):
         if folder.exists() and not any(folder.is_relative_to(s) for s in SYSTEM_FOLDERS):
             args += ["--ro-bind", str(folder), str(folder)]
-    args += ["--bind", str(home), str(home), "--chdir", str(home)]
+    # The worker's folder is on the host's disk: read-only in here (the judge copies the code in from outside),
+    # but for its output file, so the learner's code cannot fill the host's disk with files.
+    output = str(home / "output.txt")
+    args += ["--ro-bind", str(home), str(home), "--bind", output, output, "--chdir", str(home)]
     return args + command
 
 

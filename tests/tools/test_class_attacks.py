@@ -360,3 +360,47 @@ def test_twenty_files_of_19_mb_and_a_worker_that_exits_stay_under_2_gib_of_disk(
     assert code == 0, output[-3000:]
     row = json.loads((tmp_path / "out" / "gradebook.json").read_text(encoding="utf-8"))["rows"][0]
     assert row["status"] == "graded" and "exercises/data00.bin" in row["note"], row["note"]
+
+
+FILL_FOLDER = """
+
+def _fill_folder():  # writes 4 MiB files where the worker runs (a folder on the host's disk), at most 1 GiB
+    import os
+    written, block = 0, bytes(4 << 20)
+    for i in range(256):
+        try:
+            with open(os.path.join(os.getcwd(), f"fill{{i}}"), "wb") as f:
+                f.write(block)
+            written += 4 << 20
+        except OSError:
+            break
+    return written
+
+
+def {name}(*args, **kwargs):
+    raise ValueError(f"filled the folder: wrote {{_fill_folder()}} bytes")
+"""
+
+
+def test_the_workers_folder_on_the_hosts_disk_cannot_be_filled(tmp_path):
+    """in the sandbox the worker's own folder (on the host's disk) is read-only but for its output file"""
+    if not shutil.which("bwrap") or os.environ.get("KATA_NO_SANDBOX"):
+        pytest.skip("about the sandbox: needs bubblewrap")
+    course = class_repos.course_copy(tmp_path / "course")
+    impl = copy_solutions(tmp_path / "impl" / "exercises")
+    path = impl / "chapter01_sequences.py"
+    path.write_text(path.read_text(encoding="utf-8") + FILL_FOLDER.format(name=_first_function(path)),
+                    encoding="utf-8")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code, output, peak = _run_watching_disk(
+        [sys.executable, "-m", "kata", "grade", "--impl", str(impl), "--chapters", "1", "--out",
+         str(tmp_path / "out")], course, tmp, limit=2 << 30, timeout=120)
+    print(f"a worker writing files into its folder: temporary files peaked at {peak / 2**20:.0f} MiB")
+    assert code == 0, output[-3000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    said = [t["message"] for c in results["chapters"] for s in c["steps"] for t in s["tests"]
+            if "filled the folder: wrote" in (t["message"] or "")]
+    assert said, "the learner's check should fail with the filler's message"
+    written = max(int(m.split("filled the folder: wrote ", 1)[1].split()[0]) for m in said)
+    assert written == 0 and peak < 64 << 20, f"{written / 2**20:.0f} MiB written, {peak / 2**20:.0f} MiB at most"
