@@ -404,3 +404,18 @@ def test_the_workers_folder_on_the_hosts_disk_cannot_be_filled(tmp_path):
     assert said, "the learner's check should fail with the filler's message"
     written = max(int(m.split("filled the folder: wrote ", 1)[1].split()[0]) for m in said)
     assert written == 0 and peak < 64 << 20, f"{written / 2**20:.0f} MiB written, {peak / 2**20:.0f} MiB at most"
+
+
+def test_the_files_taken_fit_the_caps_python_first_and_every_other_is_named():
+    """over the file count or the total, Python files are taken first; each file left out is in the note"""
+    from kata.grading import submissions
+
+    found = [(f"exercises/notes/n{i:03d}.txt", "0" * 40, 10) for i in range(submissions.MAX_FILES)]
+    found += [("exercises/chapter01_sequences.py", "1" * 40, 5000), ("exercises/big.py", "2" * 40, 2 << 20),
+              ("exercises/mid.npy", "3" * 40, submissions.MAX_TOTAL_BYTES)]
+    taken, note = submissions.choose(found)
+    paths = [p for p, _, _ in taken]
+    assert paths[0] == "exercises/chapter01_sequences.py" and len(paths) == submissions.MAX_FILES
+    assert sum(size for _, _, size in taken) <= submissions.MAX_TOTAL_BYTES
+    assert "exercises/big.py (2 MiB)" in note and "exercises/mid.npy" in note
+    assert "exercises/notes/n199.txt" in note or "and 1 more" in note, note
