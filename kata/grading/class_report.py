@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import importlib.metadata
 import io
 import json
 import re
 from collections import Counter
 from pathlib import Path
+
+from . import escape
 
 LOOKS_LIKE = re.compile(r"^\s*looks like:\s*(.+?)\s*$", re.M)
 FAILING = ("failed", "error", "timed out")
@@ -142,7 +143,8 @@ def _draw(book: dict) -> dict[str, str]:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    plt.rcParams.update({"font.size": 9, "svg.fonttype": "path", "svg.hashsalt": "kata"})
+    # Names and titles are text: with mathtext off, ``Ka$$ie`` is drawn as typed (it stopped the report).
+    plt.rcParams.update({"font.size": 9, "svg.fonttype": "path", "svg.hashsalt": "kata", **escape.PLAIN_LABELS})
     rows = book["rows"]
     graded = [r for r in rows if r["status"] == "graded"]
     out = {}
@@ -180,7 +182,7 @@ def _draw(book: dict) -> dict[str, str]:
 
 
 def _e(x) -> str:
-    return html.escape("" if x is None else str(x))
+    return escape.html(x)
 
 
 def _num(x) -> str:

@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, gradebook, reports, roster, runner, strict, submissions
+from . import class_report, course, escape, gradebook, reports, roster, runner, strict, submissions
 from . import points as points_mod
 
 
@@ -163,7 +163,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                                     timeout=args.clone_timeout, git_host=args.git_host)
             common = dict(repo=repo, chapters=numbers)
             if isinstance(sub, submissions.Missing):
-                (folder / "summary.md").write_text(f"## {learner.student}: missing\n\n{sub.reason}\n", encoding="utf-8")
+                (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: missing\n\n"
+                                                   f"{escape.markdown(sub.reason)}\n", encoding="utf-8")
                 return gradebook.row(learner, status="missing", commit=sub.commit, committed_at=sub.committed_at,
                                      note=sub.reason, results=None, seconds=time.monotonic() - began, **common)
             key = hashlib.sha256(json.dumps({**key_base, "repo": repo, "commit": sub.commit}, sort_keys=True)
@@ -174,7 +175,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 graded = work / "grade"
                 failure = _run_grade(grade_options(sub, repo, graded), root, learner_timeout)
                 if failure:
-                    (folder / "summary.md").write_text(f"## {learner.student}: error\n\n{failure}\n", encoding="utf-8")
+                    (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: error\n\n"
+                                                       f"{escape.markdown(failure)}\n", encoding="utf-8")
                     return gradebook.row(learner, status="error", commit=sub.commit, committed_at=sub.committed_at,
                                          note=failure, results=None, seconds=time.monotonic() - began, **common)
                 # The learner's folder is a throwaway path here: the reports name it as the learner knows it.
@@ -352,6 +354,5 @@ def markdown(book: dict) -> str:
     worst = sorted(book["rows"], key=lambda r: (r["status"] == "graded", r["percent"] or 0))[:20]
     for r in worst:
         percent = "" if r["percent"] is None else f"{r['percent']:.1f}"
-        note = r["note"].replace("|", "\\|")
-        lines.append(f"| {r['student']} | {r['status']} | {percent} | {note} |")
+        lines.append(f"| {escape.markdown(r['student'])} | {r['status']} | {percent} | {escape.markdown(r['note'])} |")
     return "\n".join(lines)

@@ -18,6 +18,8 @@ import shutil
 import statistics
 from pathlib import Path
 
+from . import escape
+
 SCHEMA_VERSION = 1
 SCHEMA = Path(__file__).with_name("gradebook.schema.json")
 STATUSES = ("graded", "missing", "error")
@@ -88,7 +90,7 @@ def csv_text(book: dict) -> str:
     """``gradebook.csv`` of a gradebook."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(book["columns"])
+    writer.writerow([escape.csv_cell(c) for c in book["columns"]])
     for r in book["rows"]:
         cells = {
             "student": r["student"], "repo": r["repo"], "commit": r["commit"] or "",
@@ -102,7 +104,7 @@ def csv_text(book: dict) -> str:
         if r["private"] is not None or "private_points" in book["columns"]:
             cells["private_points"] = _number((r["private"] or {}).get("points"))
             cells["private_max_points"] = _number((r["private"] or {}).get("max_points"))
-        writer.writerow([cells.get(c, "") for c in book["columns"]])
+        writer.writerow([escape.csv_cell(cells.get(c, "")) for c in book["columns"]])
     return buf.getvalue()
 
 

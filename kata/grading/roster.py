@@ -20,6 +20,9 @@ REQUIRED = ("student", "repo")
 RESERVED = {"student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent", "note",
             "private_points", "private_max_points"}
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+# A student's name is a folder name (students/<name>/): file systems count bytes (255 at most on ext4,
+# APFS and NTFS alike), and UTF-8 takes up to 4 per character, so the limit is in bytes, not characters.
+MAX_NAME_BYTES = 100
 
 
 class RosterError(ValueError):
@@ -118,9 +121,13 @@ def load(path: Path) -> Roster:
         student, repo = values["student"], values["repo"]
         if not student:
             problems.append(f"{name}, line {line}: no student")
-        elif _BAD_NAME.search(student) or student.startswith(".") or len(student) > 100:
+        elif _BAD_NAME.search(student) or student.startswith("."):
             problems.append(f"{name}, line {line}: the student {student!r} cannot name a folder "
-                            "(no '/', '\\', control characters or leading '.'; at most 100 characters)")
+                            "(no '/', '\\', control characters or leading '.')")
+        elif len(student.encode("utf-8")) > MAX_NAME_BYTES:
+            problems.append(f"{name}, line {line}: the student {student[:20]!r}… is {len(student.encode('utf-8'))} "
+                            f"bytes long in UTF-8, over the {MAX_NAME_BYTES} a folder name may take here (a letter "
+                            "such as 'é' takes 2 bytes, '李' 3); shorten it")
         elif student in first_line:
             problems.append(f"{name}, line {line}: duplicate student {student!r} (first on line {first_line[student]})")
         if not repo:

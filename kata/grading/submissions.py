@@ -6,6 +6,10 @@
   clone without file contents, ``--filter=blob:none``); later commits are counted for the gradebook's note.
 - Only regular files under ``exercises/`` are taken out of the commit (no symbolic links, nothing
   else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never reach the grader).
+- Every file is measured before it is read (``git ls-tree -l``: a 1 GiB file of zeros is 1 MB in git and
+  would otherwise be read whole): a file over ``MAX_FILE_BYTES`` is not graded, and Python files first,
+  then the others, are taken while they fit in ``MAX_TOTAL_BYTES`` and ``MAX_FILES``. Each file left
+  out is named in the gradebook's note.
 - git never asks for a password (a private repository without a token is "missing", not a hang); a token
   in ``$KATA_GIT_TOKEN`` is sent as an HTTP header to the git host only, never written to disk or a report.
 
@@ -27,8 +31,11 @@ from pathlib import Path
 from .runner import kill
 
 TOKEN_VARIABLE = "KATA_GIT_TOKEN"
-MAX_FILES = 500
-MAX_BYTES = 20 * 1024 * 1024
+# The course's exercises/ is about 100 KB in 11 files: the limits leave room for a learner's own modules and
+# notes, and keep what one learner can make the grader read, copy and hand to every worker restart small.
+MAX_FILES = 200
+MAX_FILE_BYTES = 1024 * 1024
+MAX_TOTAL_BYTES = 8 * 1024 * 1024
 _OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
 
 
@@ -164,34 +171,73 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
                 latest = max(after, key=lambda e: e[1])
                 note = (f"{len(after)} later commit{'s' if len(after) != 1 else ''} after the deadline not graded "
                         f"(latest {latest[0][:7]}, {latest[2]})")
-        listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit, "--", "exercises"], cwd=clone, env=env,
+        listing = _git(["ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", "exercises"], cwd=clone, env=env,
                        until=until).decode(errors="replace")
     except _GitFailed as err:
         return Missing(f"could not read the repository: {err}")
-    files = []
+    found = []
     for entry in filter(None, listing.split("\0")):
         meta, _, path = entry.partition("\t")
-        mode, kind, sha = meta.split()
-        if kind == "blob" and mode in ("100644", "100755") and path.startswith("exercises/"):
-            files.append((path, sha))
-    if not files:
+        mode, kind, sha, size = meta.split()
+        parts = Path(path).parts
+        if (kind == "blob" and mode in ("100644", "100755") and path.startswith("exercises/")
+                and not any(p in ("..", "", ".") for p in parts)):
+            found.append((path, sha, int(size)))
+    if not found:
         return Missing(f"no exercises/ folder at commit {commit[:7]}", commit, stamp)
-    if len(files) > MAX_FILES:
-        return Missing(f"exercises/ holds {len(files)} files at commit {commit[:7]} (over {MAX_FILES})", commit, stamp)
+    files, dropped = choose(found)
+    if not files:
+        return Missing(f"nothing to grade in exercises/ at commit {commit[:7]}: {dropped}", commit, stamp)
     exercises = target / "exercises"
     try:
-        for path, sha in files:
+        for path, sha, size in files:
             data = _git(["cat-file", "blob", sha], cwd=clone, env=env, until=until)
-            parts = Path(path).parts
-            if any(p in ("..", "") for p in parts) or len(data) > MAX_BYTES:
-                continue
-            out = target.joinpath(*parts)
+            if len(data) != size:  # git said otherwise a moment ago: not the file that was measured
+                raise _GitFailed(f"{path} changed size while it was read")
+            out = target.joinpath(*Path(path).parts)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(data)
     except _GitFailed as err:
         return Missing(f"could not read exercises/ at commit {commit[:7]}: {err}", commit, stamp)
     shutil.rmtree(clone, ignore_errors=True)
+    if dropped:
+        note = "; ".join(filter(None, [note, dropped]))
     return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note)
+
+
+def choose(found: list[tuple[str, str, int]]) -> tuple[list[tuple[str, str, int]], str]:
+    """The files to grade (path, blob, size) within the limits, and a note naming those left out ('' if none).
+
+    Python files come first (the graded code), then the others, each group by path; a file over
+    ``MAX_FILE_BYTES``, or past ``MAX_TOTAL_BYTES`` or ``MAX_FILES`` in that order, is left out.
+    """
+    taken, too_big, no_room, total = [], [], [], 0
+    for path, sha, size in sorted(found, key=lambda f: (not f[0].endswith(".py"), f[0])):
+        if size > MAX_FILE_BYTES:
+            too_big.append(f"{path} ({_size(size)})")
+        elif total + size > MAX_TOTAL_BYTES or len(taken) >= MAX_FILES:
+            no_room.append(path)
+        else:
+            taken.append((path, sha, size))
+            total += size
+    said = []
+    if too_big:
+        said.append(f"not graded, over {_size(MAX_FILE_BYTES)} each: {_some(too_big)}")
+    if no_room:
+        said.append(f"not graded, past {_size(MAX_TOTAL_BYTES)} or {MAX_FILES} files in all: {_some(no_room)}")
+    return taken, "; ".join(said)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def parse_deadline(text: str) -> dt.datetime:

@@ -184,6 +184,9 @@ class Worker:
         """
         if self.proc is not None:
             return
+        for home in self._homes:  # the folders of the processes before this one (all ended): one copy at a time
+            shutil.rmtree(home, ignore_errors=True)
+        self._homes.clear()
         self.launched = launch.take() or launch.launch()
         self._homes.append(self.launched.home)
         self.generation += 1
@@ -199,6 +202,8 @@ class Worker:
         self.proc = self.launched.proc
         self.protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy",
                             launch.SANDBOXED if self.launched.sandboxed else launch.UNSANDBOXED]
+        if self.launched.sandboxed:
+            self.protections.append(launch.tmp_said(self.launched))
         self._answers = queue.Queue()
         self._output_seen = 0
         self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
