@@ -24,6 +24,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import subprocess
@@ -65,6 +66,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clone-timeout", type=float, default=120, metavar="SECONDS",
                    help="seconds fetching one repository may take (default: 120)")
     p.add_argument("--git-host", default="https://github.com", help="where owner/name repositories live")
+    p.add_argument("--allow-shared", action="store_true",
+                   help="grade a repository that two or more students name, for each, and flag those rows")
     return p
 
 
@@ -105,6 +108,10 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     """Grade the roster's learners (or one shard of them); return the gradebook."""
     root = project.ROOT
     class_roster = roster.load(Path(args.roster))
+    base = class_roster.path.resolve().parent
+    sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
+    if not args.allow_shared:
+        roster.refuse_shared(class_roster, sharing)
     deadline = submissions.parse_deadline(args.deadline) if args.deadline else None
     shard = roster.parse_shard(args.shard) if args.shard else None
     if args.jobs < 1:
@@ -140,8 +147,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     cache = None if args.no_cache else Path(args.cache).resolve() if args.cache else out / ".cache"
     (out / "students").mkdir(parents=True, exist_ok=True)
 
-    def grade_options(sub: submissions.Submission, repo: str, target: Path) -> list[str]:
-        cmd = ["--impl", str(sub.exercises), "--out", str(target), "--seed", str(seed), "--repository", repo,
+    def grade_options(sub: submissions.Submission, repo: str, target: Path, impl: Path) -> list[str]:
+        cmd = ["--impl", str(impl), "--out", str(target), "--seed", str(seed), "--repository", repo,
                "--commit", sub.commit, "--workers", str(max(1, (os.cpu_count() or 1) // max(1, args.jobs)))]
         if args.chapters:
             cmd += ["--chapters", ",".join(map(str, chosen))]
@@ -159,27 +166,32 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         folder.mkdir(parents=True)
         work = Path(tempfile.mkdtemp(prefix="kata-class-"))
         try:
-            sub = submissions.fetch(learner.repo, work, base=class_roster.path.resolve().parent, deadline=deadline,
+            sub = submissions.fetch(learner.repo, work, base=base, deadline=deadline,
                                     timeout=args.clone_timeout, git_host=args.git_host)
-            common = dict(repo=repo, chapters=numbers)
+            common = dict(repo=repo, chapters=numbers,
+                          shared_with=[x.student for x in sharing.get(learner.student, [])])
             if isinstance(sub, submissions.Missing):
                 (folder / "summary.md").write_text(f"## {learner.student}: missing\n\n{sub.reason}\n", encoding="utf-8")
                 return gradebook.row(learner, status="missing", commit=sub.commit, committed_at=sub.committed_at,
                                      note=sub.reason, results=None, seconds=time.monotonic() - began, **common)
+            impl, answered = _with_notebooks(sub, root, chosen, work)
+            facts = dict(late=sub.late, branches=sub.branches, dropped=sub.dropped, notebooks=answered)
             key = hashlib.sha256(json.dumps({**key_base, "repo": repo, "commit": sub.commit}, sort_keys=True)
                                  .encode()).hexdigest()
             entry = cache / key[:2] / key if cache else None
             cached = entry is not None and (entry / "results.json").is_file()
             if not cached:
                 graded = work / "grade"
-                failure = _run_grade(grade_options(sub, repo, graded), root, learner_timeout)
+                failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout)
                 if failure:
                     (folder / "summary.md").write_text(f"## {learner.student}: error\n\n{failure}\n", encoding="utf-8")
                     return gradebook.row(learner, status="error", commit=sub.commit, committed_at=sub.committed_at,
-                                         note=failure, results=None, seconds=time.monotonic() - began, **common)
+                                         note=failure, results=None, seconds=time.monotonic() - began, **facts,
+                                         **common)
                 # The learner's folder is a throwaway path here: the reports name it as the learner knows it.
                 results = json.loads((graded / "results.json").read_text(encoding="utf-8"))
-                results["implementation"] = "exercises"
+                results["implementation"] = "exercises and notebooks" if answered else "exercises"
+                explain_dropped(results, sub.dropped)
                 reports.write_all(results, graded)
                 if entry is not None:
                     _store(graded, entry)
@@ -192,7 +204,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
             return gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
                                  note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
-                                 **common)
+                                 **facts, **common)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -219,6 +231,68 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "summary": gradebook.summary(rows),
         "rows": rows,
     }
+
+
+def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int], work: Path) -> tuple[Path, list[int]]:
+    """The folder to grade and the chapters answered in the learner's notebooks.
+
+    The same extraction as ``nox -s grade -- --notebooks`` (``python -m kata notebooks``): the finished
+    functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
+    of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
+    ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.
+    """
+    if sub.notebooks is None:
+        return sub.exercises, []
+    from ..learner import notebook
+
+    answered = [c.number for c in project.chapters(root)
+                if c.number in chapters and notebook.saved_answers(c, root, sub.notebooks)[1]]
+    if not answered:
+        return sub.exercises, []
+    target = work / "answers" / "exercises"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        notebook.write_package(target, root=root, learner=sub.exercises.parent)
+    except (OSError, ValueError, SyntaxError) as err:  # a chapter file that is not text: exercises/ alone
+        sub.dropped.append(f"notebooks/: answers not taken ({type(err).__name__}: {str(err)[:120]})")
+        return sub.exercises, []
+    return target, answered
+
+
+_NO_MODULE = re.compile(r"(?:ModuleNotFoundError: )?No module named '(?:graded|exercises)\.([\w.]+)'")
+
+
+def explain_dropped(results: dict, dropped: list[str]) -> None:
+    """Say "not graded: exercises/x.py: symbolic link" where a left-out file made a chapter fail to import.
+
+    Without this the learner would read ``No module named 'graded.chapter04_attention'``: an internal name,
+    and no word that only regular files are graded.
+    """
+    reasons = {}
+    for said in dropped:
+        path, _, why = said.partition(": ")
+        if path.startswith("exercises/") and path.endswith(".py"):
+            reasons[path.removeprefix("exercises/").removesuffix(".py").replace("/", ".")] = (path, why)
+    if not reasons:
+        return
+
+    def fix(text: str | None) -> str | None:
+        if not text:
+            return text
+
+        def say(m: re.Match) -> str:
+            module = m.group(1)
+            hit = reasons.get(module) or reasons.get(module + ".__init__")
+            return f"not graded: {hit[0]} is a {hit[1]} (only regular files are graded)" if hit else m.group(0)
+
+        return _NO_MODULE.sub(say, text)
+
+    for chapter in results.get("chapters", []):
+        chapter["error"] = fix(chapter.get("error"))
+        for step in chapter.get("steps", []):
+            step["message"] = fix(step.get("message"))
+            for test in step.get("tests", []):
+                test["message"] = fix(test.get("message"))
 
 
 def _version(name: str) -> str | None:

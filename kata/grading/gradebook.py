@@ -3,7 +3,8 @@
 ``gradebook.csv`` starts with exactly these columns, then the roster's extra columns (and, with
 ``--extra-tests``, ``private_points`` and ``private_max_points``)::
 
-    student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, ch10, note
+    student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, ch10, note,
+    late, sandbox, other_branches, not_graded, notebooks, shared_with
 
 ``gradebook.json`` (schema ``gradebook.schema.json``, documented in ``docs/instructors.md``) holds the
 same rows plus each learner's whole ``results.json``. Shards of a class merge into one gradebook here.
@@ -22,6 +23,8 @@ SCHEMA_VERSION = 1
 SCHEMA = Path(__file__).with_name("gradebook.schema.json")
 STATUSES = ("graded", "missing", "error")
 LEADING = ("student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent")
+# After the chapters and the note: what the instructor must know about how a row was graded.
+FLAGS = ("late", "sandbox", "other_branches", "not_graded", "notebooks", "shared_with")
 
 
 class MergeError(ValueError):
@@ -35,15 +38,46 @@ def load_schema() -> dict:
 
 def columns(chapters: list[int], extra_columns: list[str], private: bool) -> list[str]:
     """The CSV header: the fixed columns, a column per chapter, note, then the roster's own columns."""
-    cols = [*LEADING, *(f"ch{n}" for n in chapters), "note", *extra_columns]
+    cols = [*LEADING, *(f"ch{n}" for n in chapters), "note", *FLAGS, *extra_columns]
     if private:
         cols += ["private_points", "private_max_points"]
     return cols
 
 
+def sandbox(results: dict | None) -> str | None:
+    """``"bubblewrap"``, ``"none"`` (the learner's code ran unsealed), or None (no learner code ran)."""
+    said = (results or {}).get("protections") or []
+    if any(p.startswith("bubblewrap") for p in said):
+        return "bubblewrap"
+    if any(p.startswith("no sandbox") for p in said):
+        return "none"
+    return None
+
+
 def row(learner, *, status: str, repo: str, commit: str | None, committed_at: str | None, note: str,
-        results: dict | None, chapters: list[int], cached: bool = False, seconds: float = 0.0) -> dict:
-    """One learner's row (``results`` is their ``results.json``, or None when nothing was graded)."""
+        results: dict | None, chapters: list[int], cached: bool = False, seconds: float = 0.0,
+        late: int | None = None, branches: list[str] = (), dropped: list[str] = (), notebooks: list[int] = (),
+        shared_with: list[str] = ()) -> dict:
+    """One learner's row (``results`` is their ``results.json``, or None when nothing was graded).
+
+    ``late``: commits after the deadline; ``branches``: newer branch heads not graded; ``dropped``: files left
+    out; ``notebooks``: chapters answered in notebooks; ``shared_with``: students with the same repository.
+    Each of them, and a grade without a sandbox, is also said in the ``note``.
+    """
+    said = [note] if note else []
+    if branches:
+        said.append("newer commits on other branches, not graded (only the default branch is): "
+                    + "; ".join(branches))
+    if dropped:
+        said.append("not graded (only regular files are): " + "; ".join(dropped))
+    if notebooks:
+        said.append(f"chapter{'s' if len(notebooks) > 1 else ''} {', '.join(map(str, notebooks))} graded with the "
+                    "answers in notebooks/ (a function finished in its notebook replaces the one in exercises/)")
+    if shared_with:
+        said.append(f"the same repository as {', '.join(shared_with)} (--allow-shared)")
+    if sandbox(results) == "none":
+        said.append("graded without a sandbox (bubblewrap is not installed where it ran)")
+    note = "; ".join(said)
     by_number = {c["chapter"]: c for c in (results or {}).get("chapters", [])}
     total = (results or {}).get("total")
     private = None
@@ -68,6 +102,12 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
             for n in chapters
         ],
         "note": note,
+        "late": late,
+        "sandbox": sandbox(results),
+        "other_branches": list(branches),
+        "not_graded": list(dropped),
+        "notebooks": list(notebooks),
+        "shared_with": list(shared_with),
         "extra": dict(learner.extra),
         "private": private,
         "course_version": (results or {}).get("course_version"),
@@ -95,6 +135,11 @@ def csv_text(book: dict) -> str:
             "committed_at": r["committed_at"] or "", "status": r["status"], "points": _number(r["points"]),
             "max_points": _number(r["max_points"]),
             "percent": "" if r["percent"] is None else f"{r['percent']:.1f}", "note": r["note"],
+            "late": "" if r.get("late") is None else str(r["late"]), "sandbox": r.get("sandbox") or "",
+            "other_branches": "; ".join(r.get("other_branches") or []),
+            "not_graded": "; ".join(r.get("not_graded") or []),
+            "notebooks": " ".join(map(str, r.get("notebooks") or [])),
+            "shared_with": "; ".join(r.get("shared_with") or []),
         }
         for c in r["chapters"]:
             cells[f"ch{c['chapter']}"] = _number(c["points"])

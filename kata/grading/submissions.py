@@ -4,8 +4,13 @@
 - Without a deadline the default branch's head is graded, from a shallow clone (depth 1).
 - With a deadline, the last commit on the default branch whose committer date is at or before it (from a
   clone without file contents, ``--filter=blob:none``); later commits are counted for the gradebook's note.
-- Only regular files under ``exercises/`` are taken out of the commit (no symbolic links, nothing
-  else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never reach the grader).
+- Only regular files under ``exercises/``, and the chapter notebooks ``notebooks/*.ipynb``, are taken
+  out of the commit (nothing else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never
+  reach the grader). A symbolic link, a submodule or a file over the size limit is left out and named in
+  ``dropped``, so the gradebook says why a chapter was not graded.
+- Every branch is fetched (its commits, not its files): a branch whose head is newer than the graded
+  commit is named in ``branches`` (only the default branch is graded).
+- Times in notes are shown in the deadline's time zone (the learner's own zone can read as "before").
 - git never asks for a password (a private repository without a token is "missing", not a hang); a token
   in ``$KATA_GIT_TOKEN`` is sent as an HTTP header to the git host only, never written to disk or a report.
 
@@ -21,7 +26,7 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .runner import kill
@@ -40,6 +45,10 @@ class Submission:
     committed_at: str
     exercises: Path
     note: str = ""
+    late: int | None = None  # commits on the default branch after the deadline (None: no deadline)
+    dropped: list[str] = field(default_factory=list)  # "exercises/x.py: symbolic link", left out
+    branches: list[str] = field(default_factory=list)  # "work (abc1234, 2027-…)": newer heads elsewhere
+    notebooks: Path | None = None  # the learner's notebooks/ (chapter notebooks only), when there are any
 
 
 @dataclass
@@ -127,7 +136,7 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     local = not ("://" in url or "@" in url.split("/", 1)[0])
     if local and not Path(url).exists():
         return Missing(f"unreachable: no repository at {url}")
-    args = ["clone", "--quiet", "--no-checkout", "--single-branch", "--no-tags"]
+    args = ["clone", "--quiet", "--no-checkout", "--no-single-branch", "--no-tags"]
     if deadline is None and not local:
         args += ["--depth", "1"]
     elif not local:
@@ -144,11 +153,13 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=clone, env=env, until=until)
     except _GitFailed:
         return Missing("empty repository: no commit on the default branch")
+    zone = deadline.tzinfo if deadline is not None else None
     try:
         if deadline is None:
             commit = head.decode().strip()
             stamp = _git(["show", "-s", "--format=%cI", commit], cwd=clone, env=env, until=until).decode().strip()
             note = ""
+            late = None
         else:
             log = _git(["log", "--format=%H %ct %cI", "HEAD"], cwd=clone, env=env, until=until).decode().split("\n")
             entries = [(h, int(ct), iso) for h, ct, iso in (line.split(" ", 2) for line in log if line.strip())]
@@ -157,24 +168,30 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
             after = [e for e in entries if e[1] > limit]
             if not before:
                 first = min(entries, key=lambda e: e[1])
-                return Missing(f"no commit at or before the deadline (the first is from {first[2]})")
+                return Missing(f"no commit at or before the deadline (the first is from {when(first[1], zone)})")
             commit, _, stamp = max(before, key=lambda e: e[1])  # max keeps the first (newest in git's order)
             note = ""
+            late = len(after)
             if after:
                 latest = max(after, key=lambda e: e[1])
                 note = (f"{len(after)} later commit{'s' if len(after) != 1 else ''} after the deadline not graded "
-                        f"(latest {latest[0][:7]}, {latest[2]})")
-        listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit, "--", "exercises"], cwd=clone, env=env,
-                       until=until).decode(errors="replace")
+                        f"(latest {latest[0][:7]}, {when(latest[1], zone)})")
+        branches = _newer_branches(clone, env, until, commit, deadline)
+        listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit, "--", "exercises", "notebooks"], cwd=clone,
+                       env=env, until=until).decode(errors="replace")
     except _GitFailed as err:
         return Missing(f"could not read the repository: {err}")
-    files = []
+    files, dropped = [], []
     for entry in filter(None, listing.split("\0")):
         meta, _, path = entry.partition("\t")
         mode, kind, sha = meta.split()
-        if kind == "blob" and mode in ("100644", "100755") and path.startswith("exercises/"):
+        if path.startswith("notebooks/") and not (path.count("/") == 1 and path.endswith(".ipynb")):
+            continue  # only the chapter notebooks: anything else there is never read
+        if kind == "blob" and mode in ("100644", "100755"):
             files.append((path, sha))
-    if not files:
+        else:
+            dropped.append(f"{path}: {_KINDS.get(mode, 'special file')}")
+    if not any(path.startswith("exercises/") for path, _ in files):
         return Missing(f"no exercises/ folder at commit {commit[:7]}", commit, stamp)
     if len(files) > MAX_FILES:
         return Missing(f"exercises/ holds {len(files)} files at commit {commit[:7]} (over {MAX_FILES})", commit, stamp)
@@ -183,7 +200,11 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         for path, sha in files:
             data = _git(["cat-file", "blob", sha], cwd=clone, env=env, until=until)
             parts = Path(path).parts
-            if any(p in ("..", "") for p in parts) or len(data) > MAX_BYTES:
+            if any(p in ("..", "") for p in parts):
+                dropped.append(f"{path}: unsafe path")
+                continue
+            if len(data) > MAX_BYTES:
+                dropped.append(f"{path}: file over the size limit of {_size(MAX_BYTES)}")
                 continue
             out = target.joinpath(*parts)
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +212,38 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     except _GitFailed as err:
         return Missing(f"could not read exercises/ at commit {commit[:7]}: {err}", commit, stamp)
     shutil.rmtree(clone, ignore_errors=True)
-    return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note)
+    notebooks = target / "notebooks"
+    return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note, late=late,
+                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 1024:g} KiB"
+
+
+_KINDS = {"120000": "symbolic link", "160000": "submodule"}
+
+
+def when(timestamp: int, zone: dt.tzinfo | None) -> str:
+    """A commit time (seconds since the epoch) in ISO 8601, in ``zone`` (the deadline's), else in UTC."""
+    return dt.datetime.fromtimestamp(timestamp, zone or dt.UTC).isoformat()
+
+
+def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline: dt.datetime | None) -> list[str]:
+    """Other branches whose head is newer than the graded commit: ``"work (abc1234, <time>)"``, newest first."""
+    default = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env, until=until).decode().strip()
+    graded = int(_git(["show", "-s", "--format=%ct", commit], cwd=clone, env=env, until=until).decode().strip())
+    refs = _git(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname) %(committerdate:unix)",
+                 "refs/remotes/origin"], cwd=clone, env=env, until=until).decode().splitlines()
+    zone = deadline.tzinfo if deadline is not None else None
+    found = []
+    for line in refs:
+        name, sha, stamp = line.rsplit(" ", 2)
+        if name in ("HEAD", default) or sha == commit or not stamp.isdigit() or int(stamp) <= graded:
+            continue
+        after = " after the deadline" if deadline is not None and int(stamp) > deadline.timestamp() else ""
+        found.append((int(stamp), f"{name} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
+    return [text for _, text in sorted(found, reverse=True)]
 
 
 def parse_deadline(text: str) -> dt.datetime:

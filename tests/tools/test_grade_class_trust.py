@@ -1,0 +1,252 @@
+"""`nox -s grade-class` gives no silent zero: what it did not grade, and why, is in the row.
+
+A tiny class (chapters 1 and 2 only, to stay fast): ada (everything right), nia (chapters 1 and 2 answered
+in her notebooks, exercises/ untouched), lou (chapter 2 a symbolic link, a newer commit on another branch
+and a commit after the deadline made in another time zone). Each learner's note, gradebook columns and the
+report say what happened; the roster refuses a repository claimed twice and names equal but for case and
+spaces; every results.json says what guarded the learner's code.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kata.grading import gradebook, roster, schema, submissions
+
+from . import class_repos
+from .conftest import ROOT, tool
+
+CHAPTERS = "1,2"
+COMMON = ("--chapters", CHAPTERS, "--deadline", class_repos.DEADLINE, "--seed", "7", "--jobs", "3")
+LATE_ELSEWHERE = "2027-03-01T23:30:00-05:00"  # 2027-03-02T05:30:00+01:00: after the deadline, though it reads "23:30"
+
+
+def notebook(cells: list[str]) -> str:
+    """A saved notebook (nbformat 4) with these code cells."""
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                  "source": c} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def build(folder: Path) -> dict[str, dict]:
+    made = class_repos.build(folder, ("ada",))
+    git = class_repos.git
+    # nia: exercises/ as handed out; chapters 1 and 2 finished in their notebooks
+    repo = folder / "nia"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "exercises")
+    (repo / "notebooks").mkdir()
+    for module in ("chapter01_sequences", "chapter02_matrices"):
+        source = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
+        (repo / "notebooks" / f"{module}.ipynb").write_text(notebook(["CHAPTER = 1", source]), encoding="utf-8")
+    made["nia"] = {"repo": repo, "commit": class_repos._commit(repo, "notebooks", class_repos.BEFORE)}
+    # lou: chapter 2 a symbolic link; newer work on a branch; a fix after the deadline from another zone
+    repo = folder / "lou"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "solutions")
+    (repo / "exercises" / "chapter02_matrices.py").unlink()
+    os.symlink("../../ada/exercises/chapter02_matrices.py", repo / "exercises" / "chapter02_matrices.py")
+    graded = class_repos._commit(repo, "chapter 2 linked", class_repos.BEFORE)
+    git(repo, "checkout", "-q", "-b", "work")
+    (repo / "exercises" / "notes.py").write_text("# more\n", encoding="utf-8")
+    branch = class_repos._commit(repo, "on a branch", class_repos.JUST_BEFORE)
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("late\n", encoding="utf-8")
+    late = class_repos._commit(repo, "late", LATE_ELSEWHERE)
+    made["lou"] = {"repo": repo, "commit": graded, "branch": branch, "late": late}
+    (folder / "roster.csv").write_text("student,repo,section\nada,ada,S1\nnia,nia,S2\nlou,lou,S1\n", encoding="utf-8")
+    return made
+
+
+@pytest.fixture(scope="module")
+def trust(tmp_path_factory):
+    base = tmp_path_factory.mktemp("trust")
+    course = class_repos.course_copy(base / "course")
+    made = build(base / "learners")
+    out = base / "out"
+    proc = tool("grade-class", str(base / "learners" / "roster.csv"), "--out", str(out), *COMMON, root=course,
+                timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    book = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
+    return {"base": base, "course": course, "made": made, "out": out, "book": book, "proc": proc,
+            "rows": {r["student"]: r for r in book["rows"]}}
+
+
+def chapter(row: dict, number: int) -> dict:
+    return next(c for c in row["results"]["chapters"] if c["chapter"] == number)
+
+
+def csv_rows(out: Path) -> dict[str, dict]:
+    table = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8-sig"))))
+    return {r["student"]: r for r in table if r["student"] in ("ada", "nia", "lou")}
+
+
+def test_notebook_answers_are_graded_and_said(trust):
+    nia = trust["rows"]["nia"]
+    assert nia["status"] == "graded" and nia["percent"] == 100.0, nia["note"]
+    assert nia["notebooks"] == [1, 2]
+    assert "chapters 1, 2 graded with the answers in notebooks/" in nia["note"]
+    assert nia["results"]["implementation"] == "exercises and notebooks"
+    assert csv_rows(trust["out"])["nia"]["notebooks"] == "1 2"
+    assert trust["rows"]["ada"]["notebooks"] == []
+
+
+def test_a_symbolic_link_is_named_not_an_internal_import_error(trust):
+    lou = trust["rows"]["lou"]
+    ch2 = chapter(lou, 2)
+    assert ch2["points"] == 0
+    assert "not graded: exercises/chapter02_matrices.py is a symbolic link" in ch2["error"], ch2["error"]
+    text = json.dumps(lou["results"]) + (trust["out"] / "students" / "lou" / "summary.md").read_text(encoding="utf-8")
+    assert "graded.chapter02" not in text and "No module named" not in text
+    assert lou["not_graded"] == ["exercises/chapter02_matrices.py: symbolic link"]
+    assert "exercises/chapter02_matrices.py: symbolic link" in lou["note"]
+    assert csv_rows(trust["out"])["lou"]["not_graded"] == "exercises/chapter02_matrices.py: symbolic link"
+    assert chapter(lou, 1)["status"] == "passed"
+
+
+def test_newer_commits_on_another_branch_are_said(trust):
+    lou, made = trust["rows"]["lou"], trust["made"]["lou"]
+    assert lou["commit"] == made["commit"]
+    assert lou["other_branches"] == [f"work ({made['branch'][:7]}, 2027-03-01T22:00:00+01:00)"]
+    assert "newer commits on other branches, not graded" in lou["note"] and made["branch"][:7] in lou["note"]
+    assert trust["rows"]["ada"]["other_branches"] == []
+
+
+def test_times_in_the_late_note_are_in_the_deadlines_zone(trust):
+    lou = trust["rows"]["lou"]
+    assert lou["late"] == 1 and trust["rows"]["ada"]["late"] == 0
+    assert "2027-03-02T05:30:00+01:00" in lou["note"] and "23:30" not in lou["note"]
+    assert csv_rows(trust["out"])["lou"]["late"] == "1"
+
+
+def test_the_sandbox_state_is_in_the_row_the_note_and_the_csv(trust):
+    for name, r in trust["rows"].items():
+        assert r["sandbox"] == gradebook.sandbox(r["results"]) in ("bubblewrap", "none"), name
+        assert ("graded without a sandbox" in r["note"]) == (r["sandbox"] == "none")
+        assert csv_rows(trust["out"])[name]["sandbox"] == r["sandbox"]
+
+
+def test_sandbox_is_read_from_the_protections():
+    assert gradebook.sandbox({"protections": ["bubblewrap: no network", "separate process"]}) == "bubblewrap"
+    assert gradebook.sandbox({"protections": ["no sandbox: …", "separate process"]}) == "none"
+    assert gradebook.sandbox({"protections": ["no learner code ran"]}) is None
+    row = gradebook.row(roster.Learner("a", "a", 2), status="graded", repo="a", commit="c", committed_at=None, note="",
+                        results={"protections": ["no sandbox: …"], "chapters": []}, chapters=[1])
+    assert "graded without a sandbox" in row["note"]
+
+
+def test_the_gradebook_with_its_new_columns_validates(trust):
+    assert schema.errors(trust["book"], gradebook.load_schema()) == []
+    header = next(csv.reader(io.StringIO((trust["out"] / "gradebook.csv").read_text(encoding="utf-8-sig"))))
+    assert header[header.index("note") + 1:] [:6] == list(gradebook.FLAGS)
+
+
+def test_the_class_workflow_installs_bubblewrap():
+    text = (ROOT / ".github" / "workflows" / "grade-class.yml").read_text(encoding="utf-8")
+    assert "apt-get install" in text and "bubblewrap" in text.split("apt-get install", 1)[1].splitlines()[0]
+
+
+# -- the roster ------------------------------------------------------------------------------------------------
+def test_names_equal_but_for_case_and_spaces_are_refused_naming_both(tmp_path):
+    path = tmp_path / "roster.csv"
+    path.write_text("student,repo\nana müller,a\nbo,b\nAna  Müller,c\n", encoding="utf-8")
+    with pytest.raises(roster.RosterError) as caught:
+        roster.load(path)
+    said = str(caught.value)
+    assert "line 4" in said and "'Ana  Müller'" in said and "'ana müller' (line 2)" in said
+
+
+def test_a_repository_claimed_twice_is_refused_or_flagged(trust, tmp_path):
+    path = tmp_path / "roster.csv"
+    ada = trust["made"]["ada"]["repo"]
+    path.write_text(f"student,repo\nada,{ada}\ncopy,{ada}/\n", encoding="utf-8")
+    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--chapters", "1", root=trust["course"])
+    assert proc.returncode == 2
+    assert "line 3: 'copy' has the repository of 'ada' (line 2)" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--chapters", "1", "--allow-shared",
+                root=trust["course"], env={"KATA_NO_SANDBOX": "1"})  # and graded unsealed, as without bubblewrap
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {r["student"]: r for r in json.loads((tmp_path / "out" / "gradebook.json").read_text())["rows"]}
+    assert rows["ada"]["shared_with"] == ["copy"] and rows["copy"]["shared_with"] == ["ada"]
+    assert "the same repository as ada" in rows["copy"]["note"]
+    assert rows["ada"]["sandbox"] == "none" and "graded without a sandbox" in rows["ada"]["note"]
+    assert "graded without a sandbox" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+
+
+def test_owner_name_repositories_compare_without_case(tmp_path):
+    learners = [roster.Learner("a", "Alice/Katas", 2), roster.Learner("b", "https://github.com/alice/katas.git", 3),
+                roster.Learner("c", "carol/katas", 4)]
+    found = roster.shared(learners, lambda repo: submissions.source(repo, tmp_path))
+    assert set(found) == {"a", "b"}
+
+
+# -- protections ---------------------------------------------------------------------------------------------------
+STALL = '''
+
+import time as _time
+_honest_decode = decode
+
+
+def decode(ids):  # planted: no CPU time, but the budget runs out
+    _time.sleep(0.6)
+    return _honest_decode(ids)
+'''
+
+
+def test_a_learner_cut_by_the_time_budget_still_says_what_guarded_their_code(tmp_path):
+    course = class_repos.course_copy(tmp_path / "course")
+    (course / "grading.toml").write_text("[grade]\nbudget = 4\n", encoding="utf-8")
+    impl = tmp_path / "stalls"
+    from .conftest import copy_solutions
+
+    copy_solutions(impl, {"chapter01_sequences": STALL})
+    out = tmp_path / "out"
+    proc = tool("grade", "--impl", str(impl), "--chapters", "1", "--out", str(out), root=course, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    statuses = [t["message"] for c in results["chapters"] for s in c["steps"] for t in s["tests"]]
+    assert any("time budget spent" in (m or "") for m in statuses), statuses
+    assert "no learner code ran" not in results["protections"]
+    assert "separate process" in results["protections"], results["protections"]
+
+
+def test_git_is_run_without_a_prompt_for_every_branch(tmp_path):
+    """fetch lists other branches from a plain local repository with no deadline (the shallow path)"""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    class_repos.git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "exercises")
+    class_repos._commit(repo, "one", class_repos.BEFORE)
+    class_repos.git(repo, "checkout", "-q", "-b", "later")
+    (repo / "x.txt").write_text("x", encoding="utf-8")
+    tip = class_repos._commit(repo, "two", class_repos.AFTER)
+    class_repos.git(repo, "checkout", "-q", "main")
+    (tmp_path / "t").mkdir()
+    sub = submissions.fetch(str(repo), tmp_path / "t", base=tmp_path)
+    assert isinstance(sub, submissions.Submission)
+    assert sub.late is None and len(sub.branches) == 1 and sub.branches[0].startswith(f"later ({tip[:7]}, ")
+    assert subprocess.run(["git", "--version"], capture_output=True, check=False).returncode == 0
+
+
+def test_an_oversized_file_is_named_as_not_graded(tmp_path, monkeypatch):
+    monkeypatch.setattr(submissions, "MAX_BYTES", 64 * 1024)
+    repo = tmp_path / "r"
+    repo.mkdir()
+    class_repos.git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "exercises")
+    (repo / "exercises" / "weights.bin").write_bytes(b"0" * (64 * 1024 + 1))
+    class_repos._commit(repo, "big", class_repos.BEFORE)
+    (tmp_path / "t").mkdir()
+    sub = submissions.fetch(str(repo), tmp_path / "t", base=tmp_path)
+    assert sub.dropped == ["exercises/weights.bin: file over the size limit of 64 KiB"]
+    assert not (sub.exercises / "weights.bin").exists()
