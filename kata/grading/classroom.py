@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, gradebook, reports, roster, runner, strict, submissions
+from . import class_report, course, gradebook, lms, reports, roster, runner, strict, submissions
 from . import points as points_mod
 
 
@@ -66,6 +66,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clone-timeout", type=float, default=120, metavar="SECONDS",
                    help="seconds fetching one repository may take (default: 120)")
     p.add_argument("--git-host", default="https://github.com", help="where owner/name repositories live")
+    p.add_argument("--lms", choices=lms.SYSTEMS, action="append", metavar="SYSTEM",
+                   help="also write that system's grade import file: canvas, moodle or blackboard (repeatable)")
     p.add_argument("--allow-shared", action="store_true",
                    help="grade a repository that two or more students name, for each, and flag those rows")
     return p
@@ -85,10 +87,13 @@ def main(argv: list[str] | None = None) -> int:
             if not args.roster:
                 raise ValueError("give the roster (a CSV with the columns student,repo), or --merge DIR...")
             book = grade_class(args, out)
+        for system in args.lms or []:
+            lms.check(system, book["roster"]["extra_columns"])
     except (ValueError, roster.RosterError, strict.StrictError) as err:
         print(f"grade-class: {err}", file=sys.stderr)
         return 2
     paths = gradebook.write(book, out)
+    paths += [lms.write(book, system, out) for system in args.lms or []]
     report = out / "report.html"
     cache = None if args.no_cache or args.merge else Path(args.cache).resolve() if args.cache else out / ".cache"
     report.write_text(class_report.render(book, cache), encoding="utf-8")
@@ -108,6 +113,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     """Grade the roster's learners (or one shard of them); return the gradebook."""
     root = project.ROOT
     class_roster = roster.load(Path(args.roster))
+    for system in args.lms or []:  # before anything is graded: the roster must identify learners there
+        lms.check(system, class_roster.extra_columns)
     base = class_roster.path.resolve().parent
     sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
     if not args.allow_shared:

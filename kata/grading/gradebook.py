@@ -1,11 +1,13 @@
 """The class's gradebook: one row per learner, as ``gradebook.csv`` (spreadsheets, LMS) and ``gradebook.json``.
 
-``gradebook.csv`` starts with exactly these columns, then the roster's extra columns (and, with
+``gradebook.csv`` (UTF-8 with a byte-order mark, for Excel) starts with exactly these columns, then the
+roster's extra columns (and, with
 ``--extra-tests``, ``private_points`` and ``private_max_points``)::
 
     student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, ch10, note,
     late, sandbox, other_branches, not_graded, notebooks, shared_with
 
+Its first row after the header is ``(maximum points)``: the total's and each chapter's maximum.
 ``gradebook.json`` (schema ``gradebook.schema.json``, documented in ``docs/instructors.md``) holds the
 same rows plus each learner's whole ``results.json``. Shards of a class merge into one gradebook here.
 """
@@ -118,17 +120,44 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
     }
 
 
-def _number(x) -> str:
+def number(x) -> str:
+    """A number of points as a spreadsheet reads it (``12``, ``7.5``), or '' for None."""
     if x is None:
         return ""
     return f"{x:g}" if float(x).is_integer() else f"{x:.4f}".rstrip("0").rstrip(".")
 
 
+_number = number
+
+
+def cell(text) -> str:
+    """A text cell of a CSV file for a spreadsheet or an LMS (the one place such a cell is made)."""
+    return "" if text is None else str(text)
+
+
+MAX_ROW = "(maximum points)"
+
+
+def max_row(book: dict) -> dict[str, str]:
+    """The row of maximum points: the total's and each graded chapter's (from any graded learner)."""
+    cells = {"student": MAX_ROW}
+    totals = [r["max_points"] for r in book["rows"] if r["max_points"] is not None]
+    if totals:
+        cells["max_points"] = cells["points"] = number(totals[0])
+    for r in book["rows"]:
+        for c in r["chapters"]:
+            if c["max_points"] is not None:
+                cells.setdefault(f"ch{c['chapter']}", number(c["max_points"]))
+    return cells
+
+
 def csv_text(book: dict) -> str:
-    """``gradebook.csv`` of a gradebook."""
+    """``gradebook.csv`` of a gradebook: the header, the row of maximum points, then one row per learner."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(book["columns"])
+    top = max_row(book)
+    writer.writerow([top.get(c, "") for c in book["columns"]])
     for r in book["rows"]:
         cells = {
             "student": r["student"], "repo": r["repo"], "commit": r["commit"] or "",
@@ -147,7 +176,7 @@ def csv_text(book: dict) -> str:
         if r["private"] is not None or "private_points" in book["columns"]:
             cells["private_points"] = _number((r["private"] or {}).get("points"))
             cells["private_max_points"] = _number((r["private"] or {}).get("max_points"))
-        writer.writerow([cells.get(c, "") for c in book["columns"]])
+        writer.writerow([cell(cells.get(c, "")) for c in book["columns"]])
     return buf.getvalue()
 
 
@@ -168,7 +197,7 @@ def write(book: dict, out: Path) -> list[Path]:
     """Write ``gradebook.csv`` and ``gradebook.json`` into ``out``; return their paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "gradebook.csv", out / "gradebook.json"]
-    paths[0].write_text(csv_text(book), encoding="utf-8")
+    paths[0].write_text(csv_text(book), encoding="utf-8-sig")  # the byte-order mark: Excel then reads UTF-8
     paths[1].write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return paths
 

@@ -150,7 +150,7 @@ def test_results_record_repository_commit_course_version_and_seed(klass):
 
 # -- outputs -----------------------------------------------------------------------------------------------
 def test_gradebook_csv_has_exactly_the_columns_then_the_rosters(klass):
-    text = (klass["out"] / "gradebook.csv").read_text(encoding="utf-8")
+    text = (klass["out"] / "gradebook.csv").read_text(encoding="utf-8-sig")
     table = list(csv.reader(io.StringIO(text)))
     assert table[0] == ["student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent",
                         *(f"ch{n}" for n in range(1, 11)), "note", *gradebook.FLAGS, "section"]

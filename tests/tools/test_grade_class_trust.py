@@ -24,7 +24,8 @@ from . import class_repos
 from .conftest import ROOT, tool
 
 CHAPTERS = "1,2"
-COMMON = ("--chapters", CHAPTERS, "--deadline", class_repos.DEADLINE, "--seed", "7", "--jobs", "3")
+COMMON = ("--chapters", CHAPTERS, "--deadline", class_repos.DEADLINE, "--seed", "7", "--jobs", "3",
+          "--lms", "canvas", "--lms", "moodle", "--lms", "blackboard")
 LATE_ELSEWHERE = "2027-03-01T23:30:00-05:00"  # 2027-03-02T05:30:00+01:00: after the deadline, though it reads "23:30"
 
 
@@ -63,7 +64,10 @@ def build(folder: Path) -> dict[str, dict]:
     (repo / "README.md").write_text("late\n", encoding="utf-8")
     late = class_repos._commit(repo, "late", LATE_ELSEWHERE)
     made["lou"] = {"repo": repo, "commit": graded, "branch": branch, "late": late}
-    (folder / "roster.csv").write_text("student,repo,section\nada,ada,S1\nnia,nia,S2\nlou,lou,S1\n", encoding="utf-8")
+    (folder / "roster.csv").write_text(
+        "student,repo,section,sis_login_id,email,username\n"
+        "ada,ada,S1,ada01,ada@example.invalid,ada\nnia,nia,S2,nia02,nia@example.invalid,nia\n"
+        "lou,lou,S1,lou03,lou@example.invalid,lou\n", encoding="utf-8")
     return made
 
 
@@ -250,3 +254,117 @@ def test_an_oversized_file_is_named_as_not_graded(tmp_path, monkeypatch):
     sub = submissions.fetch(str(repo), tmp_path / "t", base=tmp_path)
     assert sub.dropped == ["exercises/weights.bin: file over the size limit of 64 KiB"]
     assert not (sub.exercises / "weights.bin").exists()
+
+
+# -- the report and the LMS --------------------------------------------------------------------------------------
+def test_gradebook_csv_has_a_byte_order_mark_a_row_of_maximum_points_and_a_late_column(trust):
+    raw = (trust["out"] / "gradebook.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")
+    table = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+    top = table[0]
+    ada = trust["rows"]["ada"]
+    assert top["student"] == gradebook.MAX_ROW and top["max_points"] == f"{ada['max_points']:g}"
+    assert top["ch1"] == f"{chapter(ada, 1)['max_points']:g}" and top["ch3"] == ""
+    assert "late" in table[0] and {r["student"]: r["late"] for r in table[1:]} == {"ada": "0", "nia": "0", "lou": "1"}
+
+
+def test_canvas_moodle_and_blackboard_files_have_their_columns(trust):
+    out = trust["out"]
+    raw = (out / "canvas.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")
+    canvas = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert len(canvas[0]) == 5 + 2 + 1  # chapters 1 and 2, and the total
+    assert canvas[1][0] == "Points Possible" and canvas[1][5] == f"{chapter(trust['rows']['ada'], 1)['max_points']:g}"
+    lou = next(r for r in canvas if r[0] == "lou")
+    assert lou[3] == "lou03" and lou[4] == "S1" and lou[6] == "0"
+    moodle = list(csv.reader(io.StringIO((out / "moodle.csv").read_text(encoding="utf-8"))))
+    assert moodle[0][:4] == ["Full name", "Email address", "ID number", "Username"] or \
+        moodle[0][:3] == ["Full name", "Email address", "Username"]
+    assert not (out / "moodle.csv").read_bytes().startswith(b"\xef\xbb\xbf")
+    text = (out / "blackboard.csv").read_text(encoding="utf-8")
+    assert text.startswith('"Last Name","First Name","Username","Student ID",')
+    assert '"nia"' in text
+
+
+def test_an_lms_file_needs_a_roster_column_that_identifies_learners(trust, tmp_path):
+    from kata.grading import lms
+
+    with pytest.raises(ValueError, match="roster column id, sis_user_id or sis_login_id"):
+        lms.check("canvas", ["section"])
+    path = tmp_path / "roster.csv"
+    path.write_text(f"student,repo,section\nada,{trust['made']['ada']['repo']},S1\n", encoding="utf-8")
+    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--lms", "blackboard", root=trust["course"])
+    assert proc.returncode == 2 and "a roster column username" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _report(trust) -> str:
+    return (trust["out"] / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_report_filters_by_a_roster_column(trust):
+    text = _report(trust)
+    assert '<select class="filter" data-i="0" data-column="section">' in text
+    assert '<option value="S1">S1</option>' in text and '<option value="S2">S2</option>' in text
+    assert 'data-column="sis_login_id"' not in text  # one value per learner: no section
+    assert text.count('data-f0="S2"') >= 1 and "<h2>By section</h2>" in text
+
+
+def test_the_report_separates_chapters_that_do_not_import_and_links_each_summary(trust):
+    text = _report(trust)
+    section = text[text.index("Chapters that do not import"):]
+    section = section[:section.index("</table>")]
+    assert ">lou</span>" in section and "2 " in section
+    for name in ("ada", "nia", "lou"):
+        assert f'href="students/{name}/summary.md"' in text
+        assert (trust["out"] / "students" / name / "summary.md").is_file()
+
+
+def _diagnosed_book() -> dict:
+    """Three learners: two whose 4.2 'looks like' no scaling, one whose chapter 4 does not import."""
+    def results(message: str | None, error: str | None) -> dict:
+        step = {"id": "4.2", "kind": "step", "title": "scores", "status": "failed" if message else "error",
+                "message": message, "tests": []}
+        ch = {"chapter": 4, "title": "Attention", "points": 0.0, "max_points": 10.0, "percent": 0.0,
+              "status": step["status"], "error": error, "steps": [step]}
+        return {"total": {"points": 0.0, "max_points": 10.0, "percent": 0.0}, "chapters": [ch], "protections": []}
+
+    said = "wrong\nlooks like: no 1/√d_k scaling"
+    rows = [gradebook.row(roster.Learner(name, name, i + 2, {"section": sec}), status="graded", repo=name,
+                          commit="a" * 40, committed_at=None, note="", results=res, chapters=[4])
+            for i, (name, sec, res) in enumerate([("bo", "S1", results(said, None)), ("cy", "S2", results(said, None)),
+                                                  ("di", "S1", results(None, "chapter 4 does not import: SyntaxError"))])]
+    return {"rows": rows, "options": {"chapters": [4]}, "chapters": [{"chapter": 4, "title": "Attention"}],
+            "summary": gradebook.summary(rows), "course_version": "sha256:x", "seed": 1, "deadline": None,
+            "created": "now", "shard": None, "roster": {"extra_columns": ["section"]}}
+
+
+def test_the_report_names_the_learners_under_each_diagnosis():
+    from kata.grading import class_report
+
+    top = class_report.failing_steps(_diagnosed_book()["rows"])
+    assert [(e["id"], e["learners"]) for e in top] == [("4.2", ["bo", "cy"])]  # di's chapter does not import
+    assert top[0]["by_diagnosis"] == {"no 1/√d_k scaling": ["bo", "cy"]}
+    assert [(e["chapter"], e["learners"]) for e in class_report.not_importing(_diagnosed_book()["rows"])] == \
+        [(4, ["di"])]
+    text = class_report.render(_diagnosed_book())
+    row = text[text.index('<table id="failing-steps">'):]
+    row = row[:row.index("</table>")]
+    assert "no 1/√d_k scaling" in row and '>bo</span>' in row and '>cy</span>' in row and '>di</span>' not in row
+
+
+def test_the_heat_map_stays_readable_at_200_learners(monkeypatch):
+    """every name 8 pt, rows at a fixed pitch, drawn as vector graphics (SVG)"""
+    from kata.grading import class_report
+
+    rows = [gradebook.row(roster.Learner(f"learner-{i:03d}", "r", i + 2), status="missing", repo="r", commit=None,
+                          committed_at=None, note="", results=None, chapters=[1, 2]) for i in range(200)]
+    book = {"rows": rows, "options": {"chapters": [1, 2]}, "chapters": [{"chapter": n, "title": ""} for n in (1, 2)]}
+    fig = class_report._heatmap(book)
+    labels = fig.axes[0].get_yticklabels()
+    assert len(labels) == 200 and min(t.get_fontsize() for t in labels) >= 8
+    pitch = fig.get_size_inches()[1] * 72 / 200  # points per learner's row, at least
+    assert pitch >= 8 * 1.2, pitch
+    svg = class_report._svg(fig)
+    assert svg.startswith("data:image/svg+xml;base64,")
