@@ -427,6 +427,40 @@ def _by_column(book: dict, columns: list[tuple[str, list[str]]]) -> list[str]:
     return parts
 
 
-def similarity_section(similarity: dict, who) -> list[str]:  # noqa: ANN001 - who: render's learner span
-    """The copying signals: placeholder until the similarity module fills it."""
-    return []
+def similarity_section(signals: dict, who) -> list[str]:  # noqa: ANN001 - who: render's learner span
+    """The copying signals (``similarity.signals``), worded as what they are: something to look at."""
+    parts = [
+        '<h2 id="similarity">Similarity: signals to read, not verdicts</h2>',
+        '<p class="muted">Pairs of learners whose code is alike once the course\'s own stubs are taken out '
+        f"(copydetect, {signals['compared']} learners' graded files compared chapter by chapter; renamed "
+        f"variables do not hide a match), listed when at least {signals['alike']:.0%} of one learner's code in "
+        "a chapter is found in the other's; and learners who fail exactly the same steps. Short functions have "
+        "few ways to be right, and learners may have worked together as allowed: two honest learners can "
+        "look alike. Open both learners' <code>students/&lt;name&gt;/graded/</code> folders and talk to them "
+        "before drawing any conclusion.</p>",
+    ]
+    if signals.get("error"):
+        parts.append(f"<p>Code was not compared: {_e(signals['error'])}</p>")
+    if signals["code"]:
+        parts.append('<table id="alike-code"><thead><tr><th>learners</th><th>alike chapters (share of each '
+                     "one's code found in the other's)</th></tr></thead><tbody>")
+        for pair in signals["code"]:
+            a, b = pair["students"]
+            chapters = "; ".join(f"{_e(c['file'])}: {c['similarity'][0]:.0%} / {c['similarity'][1]:.0%}"
+                                 for c in pair["chapters"])
+            parts.append(f'<tr><td><span class="names">{who(a)}{who(b)}</span></td><td>{chapters}</td></tr>')
+        parts.append("</tbody></table>")
+    elif not signals.get("error"):
+        parts.append("<p>No two learners' code is that alike.</p>")
+    if signals["failures"]:
+        parts.append(f'<table id="same-failures"><thead><tr><th>learners</th><th>the same failing steps (all of '
+                     f"them, {signals['min_same_failures']} or more)</th></tr></thead><tbody>")
+        for group in signals["failures"]:
+            inner = "".join(who(x) for x in group["students"])
+            parts.append(f'<tr><td><span class="names">{inner}</span></td>'
+                         f"<td>{_e(', '.join(group['steps']))}</td></tr>")
+        parts.append("</tbody></table>")
+    else:
+        parts.append(f"<p>No small group of learners fails exactly the same {signals['min_same_failures']} or more "
+                     "steps.</p>")
+    return parts

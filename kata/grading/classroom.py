@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, gradebook, lms, reports, roster, runner, strict, submissions
+from . import class_report, course, gradebook, lms, reports, roster, runner, similarity, strict, submissions
 from . import points as points_mod
 
 
@@ -55,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
                    help="learners graded at once (default: the number of CPUs)")
     p.add_argument("--shard", metavar="I/N", help="grade only the I-th of N slices of the roster (by student)")
     p.add_argument("--merge", nargs="+", metavar="DIR", help="combine the --out folders of --shard runs into --out")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="with --merge: the run had N shards; a shard that did not finish is named, and its "
+                        "learners are error rows (without it, the merge is refused)")
     p.add_argument("--extra-tests", metavar="DIR", help="the instructor's private tests, run beside the public ones")
     p.add_argument("--chapters", metavar="N,N,...", help="grade only these chapters (default: all)")
     p.add_argument("--isolate", action="store_true", help="grade each chapter on the reference of the others")
@@ -82,7 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.merge:
             if args.roster or args.shard:
                 raise ValueError("--merge combines finished shards: give it no roster and no --shard")
-            book = gradebook.merge([Path(d).resolve() for d in args.merge], out)
+            if args.shards is not None and args.shards < 1:
+                raise ValueError("--shards takes the number of shards of the run (≥ 1)")
+            book = gradebook.merge([Path(d).resolve() for d in args.merge], out, args.shards)
+            missing = [r for r in book["rows"] if r["status"] == "error" and r["note"].startswith("not graded: shard")]
+            for said in sorted({r["note"] for r in missing}):
+                print(f"grade-class: {said}: {sum(r['note'] == said for r in missing)} learner(s) are error rows",
+                      file=sys.stderr)
         else:
             if not args.roster:
                 raise ValueError("give the roster (a CSV with the columns student,repo), or --merge DIR...")
@@ -96,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     paths += [lms.write(book, system, out) for system in args.lms or []]
     report = out / "report.html"
     cache = None if args.no_cache or args.merge else Path(args.cache).resolve() if args.cache else out / ".cache"
-    report.write_text(class_report.render(book, cache), encoding="utf-8")
+    signals = similarity.signals(book, out, project.ROOT)
+    report.write_text(class_report.render(book, cache, signals), encoding="utf-8")
     paths.append(report)
     print(closing(book, time.monotonic() - started))
     for path in paths:
@@ -182,6 +192,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 return gradebook.row(learner, status="missing", commit=sub.commit, committed_at=sub.committed_at,
                                      note=sub.reason, results=None, seconds=time.monotonic() - began, **common)
             impl, answered = _with_notebooks(sub, root, chosen, work)
+            _keep_graded(sub, impl, similarity.graded_folder(out, learner.student))
             facts = dict(late=sub.late, branches=sub.branches, dropped=sub.dropped, notebooks=answered)
             key = hashlib.sha256(json.dumps({**key_base, "repo": repo, "commit": sub.commit}, sort_keys=True)
                                  .encode()).hexdigest()
@@ -238,6 +249,17 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "summary": gradebook.summary(rows),
         "rows": rows,
     }
+
+
+def _keep_graded(sub: submissions.Submission, impl: Path, target: Path) -> None:
+    """Keep the files graded, at the graded commit, in ``target`` (``students/<name>/graded/``).
+
+    ``exercises/``: what was graded (with the notebooks' answers in place when there were any);
+    ``notebooks/``: the learner's notebooks, as committed.
+    """
+    shutil.copytree(impl, target / "exercises", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    if sub.notebooks is not None:
+        shutil.copytree(sub.notebooks, target / "notebooks", symlinks=True)
 
 
 def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int], work: Path) -> tuple[Path, list[int]]:

@@ -21,6 +21,8 @@ import shutil
 import statistics
 from pathlib import Path
 
+from .roster import Learner
+
 SCHEMA_VERSION = 1
 SCHEMA = Path(__file__).with_name("gradebook.schema.json")
 STATUSES = ("graded", "missing", "error")
@@ -202,8 +204,12 @@ def write(book: dict, out: Path) -> list[Path]:
     return paths
 
 
-def merge(folders: list[Path], out: Path) -> dict:
+def merge(folders: list[Path], out: Path, shards: int | None = None) -> dict:
     """Combine the outputs of ``--shard`` runs into one gradebook; copy their ``students/`` into ``out``.
+
+    ``shards`` (``--shards N``): how many shards the run had. Then a shard that did not finish (its folder is
+    not among ``folders``) is named, and each of its learners is an ``error`` row saying so, instead of the
+    merge being refused: the instructor gets the rest of the class, and knows which job to look at.
 
     Raises:
         MergeError: a folder without ``gradebook.json``, shards of different classes or course versions,
@@ -230,6 +236,17 @@ def merge(folders: list[Path], out: Path) -> dict:
             rows[r["student"]] = r
     order = first["roster"]["students"]
     left_out = [s for s in order if s not in rows]
+    if left_out and shards:
+        have = {b.get("shard") for _, b in books}
+        ranked = sorted(order)  # roster.Roster.shard: students sorted by name, every N-th one
+        for student in left_out:
+            which = f"{ranked.index(student) % shards + 1}/{shards}"
+            if which in have:
+                raise MergeError(f"--merge: shard {which} did not grade {student!r} (a different roster?)")
+            rows[student] = row(Learner(student, "", 0), status="error", repo="", commit=None, committed_at=None,
+                                note=f"not graded: shard {which} did not finish (its job failed; see its log)",
+                                results=None, chapters=[c["chapter"] for c in first["chapters"]])
+        left_out = []
     if left_out:
         raise MergeError(f"--merge: no shard graded {len(left_out)} learner(s) of the roster: "
                          f"{', '.join(left_out[:20])}{' …' if len(left_out) > 20 else ''} (a shard missing?)")

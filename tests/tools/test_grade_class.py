@@ -185,7 +185,7 @@ def test_every_gradebook_field_is_documented_on_the_instructors_page():
 def test_each_learner_has_their_own_reports(klass):
     for name in ("ada", "brian", "chen", "dana", "eve", "finn"):
         folder = klass["out"] / "students" / name
-        assert {p.name for p in folder.iterdir()} == {"results.json", "junit.xml", "summary.md"}
+        assert {p.name for p in folder.iterdir()} == {"results.json", "junit.xml", "summary.md", "graded"}
         assert json.loads((folder / "results.json").read_text(encoding="utf-8")) == klass["rows"][name]["results"]
 
 

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -34,6 +35,14 @@ def notebook(cells: list[str]) -> str:
     return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
                                   "source": c} for c in cells],
                        "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def renamed(code: str) -> str:
+    """The same program with its locals renamed (what a copier does first)."""
+    for old, new in (("ids", "token_list"), ("text", "sentence"), ("A", "left"), ("B", "right"), ("dC", "grad_out"),
+                     ("vocab", "words"), ("eps", "step")):
+        code = re.sub(rf"\b{old}\b", new, code)
+    return code
 
 
 def build(folder: Path) -> dict[str, dict]:
@@ -64,10 +73,18 @@ def build(folder: Path) -> dict[str, dict]:
     (repo / "README.md").write_text("late\n", encoding="utf-8")
     late = class_repos._commit(repo, "late", LATE_ELSEWHERE)
     made["lou"] = {"repo": repo, "commit": graded, "branch": branch, "late": late}
+    # max: ada's code with every local renamed
+    repo = folder / "max"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "solutions")
+    for path in (repo / "exercises").glob("chapter0[12]_*.py"):
+        path.write_text(renamed(path.read_text(encoding="utf-8")), encoding="utf-8")
+    made["max"] = {"repo": repo, "commit": class_repos._commit(repo, "mine", class_repos.BEFORE)}
     (folder / "roster.csv").write_text(
         "student,repo,section,sis_login_id,email,username\n"
         "ada,ada,S1,ada01,ada@example.invalid,ada\nnia,nia,S2,nia02,nia@example.invalid,nia\n"
-        "lou,lou,S1,lou03,lou@example.invalid,lou\n", encoding="utf-8")
+        "lou,lou,S1,lou03,lou@example.invalid,lou\nmax,max,S2,max04,max@example.invalid,max\n", encoding="utf-8")
     return made
 
 
@@ -91,7 +108,7 @@ def chapter(row: dict, number: int) -> dict:
 
 def csv_rows(out: Path) -> dict[str, dict]:
     table = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8-sig"))))
-    return {r["student"]: r for r in table if r["student"] in ("ada", "nia", "lou")}
+    return {r["student"]: r for r in table if r["student"] != gradebook.MAX_ROW}
 
 
 def test_notebook_answers_are_graded_and_said(trust):
@@ -265,7 +282,8 @@ def test_gradebook_csv_has_a_byte_order_mark_a_row_of_maximum_points_and_a_late_
     ada = trust["rows"]["ada"]
     assert top["student"] == gradebook.MAX_ROW and top["max_points"] == f"{ada['max_points']:g}"
     assert top["ch1"] == f"{chapter(ada, 1)['max_points']:g}" and top["ch3"] == ""
-    assert "late" in table[0] and {r["student"]: r["late"] for r in table[1:]} == {"ada": "0", "nia": "0", "lou": "1"}
+    assert "late" in table[0] and {r["student"]: r["late"] for r in table[1:]} == {"ada": "0", "nia": "0", "lou": "1",
+                                                                               "max": "0"}
 
 
 def test_canvas_moodle_and_blackboard_files_have_their_columns(trust):
@@ -368,3 +386,109 @@ def test_the_heat_map_stays_readable_at_200_learners(monkeypatch):
     assert pitch >= 8 * 1.2, pitch
     svg = class_report._svg(fig)
     assert svg.startswith("data:image/svg+xml;base64,")
+
+
+# -- copying signals -------------------------------------------------------------------------------------------
+def test_each_learners_graded_files_are_kept_at_the_graded_commit(trust):
+    out = trust["out"]
+    for name in ("ada", "lou", "max"):
+        kept = out / "students" / name / "graded" / "exercises" / "chapter01_sequences.py"
+        committed = subprocess.run(["git", "-C", str(trust["made"][name]["repo"]), "show",
+                                    f"{trust['made'][name]['commit']}:exercises/chapter01_sequences.py"],
+                                   capture_output=True, text=True, check=True).stdout
+        assert kept.read_text(encoding="utf-8") == committed, name
+    assert not (out / "students" / "lou" / "graded" / "exercises" / "chapter02_matrices.py").exists()  # the link
+    nia = out / "students" / "nia" / "graded"
+    assert (nia / "notebooks" / "chapter01_sequences.ipynb").is_file()
+    assert "your answers from notebooks/chapter01_sequences.ipynb" in \
+        (nia / "exercises" / "chapter01_sequences.py").read_text(encoding="utf-8")  # what was graded
+
+
+def test_the_report_lists_alike_code_as_a_signal(trust):
+    text = _report(trust)
+    section = text[text.index('id="similarity"'):]
+    assert "signals to read, not verdicts" in section and "before drawing any conclusion" in section
+    table = section[section.index('<table id="alike-code">'):]
+    table = table[:table.index("</table>")]
+    rows = [r for r in table.split("<tr>") if "chapter01_sequences.py" in r]
+    assert any(">ada</span>" in r and ">max</span>" in r for r in rows), table
+
+
+def _folder(base: Path, name: str, files: dict[str, str]) -> Path:
+    folder = base / name
+    folder.mkdir()
+    for module, code in files.items():
+        (folder / f"{module}.py").write_text(code, encoding="utf-8")
+    return folder
+
+
+def test_alike_code_ignores_the_stubs_and_sees_through_renamed_locals(tmp_path):
+    from kata.grading import similarity
+
+    modules = ("chapter01_sequences", "chapter02_matrices")
+    stubs = {m: (ROOT / "exercises" / f"{m}.py").read_text(encoding="utf-8") for m in modules}
+    solved = {m: (ROOT / "solutions" / f"{m}.py").read_text(encoding="utf-8") for m in modules}
+    own = dict(stubs)
+    own["chapter01_sequences"] += (
+        "\n\ndef encode(text):\n    result = []\n    for position, word in enumerate(text.split()):\n"
+        "        result.append(len(word) * 31 + position % 7)\n    while len(result) > 99:\n"
+        "        result.pop()\n    return list(reversed(result))\n")
+    folders = {"ada": _folder(tmp_path, "ada", solved), "max": _folder(tmp_path, "max", {m: renamed(c) for m, c in
+                                                                                          solved.items()}),
+               "oli": _folder(tmp_path, "oli", own), "pia": _folder(tmp_path, "pia", stubs),
+               "quinn": _folder(tmp_path, "quinn", stubs)}
+    pairs = similarity.alike_code(folders, ROOT / "exercises")
+    assert [p["students"] for p in pairs] == [["ada", "max"]], pairs  # untouched stubs are not alike
+    assert {c["file"] for c in pairs[0]["chapters"]} == {f"{m}.py" for m in modules}
+
+
+def test_the_same_failing_steps_are_grouped(tmp_path):
+    from kata.grading import similarity
+
+    def learner(name: str, failing: list[str]) -> dict:
+        steps = [{"id": i, "status": "failed"} for i in failing] + [{"id": "9.9", "status": "not started"}]
+        return {"student": name, "status": "graded", "results": {"chapters": [{"steps": steps}]}}
+
+    rows = [learner("bo", ["4.2", "4.3", "5.1"]), learner("cy", ["4.3", "4.2", "5.1"]), learner("di", ["4.2", "4.3"]),
+            *(learner(f"e{i}", ["1.1", "1.2", "1.3"]) for i in range(5))]
+    assert similarity.same_failures(rows) == [{"students": ["bo", "cy"], "steps": ["4.2", "4.3", "5.1"]}]
+
+
+# -- the class workflow ----------------------------------------------------------------------------------------------
+def test_a_merge_names_a_shard_that_did_not_finish_and_keeps_the_others(trust, tmp_path):
+    roster_file = str(trust["base"] / "learners" / "roster.csv")
+    shard = tmp_path / "shard-1"
+    proc = tool("grade-class", roster_file, "--out", str(shard), "--shard", "1/2", "--chapters", "1", "--seed", "7",
+                root=trust["course"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    graded = {r["student"] for r in json.loads((shard / "gradebook.json").read_text())["rows"]}
+    proc = tool("grade-class", "--merge", str(shard), "--out", str(tmp_path / "refused"), root=trust["course"])
+    assert proc.returncode == 2 and "no shard graded" in proc.stderr  # without --shards: refused, as before
+    merged = tmp_path / "merged"
+    proc = tool("grade-class", "--merge", str(shard), "--shards", "2", "--out", str(merged), root=trust["course"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "shard 2/2 did not finish" in proc.stderr
+    rows = {r["student"]: r for r in json.loads((merged / "gradebook.json").read_text())["rows"]}
+    assert set(rows) == set(trust["made"])
+    for name, r in rows.items():
+        if name in graded:
+            assert r["status"] == "graded"
+        else:
+            assert r["status"] == "error" and "shard 2/2 did not finish" in r["note"]
+    assert "shard 2/2 did not finish" in (merged / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_class_workflow_merges_after_a_failed_shard_with_locked_tools_and_one_artifact_version():
+    import yaml
+
+    text = (ROOT / ".github" / "workflows" / "grade-class.yml").read_text(encoding="utf-8")
+    flow = yaml.safe_load(text)
+    merge = flow["jobs"]["merge"]
+    assert merge["needs"] == "grade" and "!cancelled()" in merge["if"]
+    script = "\n".join(step.get("run", "") for step in merge["steps"])
+    assert '--shards "$SHARDS"' in script and "did not finish" in script
+    assert any("needs.grade.result" in str(step.get("if", "")) and "exit 1" in step.get("run", "")
+               for step in merge["steps"])
+    assert "pip install" not in text and "python start.py" in text  # nox and uv as start.py pins them
+    versions = set(re.findall(r"actions/(?:upload|download)-artifact@(\S+)", text))
+    assert len(versions) == 1, versions
