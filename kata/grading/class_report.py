@@ -427,29 +427,35 @@ def _by_column(book: dict, columns: list[tuple[str, list[str]]]) -> list[str]:
     return parts
 
 
+MAX_PAIRS = 100  # alike pairs shown; the rest are counted
+
+
 def similarity_section(signals: dict, who) -> list[str]:  # noqa: ANN001 - who: render's learner span
     """The copying signals (``similarity.signals``), worded as what they are: something to look at."""
     parts = [
         '<h2 id="similarity">Similarity: signals to read, not verdicts</h2>',
         '<p class="muted">Pairs of learners whose code is alike once the course\'s own stubs are taken out '
-        f"(copydetect, {signals['compared']} learners' graded files compared chapter by chapter; renamed "
-        f"variables do not hide a match), listed when at least {signals['alike']:.0%} of one learner's code in "
-        "a chapter is found in the other's; and learners who fail exactly the same steps. Short functions have "
-        "few ways to be right, and learners may have worked together as allowed: two honest learners can "
-        "look alike. Open both learners' <code>students/&lt;name&gt;/graded/</code> folders and talk to them "
-        "before drawing any conclusion.</p>",
+        f"({signals['compared']} learners' graded files compared chapter by chapter by their copydetect "
+        "fingerprints; renamed variables do not hide a match), listed when at least "
+        f"{signals['alike']:.0%} of one learner's fingerprints in a chapter are found in the other's; and "
+        "learners who fail exactly the same steps. Short functions have few ways to be right, and learners "
+        "may have worked together as allowed: two honest learners can look alike. Open both learners' "
+        "<code>students/&lt;name&gt;/graded/</code> folders and talk to them before drawing any conclusion.</p>",
     ]
     if signals.get("error"):
         parts.append(f"<p>Code was not compared: {_e(signals['error'])}</p>")
     if signals["code"]:
         parts.append('<table id="alike-code"><thead><tr><th>learners</th><th>alike chapters (share of each '
-                     "one's code found in the other's)</th></tr></thead><tbody>")
-        for pair in signals["code"]:
+                     "one's fingerprints found in the other's)</th></tr></thead><tbody>")
+        for pair in signals["code"][:MAX_PAIRS]:
             a, b = pair["students"]
             chapters = "; ".join(f"{_e(c['file'])}: {c['similarity'][0]:.0%} / {c['similarity'][1]:.0%}"
                                  for c in pair["chapters"])
             parts.append(f'<tr><td><span class="names">{who(a)}{who(b)}</span></td><td>{chapters}</td></tr>')
         parts.append("</tbody></table>")
+        if len(signals["code"]) > MAX_PAIRS:
+            parts.append(f"<p>… and {len(signals['code']) - MAX_PAIRS} more pairs, less alike (so many pairs: the "
+                         "chapters may have one obvious answer; compare within a chapter first).</p>")
     elif not signals.get("error"):
         parts.append("<p>No two learners' code is that alike.</p>")
     if signals["failures"]:

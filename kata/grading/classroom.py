@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     paths += [lms.write(book, system, out) for system in args.lms or []]
     report = out / "report.html"
     cache = None if args.no_cache or args.merge else Path(args.cache).resolve() if args.cache else out / ".cache"
-    signals = similarity.signals(book, out, project.ROOT)
-    report.write_text(class_report.render(book, cache, signals), encoding="utf-8")
+    report.write_text(class_report.render(book, cache, similarity.signals(book, out, project.ROOT, cache)),
+                      encoding="utf-8")
     paths.append(report)
     print(closing(book, time.monotonic() - started))
     for path in paths:

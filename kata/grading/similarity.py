@@ -3,10 +3,10 @@
 Two signals for a human to read, never a verdict:
 
 - **Alike code.** Each learner's graded files (``students/<name>/graded/exercises/``) are compared chapter
-  file with chapter file by copydetect (winnowed fingerprints of the code's tokens, so renamed variables
-  and moved whitespace do not hide a copy), with the course's own stubs (``exercises/`` of this course copy)
-  as boilerplate: the handed-out signatures and docstrings never count. A pair is listed when, in some
-  chapter, at least ``ALIKE`` of one learner's remaining code is found in the other's.
+  file with chapter file by their copydetect fingerprints (winnowed k-grams of the code's normalised tokens,
+  so renamed variables and moved whitespace do not hide a copy), with the course's own stubs (``exercises/``
+  of this course copy) as boilerplate: the handed-out signatures and docstrings never count. A pair is
+  listed when, in some chapter, at least ``ALIKE`` of one learner's fingerprints are found in the other's.
 - **The same failing steps.** Learners whose set of failing steps and checks (failed, error, timed out; not
   "not started") is identical and at least ``MIN_SAME_FAILURES`` long, in groups of at most ``MAX_GROUP``
   (a set that many share is a common mistake, not a signal).
@@ -16,7 +16,6 @@ Short functions have few ways to be right: two honest learners can look alike. T
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from pathlib import Path
 
@@ -31,57 +30,110 @@ def graded_folder(out: Path, student: str) -> Path:
     return out / "students" / student / "graded"
 
 
-def alike_code(folders: dict[str, Path], boilerplate: Path, threshold: float = ALIKE) -> list[dict]:
+def alike_code(folders: dict[str, Path], boilerplate: Path, threshold: float = ALIKE,
+               cache: Path | None = None) -> list[dict]:
     """Pairs of learners whose code is alike, most alike first.
+
+    Each chapter file is fingerprinted by copydetect (``CodeFingerprint``: its tokens normalised, so names
+    and layout do not count, hashed in k-grams of ``NOISE`` tokens and winnowed), with the fingerprints of the
+    course's stub of that file removed as boilerplate. The similarity of A to B is the share of A's
+    fingerprints found in B's (the measure of MOSS-like tools; copydetect's own ``compare_files`` also locates
+    every copied slice, which costs a hundred times more and a report here does not show). Fingerprints are
+    kept in ``cache`` by the file's and the stub's contents, so a re-run fingerprints only what changed.
 
     Args:
         folders: {student: the folder of their graded ``.py`` files}.
         boilerplate: the course's stubs (never counted as alike).
-        threshold: the least share of one learner's code found in the other's, in some chapter.
+        threshold: the least share of one learner's fingerprints found in the other's, in some chapter.
+        cache: a folder for fingerprints, or None.
 
     Returns:
-        ``[{"students": [a, b], "chapters": [{"file", "similarity": [a's share, b's share], "tokens"}],
+        ``[{"students": [a, b], "chapters": [{"file", "similarity": [a's share, b's share], "shared"}],
         "similarity": the largest share}]``.
     """
-    from copydetect import CopyDetector
+    import numpy as np
 
     folders = {s: f for s, f in folders.items() if f.is_dir()}
-    if len(folders) < 2:
-        return []
-    logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # copydetect logs every skip
-    detector = CopyDetector(boilerplate_dirs=[str(boilerplate.resolve())], extensions=["py"], same_name_only=True,
-                            autoopen=False, silent=True, display_t=threshold)
-    owners = {}
-    for student in sorted(folders):  # one list, in one order: row i and column i are the same file
+    by_name: dict[str, list[tuple[str, Path]]] = defaultdict(list)  # one comparison per chapter file
+    for student in sorted(folders):
         for path in sorted(folders[student].rglob("*.py")):
             if path.is_file() and not path.is_symlink():
-                owners[str(path)] = student
-                detector.add_file(str(path), "testref")
-    if len(set(owners.values())) < 2:
-        return []
-    detector.run()
-    if len(detector.similarity_matrix) == 0:
-        return []
-
-    def whose(path: str) -> str | None:
-        return owners.get(path)
-
+                by_name[path.relative_to(folders[student]).as_posix()].append((student, path))
     pairs: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    files = detector.test_files
-    for i, a_file in enumerate(files):
-        for j in range(i + 1, len(files)):
-            sim_a, sim_b = detector.similarity_matrix[i, j]
-            if sim_a < 0 or max(sim_a, sim_b) < threshold:
-                continue
-            a, b = whose(a_file), whose(files[j])
-            if a is None or b is None or a == b:
-                continue
-            key, sims = ((a, b), [sim_a, sim_b]) if a < b else ((b, a), [sim_b, sim_a])
-            pairs[key].append({"file": Path(a_file).name, "similarity": [round(float(x), 3) for x in sims],
-                               "tokens": int(detector.token_overlap_matrix[i, j])})
-    found = [{"students": list(k), "chapters": sorted(v, key=lambda c: c["file"]),
-              "similarity": max(max(c["similarity"]) for c in v)} for k, v in pairs.items()]
-    return sorted(found, key=lambda p: (-p["similarity"], p["students"]))
+    for name, files in sorted(by_name.items()):
+        if len(files) < 2:
+            continue
+        stub = boilerplate / name
+        stub_hashes = _fingerprint(stub, None, cache) if stub.is_file() else np.array([], dtype=np.int64)
+        prints = [(student, _fingerprint(path, stub_hashes, cache)) for student, path in files]
+        prints = [(student, h) for student, h in prints if h.size]  # nothing of their own (the stub): no signal
+        counts = _shared_counts([h for _, h in prints])
+        sizes = [h.size for _, h in prints]
+        for i, j in zip(*np.nonzero(np.triu(counts, k=1)), strict=True):
+            shared = int(counts[i, j])
+            sims = [shared / sizes[i], shared / sizes[j]]
+            if max(sims) >= threshold:
+                pairs[(prints[i][0], prints[j][0])].append(
+                    {"file": name, "similarity": [round(x, 3) for x in sims], "shared": shared})
+    found = [{"students": list(k), "chapters": v, "similarity": max(max(c["similarity"]) for c in v)}
+             for k, v in pairs.items()]
+    return sorted(found, key=lambda p: (-p["similarity"], -len(p["chapters"]), p["students"]))
+
+
+def _shared_counts(prints: list):  # noqa: ANN202 - a numpy array
+    """``counts[i, j]``: how many fingerprints files i and j share (one product of 0/1 matrices, not n² loops)."""
+    import numpy as np
+
+    if not prints:
+        return np.zeros((0, 0), dtype=np.int64)
+    values, where = np.unique(np.concatenate(prints), return_inverse=True)
+    if values.size * len(prints) > 50_000_000:  # huge files: pair by pair keeps memory small
+        counts = np.zeros((len(prints), len(prints)), dtype=np.int64)
+        for i, a in enumerate(prints):
+            for j in range(i + 1, len(prints)):
+                counts[i, j] = counts[j, i] = np.intersect1d(a, prints[j], assume_unique=True).size
+        return counts
+    member = np.zeros((len(prints), values.size), dtype=np.float32)
+    rows = np.repeat(np.arange(len(prints)), [p.size for p in prints])
+    member[rows, where] = 1.0
+    return np.rint(member @ member.T).astype(np.int64)
+
+
+NOISE = 25  # copydetect's default: a match shorter than this many tokens is never counted
+
+
+def _fingerprint(path: Path, boilerplate, cache: Path | None):  # noqa: ANN001, ANN202 - numpy arrays
+    """The unique fingerprints (copydetect's) of one file, without ``boilerplate``'s; cached by contents."""
+    import hashlib
+    import importlib.metadata
+
+    import numpy as np
+    from copydetect import CodeFingerprint
+
+    data = path.read_bytes()
+    key = hashlib.sha256(b"\0".join([data, b"" if boilerplate is None else boilerplate.tobytes(), str(NOISE).encode(),
+                                      importlib.metadata.version("copydetect").encode()])).hexdigest()
+    stored = cache / "fingerprints" / key[:2] / f"{key}.npy" if cache is not None else None
+    if stored is not None and stored.is_file():
+        try:
+            return np.load(stored, allow_pickle=False)
+        except (OSError, ValueError):
+            pass
+    try:
+        hashes = CodeFingerprint(str(path), k=NOISE, win_size=1, boilerplate=boilerplate
+                                 if boilerplate is not None else [], filter=True).hashes
+    except (UnicodeDecodeError, ValueError):  # not UTF-8 text, or nothing Python could tokenise
+        hashes = []
+    hashes = np.unique(np.fromiter(hashes, dtype=np.int64, count=len(hashes)))  # copydetect gives a set
+    if boilerplate is not None and boilerplate.size:  # every occurrence of the stub's, not only the first
+        hashes = np.setdiff1d(hashes, boilerplate, assume_unique=True)
+    if stored is not None:
+        try:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            np.save(stored, hashes, allow_pickle=False)
+        except OSError:
+            pass
+    return hashes
 
 
 def same_failures(rows: list[dict]) -> list[dict]:
@@ -103,13 +155,13 @@ def _step_order(step_id: str) -> tuple:
     return (int(major) if major.isdigit() else 0, rest == "" and minor.isdigit() and int(minor) or 0, rest)
 
 
-def signals(book: dict, out: Path, course_root: Path) -> dict:
+def signals(book: dict, out: Path, course_root: Path, cache: Path | None = None) -> dict:
     """Both signals for the graded rows of ``book``; ``error`` says why alike code could not be compared."""
     graded = [r for r in book["rows"] if r["status"] == "graded"]
     folders = {r["student"]: graded_folder(out, r["student"]) / "exercises" for r in graded}
     error = None
     try:
-        code = alike_code(folders, course_root / "exercises")
+        code = alike_code(folders, course_root / "exercises", cache=cache)
     except ImportError:
         code, error = [], "copydetect is not installed (it comes with the grade-class session: nox -s grade-class)"
     except Exception as err:  # noqa: BLE001 - one odd file never costs the class its report

@@ -437,9 +437,11 @@ def test_alike_code_ignores_the_stubs_and_sees_through_renamed_locals(tmp_path):
                                                                                           solved.items()}),
                "oli": _folder(tmp_path, "oli", own), "pia": _folder(tmp_path, "pia", stubs),
                "quinn": _folder(tmp_path, "quinn", stubs)}
-    pairs = similarity.alike_code(folders, ROOT / "exercises")
+    pairs = similarity.alike_code(folders, ROOT / "exercises", cache=tmp_path / "cache")
     assert [p["students"] for p in pairs] == [["ada", "max"]], pairs  # untouched stubs are not alike
     assert {c["file"] for c in pairs[0]["chapters"]} == {f"{m}.py" for m in modules}
+    assert list((tmp_path / "cache" / "fingerprints").rglob("*.npy"))
+    assert similarity.alike_code(folders, ROOT / "exercises", cache=tmp_path / "cache") == pairs  # from the cache
 
 
 def test_the_same_failing_steps_are_grouped(tmp_path):
