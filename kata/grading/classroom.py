@@ -96,13 +96,17 @@ def main(argv: list[str] | None = None) -> int:
             if not args.roster:
                 raise ValueError("give the roster (a CSV with the columns student,repo), or --merge DIR...")
             book = grade_class(args, out)
-        for system in args.lms or []:
-            lms.check(system, book["roster"]["extra_columns"])
     except (ValueError, roster.RosterError, strict.StrictError) as err:
         print(f"grade-class: {err}", file=sys.stderr)
         return 2
     paths = gradebook.write(book, out)
-    paths += [lms.write(book, system, out) for system in args.lms or []]
+    code = 0
+    for system in args.lms or []:  # checked before grading; a merge learns the roster only now
+        try:
+            paths.append(lms.write(book, system, out))
+        except ValueError as err:
+            print(f"grade-class: {err} (the gradebook and the report are written)", file=sys.stderr)
+            code = 2
     report = out / "report.html"
     cache = None if args.no_cache or args.merge else Path(args.cache).resolve() if args.cache else out / ".cache"
     report.write_text(class_report.render(book, cache, similarity.signals(book, out, project.ROOT, cache)),
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as f:
             f.write(markdown(book) + "\n")
-    return 0
+    return code
 
 
 # -- one run ------------------------------------------------------------------------------------------
@@ -441,6 +445,18 @@ def closing(book: dict, seconds: float) -> str:
     if problems:
         lines += ["", "missing or error:", f"  {'student':<{width}} {'status':<8} reason"]
         lines += [f"  {r['student']:<{width}} {r['status']:<8} {r['note']}" for r in problems]
+    said = [(what, [r["student"] for r in rows if test(r)]) for what, test in (
+        ("graded without a sandbox (install bubblewrap: sudo apt-get install bubblewrap)",
+         lambda r: r.get("sandbox") == "none"),
+        ("newer commits on another branch, not graded", lambda r: r.get("other_branches")),
+        ("files not graded (links, submodules, over the size limit)", lambda r: r.get("not_graded")),
+        ("graded with answers from their notebooks", lambda r: r.get("notebooks")),
+        ("sharing a repository (--allow-shared)", lambda r: r.get("shared_with")),
+    )]
+    said = [(what, names) for what, names in said if names]
+    if said:
+        lines += ["", "read the note of:"]
+        lines += [f"  {what}: {', '.join(names)}" for what, names in said]
     lines.append("")
     return "\n".join(lines)
 

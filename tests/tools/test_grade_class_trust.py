@@ -149,6 +149,14 @@ def test_times_in_the_late_note_are_in_the_deadlines_zone(trust):
     assert csv_rows(trust["out"])["lou"]["late"] == "1"
 
 
+def test_the_console_names_the_learners_whose_note_to_read(trust):
+    out = trust["proc"].stdout
+    tail = out[out.index("read the note of:"):]
+    assert "newer commits on another branch, not graded: lou" in tail
+    assert "files not graded (links, submodules, over the size limit): lou" in tail
+    assert "graded with answers from their notebooks: nia" in tail
+
+
 def test_the_sandbox_state_is_in_the_row_the_note_and_the_csv(trust):
     for name, r in trust["rows"].items():
         assert r["sandbox"] == gradebook.sandbox(r["results"]) in ("bubblewrap", "none"), name
@@ -202,6 +210,7 @@ def test_a_repository_claimed_twice_is_refused_or_flagged(trust, tmp_path):
     assert "the same repository as ada" in rows["copy"]["note"]
     assert rows["ada"]["sandbox"] == "none" and "graded without a sandbox" in rows["ada"]["note"]
     assert "graded without a sandbox" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "graded without a sandbox (install bubblewrap" in proc.stdout  # the console says it too
 
 
 def test_owner_name_repositories_compare_without_case(tmp_path):
