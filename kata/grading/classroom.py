@@ -278,16 +278,17 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
         return sub.exercises, []
     from ..learner import notebook
 
-    answered = [c.number for c in project.chapters(root)
-                if c.number in chapters and notebook.saved_answers(c, root, sub.notebooks)[1]]
-    if not answered:
-        return sub.exercises, []
     target = work / "answers" / "exercises"
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
+        answered = [c.number for c in project.chapters(root)
+                    if c.number in chapters and notebook.saved_answers(c, root, sub.notebooks)[1]]
+        if not answered:
+            return sub.exercises, []
+        target.parent.mkdir(parents=True, exist_ok=True)
         notebook.write_package(target, root=root, learner=sub.exercises.parent)
-    except (OSError, ValueError, SyntaxError) as err:  # a chapter file that is not text: exercises/ alone
+    except Exception as err:  # noqa: BLE001 - a learner's odd file (not text, nested too deep): exercises/ alone
         sub.dropped.append(f"notebooks/: answers not taken ({type(err).__name__}: {str(err)[:120]})")
+        shutil.rmtree(target, ignore_errors=True)
         return sub.exercises, []
     return target, answered
 

@@ -159,6 +159,9 @@ def shared(learners: list[Learner], where: Callable[[str], str]) -> dict[str, li
     by_place: dict[str, list[Learner]] = {}
     for x in learners:
         place = where(x.repo).rstrip("/").removesuffix(".git")
+        scp = re.fullmatch(r"[\w.-]+@([\w.-]+):(.+)", place)  # git@github.com:owner/name, as https would say it
+        if scp:
+            place = f"https://{scp.group(1)}/{scp.group(2)}"
         by_place.setdefault(place.casefold() if "://" in place or "@" in place else place, []).append(x)
     return {x.student: [y for y in group if y is not x] for group in by_place.values() if len(group) > 1
             for x in group}

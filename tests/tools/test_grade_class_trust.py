@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -215,9 +216,9 @@ def test_a_repository_claimed_twice_is_refused_or_flagged(trust, tmp_path):
 
 def test_owner_name_repositories_compare_without_case(tmp_path):
     learners = [roster.Learner("a", "Alice/Katas", 2), roster.Learner("b", "https://github.com/alice/katas.git", 3),
-                roster.Learner("c", "carol/katas", 4)]
+                roster.Learner("c", "carol/katas", 4), roster.Learner("d", "git@github.com:Carol/katas.git", 5)]
     found = roster.shared(learners, lambda repo: submissions.source(repo, tmp_path))
-    assert set(found) == {"a", "b"}
+    assert set(found) == {"a", "b", "c", "d"} and [x.student for x in found["c"]] == ["d"]
 
 
 # -- protections ---------------------------------------------------------------------------------------------------
@@ -503,3 +504,40 @@ def test_the_class_workflow_merges_after_a_failed_shard_with_locked_tools_and_on
     assert "pip install" not in text and "python start.py" in text  # nox and uv as start.py pins them
     versions = set(re.findall(r"actions/(?:upload|download)-artifact@(\S+)", text))
     assert len(versions) == 1, versions
+
+
+def test_the_section_filter_hides_the_other_sections_learners_in_chromium(trust):
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium); .ci/run installs it")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            problems = []
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto((trust["out"] / "report.html").as_uri())
+            page.select_option('select[data-column="section"]', "S2")
+            shown = page.evaluate("Array.from(document.querySelectorAll('#learners tr.learner'))"
+                                  ".filter(r => !r.hidden).map(r => r.cells[0].textContent)")
+            page.select_option('select[data-column="section"]', "")
+            every = page.evaluate("Array.from(document.querySelectorAll('#learners tr.learner'))"
+                                  ".filter(r => !r.hidden).length")
+        finally:
+            browser.close()
+    assert problems == []
+    assert sorted(shown) == ["max", "nia"] and every == 4
+
+
+def test_a_notebook_that_cannot_be_read_leaves_exercises_graded_and_says_so(tmp_path):
+    from kata.grading import classroom
+
+    shutil.copytree(ROOT / "solutions", tmp_path / "exercises")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "chapter01_sequences.ipynb").write_text("[" * 200_000, encoding="utf-8")  # too deep
+    sub = submissions.Submission(commit="c" * 40, committed_at="", exercises=tmp_path / "exercises",
+                                 notebooks=tmp_path / "notebooks")
+    impl, answered = classroom._with_notebooks(sub, ROOT, [1, 2], tmp_path / "work")
+    assert impl == tmp_path / "exercises" and answered == []
+    assert len(sub.dropped) == 1 and sub.dropped[0].startswith("notebooks/: answers not taken (RecursionError")
