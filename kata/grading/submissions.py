@@ -230,14 +230,22 @@ def when(timestamp: int, zone: dt.tzinfo | None) -> str:
 
 
 def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline: dt.datetime | None) -> list[str]:
-    """Other branches whose head is newer than the graded commit: ``"work (abc1234, <time>)"``, newest first."""
-    default = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env, until=until).decode().strip()
-    graded = int(_git(["show", "-s", "--format=%ct", commit], cwd=clone, env=env, until=until).decode().strip())
-    refs = _git(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname) %(committerdate:unix)",
-                 "refs/remotes/origin"], cwd=clone, env=env, until=until).decode().splitlines()
+    """Other branches whose head is newer than the graded commit: ``"work (abc1234, <time>)"``, newest first.
+
+    Only a note: when git cannot say (a detached head, say), there is none, and the grade goes on.
+    """
+    try:
+        default = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env, until=until).decode().strip()
+        graded = int(_git(["show", "-s", "--format=%ct", commit], cwd=clone, env=env, until=until).decode().strip())
+        refs = _git(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname) %(committerdate:unix)",
+                     "refs/remotes/origin"], cwd=clone, env=env, until=until).decode().splitlines()
+    except (_GitFailed, ValueError):
+        return []
     zone = deadline.tzinfo if deadline is not None else None
     found = []
     for line in refs:
+        if line.count(" ") < 2:
+            continue
         name, sha, stamp = line.rsplit(" ", 2)
         if name in ("HEAD", default) or sha == commit or not stamp.isdigit() or int(stamp) <= graded:
             continue
