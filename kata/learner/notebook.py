@@ -124,31 +124,41 @@ def answers(sources: list[str], names: list[str]) -> tuple[list[str], dict[str, 
     return imports, found
 
 
-def saved_answers(chapter, root: Path = project.ROOT) -> tuple[list[str], dict[str, str]]:
-    """The finished functions of the chapter's saved notebook (none when it has no notebook)."""
-    path = notebook_of(chapter, root)
-    if not path.is_file():
+def saved_answers(chapter, root: Path = project.ROOT,
+                  notebooks: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """The finished functions of the chapter's saved notebook (none when it has no notebook).
+
+    ``notebooks`` is another folder of notebooks to read (a learner's, for ``grade-class``).
+    """
+    path = notebooks / f"{chapter.module}.ipynb" if notebooks is not None else notebook_of(chapter, root)
+    if not path.is_file() or path.is_symlink():
         return [], {}
     try:
         return answers(code_cells(path), functions_of(chapter, root))
-    except (ValueError, OSError):  # not a notebook (JSON) any more: nothing to take from it
+    except (ValueError, OSError, AttributeError, TypeError):  # not a notebook (JSON): nothing to take from it
         return [], {}
 
 
 # -- the implementation folder: exercises/ with the notebooks' answers in place ----------------------------------
-def write_package(target: Path, live: dict | None = None, root: Path = project.ROOT) -> Path:
+def write_package(target: Path, live: dict | None = None, root: Path = project.ROOT,
+                  learner: Path | None = None) -> Path:
     """Copy ``exercises/`` to ``target`` and put every notebook's finished functions into their chapter files.
 
     ``$KATA_EXERCISES`` names another folder to start from instead of ``exercises/`` (the tests start chapter N's
     notebook on a folder whose earlier chapters are solved).
 
     ``live`` adds (or replaces) the answers of one chapter: ``{"chapter": N, "imports": [...],
-    "functions": {name: source}}`` (the running notebook's). Returns ``target``.
+    "functions": {name: source}}`` (the running notebook's). ``learner`` is a folder holding a learner's
+    ``exercises/`` and ``notebooks/`` to use instead of this course copy's (``grade-class``); the chapters and
+    their functions' names still come from ``root``. Returns ``target``.
     """
-    base = Path(os.environ.get("KATA_EXERCISES") or root / "exercises")  # another starting point, for tests
+    if learner is not None:
+        base = learner / "exercises"
+    else:
+        base = Path(os.environ.get("KATA_EXERCISES") or root / "exercises")  # another starting point, for tests
     shutil.copytree(base, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for chapter in project.chapters(root):
-        imports, functions = saved_answers(chapter, root)
+        imports, functions = saved_answers(chapter, root, learner / "notebooks" if learner is not None else None)
         if live and live["chapter"] == chapter.number:
             imports = [*imports, *[i for i in live["imports"] if i not in imports]]
             functions = {**functions, **live["functions"]}
@@ -160,6 +170,8 @@ def write_package(target: Path, live: dict | None = None, root: Path = project.R
         block += _earlier_names(chapter, functions, root)
         block += [f"\n\n{source}" for source in functions.values()]
         path = target / f"{chapter.module}.py"
+        if not path.is_file():  # the learner's chapter file is not there (a link left out): the course's stub
+            shutil.copy2(exercise_file(chapter, root), path)
         path.write_text(path.read_text(encoding="utf-8").rstrip("\n") + "\n".join(block) + "\n", encoding="utf-8")
     return target
 

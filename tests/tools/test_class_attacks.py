@@ -413,9 +413,11 @@ def test_the_files_taken_fit_the_caps_python_first_and_every_other_is_named():
     found = [(f"exercises/notes/n{i:03d}.txt", "0" * 40, 10) for i in range(submissions.MAX_FILES)]
     found += [("exercises/chapter01_sequences.py", "1" * 40, 5000), ("exercises/big.py", "2" * 40, 2 << 20),
               ("exercises/mid.npy", "3" * 40, submissions.MAX_TOTAL_BYTES)]
-    taken, note = submissions.choose(found)
+    taken, dropped = submissions.choose(found)
+    note = "; ".join(dropped)
     paths = [p for p, _, _ in taken]
     assert paths[0] == "exercises/chapter01_sequences.py" and len(paths) == submissions.MAX_FILES
     assert sum(size for _, _, size in taken) <= submissions.MAX_TOTAL_BYTES
-    assert "exercises/big.py (2 MiB)" in note and "exercises/mid.npy" in note
-    assert "exercises/notes/n199.txt" in note or "and 1 more" in note, note
+    assert "exercises/big.py: file over the size limit of 1 MiB (2 MiB)" in dropped
+    assert "exercises/mid.npy: file over the size limit of 1 MiB (8 MiB)" in dropped
+    assert "exercises/notes/n199.txt: past the limit of 8 MiB or 200 files in all" in dropped, note
