@@ -12,7 +12,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from .. import project
+from .. import answers, project
 from ..grading.runner import run_tests
 from ..judge.plugin import STATUS_MARK, folded
 
@@ -21,7 +21,8 @@ def parser() -> argparse.ArgumentParser:
     """The command line of ``nox -s worksheet -- ...``."""
     p = argparse.ArgumentParser(prog="nox -s worksheet --", description="Your numbers beside the worksheet's.")
     p.add_argument("chapter", help="the chapter, e.g. 5")
-    p.add_argument("--impl", default="exercises", help="package name or folder to run (default: exercises)")
+    p.add_argument("--impl", default=None, help="package name or folder to run (default: exercises/ with your saved "
+                   "notebooks' answers, as nox -s chapterN runs it)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds one step may run (default: 10)")
     return p
 
@@ -87,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     """Print the worksheet with your values; return 0."""
     args = parser().parse_args(argv)
     chapter = project.chapter(project.parse_chapter(args.chapter))
-    folder = project.impl_folder(args.impl)
-    impl = args.impl if (project.ROOT / args.impl).is_dir() else str(folder)
+    chosen = args.impl or answers.default_impl()
+    folder = project.impl_folder(chosen)
+    impl = chosen if (project.ROOT / chosen).is_dir() else str(folder)
     with tempfile.TemporaryDirectory(prefix="kata-worksheet-") as tmp:
         run = run_tests(
             project.ROOT, [chapter.test_file], impl=impl, timeout=args.timeout, stream_dir=Path(tmp),
