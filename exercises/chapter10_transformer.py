@@ -323,7 +323,9 @@ def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
       \frac{\partial L}{\partial\, \mathrm{logits}_i} = \frac{\mathrm{softmax}(\mathrm{logits}_i) -
       \mathrm{onehot}(t_i)}{n}\ \text{(0 where } t_i < 0)$$
 
-    with n the number of positions whose target is not negative.
+    with n the number of positions whose target is not negative. The loss is finite for any finite logits,
+    however far apart (a row [0, 1000, −1000] included): take log softmax as x − max − log Σ exp(x − max)
+    (log-sum-exp), never log(softmax(x)), whose entries far below the max underflow to log 0 = −inf.
 
     Args:
         logits: shape (seq, vocab).

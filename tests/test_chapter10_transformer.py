@@ -360,6 +360,23 @@ def test_cross_entropy_shifts_each_row_by_its_own_maximum(ch):
     close(d_logits, SNAP["cross_entropy_scales/d_logits"], "d_logits of rows around 1000, 0 and −1000", kind="array")
 
 
+def test_cross_entropy_of_logits_a_thousand_apart_is_finite(ch):
+    """a target 2000 below the largest logit: the loss is 2000, finite (log-sum-exp, not log of softmax)"""
+    logits, targets = np.array([[0.0, 1000.0, -1000.0, 0.0]]), np.array([2])
+    named = ("looks like: log(softmax(logits)): softmax of a logit 2000 below the largest underflows to 0, and "
+             "log 0 = −inf; take log softmax as x − max − log Σ exp(x − max) (log-sum-exp)")
+    try:
+        loss, d_logits = ch.cross_entropy(logits, targets)
+    except RuntimeWarning as warning:  # log(0): NumPy's divide-by-zero, raised as an error in this suite
+        pytest.fail(f"cross_entropy of logits [0, 1000, −1000, 0] with target 2 made NumPy warn: {warning}\n  {named}",
+                    pytrace=False)
+    with check:
+        assert np.isfinite(float(loss)), f"cross_entropy of logits [0, 1000, −1000, 0] with target 2 gave {loss}\n  {named}"
+    # log softmax of the target: −1000 − (1000 + log(1 + 2e^−1000 + e^−2000)) = −2000 to float64 precision
+    close(loss, 2000.0, "cross-entropy of logits [0, 1000, −1000, 0] with target 2", kind="float")
+    close(d_logits, np.array([[0.0, 1.0, -1.0, 0.0]]), "d_logits of logits [0, 1000, −1000, 0], target 2", kind="array")
+
+
 def test_cross_entropy_matches_a_loop_and_is_stable(ch):
     """cross_entropy skips negative targets, averages over the rest, and survives logits of 1000"""
     logits, targets = SNAP["cross_entropy/logits"], SNAP["cross_entropy/targets"]
