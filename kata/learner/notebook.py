@@ -453,10 +453,19 @@ def view(chapter, data: dict, names: list[str] | None) -> list[str]:
                    "the cell, then this one again."
         elif line.startswith(("then fill in ", "(the expected start: nox")):
             continue
+        elif "more hints: nox -s hint -- " in line:  # a terminal command; the notebook's own way in
+            line = re.sub(r"more hints: nox -s hint -- ([\d.]+)", r'more hints: kata.hint("\1")', line)
         out.append(line)
     while out and not out[0].strip():
         out.pop(0)
     return out
+
+
+def hint(step: str, *, every: bool = False) -> None:
+    """The next hint layer of a step, as ``nox -s hint -- 4.3`` prints it: ``kata.hint("4.3")``."""
+    from . import hints
+
+    hints.main([str(step), *(["--all"] if every else [])])
 
 
 class Report:

@@ -52,11 +52,14 @@ def _test_name(result: dict) -> str:
 def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
     """The worksheet as text: a block per step (``results``: the step's tests, in run order), then a count."""
     out = [f"chapter {chapter.number}: {chapter.title} — worksheet ({chapter.source})", ""]
-    matched = 0
+    matched = whole = 0
     for step in chapter.steps:
         tests = results.get(step.id) or []
         status = step_status([t["status"] for t in tests])
-        matched += status == "passed"
+        valued = [t for t in tests if "got" in t]  # the test that compared the worksheet value
+        value_matches = any(t["status"] == "passed" for t in valued) if valued else status == "passed"
+        matched += value_matches
+        whole += status == "passed"
         out.append(f"{STATUS_MARK.get(status, '?')} {step.id:<5} {step.title}")
         if step.printed is not None:
             out.append(f"        worksheet  {_printed(step.printed)}")
@@ -68,6 +71,10 @@ def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
         elif "got" in shown:
             got = shown["got"]
             out.append(f"        yours      {got if isinstance(got, str) else show(got)}")
+            if shown["status"] != "passed":  # the value was recorded, and the comparison (or its type) failed
+                out.extend(f"        why        {line}" for line in _said(step, shown)[:2])
+            elif status != "passed":
+                out.append("        (your value matches; another check of this step does not pass:)")
         else:
             said = _said(step, shown)
             out.append(f"        yours      {said[0]}")
@@ -79,7 +86,9 @@ def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
         if step.erratum:
             out.append(f"        erratum    {step.erratum}")
         out.append("")
-    out.append(f"chapter {chapter.number}: {matched}/{len(chapter.steps)} worksheet values match.")
+    n = len(chapter.steps)
+    out.append(f"chapter {chapter.number}: {matched}/{n} worksheet values match"
+               + (f"; {whole}/{n} steps pass every check of theirs." if whole != matched else "."))
     out.append(f"The worksheet is only part of it: nox -s chapter{chapter.number} runs every check.")
     return out
 
