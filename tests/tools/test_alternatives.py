@@ -4,7 +4,7 @@
 other styles (explicit loops and ``math``; ``einsum``, log-sum-exp, inputs kept in their dtype). Each
 chapter they hold is checked as a learner's code is (``--impl FOLDER``), and every check must pass.
 Mutation testing proves the checks catch wrong code; this proves they accept right code. Cost: one pytest
-run per alternative over its chapters, about 2 s each on two cores.
+run per alternative over all ten chapters: about 4 s each, 8 s for the file, on two cores.
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ def held(folder: Path) -> list:
     return [c for c in CHAPTERS if (folder / f"{c.module}.py").is_file()]
 
 
-def test_every_chapter_an_alternative_holds_is_held_by_two_and_in_order():
-    """each chapter present is written at least twice, and an alternative holds chapters 1..N without gaps"""
+def test_every_chapter_is_written_at_least_twice_in_other_styles():
+    """every chapter has at least two alternative implementations, each holding every chapter in order"""
     counts = {c.number: sum(1 for a in ALTERNATIVES if c in held(a)) for c in CHAPTERS}
-    present = [n for n, k in counts.items() if k]
-    assert present and all(counts[n] >= 2 for n in present), counts
+    assert all(k >= 2 for k in counts.values()), f"alternatives per chapter: {counts}"
     for folder in ALTERNATIVES:
         numbers = [c.number for c in held(folder)]
         assert numbers == list(range(1, len(numbers) + 1)), f"{folder.name} holds chapters {numbers}"
