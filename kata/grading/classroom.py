@@ -278,16 +278,16 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
     """
     if sub.notebooks is None:
         return sub.exercises, []
-    from ..learner import notebook
+    from .. import answers
 
     target = work / "answers" / "exercises"
     try:
         answered = [c.number for c in project.chapters(root)
-                    if c.number in chapters and notebook.saved_answers(c, root, sub.notebooks)[1]]
+                    if c.number in chapters and answers.saved_answers(c, root, sub.notebooks)[1]]
         if not answered:
             return sub.exercises, []
         target.parent.mkdir(parents=True, exist_ok=True)
-        notebook.write_package(target, root=root, learner=sub.exercises.parent)
+        answers.write_package(target, root=root, learner=sub.exercises.parent)
     except Exception as err:  # noqa: BLE001 - a learner's odd file (not text, nested too deep): exercises/ alone
         sub.dropped.append(f"notebooks/: answers not taken ({type(err).__name__}: {str(err)[:120]})")
         shutil.rmtree(target, ignore_errors=True)

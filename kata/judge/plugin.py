@@ -65,9 +65,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kata", "transformer katas")
     group.addoption(
         "--impl",
-        default="exercises",
-        help="whose code to check: 'exercises' (default, your stubs), 'solutions', or any importable "
-        "package or package folder with the same chapterNN_<topic>.py layout",
+        default=None,
+        help="whose code to check: 'exercises' (your files alone), 'solutions', or any importable package or "
+        "package folder with the same chapterNN_<topic>.py layout; default: exercises/ with your saved "
+        "notebooks' finished functions in place (a notebook's wins; kata/answers.py)",
     )
     group.addoption("--steps", action="store_true", help="print the run as the chapter's worksheet")
     group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
@@ -115,6 +116,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
     """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
+    if value is None:  # the learner's work wherever it is: exercises/, and the notebooks' answers if any
+        from .. import answers
+
+        value = answers.default_impl()
     path = Path(value)
     if ("/" in value or os.sep in value or value.startswith(".")) and path.is_dir():
         return path.resolve().name, path.resolve().parent
@@ -356,6 +361,8 @@ def _shown_as(folder: Path, impl: str) -> dict[str, str]:
     said = os.environ.get("KATA_SHOWN_AS")  # set by the grader, which copies the learner's folder
     if said:
         return {impl: said}
+    if folder.parent.parent == answer_key.ROOT / ".kata" / "answers":  # exercises/ with the notebooks' answers
+        return {impl: impl}
     try:
         return {impl: (folder / impl).relative_to(Path.cwd()).as_posix()}
     except ValueError:

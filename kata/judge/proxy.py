@@ -450,9 +450,9 @@ class Worker:
             names = answer.get("names") if isinstance(answer.get("names"), dict) else {}
             first = str(names.get(next(iter(changed)), "an argument"))[:80]
             raise ChangedItsInput(
-                f"{what} changed its argument `{first}` in place; return a new array instead "
-                f"(`x = x - m`, not `x -= m`; or start from `x = x.copy()`). "
-                "The caller's arrays are left as they were.")
+                f"{what} changed its argument `{first}` in place and did not leave it as it was; work on a "
+                f"new array (`x = x - m`, not `x -= m`; or start from `x = x.copy()`), or put back every "
+                "entry you change. The caller's arrays are left as they were.")
         try:
             value = wire.decode(answer["ok"], blobs, resolve)
         except wire.WireError as err:
