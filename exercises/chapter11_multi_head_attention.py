@@ -122,7 +122,8 @@ def multi_head_attention(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.
 
     Raises:
         ValueError: if x is not 2-D with at least one row (the message names its shape); if params is not a
-            dict or lacks a key (the message names the missing key, e.g. ``WO``); if a weight is not
+            dict (the message says "dict" and names the type given, e.g. "list") or lacks a key (the message
+            names the missing key, e.g. ``WO``); if a weight is not
             (d_model, d_model) (the message names the key, e.g. ``WK``, its shape and the shape expected);
             if n_heads is not a whole number ≥ 1 (the message says "n_heads"); or if d_model is not
             divisible by n_heads (the message says "divisible" and names d_model and n_heads).

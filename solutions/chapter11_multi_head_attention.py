@@ -137,7 +137,8 @@ def multi_head_attention(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.
 
     Raises:
         ValueError: if x is not 2-D with at least one row (the message names its shape); if params is not a
-            dict or lacks a key (the message names the missing key, e.g. ``WO``); if a weight is not
+            dict (the message says "dict" and names the type given, e.g. "list") or lacks a key (the message
+            names the missing key, e.g. ``WO``); if a weight is not
             (d_model, d_model) (the message names the key, e.g. ``WK``, its shape and the shape expected);
             if n_heads is not a whole number ≥ 1 (the message says "n_heads"); or if d_model is not
             divisible by n_heads (the message says "divisible" and names d_model and n_heads).
@@ -189,11 +190,12 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     d_merged, dWO = linear_backward(merged, W["WO"], d_out)  # out = merged W_O
     d_heads = split_heads(d_merged, n_heads)  # (n_heads, seq, d_head)
     per_head = [attention_backward(q, k, v, p, d) for q, k, v, p, d in zip(Qh, Kh, Vh, P, d_heads, strict=True)]
-    grads = {"WO": dWO, "x": np.zeros_like(x)}
+    grads, dx = {"WO": dWO}, []
     for i, name in enumerate(("WQ", "WK", "WV")):
         d_proj = merge_heads(np.stack([g[i] for g in per_head]))  # dQ, dK or dV: (seq, d_model)
-        dx, grads[name] = linear_backward(x, W[name], d_proj)
-        grads["x"] += dx  # x fed all three projections
+        dx_path, grads[name] = linear_backward(x, W[name], d_proj)
+        dx.append(dx_path)
+    grads["x"] = dx[0] + dx[1] + dx[2]  # x fed all three projections: the query, key and value paths
     return grads
 
 
@@ -203,8 +205,8 @@ def _head_width(d_model: int, n_heads: int) -> int:
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
         raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
     if d_model % n_heads:
-        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: every head needs "
-                         "the same whole number of features")
+        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: every head needs the same "
+                         f"whole number of features, d_model / n_heads = {d_model / n_heads:g}")
     return d_model // n_heads
 
 
@@ -214,8 +216,7 @@ def _weights(params: dict, d_model: int) -> dict[str, np.ndarray]:
         raise ValueError(f"params must be a dict with keys {list(PARAM_NAMES)}, got {type(params).__name__}")
     missing = [k for k in PARAM_NAMES if k not in params]
     if missing:
-        raise ValueError(f"params lacks {', '.join(missing)}: multi-head attention needs the four weights W_Q, W_K, "
-                         "W_V and W_O")
+        raise ValueError(f"params lacks {', '.join(missing)}: multi-head attention needs W_Q, W_K, W_V and W_O")
     W = {k: np.asarray(params[k], dtype=np.float64) for k in PARAM_NAMES}
     for k, w in W.items():
         if w.shape != (d_model, d_model):

@@ -120,6 +120,6 @@ MUTANTS = [
            "W_O forgotten on the way back"),
     Mutant(11, "chapter11_multi_head_attention.py", 'd_merged, dWO = linear_backward(merged, W["WO"], d_out)',
            'd_merged, dWO = linear_backward(merged, W["WO"], d_out)[0], d_out.T @ merged', "transposed"),
-    Mutant(11, "chapter11_multi_head_attention.py", "grads[\"x\"] += dx  # x fed all three projections",
-           "grads[\"x\"] += dx if name == \"WV\" else 0", "only the value path"),
+    Mutant(11, "chapter11_multi_head_attention.py", 'grads["x"] = dx[0] + dx[1] + dx[2]', 'grads["x"] = dx[2]',
+           "only the value path"),
 ]

@@ -146,7 +146,7 @@ def test_every_head_attends_causally_on_its_own(ch, i):
 
 @pytest.mark.parametrize("i", range(SNAP.count("mha")))
 def test_multi_head_attention_matches_on_other_shapes(ch, i):
-    """multi_head_attention on (seq, d_model, n_heads) = (5, 8, 2), (8, 16, 4), (6, 6, 1), (4, 12, 4), (7, 9, 3), (2, 4, 2)"""
+    """multi_head_attention on (seq, d_model, n_heads) = (5, 8, 2), (8, 16, 4), (6, 6, 1), (4, 12, 4), (7, 9, 3), (2, 4, 2), (1, 8, 4)"""
     k = f"mha/{i}"
     x, params, n = case("mha", i)
     out, _ = ch.multi_head_attention(x, params, n)
@@ -239,8 +239,9 @@ def test_a_missing_weight_is_named(ch, key):
 
 
 def test_params_that_are_not_a_dict_are_refused(ch):
-    """a list of four weights instead of a dict raises ValueError saying 'dict'"""
-    raises_clearly(lambda: ch.multi_head_attention(np.ones((3, 4)), [np.ones((4, 4))] * 4, 2), ValueError, "dict")
+    """a list of four weights instead of a dict raises ValueError saying 'dict' and naming what came (a list)"""
+    raises_clearly(lambda: ch.multi_head_attention(np.ones((3, 4)), [np.ones((4, 4))] * 4, 2), ValueError, "dict",
+                   "list")
 
 
 def test_arrays_of_the_wrong_rank_are_refused(ch):

@@ -626,7 +626,7 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
             one_mask_out=one[0], one_mask_weights=one[1])
 
     # the whole layer, with what the classic mistakes give
-    for i, (seq, d, n) in enumerate([(5, 8, 2), (8, 16, 4), (6, 6, 1), (4, 12, 4), (7, 9, 3), (2, 4, 2)]):
+    for i, (seq, d, n) in enumerate([(5, 8, 2), (8, 16, 4), (6, 6, 1), (4, 12, 4), (7, 9, 3), (2, 4, 2), (1, 8, 4)]):
         x, W = rng.normal(size=(seq, d)), weights(d)
         out, _ = s.multi_head_attention(x, W, n)
         Qh, Kh, Vh = (s.split_heads(x @ W[k], n) for k in ("WQ", "WK", "WV"))
