@@ -205,8 +205,7 @@ def _head_width(d_model: int, n_heads: int) -> int:
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
         raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
     if d_model % n_heads:
-        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: every head needs the same "
-                         f"whole number of features, d_model / n_heads = {d_model / n_heads:g}")
+        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: heads need equal widths")
     return d_model // n_heads
 
 
