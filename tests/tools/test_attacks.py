@@ -295,7 +295,7 @@ def test_every_report_names_the_protections_that_applied(graded):
 
 
 def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
-    """right only at the worksheet's sizes (the reference for ≤2×2 inputs, zeros otherwise): ≤ 10 % of chapters 2–10"""
+    """right only at the worksheet's sizes (the reference for ≤2×2 inputs, zeros otherwise): ≤ 10 % of chapters 2 on"""
     impl = tmp_path / "exercises"
     shutil.copytree(ROOT / "solutions", impl / "_real", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(Path(__file__).parent / "attacks" / "worksheet_only.py", impl / "_worksheet_only.py")
