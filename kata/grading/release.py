@@ -6,6 +6,8 @@ The edition is the repository as a class receives it:
 - without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``), the
   snapshots they read (``tests/snapshots/chapterNN.npz``) and ``__init__.py`` stay (the meta tests,
   ``tests/tools/`` and ``.ci/`` run against ``solutions/``);
+- without the audit scripts (``scripts/audit_*.py``): they recompute a worksheet from first principles,
+  which is a solution by another name;
 - without the solution sections of every Markdown file: the lines from ``<!-- kata:solution -->`` to
   ``<!-- /kata:solution -->``, or from ``<!-- kata:authors-only -->`` to ``<!-- /kata:authors-only -->``
   (each marker on a line of its own), are cut; an unclosed marker is an error, never a silent leak;
@@ -67,6 +69,8 @@ def belongs(path: str) -> bool:
     parts = path.split("/")
     if parts[0] in ("solutions", ".ci", ".kata") or parts[0] in _SKIP_TOP:
         return False
+    if parts[0] == "scripts" and parts[-1].startswith("audit_"):
+        return False  # a worksheet recomputed from first principles: a solution by another name
     if parts[0] == ".github":
         return False  # the edition's only workflow is the grading one, written below
     if parts[0] == "tests":
