@@ -10,6 +10,8 @@ Of what the list ships:
 - without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``), the
   snapshots they read (``tests/snapshots/chapterNN.npz``) and ``__init__.py`` stay (the meta tests,
   ``tests/tools/`` and ``.ci/`` run against ``solutions/``);
+- without the audit scripts (``scripts/audit_*.py``): they recompute a worksheet from first principles,
+  which is a solution by another name;
 - without the solution sections of every Markdown file: the lines from ``<!-- kata:solution -->`` to
   ``<!-- /kata:solution -->``, or from ``<!-- kata:authors-only -->`` to ``<!-- /kata:authors-only -->``
   (each marker on a line of its own), are cut; an unclosed marker is an error, never a silent leak;
@@ -96,6 +98,8 @@ def belongs(path: str) -> bool:
     parts = path.split("/")
     if not listed(path, SHIPS) or parts[0] in _SKIP_TOP:
         return False  # .github/ among them: the edition's only workflow is the grading one, written below
+    if parts[0] == "scripts" and parts[-1].startswith("audit_"):
+        return False  # a worksheet recomputed from first principles: a solution by another name
     if parts[0] == "tests":
         if len(parts) == 3 and parts[1] == "snapshots":  # the chapter tests' stored expected values
             return bool(re.fullmatch(r"chapter\d\d\.npz", parts[2]))

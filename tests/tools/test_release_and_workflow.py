@@ -75,6 +75,7 @@ def learner(course, tmp_path_factory):
 def test_the_edition_has_no_solutions_and_the_grading_workflow(course):
     """no solutions/, no authors' meta tests, no solution sections; the workflow set to the course and tag"""
     assert not (course / "solutions").exists()
+    assert not list((course / "scripts").glob("audit_*")), "an audit script recomputes a worksheet: a solution"
     assert sorted(p.name for p in (course / "tests").iterdir()) == sorted(
         ["__init__.py", "snapshots", *(p.name for p in (ROOT / "tests").glob("test_chapter*.py"))]
     )
