@@ -101,4 +101,20 @@ MUTANTS = [
            "the causal mask was left out: positions read the future"),
     Mutant(10, "chapter10_transformer.py", "return float(loss), d_logits / len(rows)", "return float(loss), d_logits",
            "not divided by the number of targets"),
+    Mutant(12, "chapter12_rope.py",
+           "x0, x1 = X[..., 0::2], X[..., 1::2]  # (..., seq, d/2): features 2i and 2i+1\n    Y = np.empty_like(X)\n"
+           "    Y[..., 0::2] = x0 * cos - x1 * sin\n    Y[..., 1::2] = x0 * sin + x1 * cos",
+           "h = X.shape[-1] // 2\n    x0, x1 = X[..., :h], X[..., h:]\n    Y = np.empty_like(X)\n"
+           "    Y[..., :h] = x0 * cos - x1 * sin\n    Y[..., h:] = x0 * sin + x1 * cos", "the halves pairing convention"),
+    Mutant(12, "chapter12_rope.py", "return scaled_dot_product_attention(Qr, Kr, V, mask=causal_mask(len(Q)))",
+           "return scaled_dot_product_attention(Qr, Kr, apply_rope(V, base, start), mask=causal_mask(len(Q)))",
+           "V was rotated too"),
+    Mutant(12, "chapter12_rope.py", "Y[..., 0::2] = x0 * cos - x1 * sin\n    Y[..., 1::2] = x0 * sin + x1 * cos",
+           "Y[..., 0::2] = x0 * cos + x1 * sin\n    Y[..., 1::2] = -x0 * sin + x1 * cos", "the angle's sign flipped"),
+    Mutant(12, "chapter12_rope.py", "positions = start + np.arange(seq_len)",
+           "positions = start + np.arange(1, seq_len + 1)", "positions counted from 1"),
+    Mutant(12, "chapter12_rope.py", "base) ** (-2.0 * i / d)", "base) ** (-1.0 * i / d)",
+           "the frequency exponent without its factor 2"),
+    Mutant(12, "chapter12_rope.py", "return rotate_pairs(dY, -angles)", "return rotate_pairs(dY, angles)",
+           "the forward rotation instead of its inverse"),
 ]
