@@ -33,14 +33,16 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
 
     Args:
         d: the width of a query or key, a positive even whole number.
-        base: the base of the geometric progression, a positive number (default 10000.0).
+        base: the base of the geometric progression, a finite number greater than 1 (default 10000.0), so
+            that the frequencies fall from pair to pair.
 
     Returns:
         θ as float64, shape (d/2,).
 
     Raises:
-        ValueError: if d is not a positive whole number (the message names d), if d is odd (the message says
-            "odd" and names d), or if base is not a positive finite number (the message names base).
+        ValueError: if d is not a positive whole number (the message names d), if d is odd, 1 included (the
+            message says "odd" and names d), or if base is not a finite number greater than 1 (the message
+            names base).
 
     See docs: chapter 12, step 12.1.
     """
@@ -127,18 +129,18 @@ def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarr
     raise NotImplementedError("12.4 apply_rope: refuse X with fewer than 2 dims, then rotate_pairs(X, rope_angles(seq, d, base, start)) (4 lines)")
 
 
-def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
+def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarray:
     r"""Raw scores of rotated queries against rotated keys: entry [m, n] depends on m − n, not on m and n.
 
     $$S_{mn} = (R_{m\theta} q_m) \cdot (R_{n\theta} k_n) = q_m^\top R_{(n-m)\theta}\, k_n$$
 
-    Both Q and K are rotated with ``apply_rope`` (the same ``base`` and ``start``); no 1/√d scaling.
+    Both Q and K are rotated with ``apply_rope`` (the same ``base``, positions from 0); no 1/√d scaling. A
+    ``start`` would change nothing: shifting every position by the same amount leaves every score as it is.
 
     Args:
         Q: queries, shape (..., seq, d) with d even.
         K: keys, the same shape as Q.
         base: as ``rope_frequencies``.
-        start: as ``rope_angles``.
 
     Returns:
         Scores, shape (..., seq, seq): entry [m, n] is rotated query m dotted with rotated key n.
@@ -152,7 +154,7 @@ def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0, start: int 
 
 
 def rope_attention(
-    Q: np.ndarray, K: np.ndarray, V: np.ndarray, base: float = 10000.0, start: int = 0
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, base: float = 10000.0
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Causal attention with rotary positions: rotate Q and K, leave V alone, then chapter 4's attention.
 
@@ -160,7 +162,8 @@ def rope_attention(
 
     M is the causal mask: 0 where key n ≤ query m, −∞ above the diagonal.
 
-    The causal mask lets position m see positions 0 … m. The values carry content, not position: rotating
+    The causal mask lets position m see positions 0 … m; positions count from 0 (a common shift would change
+    no score). The values carry content, not position: rotating
     them would turn the output by angles that mean nothing to the next layer.
 
     Args:
@@ -168,16 +171,15 @@ def rope_attention(
         K: keys, shape (seq, d).
         V: values, shape (seq, d_v).
         base: as ``rope_frequencies``.
-        start: as ``rope_angles``.
 
     Returns:
         (output, weights): output has shape (seq, d_v); weights has shape (seq, seq), zero above the diagonal,
         and each row sums to 1.
 
     Raises:
-        ValueError: if Q or K is not 2-D, or Q and K differ in shape (the message names both shapes), or as
-            ``apply_rope`` and chapter 4's attention (V with a different number of rows than K: the message
-            names V's shape).
+        ValueError: if Q and K differ in shape (the message names both shapes), or as ``apply_rope`` and
+            chapter 4's attention (Q or K not 2-D: the message names the shape; V with a different number of
+            rows than K: the message names V's shape).
 
     See docs: chapter 12, step 12.6.
     """

@@ -30,10 +30,10 @@ def _whole(value, name: str, smallest: int) -> None:
         raise ValueError(f"{name} must be a whole number ≥ {smallest}, got {value!r}")
 
 
-def _even_width(d: int, what: str) -> None:
+def _even_width(d: int) -> None:
     """Refuse an odd feature width: RoPE turns the features two at a time."""
     if d % 2:
-        raise ValueError(f"{what}: the width d = {d} is odd; RoPE rotates pairs of features, so d must be even")
+        raise ValueError(f"the width d = {d} is odd: RoPE rotates pairs of features, so d must be even")
 
 
 def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
@@ -45,23 +45,25 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
 
     Args:
         d: the width of a query or key, a positive even whole number.
-        base: the base of the geometric progression, a positive number (default 10000.0).
+        base: the base of the geometric progression, a finite number greater than 1 (default 10000.0), so
+            that the frequencies fall from pair to pair.
 
     Returns:
         θ as float64, shape (d/2,).
 
     Raises:
-        ValueError: if d is not a positive whole number (the message names d), if d is odd (the message says
-            "odd" and names d), or if base is not a positive finite number (the message names base).
+        ValueError: if d is not a positive whole number (the message names d), if d is odd, 1 included (the
+            message says "odd" and names d), or if base is not a finite number greater than 1 (the message
+            names base).
 
     See docs: chapter 12, step 12.1.
     """
     _whole(d, "d", 1)
-    _even_width(d, "rope_frequencies")
-    if not np.isfinite(base) or base <= 0:
-        raise ValueError(f"base must be a positive finite number, got {base!r}")
-    i = np.arange(d // 2)  # the pair index: pair i is the features (2i, 2i+1)
-    return np.float64(base) ** (-2.0 * i / d)  # (d/2,)
+    _even_width(d)
+    if not np.isfinite(base) or base <= 1:
+        raise ValueError(f"base must be a finite number greater than 1, got {base!r}")
+    exponent = np.arange(0, d, 2) / d  # 2i/d for the pairs i = 0 … d/2 − 1: pair i is the features (2i, 2i+1)
+    return np.float64(base) ** -exponent  # (d/2,)
 
 
 def rope_angles(seq_len: int, d: int, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -119,11 +121,11 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
     See docs: chapter 12, step 12.3.
     """
     X = np.asarray(X, dtype=np.float64)
-    angles = np.asarray(angles, dtype=np.float64)
+    angles = np.asarray(angles)
     if X.ndim < 2:
         raise ValueError(f"X of shape {X.shape} needs at least 2 dimensions (..., seq, d)")
-    _even_width(X.shape[-1], f"X of shape {X.shape}")
-    if angles.shape != (X.shape[-2], X.shape[-1] // 2):
+    _even_width(X.shape[-1])
+    if angles.ndim != 2 or angles.shape[0] != X.shape[-2] or 2 * angles.shape[1] != X.shape[-1]:
         raise ValueError(f"angles of shape {angles.shape} must be (seq, d/2) for X of shape {X.shape}")
     cos, sin = np.cos(angles), np.sin(angles)  # (seq, d/2)
     x0, x1 = X[..., 0::2], X[..., 1::2]  # (..., seq, d/2): features 2i and 2i+1
@@ -157,25 +159,25 @@ def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarr
 
     See docs: chapter 12, step 12.4.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X)
     if X.ndim < 2:
         raise ValueError(f"X of shape {X.shape} needs at least 2 dimensions (..., seq, d)")
     angles = rope_angles(X.shape[-2], X.shape[-1], base, start)  # (seq, d/2)
     return rotate_pairs(X, angles)
 
 
-def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
+def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarray:
     r"""Raw scores of rotated queries against rotated keys: entry [m, n] depends on m − n, not on m and n.
 
     $$S_{mn} = (R_{m\theta} q_m) \cdot (R_{n\theta} k_n) = q_m^\top R_{(n-m)\theta}\, k_n$$
 
-    Both Q and K are rotated with ``apply_rope`` (the same ``base`` and ``start``); no 1/√d scaling.
+    Both Q and K are rotated with ``apply_rope`` (the same ``base``, positions from 0); no 1/√d scaling. A
+    ``start`` would change nothing: shifting every position by the same amount leaves every score as it is.
 
     Args:
         Q: queries, shape (..., seq, d) with d even.
         K: keys, the same shape as Q.
         base: as ``rope_frequencies``.
-        start: as ``rope_angles``.
 
     Returns:
         Scores, shape (..., seq, seq): entry [m, n] is rotated query m dotted with rotated key n.
@@ -185,16 +187,15 @@ def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0, start: int 
 
     See docs: chapter 12, step 12.5.
     """
-    Q = np.asarray(Q, dtype=np.float64)
-    K = np.asarray(K, dtype=np.float64)
+    Q, K = np.asarray(Q), np.asarray(K)
     if Q.shape != K.shape:
         raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must have the same shape")
-    Qr, Kr = apply_rope(Q, base, start), apply_rope(K, base, start)  # (..., seq, d)
+    Qr, Kr = apply_rope(Q, base), apply_rope(K, base)  # (..., seq, d)
     return Qr @ np.swapaxes(Kr, -1, -2)  # (..., seq, d) @ (..., d, seq) -> (..., seq, seq)
 
 
 def rope_attention(
-    Q: np.ndarray, K: np.ndarray, V: np.ndarray, base: float = 10000.0, start: int = 0
+    Q: np.ndarray, K: np.ndarray, V: np.ndarray, base: float = 10000.0
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Causal attention with rotary positions: rotate Q and K, leave V alone, then chapter 4's attention.
 
@@ -202,7 +203,8 @@ def rope_attention(
 
     M is the causal mask: 0 where key n ≤ query m, −∞ above the diagonal.
 
-    The causal mask lets position m see positions 0 … m. The values carry content, not position: rotating
+    The causal mask lets position m see positions 0 … m; positions count from 0 (a common shift would change
+    no score). The values carry content, not position: rotating
     them would turn the output by angles that mean nothing to the next layer.
 
     Args:
@@ -210,24 +212,22 @@ def rope_attention(
         K: keys, shape (seq, d).
         V: values, shape (seq, d_v).
         base: as ``rope_frequencies``.
-        start: as ``rope_angles``.
 
     Returns:
         (output, weights): output has shape (seq, d_v); weights has shape (seq, seq), zero above the diagonal,
         and each row sums to 1.
 
     Raises:
-        ValueError: if Q or K is not 2-D, or Q and K differ in shape (the message names both shapes), or as
-            ``apply_rope`` and chapter 4's attention (V with a different number of rows than K: the message
-            names V's shape).
+        ValueError: if Q and K differ in shape (the message names both shapes), or as ``apply_rope`` and
+            chapter 4's attention (Q or K not 2-D: the message names the shape; V with a different number of
+            rows than K: the message names V's shape).
 
     See docs: chapter 12, step 12.6.
     """
-    Q = np.asarray(Q, dtype=np.float64)
-    K = np.asarray(K, dtype=np.float64)
-    if Q.ndim != 2 or Q.shape != K.shape:
-        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must be 2-D and of the same shape")
-    Qr, Kr = apply_rope(Q, base, start), apply_rope(K, base, start)  # positions enter here, and only here
+    Q, K = np.asarray(Q), np.asarray(K)
+    if Q.shape != K.shape:
+        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must have the same shape")
+    Qr, Kr = apply_rope(Q, base), apply_rope(K, base)  # positions enter here, and only here
     return scaled_dot_product_attention(Qr, Kr, V, mask=causal_mask(len(Q)))  # V as it is
 
 
@@ -255,7 +255,7 @@ def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.n
 
     See docs: chapter 12, step 12.7.
     """
-    dY = np.asarray(dY, dtype=np.float64)
+    dY = np.asarray(dY)
     if dY.ndim < 2:
         raise ValueError(f"dY of shape {dY.shape} needs at least 2 dimensions (..., seq, d)")
     angles = rope_angles(dY.shape[-2], dY.shape[-1], base, start)  # (seq, d/2)

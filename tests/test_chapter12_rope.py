@@ -96,6 +96,19 @@ def test_no_positions_give_no_angles(ch):
         assert got.shape == (0, 3), f"rope_angles(0, 6) should have shape (0, 3), got {got.shape}"
 
 
+def test_whole_number_inputs_give_float64_results(ch):
+    """apply_rope and rotate_pairs of an integer array return float64 values, not numbers cut to integers"""
+    X = SNAP["integers/X"]
+    got = returned(ch.apply_rope(X, start=1), "array", f"apply_rope of an integer {X.shape} array")
+    with check:
+        assert got.dtype == np.float64, f"apply_rope of integers should return float64, got dtype {got.dtype}"
+    close(got, SNAP["integers/out"], f"apply_rope(X, start=1) of an integer {X.shape} array", inputs={"X": X},
+          mistakes=[("the result was stored in an integer array (np.empty_like of an integer X)",
+                     np.trunc(SNAP["integers/out"]))])
+    close(ch.rotate_pairs(np.array([[1, 2]]), np.array([[1]])), [[np.cos(1) - 2 * np.sin(1), np.sin(1) + 2 * np.cos(1)]],
+          "rotate_pairs of the integer pair [[1, 2]] by the integer angle [[1]]", kind="array")
+
+
 def test_rotate_pairs_turns_every_head_by_the_same_angles(ch):
     """rotate_pairs on (3 heads, 4 positions, d 6) with random angles matches the rotation formula, pair by pair"""
     X, angles = SNAP["rotate/X"], SNAP["rotate/angles"]
@@ -153,34 +166,35 @@ def test_a_cache_of_keys_gets_the_same_angles_row_by_row(ch):
 
 @pytest.mark.parametrize("case", range(SNAP.count("scores")))
 def test_rope_scores_match_rotated_queries_times_rotated_keys(ch, case):
-    """rope_scores on (seq, d) and (n_heads, seq, d) queries and keys, starts 0 … 3"""
+    """rope_scores on (seq, d) and (n_heads, seq, d) queries and keys, d up to 16"""
     k = f"scores/{case}"
-    Q, K, start = SNAP[f"{k}/Q"], SNAP[f"{k}/K"], SNAP.number(f"{k}/start")
-    got = ch.rope_scores(Q, K, start=start)
-    close(got, SNAP[f"{k}/out"], f"rope_scores of Q and K {Q.shape}, start {start}", kind="array",
+    Q, K = SNAP[f"{k}/Q"], SNAP[f"{k}/K"]
+    got = ch.rope_scores(Q, K)
+    close(got, SNAP[f"{k}/out"], f"rope_scores of Q and K {Q.shape}", kind="array",
           mistakes=[("the keys were not rotated (only the queries)", SNAP[f"{k}/keys_unrotated"]),
                     ("no rotation at all", SNAP[f"{k}/plain"]), (HALVES, SNAP[f"{k}/halves"])])
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("scores")))
 def test_shifting_every_position_leaves_all_scores_unchanged(ch, case):
-    """rope_scores(Q, K, start=s) is the same matrix for every s (random Q and K)"""
+    """Q and K rotated from position 17 on give the same scores as from position 0 (random Q and K)"""
     Q, K = SNAP[f"scores/{case}/Q"], SNAP[f"scores/{case}/K"]
-    got = ch.rope_scores(Q, K)
-    close(ch.rope_scores(Q, K, start=17), got, f"rope_scores of {Q.shape} at start 17 against start 0",
-          kind="array", rtol=1e-9, atol=1e-9)
+    shifted = ch.apply_rope(Q, start=17) @ np.swapaxes(ch.apply_rope(K, start=17), -1, -2)
+    close(shifted, SNAP[f"scores/{case}/out"], f"apply_rope(Q, start=17) @ apply_rope(K, start=17)ᵀ for {Q.shape}",
+          kind="array", rtol=1e-9, atol=1e-9, mistakes=[("start ignored (or positions not rotated at all)",
+                                                         SNAP[f"scores/{case}/plain"])])
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("attention")))
 def test_rope_attention_rotates_queries_and_keys_but_not_values(ch, case):
-    """rope_attention on (seq, d, d_v) = (4, 6, 3), (6, 8, 8), (3, 4, 5), (5, 2, 2): causal, V untouched"""
+    """rope_attention on (seq, d, d_v) = (4, 6, 3), (6, 8, 8), (3, 4, 5), (5, 2, 2) (base 30): causal, V untouched"""
     k = f"attention/{case}"
-    Q, K, V, start = SNAP[f"{k}/Q"], SNAP[f"{k}/K"], SNAP[f"{k}/V"], SNAP.number(f"{k}/start")
-    output, weights = ch.rope_attention(Q, K, V, start=start)
+    Q, K, V, base = SNAP[f"{k}/Q"], SNAP[f"{k}/K"], SNAP[f"{k}/V"], SNAP.number(f"{k}/base")
+    output, weights = ch.rope_attention(Q, K, V, base)
     names = {"v_rotated": "V was rotated too (RoPE belongs on Q and K only)", "no_rope": "no rotation at all",
              "unmasked": "the causal mask was left out"}
     found = [(why, SNAP[f"{k}/mistakes/{name}"]) for name, why in names.items() if f"{k}/mistakes/{name}" in SNAP.data]
-    shapes = f"Q, K {Q.shape}, V {V.shape}, start {start}"
+    shapes = f"Q, K {Q.shape}, V {V.shape}, base {base:g}"
     close(weights, SNAP[f"{k}/weights"], f"rope_attention's weights, {shapes}", kind="array")
     close(output, SNAP[f"{k}/output"], f"rope_attention's output, {shapes}", kind="array", mistakes=found)
 
@@ -222,8 +236,10 @@ def test_nothing_modifies_its_inputs(ch):
 
 # -- bad input gets a clear error ------------------------------------------------------------------
 def test_an_odd_width_is_refused(ch):
-    """d = 3 or 5 raises ValueError saying "odd": RoPE turns features two at a time"""
+    """d = 1, 3 or 5 raises ValueError saying "odd": RoPE turns features two at a time"""
     raises_clearly(lambda: ch.rope_frequencies(3), ValueError, "odd", names=("d",))
+    raises_clearly(lambda: ch.rope_frequencies(1), ValueError, "odd", names=("d",),
+                   hint="1 is a positive whole number but odd: the message must say so")
     raises_clearly(lambda: ch.rope_angles(2, 5), ValueError, "odd")
     raises_clearly(lambda: ch.apply_rope(np.ones((2, 3))), ValueError, "odd")
     raises_clearly(lambda: ch.rope_backward(np.ones((2, 2, 5))), ValueError, "odd")
@@ -237,9 +253,9 @@ def test_a_width_that_is_not_a_positive_whole_number_is_refused(ch, d):
                    hint="refuse d unless it is a whole number ≥ 1 (a bool or a float is not one), before checking it is even")
 
 
-@pytest.mark.parametrize("base", [0.0, -10.0, float("inf"), float("nan")])
-def test_a_base_that_is_not_a_positive_number_is_refused(ch, base):
-    """base 0, −10, inf or nan raises ValueError naming base"""
+@pytest.mark.parametrize("base", [1.0, 0.5, 0.0, -10.0, float("inf"), float("nan")])
+def test_a_base_that_is_not_a_finite_number_above_1_is_refused(ch, base):
+    """base 1, 0.5, 0, −10, inf or nan raises ValueError naming base: the frequencies must fall from pair to pair"""
     raises_clearly(lambda: ch.rope_frequencies(4, base), ValueError, "base")
     raises_clearly(lambda: ch.apply_rope(np.ones((2, 4)), base=base), ValueError, "base")
 
@@ -256,15 +272,15 @@ def test_fewer_than_two_dimensions_are_refused(ch):
 @pytest.mark.parametrize("start", [-1, -5, 1.5, True])
 def test_a_start_that_is_not_a_whole_number_from_0_is_refused(ch, start):
     """start −1, −5, 1.5 or True raises ValueError naming start"""
-    raises_clearly(lambda: ch.rope_angles(2, 4, start=start), ValueError, "start")
-    raises_clearly(lambda: ch.apply_rope(np.ones((2, 4)), start=start), ValueError, "start")
-    raises_clearly(lambda: ch.rope_backward(np.ones((2, 4)), start=start), ValueError, "start")
+    raises_clearly(lambda: ch.rope_angles(2, 4, start=start), ValueError, names=("start",))
+    raises_clearly(lambda: ch.apply_rope(np.ones((2, 4)), start=start), ValueError, names=("start",))
+    raises_clearly(lambda: ch.rope_backward(np.ones((2, 4)), start=start), ValueError, names=("start",))
 
 
 @pytest.mark.parametrize("seq_len", [-1, 2.0, False])
 def test_a_number_of_positions_that_is_not_a_whole_number_is_refused(ch, seq_len):
     """rope_angles(−1, 4), (2.0, 4) and (False, 4) raise ValueError naming seq_len"""
-    raises_clearly(lambda: ch.rope_angles(seq_len, 4), ValueError, "seq_len")
+    raises_clearly(lambda: ch.rope_angles(seq_len, 4), ValueError, names=("seq_len",))
 
 
 def test_angles_of_the_wrong_shape_are_refused(ch):
@@ -275,12 +291,12 @@ def test_angles_of_the_wrong_shape_are_refused(ch):
 
 
 def test_queries_and_keys_of_different_shapes_are_refused(ch):
-    """rope_scores and rope_attention with Q and K of different shapes raise ValueError naming both shapes"""
+    """rope_scores and rope_attention with Q and K of different shapes (or 3-D for attention) raise ValueError naming the shapes"""
     raises_clearly(lambda: ch.rope_scores(np.ones((3, 4)), np.ones((2, 4))), ValueError, "(3, 4)", "(2, 4)")
     raises_clearly(lambda: ch.rope_attention(np.ones((3, 4)), np.ones((3, 6)), np.ones((3, 2))), ValueError,
                    "(3, 4)", "(3, 6)")
     raises_clearly(lambda: ch.rope_attention(np.ones((2, 3, 4)), np.ones((2, 3, 4)), np.ones((3, 2))), ValueError,
-                   "(2, 3, 4)")
+                   "(2, 3, 4)", hint="rope_attention takes one sequence (seq, d): chapter 4's attention refuses more")
 
 
 def test_values_with_the_wrong_number_of_rows_are_refused(ch):

@@ -619,28 +619,31 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
             numerical=numerical_gradient(lambda v: float(np.sum(G * s.apply_rope(v, base, start))), X),
             forward=s.apply_rope(G, base, start), from_one=s.rope_backward(G, base, start + 1))
 
-    for i, (shape, start) in enumerate([((4, 6), 0), ((6, 8), 3), ((3, 5, 4), 0), ((2, 8, 16), 1)]):
+    for i, shape in enumerate([(4, 6), (6, 8), (3, 5, 4), (2, 8, 16)]):
         Q, K = rng.normal(size=shape), rng.normal(size=shape)
-        Qr, Kr = s.apply_rope(Q, start=start), s.apply_rope(K, start=start)
-        put(f"scores/{i}", Q=Q, K=K, start=start, out=s.rope_scores(Q, K, start=start),
-            keys_unrotated=Qr @ np.swapaxes(K, -1, -2), plain=Q @ np.swapaxes(K, -1, -2),
-            halves=halves(Q, 10000.0, start) @ np.swapaxes(halves(K, 10000.0, start), -1, -2))
+        put(f"scores/{i}", Q=Q, K=K, out=s.rope_scores(Q, K),
+            keys_unrotated=s.apply_rope(Q) @ np.swapaxes(K, -1, -2), plain=Q @ np.swapaxes(K, -1, -2),
+            halves=halves(Q, 10000.0, 0) @ np.swapaxes(halves(K, 10000.0, 0), -1, -2))
 
-    for i, (seq, d, d_v, start) in enumerate([(4, 6, 3, 0), (6, 8, 8, 2), (3, 4, 5, 0), (5, 2, 2, 4)]):
+    for i, (seq, d, d_v, base) in enumerate([(4, 6, 3, 10000.0), (6, 8, 8, 10000.0), (3, 4, 5, 10000.0),
+                                             (5, 2, 2, 30.0)]):
         Q, K, V = rng.normal(size=(seq, d)), rng.normal(size=(seq, d)), rng.normal(size=(seq, d_v))
         mask = a.causal_mask(seq)
-        Qr, Kr = s.apply_rope(Q, start=start), s.apply_rope(K, start=start)
-        output, weights = s.rope_attention(Q, K, V, start=start)
+        Qr, Kr = s.apply_rope(Q, base), s.apply_rope(K, base)
+        output, weights = s.rope_attention(Q, K, V, base)
         found = {"no_rope": a.scaled_dot_product_attention(Q, K, V, mask=mask)[0],
                  "unmasked": a.scaled_dot_product_attention(Qr, Kr, V)[0]}
         if d_v % 2 == 0:
-            found["v_rotated"] = a.scaled_dot_product_attention(Qr, Kr, s.apply_rope(V, start=start), mask=mask)[0]
-        put(f"attention/{i}", Q=Q, K=K, V=V, start=start, output=output, weights=weights, mistakes=found)
+            found["v_rotated"] = a.scaled_dot_product_attention(Qr, Kr, s.apply_rope(V, base), mask=mask)[0]
+        put(f"attention/{i}", Q=Q, K=K, V=V, base=base, output=output, weights=weights, mistakes=found)
 
-    for i, (n, d, base, start) in enumerate([(5, 6, 10000.0, 0), (3, 10, 10000.0, 4), (7, 2, 50.0, 1), (1, 8, 1e6, 0)]):
+    for i, (n, d, base, start) in enumerate([(5, 6, 10000.0, 0), (3, 10, 10000.0, 4), (7, 2, 50.0, 1), (1, 8, 1e6, 0),
+                                                  (4, 6, 1.5, 2)]):
         put(f"angles/{i}", n=n, d=d, base=base, start=start, out=s.rope_angles(n, d, base, start),
             frequencies=s.rope_frequencies(d, base))
 
+    X = rng.integers(-3, 4, size=(5, 6))  # whole numbers: the result is float64 all the same
+    put("integers", X=X, out=s.apply_rope(X.astype(np.float64), start=1))
     X, angles = rng.normal(size=(3, 4, 6)), rng.normal(size=(4, 3)) * 2
     put("rotate", X=X, angles=angles, out=s.rotate_pairs(X, angles), sign=s.rotate_pairs(X, -angles))
     return data
