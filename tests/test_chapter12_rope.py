@@ -74,7 +74,7 @@ def test_the_gradient_turns_back_by_the_same_angles(ch, ws):
 # -- beyond the worksheet: other widths, bases and starts ----------------------------------------------
 @pytest.mark.parametrize("case", range(SNAP.count("angles")))
 def test_frequencies_and_angles_match_the_formula_for_other_widths_bases_and_starts(ch, case):
-    """rope_frequencies and rope_angles match base^(−2i/d) and (start + m)·θ_i for d = 2 … 10, bases 50 … 10⁶"""
+    """rope_frequencies and rope_angles match base^(−2i/d) and (start + m)·θ_i for d = 2 … 10, bases 1.5 … 10⁶, 0 positions too"""
     k = f"angles/{case}"
     n, d, base, start = (SNAP.number(f"{k}/{x}") for x in ("n", "d", "base", "start"))
     i = np.arange(d // 2)
@@ -87,13 +87,9 @@ def test_frequencies_and_angles_match_the_formula_for_other_widths_bases_and_sta
           kind="array", mistakes=[(FROM_ONE, want + theta), ("start ignored", want - start * theta),
                                   (EXPONENT, np.outer(start + np.arange(n), base ** (-1.0 * i / d)))])
     close(SNAP[f"{k}/out"], want, "the stored angles (a check of the test itself)")
-
-
-def test_no_positions_give_no_angles(ch):
-    """rope_angles(0, d) is an empty (0, d/2) array: a sequence of no tokens has nothing to turn"""
-    got = returned(ch.rope_angles(0, 6), "array", "rope_angles(0, 6)")
+    empty = returned(ch.rope_angles(0, d, base, start), "array", f"rope_angles(0, {d})")
     with check:
-        assert got.shape == (0, 3), f"rope_angles(0, 6) should have shape (0, 3), got {got.shape}"
+        assert empty.shape == (0, d // 2), f"rope_angles(0, {d}) should have shape (0, {d // 2}), got {empty.shape}"
 
 
 def test_whole_number_inputs_give_float64_results(ch):
@@ -246,13 +242,6 @@ def test_an_odd_width_is_refused(ch):
     raises_clearly(lambda: ch.rotate_pairs(np.ones((2, 3)), np.ones((2, 1))), ValueError, "odd")
 
 
-@pytest.mark.parametrize("d", [0, -2, 4.0, True])
-def test_a_width_that_is_not_a_positive_whole_number_is_refused(ch, d):
-    """rope_frequencies(0), (−2), (4.0) and (True) raise ValueError naming d"""
-    raises_clearly(lambda: ch.rope_frequencies(d), ValueError, str(d), names=("d",),
-                   hint="refuse d unless it is a whole number ≥ 1 (a bool or a float is not one), before checking it is even")
-
-
 @pytest.mark.parametrize("base", [1.0, 0.5, 0.0, -10.0, float("inf"), float("nan")])
 def test_a_base_that_is_not_a_finite_number_above_1_is_refused(ch, base):
     """base 1, 0.5, 0, −10, inf or nan raises ValueError naming base: the frequencies must fall from pair to pair"""
@@ -269,18 +258,18 @@ def test_fewer_than_two_dimensions_are_refused(ch):
     raises_clearly(lambda: ch.apply_rope(np.float64(1.0)), ValueError, "()", hint=why)
 
 
-@pytest.mark.parametrize("start", [-1, -5, 1.5, True])
-def test_a_start_that_is_not_a_whole_number_from_0_is_refused(ch, start):
-    """start −1, −5, 1.5 or True raises ValueError naming start"""
-    raises_clearly(lambda: ch.rope_angles(2, 4, start=start), ValueError, names=("start",))
-    raises_clearly(lambda: ch.apply_rope(np.ones((2, 4)), start=start), ValueError, names=("start",))
-    raises_clearly(lambda: ch.rope_backward(np.ones((2, 4)), start=start), ValueError, names=("start",))
-
-
-@pytest.mark.parametrize("seq_len", [-1, 2.0, False])
-def test_a_number_of_positions_that_is_not_a_whole_number_is_refused(ch, seq_len):
-    """rope_angles(−1, 4), (2.0, 4) and (False, 4) raise ValueError naming seq_len"""
-    raises_clearly(lambda: ch.rope_angles(seq_len, 4), ValueError, names=("seq_len",))
+@pytest.mark.parametrize("bad", [-1, 0, 2.0, True])
+def test_a_width_length_or_start_that_is_not_a_whole_number_in_range_is_refused(ch, bad):
+    """d ≥ 1, seq_len ≥ 0 and start ≥ 0 must be whole numbers: −1, 0 (for d), 2.0 and True raise ValueError naming which"""
+    whole = "a bool or a float is not a whole number, even 2.0: check isinstance(n, bool) or not isinstance(n, int)"
+    if bad != 0 or isinstance(bad, bool):
+        raises_clearly(lambda: ch.rope_angles(bad, 4), ValueError, names=("seq_len",), hint=whole)
+        raises_clearly(lambda: ch.rope_angles(2, 4, start=bad), ValueError, names=("start",), hint=whole)
+        raises_clearly(lambda: ch.apply_rope(np.ones((2, 4)), start=bad), ValueError, names=("start",), hint=whole)
+        raises_clearly(lambda: ch.rope_backward(np.ones((2, 4)), start=bad), ValueError, names=("start",), hint=whole)
+    d = 4.0 if bad == 2.0 and not isinstance(bad, bool) else bad  # 4.0: even, so only its type is wrong
+    raises_clearly(lambda: ch.rope_frequencies(d), ValueError, str(d), names=("d",),
+                   hint="refuse d unless it is a whole number ≥ 1 (a bool or a float is not one), before checking it is even")
 
 
 def test_angles_of_the_wrong_shape_are_refused(ch):
