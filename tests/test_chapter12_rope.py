@@ -162,20 +162,21 @@ def test_a_cache_of_keys_gets_the_same_angles_row_by_row(ch):
 
 @pytest.mark.parametrize("case", range(SNAP.count("scores")))
 def test_rope_scores_match_rotated_queries_times_rotated_keys(ch, case):
-    """rope_scores on (seq, d) and (n_heads, seq, d) queries and keys, d up to 16"""
+    """rope_scores on (seq, d) and (n_heads, seq, d) queries and keys, d up to 16, bases 100 and 10000"""
     k = f"scores/{case}"
-    Q, K = SNAP[f"{k}/Q"], SNAP[f"{k}/K"]
-    got = ch.rope_scores(Q, K)
-    close(got, SNAP[f"{k}/out"], f"rope_scores of Q and K {Q.shape}", kind="array",
+    Q, K, base = SNAP[f"{k}/Q"], SNAP[f"{k}/K"], SNAP.number(f"{k}/base")
+    got = ch.rope_scores(Q, K, base)
+    close(got, SNAP[f"{k}/out"], f"rope_scores of Q and K {Q.shape}, base {base:g}", kind="array",
           mistakes=[("the keys were not rotated (only the queries)", SNAP[f"{k}/keys_unrotated"]),
+                    ("the base argument ignored (10000 used)", SNAP[f"{k}/base_ignored"]),
                     ("no rotation at all", SNAP[f"{k}/plain"]), (HALVES, SNAP[f"{k}/halves"])])
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("scores")))
 def test_shifting_every_position_leaves_all_scores_unchanged(ch, case):
     """Q and K rotated from position 17 on give the same scores as from position 0 (random Q and K)"""
-    Q, K = SNAP[f"scores/{case}/Q"], SNAP[f"scores/{case}/K"]
-    shifted = ch.apply_rope(Q, start=17) @ np.swapaxes(ch.apply_rope(K, start=17), -1, -2)
+    Q, K, base = SNAP[f"scores/{case}/Q"], SNAP[f"scores/{case}/K"], SNAP.number(f"scores/{case}/base")
+    shifted = ch.apply_rope(Q, base, start=17) @ np.swapaxes(ch.apply_rope(K, base, start=17), -1, -2)
     close(shifted, SNAP[f"scores/{case}/out"], f"apply_rope(Q, start=17) @ apply_rope(K, start=17)ᵀ for {Q.shape}",
           kind="array", rtol=1e-9, atol=1e-9, mistakes=[("start ignored (or positions not rotated at all)",
                                                          SNAP[f"scores/{case}/plain"])])
@@ -183,11 +184,12 @@ def test_shifting_every_position_leaves_all_scores_unchanged(ch, case):
 
 @pytest.mark.parametrize("case", range(SNAP.count("attention")))
 def test_rope_attention_rotates_queries_and_keys_but_not_values(ch, case):
-    """rope_attention on (seq, d, d_v) = (4, 6, 3), (6, 8, 8), (3, 4, 5), (5, 2, 2) (base 30): causal, V untouched"""
+    """rope_attention on (seq, d, d_v) = (4, 6, 3), (6, 8, 8), (3, 4, 5) (base 30), (5, 2, 2), (8, 16, 4): causal, V untouched"""
     k = f"attention/{case}"
     Q, K, V, base = SNAP[f"{k}/Q"], SNAP[f"{k}/K"], SNAP[f"{k}/V"], SNAP.number(f"{k}/base")
     output, weights = ch.rope_attention(Q, K, V, base)
     names = {"v_rotated": "V was rotated too (RoPE belongs on Q and K only)", "no_rope": "no rotation at all",
+             "base_ignored": "the base argument ignored (10000 used)",
              "unmasked": "the causal mask was left out"}
     found = [(why, SNAP[f"{k}/mistakes/{name}"]) for name, why in names.items() if f"{k}/mistakes/{name}" in SNAP.data]
     shapes = f"Q, K {Q.shape}, V {V.shape}, base {base:g}"

@@ -619,15 +619,17 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
             numerical=numerical_gradient(lambda v: float(np.sum(G * s.apply_rope(v, base, start))), X),
             forward=s.apply_rope(G, base, start), from_one=s.rope_backward(G, base, start + 1))
 
-    for i, shape in enumerate([(4, 6), (6, 8), (3, 5, 4), (2, 8, 16)]):
+    for i, (shape, base) in enumerate([((4, 6), 10000.0), ((6, 8), 10000.0), ((3, 5, 4), 100.0),
+                                       ((2, 8, 16), 10000.0)]):
         Q, K = rng.normal(size=shape), rng.normal(size=shape)
-        put(f"scores/{i}", Q=Q, K=K, out=s.rope_scores(Q, K),
-            keys_unrotated=s.apply_rope(Q) @ np.swapaxes(K, -1, -2), plain=Q @ np.swapaxes(K, -1, -2),
-            halves=halves(Q, 10000.0, 0) @ np.swapaxes(halves(K, 10000.0, 0), -1, -2))
+        put(f"scores/{i}", Q=Q, K=K, base=base, out=s.rope_scores(Q, K, base),
+            keys_unrotated=s.apply_rope(Q, base) @ np.swapaxes(K, -1, -2), plain=Q @ np.swapaxes(K, -1, -2),
+            halves=halves(Q, base, 0) @ np.swapaxes(halves(K, base, 0), -1, -2),
+            base_ignored=s.rope_scores(Q, K))
 
-    for i, (seq, d, d_v, base) in enumerate([(4, 6, 3, 10000.0), (6, 8, 8, 10000.0), (3, 4, 5, 10000.0),
-                                             (5, 2, 2, 30.0)]):
-        Q, K, V = rng.normal(size=(seq, d)), rng.normal(size=(seq, d)), rng.normal(size=(seq, d_v))
+    for i, (seq, d, d_v, base) in enumerate([(4, 6, 3, 10000.0), (6, 8, 8, 10000.0), (3, 4, 5, 30.0),
+                                             (5, 2, 2, 10000.0), (8, 16, 4, 10000.0)]):
+        Q, K, V = rng.normal(size=(seq, d)) * 1.5, rng.normal(size=(seq, d)) * 1.5, rng.normal(size=(seq, d_v))
         mask = a.causal_mask(seq)
         Qr, Kr = s.apply_rope(Q, base), s.apply_rope(K, base)
         output, weights = s.rope_attention(Q, K, V, base)
@@ -635,6 +637,8 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
                  "unmasked": a.scaled_dot_product_attention(Qr, Kr, V)[0]}
         if d_v % 2 == 0:
             found["v_rotated"] = a.scaled_dot_product_attention(Qr, Kr, s.apply_rope(V, base), mask=mask)[0]
+        if base != 10000.0:
+            found["base_ignored"] = s.rope_attention(Q, K, V)[0]
         put(f"attention/{i}", Q=Q, K=K, V=V, base=base, output=output, weights=weights, mistakes=found)
 
     for i, (n, d, base, start) in enumerate([(5, 6, 10000.0, 0), (3, 10, 10000.0, 4), (7, 2, 50.0, 1), (1, 8, 1e6, 0),

@@ -3,7 +3,7 @@
 Every attack is the same honest-but-wrong code (chapter 4's ``attention_scores`` forgets the 1/√d_k, so
 attention is wrong in chapters 4 and 5) plus a trick. Each is graded by ``python -m kata grade`` (what
 ``nox -s grade`` runs) from a throwaway copy of the course, and must earn no more than the honest version.
-An implementation right only at the worksheet's sizes must earn at most 10 % of chapters 2–10.
+An implementation right only at the worksheet's sizes must earn at most 10 % of chapters 2 onwards.
 
 Some tricks reach past the worker into the file system or other processes; only a sandbox stops those
 (``SANDBOX_ONLY``). Where bubblewrap is not installed, the report must say so instead (CI installs it).
@@ -295,7 +295,7 @@ def test_every_report_names_the_protections_that_applied(graded):
 
 
 def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
-    """right only at the worksheet's sizes (the reference for ≤2×2 inputs, zeros otherwise): ≤ 10 % of chapters 2–10"""
+    """right only at the worksheet's sizes (the reference for ≤2×2 inputs, zeros otherwise): ≤ 10 % of chapters 2 onwards"""
     impl = tmp_path / "exercises"
     shutil.copytree(ROOT / "solutions", impl / "_real", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(Path(__file__).parent / "attacks" / "worksheet_only.py", impl / "_worksheet_only.py")
