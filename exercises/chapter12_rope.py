@@ -40,9 +40,9 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
         θ as float64, shape (d/2,).
 
     Raises:
-        ValueError: if d is not a positive whole number (the message names d), if d is odd, 1 included (the
-            message says "odd" and names d), or if base is not a finite number greater than 1 (the message
-            names base).
+        ValueError: if d is not a positive whole number (the message names d and the value given), if d is
+            odd, 1 included (the message says "odd" and names d), or if base is not a finite number greater
+            than 1 (the message names base).
 
     See docs: chapter 12, step 12.1.
     """
