@@ -127,4 +127,20 @@ MUTANTS = [
            'd_merged, dWO = linear_backward(merged, W["WO"], d_out)[0], d_out.T @ merged', "transposed"),
     Mutant(11, "chapter11_multi_head_attention.py", 'grads["x"] = dx[0] + dx[1] + dx[2]', 'grads["x"] = dx[2]',
            "only the value path"),
+    Mutant(12, "chapter12_rope.py",
+           "x0, x1 = X[..., 0::2], X[..., 1::2]  # (..., seq, d/2): features 2i and 2i+1\n    Y = np.empty_like(X)\n"
+           "    Y[..., 0::2] = x0 * cos - x1 * sin\n    Y[..., 1::2] = x0 * sin + x1 * cos",
+           "h = X.shape[-1] // 2\n    x0, x1 = X[..., :h], X[..., h:]\n    Y = np.empty_like(X)\n"
+           "    Y[..., :h] = x0 * cos - x1 * sin\n    Y[..., h:] = x0 * sin + x1 * cos", "the halves pairing convention"),
+    Mutant(12, "chapter12_rope.py", "return scaled_dot_product_attention(Qr, Kr, V, mask=causal_mask(len(Q)))",
+           "return scaled_dot_product_attention(Qr, Kr, apply_rope(V, base), mask=causal_mask(len(Q)))",
+           "V was rotated too"),
+    Mutant(12, "chapter12_rope.py", "Y[..., 0::2] = x0 * cos - x1 * sin\n    Y[..., 1::2] = x0 * sin + x1 * cos",
+           "Y[..., 0::2] = x0 * cos + x1 * sin\n    Y[..., 1::2] = -x0 * sin + x1 * cos", "the angle's sign flipped"),
+    Mutant(12, "chapter12_rope.py", "positions = start + np.arange(seq_len)",
+           "positions = start + np.arange(1, seq_len + 1)", "positions counted from 1"),
+    Mutant(12, "chapter12_rope.py", "exponent = np.arange(0, d, 2) / d", "exponent = np.arange(0, d, 2) / d / 2",
+           "the frequency exponent without its factor 2"),
+    Mutant(12, "chapter12_rope.py", "return rotate_pairs(dY, -angles)", "return rotate_pairs(dY, angles)",
+           "the forward rotation instead of its inverse"),
 ]
