@@ -425,7 +425,7 @@ def run_checks(chapter, package: Path, tests: list[str] | None) -> dict:
         env["KATA_SHOWN_AS"] = "notebook"
         proc = subprocess.run(
             [_python(), "-m", "pytest", *selection, "--impl", str(package), "--kata-results", str(out),
-             "-p", "no:cacheprovider", "-q", "--no-header", "-o", "addopts="],
+             "-p", "no:cacheprovider", "-q", "--no-header", "--tb=no", "-o", "addopts="],
             cwd=project.ROOT, env=env, capture_output=True, text=True, check=False,
         )
         if not out.is_file():
