@@ -113,15 +113,47 @@ def progress(session: nox.Session) -> None:
     pytest(session, *files, "--progress", *session.posargs, success_codes=[0, 1])
 
 
+SUITE_GROUPS = ("test", "docs", "lint", "classroom", "browser", "mutation", "notebook", "suite")
+
+
+def suite(session: nox.Session, *args: str) -> None:
+    """The project's own tests (``python -m pytest``) on ``solutions/``, spread over every core (pytest-xdist).
+
+    A test module stays in one process (its fixtures are made once); tests/conftest.py says which tests may
+    go their own way and hands the long ones out first.
+    """
+    session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions",
+                "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", *args)
+
+
 @authors_session
 def selfcheck(session: nox.Session) -> None:
-    """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
-    install(session, "test", "docs", "lint", "classroom", "browser", "mutation", "notebook")
-    session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
+    """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict.
+
+    `-- --chapter 4`: chapter 4's share only (its key, sync, pages, snapshots, notebook, stubs failing,
+    solutions passing, its mutants, its heavy proofs too). The heaviest proofs are `nox -s proofs`'s.
+    """
+    install(session, *SUITE_GROUPS)
     session.run("ruff", "check", ".")
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", *session.posargs)
+    if any(arg == "--chapter" or arg.startswith("--chapter=") for arg in session.posargs):
+        suite(session, *session.posargs)  # the site is of no chapter: built by the whole run only
+        return
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "build/site")
+    session.env["KATA_SITE"] = str(ROOT / "build" / "site")  # tests/test_docs_site.py reads this build
+    suite(session, "-m", "not proof", *session.posargs)
+
+
+@authors_session(default=False)
+def proofs(session: nox.Session) -> None:
+    """The suite's heaviest proofs, left out of selfcheck to keep it quick; `.ci/run` runs both.
+
+    Every listed equivalent mutant still survives, the tampering attacks earn nothing, a class graded in
+    shards merges into the same gradebook, and the like: the tests marked `proof`.
+    """
+    install(session, *SUITE_GROUPS)
+    suite(session, "-m", "proof", *session.posargs)
 
 
 @authors_session(default=False)
@@ -150,9 +182,16 @@ def lint(session: nox.Session) -> None:
 
 @authors_session(default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio."""
+    """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio.
+
+    `-- suite`: the project's own suite instead (selfcheck, one chapter's share, proofs, docs-browser: what
+    `.ci/run` runs), each one's minutes against its budget (benchmarks/bench_suite.py; `-- suite --help`).
+    """
     install(session, "test")
-    session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)
+    if session.posargs[:1] == ["suite"]:
+        session.run("python", "benchmarks/bench_suite.py", *session.posargs[1:])
+    else:
+        session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)
 
 
 @nox.session(default=False)

@@ -235,6 +235,11 @@ class MutantLoop:
     run, up to the first failure. Starting pytest, NumPy and the plugin once per shard instead of once per
     mutant makes a run several times faster. Between mutants the test modules' random generators and private
     caches (``_trained``…) are put back as they were, so every mutant sees the inputs a fresh run would.
+
+    A job's ``tests`` are node ids or test functions' names; without ``tests``, every test collected. With
+    ``"every": true`` all of them run, failing or not, and the job's result carries each test's result as the
+    judge records it (``results``: status, message…, as ``--kata-results`` writes them): what
+    ``tests/test_suite_proves.py`` reads of its planted mistakes.
     """
 
     def __init__(self, jobs: list[dict]) -> None:
@@ -285,18 +290,21 @@ class MutantLoop:
                 else:
                     setattr(module, name, copy.deepcopy(value))
             self.failed = None
-            selected = []
-            for test in job["tests"]:  # a node id, or a test function's name (every case of it)
+            selected = [] if "tests" in job else list(session.items)
+            for test in job.get("tests", ()):  # a node id, or a test function's name (every case of it)
                 selected += [items[test]] if test in items else [
                     item for item in session.items if item.name.split("[")[0] == test]
+            first = len(state.results)
             for item in selected:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
-                if self.failed is not None:
+                if self.failed is not None and not job.get("every"):
                     break
             status = "survived" if self.failed is None else ("timeout" if self.failed[1] == "timed out" else "killed")
             self.results.append({"name": job["name"], "status": status,
                                  "killed_by": "" if self.failed is None else f"{self.failed[0]} ({self.failed[1]})",
                                  "seconds": time.monotonic() - start})
+            if job.get("every"):
+                self.results[-1]["results"] = [dict(vars(r)) for r in state.results[first:]]
             Path(job["out"]).write_text(json.dumps(self.results), encoding="utf-8")
         return True
 
@@ -311,6 +319,29 @@ def run_shard(path: str) -> int:
     pytest.main([*tests, "--impl", spec["jobs"][0]["folder"] + "/solutions", "-q", "-p", "no:cacheprovider",
                  "--timeout", str(int(spec["timeout"])), "-o", "console_output_style=classic"], plugins=[loop])
     return 0
+
+
+def copy_with(folder: Path, module: str, source: str) -> Path:
+    """A copy of solutions/ in ``folder``/solutions with ``module``'s file replaced by ``source``; ``folder``."""
+    shutil.copytree(ROOT / "solutions", folder / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "solutions" / f"{module}.py").write_text(source, encoding="utf-8")
+    return folder
+
+
+def run_in_one_process(jobs: list[dict], files: list[str], work: Path, timeout: float = 120,
+                       python: str = sys.executable) -> tuple[dict[str, dict], subprocess.CompletedProcess]:
+    """Check ``jobs`` (``MutantLoop``'s: name, folder, tests…) in one pytest process over ``files``; wait for it.
+
+    Returns ({job name: its result}, the finished process); a job missing from the results did not run.
+    """
+    out = work / "results.json"
+    spec = work / "spec.json"
+    spec.write_text(json.dumps({"jobs": [{**job, "out": str(out)} for job in jobs], "timeout": timeout,
+                                "files": files}), encoding="utf-8")
+    proc = subprocess.run([python, __file__, "--shard", str(spec)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=max(1800, 4 * timeout), check=False)
+    results = json.loads(out.read_text(encoding="utf-8")) if out.exists() else []
+    return {r["name"]: r for r in results}, proc
 
 
 def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, args: argparse.Namespace) -> None:

@@ -1,6 +1,7 @@
 """The built docs site: offline, complete, and generated from the sources it describes.
 
-The site is built once per run with MkDocs (``--strict``) into a temporary folder, then scanned:
+The site is built once per run with MkDocs (``--strict``) into a temporary folder (or, under ``nox -s
+selfcheck``, the session's own build, named in ``KATA_SITE``), then scanned:
 it must reference no other host, every local reference must exist, the Errata page must carry every
 erratum of the answer keys, the API page every function of ``exercises/``, and the figures must be
 drawn at build time, never committed. The reader's view (maths typeset, diagrams drawn, console clean)
@@ -26,7 +27,15 @@ DOCS = ROOT / "docs"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    """The site, built from the working tree exactly as `nox -s selfcheck` builds it."""
+    """The site, built from the working tree exactly as `nox -s selfcheck` builds it.
+
+    `nox -s selfcheck` builds it once, before the tests, and names the folder in ``KATA_SITE``: that build
+    is scanned here, not a second one.
+    """
+    built = os.environ.get("KATA_SITE")
+    if built:
+        assert (Path(built) / "index.html").is_file(), f"KATA_SITE={built} holds no built site"
+        return Path(built)
     out = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out)],

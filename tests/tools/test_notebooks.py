@@ -49,6 +49,7 @@ def _notebook(chapter):
     return nbformat.read(ROOT / "notebooks" / f"{chapter.module}.ipynb", as_version=4)
 
 
+@pytest.mark.every_chapter
 def test_every_notebook_is_built_from_its_source():
     """`python scripts/notebooks.py --check`: every .ipynb is what jupytext builds from notebooks/src/ today"""
     tools = _scripts_notebooks()
