@@ -1,8 +1,17 @@
 """Root conftest: loads the kata plugin so that `--impl`, `--steps` and `--progress` work from anywhere.
 
 Options must be defined here, at the repository root, for `pytest --impl ...` to see them. The plugin's are
-the learner's; `--chapter N` is the suite's (`nox -s selfcheck -- --chapter 4`): it keeps chapter N's share of
-whatever was collected and deselects the rest.
+the learner's. The rest is the authors' suite's (inert in a chapter run and in the student edition):
+
+- ``--chapter N`` (repeatable; ``nox -s selfcheck -- --chapter 4``) keeps chapter N's share of whatever was
+  collected: its chapter test file (and audit), every test parametrized by that chapter (a chapter of the answer
+  key, one of its steps, a planted mutant of it, ``chapter=N``, its module, test file or page), and the quick
+  tests marked ``every_chapter``, which check all chapters at once.
+- Under pytest-xdist (``-n logical --dist loadgroup``, as ``nox -s selfcheck`` runs it) a test module stays in one
+  process, so its fixtures are made once, unless its tests are marked ``spread`` (each case may run in any
+  process: they share nothing costly) or name their own ``xdist_group``. Groups holding ``proof`` or ``slow``
+  tests are handed out first, so that no long one starts last while the other processes idle.
+- ``proof``: a heavy proof that ``nox -s selfcheck`` leaves to ``nox -s proofs`` (``.ci/run`` runs both).
 """
 
 from __future__ import annotations
@@ -16,6 +25,11 @@ pytest_plugins = ["kata.judge.plugin"]
 
 CHAPTER_FILE = re.compile(r"(?:^|/)test_(?:audit_)?chapter(\d+)(?:_\w+)?\.py$")
 CHAPTER_TEXT = re.compile(r"(?<![A-Za-z])chapter(\d\d)(?=[_.]|$)|(?:^|/)chapters/(\d\d)-")
+MARKERS = (
+    "every_chapter: checks every chapter at once; kept by --chapter N for any N",
+    "proof: a heavy proof, run by `nox -s proofs` (.ci/run runs it after `nox -s selfcheck`), not by selfcheck",
+    "spread: under pytest-xdist each case may run in another process (the cases share no costly fixture)",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,8 +40,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker ``--chapter`` reads."""
-    config.addinivalue_line("markers", "every_chapter: checks every chapter at once; kept by --chapter N for any N")
+    """Register the suite's markers."""
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
 
 
 def chapters_in(value, name: str = "") -> set[int]:
@@ -72,16 +87,37 @@ def chapters_of(item: pytest.Item) -> set[int]:
     return found
 
 
-@pytest.hookimpl(tryfirst=True)
+def group_of(item: pytest.Item) -> str:
+    """The pytest-xdist group of a test: its own ``xdist_group``, itself when ``spread``, else its module."""
+    marker = item.get_closest_marker("xdist_group")
+    if marker is not None:
+        return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+    if item.get_closest_marker("spread") is not None:
+        return item.nodeid
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    """With ``--chapter N``: keep the tests about chapter N and those marked ``every_chapter``."""
+    """``--chapter N``: keep chapter N's tests. Under pytest-xdist: group the tests, the long ones' groups first."""
     wanted = set(config.getoption("chapter"))
-    if not wanted:
+    if wanted:
+        keep, drop = [], []
+        for item in items:
+            every = item.get_closest_marker("every_chapter") is not None
+            (keep if every or chapters_of(item) & wanted else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    if getattr(config.option, "dist", "no") == "no":
         return
-    keep, drop = [], []
+    groups: dict[str, list] = {}
     for item in items:
-        every = item.get_closest_marker("every_chapter") is not None
-        (keep if every or chapters_of(item) & wanted else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-    items[:] = keep
+        groups.setdefault(group_of(item), []).append(item)
+    heavy = {name for name, members in groups.items()
+             if any(i.get_closest_marker("proof") or i.get_closest_marker("slow") for i in members)}
+    items[:] = [i for name in sorted(groups, key=lambda g: g not in heavy) for i in groups[name]]
+    for name, members in groups.items():
+        for item in members:
+            if item.get_closest_marker("xdist_group") is None:
+                item.add_marker(pytest.mark.xdist_group(name))
