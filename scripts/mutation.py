@@ -88,6 +88,8 @@ def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
         os.chdir(cwd)
     counters: dict[str, int] = defaultdict(int)
     seen: dict[tuple, int] = defaultdict(int)
+    around: dict[int, tuple[str, str] | None] = {}  # a function's node -> the module's text before and after it
+    whole = module.code
     out = []
     for m in mutations:
         func = m.contained_by_top_level_function
@@ -95,7 +97,16 @@ def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
             continue
         name = func.name.value
         counters[name] += 1
-        source = module.deep_replace(m.original_node, m.mutated_node).code
+        if id(func) not in around:
+            text = module.code_for_node(func)
+            at = whole.find(text)
+            once = at >= 0 and whole.find(text, at + 1) < 0
+            around[id(func)] = (whole[:at], whole[at + len(text):]) if once else None
+        if around[id(func)] is not None:  # the function's own text, mutated, between the module's others: what
+            before, after = around[id(func)]  # the whole module's deep_replace writes, in a fraction of its time
+            source = before + module.code_for_node(func.deep_replace(m.original_node, m.mutated_node)) + after
+        else:
+            source = module.deep_replace(m.original_node, m.mutated_node).code
         if source == code:
             continue
         before, after = code.splitlines(), source.splitlines()
