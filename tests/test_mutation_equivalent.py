@@ -19,7 +19,7 @@ mutation = importlib.util.module_from_spec(_spec)
 sys.modules["kata_mutation"] = mutation  # dataclasses look their module up there
 _spec.loader.exec_module(mutation)
 ENTRIES = mutation.equivalents()
-pytestmark = pytest.mark.spread  # each chapter's entries are checked in a process of their own
+pytestmark = pytest.mark.spread  # each chapter's entries are checked in a process of their own (`nox -s proofs`)
 
 
 @cache
@@ -45,6 +45,7 @@ def test_every_entry_is_complete():
     assert len(keys) == len(set(keys)), "an entry is listed twice"
 
 
+@pytest.mark.proof
 @pytest.mark.parametrize("chapter", sorted({e["chapter"] for e in ENTRIES}))
 def test_every_entry_is_still_a_mutant_and_still_survives(chapter, tmp_path):
     """mutmut still makes each listed mutant of solutions/, and the chapter's tests that reach it all pass on it"""

@@ -7,6 +7,9 @@ An implementation right only at the worksheet's sizes must earn at most 10 % of 
 
 Some tricks reach past the worker into the file system or other processes; only a sandbox stops those
 (``SANDBOX_ONLY``). Where bubblewrap is not installed, the report must say so instead (CI installs it).
+
+The attacks are graded all together (sixteen grades, about a minute on two cores): those tests are proofs,
+run by ``nox -s proofs`` (``.ci/run`` runs it), not by ``nox -s selfcheck``.
 """
 
 from __future__ import annotations
@@ -244,6 +247,7 @@ def graded(tmp_path_factory):
     return courses, results, before
 
 
+@pytest.mark.proof
 def test_the_honest_mistake_costs_points(graded):
     """the baseline: forgetting 1/√d_k loses points in chapters 4 and 5, and solutions/ earns them all"""
     _, results, _ = graded
@@ -251,6 +255,7 @@ def test_the_honest_mistake_costs_points(graded):
     assert results["honest"]["total"]["points"] < results["solutions"]["total"]["points"]
 
 
+@pytest.mark.proof
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_no_trick_earns_more_than_the_honest_code(graded, attack):
     """a tampering implementation earns no more than the same code with the trick removed"""
@@ -268,6 +273,7 @@ def _sandboxed(results: dict) -> bool:
     return any(p.startswith("bubblewrap") for p in results["protections"])
 
 
+@pytest.mark.proof
 def test_the_course_copy_is_untouched_by_every_attack(graded):
     """sealed, no attack could change the tests, the answer key or the judge of the course it was graded from"""
     courses, results, before = graded
@@ -284,6 +290,7 @@ def test_ci_installs_the_sandbox():
     assert "bubblewrap" in run and run.index("bubblewrap") < run.index("-s selfcheck")
 
 
+@pytest.mark.proof
 def test_every_report_names_the_protections_that_applied(graded):
     """results.json says what guarded the learner's process (a separate worker, its limits, a sandbox)"""
     _, results, _ = graded
