@@ -10,7 +10,8 @@ the learner's. The rest is the authors' suite's (inert in a chapter run and in t
 - Under pytest-xdist (``-n logical --dist loadgroup``, as ``nox -s selfcheck`` runs it) a test module stays in one
   process, so its fixtures are made once, unless its tests are marked ``spread`` (each case may run in any
   process: they share nothing costly) or name their own ``xdist_group``. Groups holding ``proof`` or ``slow``
-  tests are handed out first, so that no long one starts last while the other processes idle.
+  tests are handed out first (in the order collected), so that no long one starts last while the other
+  processes idle; the quick tests fill in at the end.
 - ``proof``: a heavy proof that ``nox -s selfcheck`` leaves to ``nox -s proofs`` (``.ci/run`` runs both).
 """
 
@@ -26,6 +27,8 @@ pytest_plugins = ["kata.judge.plugin"]
 CHAPTER_FILE = re.compile(r"(?:^|/)test_(?:audit_)?chapter(\d+)(?:_\w+)?\.py$")
 CHAPTER_TEXT = re.compile(r"(?<![A-Za-z])chapter(\d\d)(?=[_.]|$)|(?:^|/)chapters/(\d\d)-")
 MARKERS = (
+    "slow: takes seconds, not milliseconds (a whole grade, a notebook run, a student edition); still part of "
+    "selfcheck, and handed out first under pytest-xdist",
     "every_chapter: checks every chapter at once; kept by --chapter N for any N",
     "proof: a heavy proof, run by `nox -s proofs` (.ci/run runs it after `nox -s selfcheck`), not by selfcheck",
     "spread: under pytest-xdist each case may run in another process (the cases share no costly fixture)",

@@ -29,6 +29,8 @@ from .conftest import ROOT, tool, undocumented_fields
 CHAPTERS = "1,2,4"
 COMMON = ("--chapters", CHAPTERS, "--deadline", class_repos.DEADLINE, "--seed", "7")
 VOLATILE = ("cached", "seconds")
+pytestmark = pytest.mark.slow
+
 
 
 def grade_class(course: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:

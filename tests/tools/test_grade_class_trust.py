@@ -25,6 +25,9 @@ from kata.grading import gradebook, roster, schema, submissions
 from . import class_repos
 from .conftest import ROOT, tool
 
+pytestmark = pytest.mark.slow
+
+
 CHAPTERS = "1,2"
 COMMON = ("--chapters", CHAPTERS, "--deadline", class_repos.DEADLINE, "--seed", "7", "--jobs", "3",
           "--lms", "canvas", "--lms", "moodle", "--lms", "blackboard")

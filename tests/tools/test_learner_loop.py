@@ -19,6 +19,9 @@ from kata.learner import doctor, hints, watch, worksheet
 
 from .conftest import ROOT, TOOLS, copy_solutions
 
+pytestmark = pytest.mark.slow
+
+
 
 # -- watch ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("poll_only", [True, False], ids=["polling", "file events"])

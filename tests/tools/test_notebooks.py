@@ -35,6 +35,7 @@ from kata.learner import notebook as nb_tools
 from .notebook_tools import CHECKED, ROOT, check_outputs, course_copy, execute, solved, solved_before
 
 CHAPTERS = answer_key.chapters()
+pytestmark = pytest.mark.spread  # no test here shares a fixture: under pytest-xdist each may run anywhere
 nbformat = pytest.importorskip("nbformat", reason="the notebook dependency group (pyproject.toml) is not installed")
 
 
