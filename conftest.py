@@ -11,14 +11,20 @@ the learner's. The rest is the authors' suite's (inert in a chapter run and in t
   process, so its fixtures are made once, unless its tests are marked ``spread`` (each case may run in any
   process: they share nothing costly) or name their own ``xdist_group``. Groups holding ``proof`` or ``slow``
   tests are handed out first (in the order collected), so that no long one starts last while the other
-  processes idle; the quick tests fill in at the end.
+  processes idle; the quick tests fill in at the end. (pytest-xdist's own ``loadgroup`` renames each test
+  ``…@group`` to say its group, which pytest 9 no longer lets it do: here the workers write each test's group
+  to a file and the scheduler, ``Grouped``, reads it.)
 - ``proof``: a heavy proof that ``nox -s selfcheck`` leaves to ``nox -s proofs`` (``.ci/run`` runs both).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -42,10 +48,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "about that chapter (its answer key, sync, pages, snapshots, notebook, mutants...)")
 
 
+GROUPS = pytest.StashKey[Path]()  # the folder where pytest-xdist's workers write each test's group
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the suite's markers."""
+    """Register the suite's markers; under pytest-xdist, a folder for the groups."""
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    if getattr(config.option, "dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
+        config.stash[GROUPS] = Path(tempfile.mkdtemp(prefix="kata-xdist-groups-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the groups' folder."""
+    if GROUPS in config.stash:
+        shutil.rmtree(config.stash[GROUPS], ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Tell each pytest-xdist worker where to write the groups."""
+    if GROUPS in node.config.stash:
+        node.workerinput["kata_groups"] = str(node.config.stash[GROUPS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup``: hand out the groups the workers wrote (``group_of``), in the order collected."""
+    if GROUPS not in config.stash:
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:
+                written = sorted(config.stash[GROUPS].glob("*.json"))
+                self.groups = json.loads(written[0].read_text(encoding="utf-8")) if written else {}
+            return self.groups.get(nodeid) or nodeid.split("::")[0]
+
+    return Grouped(config, log)
 
 
 def chapters_in(value, name: str = "") -> set[int]:
@@ -112,7 +155,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
-    if getattr(config.option, "dist", "no") == "no":
+    folder = getattr(config, "workerinput", {}).get("kata_groups")
+    if not folder:  # not a pytest-xdist worker under --dist loadgroup (the workers collect, and run what they get)
         return
     groups: dict[str, list] = {}
     for item in items:
@@ -120,7 +164,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     heavy = {name for name, members in groups.items()
              if any(i.get_closest_marker("proof") or i.get_closest_marker("slow") for i in members)}
     items[:] = [i for name in sorted(groups, key=lambda g: g not in heavy) for i in groups[name]]
-    for name, members in groups.items():
-        for item in members:
-            if item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group(name))
+    written = {item.nodeid: name for name, members in groups.items() for item in members}
+    path = Path(folder) / f"{config.workerinput['workerid']}.json"
+    path.with_suffix(".tmp").write_text(json.dumps(written), encoding="utf-8")
+    os.replace(path.with_suffix(".tmp"), path)
