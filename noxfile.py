@@ -45,24 +45,27 @@ def authors_session(*args, **kwargs):
     return args[0] if args and callable(args[0]) else (lambda function: function)
 
 
-def install(session: nox.Session, *groups: str) -> None:
+def install(session: nox.Session, *groups: str, compile_bytecode: bool = False) -> None:
     """Install dependency groups, at the versions uv.lock pins, once per environment.
 
     Every session installs from the lock (``uv sync --locked``), so learners, the grader and CI run the same
     NumPy, pytest and matplotlib; `nox -s lock` refreshes it. A warm chapter run skips the installer while the
     environment already holds these groups at this lock (a stamp of the groups and the lock's digest).
+    ``compile_bytecode``: compile every installed module once, at install (the suite starts Python processes
+    by the thousand, and where PYTHONDONTWRITEBYTECODE is set each would compile pytest and NumPy afresh).
     """
     location = getattr(session.virtualenv, "location", None)
     if location is None:  # `nox --no-venv`: the caller's environment, as it is
         return
     lock = ROOT / "uv.lock"
-    digest = hashlib.sha256(" ".join(sorted(groups)).encode() + lock.read_bytes()).hexdigest()
+    said = " ".join(sorted(groups)) + (" (compiled)" if compile_bytecode else "")
+    digest = hashlib.sha256(said.encode() + lock.read_bytes()).hexdigest()
     stamp = Path(location) / ".kata-installed"
     if stamp.exists() and stamp.read_text() == digest:
         return
     session.run_install(
         "uv", "sync", "--locked", "--no-install-project", "--no-default-groups",
-        *(f"--group={group}" for group in groups),
+        *(f"--group={group}" for group in groups), *(["--compile-bytecode"] if compile_bytecode else []),
         env={"UV_PROJECT_ENVIRONMENT": location},
         external=True, silent=True)
     stamp.write_text(digest)
@@ -119,10 +122,15 @@ SUITE_GROUPS = ("test", "docs", "lint", "classroom", "browser", "mutation", "not
 def suite(session: nox.Session, *args: str) -> None:
     """The project's own tests (``python -m pytest``) on ``solutions/``, spread over every core (pytest-xdist).
 
-    A test module stays in one process (its fixtures are made once); tests/conftest.py says which tests may
-    go their own way and hands the long ones out first.
+    A test module stays in one process (its fixtures are made once); the root conftest.py says which tests may
+    go their own way and hands the long ones out first. The course's own modules are compiled once into
+    build/pycache (``PYTHONPYCACHEPREFIX``), never into the source folders, even where PYTHONDONTWRITEBYTECODE
+    would have every one of the suite's Python processes compile them afresh.
     """
+    install(session, *SUITE_GROUPS, compile_bytecode=True)
     session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
+    session.env["PYTHONPYCACHEPREFIX"] = str(ROOT / "build" / "pycache")
+    session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: unset (the prefix keeps the source folders clean)
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions",
                 "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", *args)
 
@@ -134,14 +142,14 @@ def selfcheck(session: nox.Session) -> None:
     `-- --chapter 4`: chapter 4's share only (its key, sync, pages, snapshots, notebook, stubs failing,
     solutions passing, its mutants, its heavy proofs too). The heaviest proofs are `nox -s proofs`'s.
     """
-    install(session, *SUITE_GROUPS)
+    install(session, *SUITE_GROUPS, compile_bytecode=True)
     session.run("ruff", "check", ".")
     if any(arg == "--chapter" or arg.startswith("--chapter=") for arg in session.posargs):
-        suite(session, *session.posargs)  # the site is of no chapter: built by the whole run only
+        suite(session, *session.posargs)  # the site is of no chapter: the whole run builds it
         return
-    session.env["NO_MKDOCS_2_WARNING"] = "1"
-    session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "build/site")
-    session.env["KATA_SITE"] = str(ROOT / "build" / "site")  # tests/test_docs_site.py reads this build
+    # The docs are built once, --strict, into build/site, by tests/test_docs_site.py (beside the other tests),
+    # which then scans that build.
+    session.env["KATA_SITE"] = str(ROOT / "build" / "site")
     suite(session, "-m", "not proof", *session.posargs)
 
 
@@ -152,7 +160,6 @@ def proofs(session: nox.Session) -> None:
     Every listed equivalent mutant still survives, the tampering attacks earn nothing, a class graded in
     shards merges into the same gradebook, and the like: the tests marked `proof`.
     """
-    install(session, *SUITE_GROUPS)
     suite(session, "-m", "proof", *session.posargs)
 
 
