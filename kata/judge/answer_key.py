@@ -164,8 +164,8 @@ def _where(path: Path) -> str:
     """A key's path as an author types it: relative to the repository when it is inside it."""
     try:
         return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
+    except ValueError:  # a key outside the course: in reference/ it is still reference/<name>
+        return f"reference/{path.name}" if path.parent.name == "reference" else str(path)
 
 
 def _step(raw: Any, chapter: int, where: str, index: int) -> Step:
