@@ -168,7 +168,7 @@ def test_the_well_formed_key_of_these_cases_reads(tmp_path):
 
 @pytest.mark.parametrize("case", MALFORMED)
 def test_a_malformed_key_fails_in_one_line_naming_the_file_and_the_step(tmp_path, case):
-    """no `exact`, not three hints, no `page`, …: one line, e.g. "reference/chapter05_….toml, step 5.2: no `exact`\""""
+    """no `exact`, not three hints, no `page`, …: one line, e.g. 'reference/chapter05_….toml, step 5.2: no `exact`'"""
     edit, message = MALFORMED[case]
     path = tmp_path / "reference" / "chapter05_forward_pass.toml"
     path.parent.mkdir()

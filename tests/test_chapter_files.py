@@ -248,7 +248,7 @@ def test_chapters_are_found():
     numbers = [c.number for c in CHAPTERS]
     assert numbers == list(range(1, len(numbers) + 1)), f"chapters found: {numbers}"
     parts = [part(c) for c in CHAPTERS]
-    assert parts == sorted(parts), f"a chapter of the book after one beyond it: {list(zip(numbers, parts))}"
+    assert parts == sorted(parts), f"a chapter of the book after one beyond it: {list(zip(numbers, parts, strict=True))}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
@@ -259,7 +259,7 @@ def test_every_chapter_has_all_its_files(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_page_is_in_the_nav_of_its_part(chapter):
-    """mkdocs.yml's nav lists the page under "Part I: the book" or "Part II: beyond the book\""""
+    """mkdocs.yml's nav lists the page under 'Part I: the book' or 'Part II: beyond the book'"""
     problems = nav_problems(chapter, _read("mkdocs.yml"))
     assert not problems, "\n".join(problems)
 
@@ -328,7 +328,7 @@ def test_a_missing_file_is_named(tmp_path):
 
 
 def test_a_page_missing_from_the_nav_is_named():
-    """mkdocs.yml without chapter 12's line: "chapter 12's page docs/chapters/12-rope.md is not in mkdocs.yml's nav\""""
+    """mkdocs.yml without chapter 12's line: 'chapter 12's page docs/chapters/12-rope.md is not in mkdocs.yml's nav'"""
     text = _read("mkdocs.yml")
     line = next(x for x in text.splitlines() if x.strip().endswith("chapters/12-rope.md"))
     assert nav_problems(_chapter(12), text.replace(line + "\n", "")) == [
@@ -399,7 +399,7 @@ def test_grading_toml_entries_that_name_nothing_are_named():
 
 
 def test_a_hard_coded_chapter_count_is_named():
-    """ "Ten chapters lead from …" (the old README) and "in twelve chapters" are named"""
+    """'Ten chapters lead from …' (the old README) and 'Part I is twelve chapters' are named"""
     assert count_problems("README.md", "Ten chapters lead from next-token prediction to a transformer.") != []
     assert count_problems("x.md", "Part I, the book, is twelve chapters long.")[0].startswith(
         "x.md says \"twelve chapters\": the course has 10 chapters in Part I")
