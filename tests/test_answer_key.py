@@ -197,3 +197,40 @@ def test_a_chapter_run_on_a_malformed_key_prints_one_line_not_a_traceback(tmp_pa
     out = (proc.stdout + proc.stderr).strip()
     assert proc.returncode != 0
     assert out == "ERROR: reference/chapter05_forward_pass.toml, step 5.3: no `exact`", out
+
+
+# -- a step whose value is a central-difference estimate sets its own tolerance ------------------------------
+ESTIMATE = ("central difference", "numerical gradient", "finite difference")
+
+
+def estimate_without_tolerance(step: answer_key.Step) -> str | None:
+    """The message for a step checked against central differences that keeps the default tolerance, else None.
+
+    The reference's own estimate is not the exact value to 1e-12, so `--strict-exact` (which compares steps
+    without a tolerance of their own at rtol 1e-12) would fail it: the key says how close an estimate must be.
+    """
+    words = f"{step.title} {step.source}".lower()
+    if any(w in words for w in ESTIMATE) and not step.own_tolerance:
+        return (f"step {step.id} ({step.title}) is checked against central differences but the key sets no `rtol`/"
+                "`atol`: add them with a comment (CONTRIBUTING.md, 'Tolerances')")
+    return None
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s.id)
+def test_a_central_difference_step_sets_its_own_tolerance(step):
+    """a step whose title or source says central differences or numerical gradient has its own rtol/atol"""
+    assert estimate_without_tolerance(step) is None, estimate_without_tolerance(step)
+
+
+def test_a_central_difference_step_without_a_tolerance_is_named(tmp_path):
+    """the same key without rtol and atol on its numerical-gradient step: named"""
+    path = tmp_path / "reference" / "chapter05_forward_pass.toml"
+    path.parent.mkdir()
+    path.write_text(KEY.replace('title = "second"', 'title = "Numerical gradient of the loss"'), encoding="utf-8")
+    step = answer_key.read(path).step("5.2")
+    assert estimate_without_tolerance(step) == (
+        "step 5.2 (Numerical gradient of the loss) is checked against central differences but the key sets no "
+        "`rtol`/`atol`: add them with a comment (CONTRIBUTING.md, 'Tolerances')")
+    path.write_text(KEY.replace('title = "second"', 'title = "Numerical gradient of the loss"\nrtol = 1e-6\natol = 1e-9'),
+                    encoding="utf-8")
+    assert estimate_without_tolerance(answer_key.read(path).step("5.2")) is None
