@@ -240,17 +240,11 @@ def doctor(session: nox.Session) -> None:
 def grade(session: nox.Session) -> None:
     """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options.
 
-    `-- --notebooks` grades the answers saved in notebooks/ instead of exercises/ alone: their function
-    definitions (read with ast, no cell run) put into a copy of exercises/ in build/notebook-answers/.
+    Without `--impl`, exercises/ is graded with every function finished in a saved notebook in its place (read
+    with ast, no cell run): the one rule the chapter sessions and doctor use (kata/answers.py).
     """
-    args = list(session.posargs)
     install(session, "test")
-    if "--notebooks" in args:
-        args.remove("--notebooks")
-        out = "build/notebook-answers"
-        session.run("python", "-m", "kata", "notebooks", "--out", out, env={"PYTHONPATH": str(ROOT)})
-        args = ["--impl", f"{out}/exercises", *args]
-    session.run("python", "-m", "kata", "grade", *args, env={"PYTHONPATH": str(ROOT)})
+    session.run("python", "-m", "kata", "grade", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(default=False)

@@ -271,7 +271,7 @@ def _keep_graded(sub: submissions.Submission, impl: Path, target: Path) -> None:
 def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int], work: Path) -> tuple[Path, list[int]]:
     """The folder to grade and the chapters answered in the learner's notebooks.
 
-    The same extraction as ``nox -s grade -- --notebooks`` (``python -m kata notebooks``): the finished
+    The same extraction as ``nox -s grade`` (``python -m kata notebooks``): the finished
     functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
     of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
     ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.

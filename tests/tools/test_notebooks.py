@@ -202,6 +202,23 @@ def test_the_saved_notebooks_answers_are_graded_like_files(tmp_path):
     assert status == {1: "passed", 2: "not started"}, status
 
 
+def test_grade_without_impl_counts_the_notebooks_like_the_chapter_sessions(tmp_path):
+    """nox -s grade with no --impl: a chapter answered only in its saved notebook passes (instructor trial: 0 %)"""
+    root = course_copy(tmp_path / "course")
+    (root / "grading.toml").write_text("", encoding="utf-8")
+    chapter = answer_key.load(1)
+    nbformat.write(solved(_notebook(chapter), chapter.module), root / "notebooks" / f"{chapter.module}.ipynb")
+    out = tmp_path / "grade"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "kata", "grade", "--chapters", "1,2", "--out", str(out)], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "functions finished in notebooks/ in their place (chapters 1)" in proc.stdout, proc.stdout
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {c["chapter"]: c["status"] for c in results["chapters"]} == {1: "passed", 2: "not started"}
+    assert results["implementation"] == "exercises and notebooks"
+
+
 HELPER_SOFTMAX = textwrap.dedent('''\
     import numpy as np
 
