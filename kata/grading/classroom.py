@@ -129,6 +129,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     class_roster = roster.load(Path(args.roster))
     for system in args.lms or []:  # before anything is graded: the roster must identify learners there
         lms.check(system, class_roster.extra_columns)
+        lms.check_identifiers(system, class_roster.extra_columns, class_roster.learners)
     base = class_roster.path.resolve().parent
     sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
     if not args.allow_shared:

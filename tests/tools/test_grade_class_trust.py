@@ -327,6 +327,17 @@ def test_an_lms_file_needs_a_roster_column_that_identifies_learners(trust, tmp_p
     assert not (tmp_path / "out").exists()
 
 
+def test_an_lms_identifier_a_spreadsheet_would_run_is_refused_before_grading(trust, tmp_path):
+    """instructor trial: '+kassie' became "'+kassie" in canvas.csv, which Canvas cannot match; now refused, named"""
+    path = tmp_path / "roster.csv"
+    path.write_text(f"student,repo,section,sis_login_id\nada,{trust['made']['ada']['repo']},S1,+kassie\n",
+                    encoding="utf-8")
+    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--lms", "canvas", root=trust["course"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "ada's SIS Login ID (roster line 2) '+kassie' starts with '+'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def _report(trust) -> str:
     return (trust["out"] / "report.html").read_text(encoding="utf-8")
 
