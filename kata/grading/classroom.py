@@ -227,9 +227,13 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 if (source / name).is_file():
                     shutil.copy2(source / name, folder / name)
             results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-            return gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
-                                 note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
-                                 **facts, **common)
+            row = gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
+                                note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
+                                **facts, **common)
+            if row["note"] and (folder / "summary.md").is_file():  # where the learner looks (instructor trial)
+                with open(folder / "summary.md", "a", encoding="utf-8") as f:
+                    f.write(f"\n**Note from the grader:** {escape.markdown(row['note'])}\n")
+            return row
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

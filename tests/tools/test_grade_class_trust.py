@@ -141,6 +141,8 @@ def test_newer_commits_on_another_branch_are_said(trust):
     assert lou["other_branches"] == [f"work ({made['branch'][:7]}, 2027-03-01T22:00:00+01:00)"]
     assert "newer commits on other branches, not graded" in lou["note"] and made["branch"][:7] in lou["note"]
     assert trust["rows"]["ada"]["other_branches"] == []
+    summary = (trust["out"] / "students" / "lou" / "summary.md").read_text(encoding="utf-8")
+    assert "**Note from the grader:**" in summary and "newer commits on other branches" in summary, summary
 
 
 def test_times_in_the_late_note_are_in_the_deadlines_zone(trust):
