@@ -23,7 +23,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MACHINERY = Path(__file__).resolve().parents[2]  # the folder that holds the kata package
+from ..project import ROOT  # the folder that holds the kata package
+
 KEEP_OUTPUT = 16_384  # characters of the child's output kept for diagnostics
 GRACE = 2.0  # seconds past the per-test guard before the watchdog steps in (at most)
 BUDGET_SPENT = "not run: time budget spent"
@@ -80,7 +81,7 @@ def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), s
     env = dict(os.environ)
     for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_TIMEOUT", "PYTHONSTARTUP"):
         env.pop(name, None)
-    tools = root if (root / "kata" / "__init__.py").is_file() else MACHINERY
+    tools = root if (root / "kata" / "__init__.py").is_file() else ROOT
     paths = [str(p) for p in (*extra_paths, tools)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..project import ROOT
+
 REFERENCE = ROOT / "reference"
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9

@@ -40,7 +40,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..project import ROOT
+
 IDLE = 15 * 60  # seconds without a check after which the warm judge exits
 MAX_REQUEST = 1 << 20
 WAIT = 20.0  # seconds a check waits for a warm judge to take it (it may be warming up) before running cold

@@ -61,7 +61,6 @@ import numpy as np
 
 from .. import project
 
-MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
 BOOK = project.ROOT / "data" / "coriolanus.txt"
 MAX_VOCAB = 1000  # distinct characters; beyond that a character-level model of a few pages learns nothing
 FINAL_CHARS = 200  # characters of the final sample
@@ -839,7 +838,7 @@ class Child:
         self.log_path = Path(self.tmp.name) / "child.log"
         self.log_path.touch()
         self.job = dict(self.job, log=str(self.log_path))
-        path = [str(MACHINERY), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+        path = [str(project.ROOT), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
                    PYTHONIOENCODING="utf-8", PYTHONFAULTHANDLER="1")
         env.update({name: "1" for name in THREADS})  # one thread: faster at this size, and the same sums each run
