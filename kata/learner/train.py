@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import project
+from ..judge.gradient import numerical_gradient
 
 BOOK = project.ROOT / "data" / "coriolanus.txt"
 MAX_VOCAB = 1000  # distinct characters; beyond that a character-level model of a few pages learns nothing
@@ -293,18 +294,20 @@ def _wrong(got, want: np.ndarray) -> bool:
 
 
 def numerical(f, x: np.ndarray) -> np.ndarray:
-    """Central differences of the scalar function ``f`` at ``x`` (x is changed and restored in place)."""
-    grad = np.zeros_like(x)
-    flat, out = x.reshape(-1), grad.reshape(-1)
-    for i in range(flat.size):
-        old = flat[i]
-        flat[i] = old + H
-        up = f()
-        flat[i] = old - H
-        down = f()
-        flat[i] = old
-        out[i] = (up - down) / (2 * H)
-    return grad
+    """Central differences (``numerical_gradient``) of ``f()``, which reads ``x``, as ``x``'s entries move.
+
+    ``x`` is changed in place while it runs and restored after.
+    """
+    kept = x.copy()
+
+    def at(value: np.ndarray) -> float:
+        x[...] = value
+        return f()
+
+    try:
+        return numerical_gradient(at, kept, eps=H)
+    finally:
+        x[...] = kept
 
 
 def tiny_model(rng: np.random.Generator, vocab=5, d_model=4, d_ff=6, n_layers=2, max_len=6) -> Flat:
