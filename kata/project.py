@@ -7,11 +7,14 @@ Chapters are never listed by hand: whatever has an answer key in ``reference/`` 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
+CHAPTER_NAME = re.compile(r"(?:test_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml|npz|ipynb|md))?")
+"""A chapter's file or module name: ``chapter04_attention`` (``.py``, ``.toml``…), ``test_chapter04_attention.py``."""
 
 
 def kata(root: Path = ROOT) -> ModuleType:
@@ -34,6 +37,17 @@ def chapter(number: int, root: Path = ROOT):
         have = ", ".join(str(n) for n in found) or "none"
         raise SystemExit(f"there is no chapter {number} (chapters here: {have})")
     return found[number]
+
+
+def chapter_number(name: str | Path) -> int | None:
+    """The chapter a file or module belongs to, by its name (``chapter04_attention.py`` -> 4); else None."""
+    found = CHAPTER_NAME.fullmatch(Path(str(name)).name)
+    return int(found[1]) if found else None
+
+
+def chapter_files(folder: Path, suffix: str = ".py") -> list[Path]:
+    """An implementation's (or any folder's) chapter files, ``chapterNN_<topic><suffix>``, in chapter order."""
+    return sorted(p for p in Path(folder).glob(f"chapter*{suffix}") if chapter_number(p.name) is not None)
 
 
 def parse_chapter(text: str) -> int:

@@ -38,7 +38,7 @@ if _wants_a_worker(sys.argv):
     launch.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
 from . import answer_key, proxy  # noqa: E402 - after the worker's launch, on purpose
-from .status import folded  # noqa: E402
+from .status import blame, folded, function_status  # noqa: E402
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 
@@ -290,31 +290,14 @@ class KataState:
     # -- which earlier chapter is to blame --------------------------------------------------------------
     def function_status(self) -> dict[str, str]:
         """Each learner function this run called: 'passes', 'fails' (one of its tests did) or 'not started'."""
-        status: dict[str, str] = {}
-        for r in self.results:
-            for name in r.functions:
-                if r.status == "not started":
-                    status.setdefault(name, "not started")
-                elif r.status != "passed":
-                    status[name] = "fails"
-                elif status.get(name) != "fails":
-                    status[name] = "passes"
-        return status
+        return function_status((r.status, r.functions) for r in self.results)
 
     def blame(self, number: int) -> str:
         """A note when the chapter's code uses an earlier chapter's function that fails its own checks."""
         uses = self.worker.uses.get(answer_key.load(number).module, {}) if self.worker else {}
         if not uses:
             return ""
-        known = {**self.remembered(), **self.function_status()}
-        notes = []
-        for name, module in sorted(uses.items()):
-            if known.get(f"{module}.{name}") in ("fails", "not started"):
-                earlier = int(module[len("chapter"):len("chapter") + 2])
-                how = "fails its own checks" if known[f"{module}.{name}"] == "fails" else "is not started"
-                notes.append(f"this chapter's code calls {name} (chapter {earlier}), which {how} — "
-                             f"fix chapter {earlier} first: nox -s chapter{earlier}")
-        return "".join(f"\n  note      {n}" for n in notes[:3])
+        return blame(uses, {**self.remembered(), **self.function_status()})
 
     def _source_digest(self, module: str) -> str | None:
         """The digest of this implementation's file of ``module``: what a remembered status is valid for."""
