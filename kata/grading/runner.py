@@ -17,15 +17,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..process import Drain, kill_tree
 from ..project import ROOT  # the folder that holds the kata package
 
-KEEP_OUTPUT = 16_384  # characters of the child's output kept for diagnostics
 GRACE = 2.0  # seconds past the per-test guard before the watchdog steps in (at most)
 BUDGET_SPENT = "not run: time budget spent"
 
@@ -48,29 +46,6 @@ class RunResult:
     protections: list[str] = field(default_factory=list)
     uses: dict[str, dict[str, str]] = field(default_factory=dict)  # chapter module -> earlier functions it uses
     calls: dict[str, set[str]] = field(default_factory=dict)  # nodeid -> learner functions it called
-
-
-class _Drain(threading.Thread):
-    """Reads a pipe to its end and keeps only the last ``KEEP_OUTPUT`` characters."""
-
-    def __init__(self, stream) -> None:
-        super().__init__(daemon=True)
-        self.stream = stream
-        self.chunks: deque[bytes] = deque()
-        self.size = 0
-
-    def run(self) -> None:
-        while True:
-            chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
-            if not chunk:
-                break
-            self.chunks.append(chunk)
-            self.size += len(chunk)
-            while self.size - len(self.chunks[0]) > KEEP_OUTPUT and len(self.chunks) > 1:
-                self.size -= len(self.chunks.popleft())
-
-    def tail(self) -> str:
-        return b"".join(self.chunks)[-KEEP_OUTPUT:].decode("utf-8", "replace")
 
 
 def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), shown_as: str = "") -> dict[str, str]:
@@ -158,7 +133,7 @@ def run_tests(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        drain = _Drain(proc.stdout)
+        drain = Drain(proc.stdout)
         drain.start()
         killed = _watch(proc, stream, run, test_guard(timeout), collect_budget, attempt == 1, deadline)
         drain.join(timeout=5)
@@ -237,27 +212,15 @@ def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: f
                 collected = True
         now = time.monotonic()
         if deadline is not None and now > deadline:
-            kill(proc)
+            kill_tree(proc)
             return BUDGET_SPENT
         if current is not None and now - since > timeout + min(GRACE, max(0.5, timeout)):
-            kill(proc)
+            kill_tree(proc)
             return f"timed out: still running after {timeout:g} s (the test was stopped from outside)"
         if not collected and now - born > collect_budget:
-            kill(proc)
+            kill_tree(proc)
             return f"timed out: loading the tests took more than {collect_budget:g} s"
     return ""
-
-
-def kill(proc: subprocess.Popen) -> None:
-    """End ``proc`` and the processes it started (its session), and wait for it."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 def _events(stream: Path, offset: int) -> tuple[int, list[dict]]:

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..process import kill_tree
 from ..project import ROOT  # the folder holding the kata package
 from ..worker import limits as worker_limits
 
@@ -107,16 +108,9 @@ class Launched:
 
     def kill(self) -> None:
         """End it and everything it started; wait for it where this process can."""
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(self.proc.pid, 9)
-            else:  # pragma: no cover - Windows
-                self.proc.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
-        if os.getpid() == self.owner:
-            self.proc.wait()
-        elif self.exit_code(wait=1.0) is None:  # the launcher reaps it; its Popen here must not warn later
+        kill_tree(self.proc, wait=os.getpid() == self.owner)
+        if os.getpid() != self.owner and self.exit_code(wait=1.0) is None:
+            # the launcher reaps it; its Popen here must not warn later
             self.proc.returncode = -9
         self.close_pipes()
 

@@ -47,11 +47,9 @@ import os
 import queue
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -61,6 +59,7 @@ import numpy as np
 
 from .. import project
 from ..judge.gradient import numerical_gradient
+from ..process import Drain, kill_tree
 
 BOOK = project.ROOT / "data" / "coriolanus.txt"
 MAX_VOCAB = 1000  # distinct characters; beyond that a character-level model of a few pages learns nothing
@@ -848,19 +847,21 @@ class Child:
         self.log = self.log_path.open("a", encoding="utf-8")
         self.proc = subprocess.Popen(
             [sys.executable, "-X", "utf8", "-m", "kata.learner.train", "--child"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=os.getcwd(), text=True, encoding="utf-8",
+            stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=os.getcwd(),
             start_new_session=hasattr(os, "setsid"))
-        self.proc.stdin.write(json.dumps(self.job) + "\n")
+        self.proc.stdin.write(json.dumps(self.job).encode("utf-8") + b"\n")
         self.proc.stdin.close()
-        threading.Thread(target=self._read, daemon=True).start()
+        Drain(self.proc.stdout, self._event).start()
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                continue
-        self.events.put(None)
+    def _event(self, line: str | None) -> None:
+        """One line from the child: an event (None once it has ended)."""
+        if line is None:
+            self.events.put(None)
+            return
+        try:
+            self.events.put(json.loads(line))
+        except ValueError:
+            pass
 
     def next(self, started: bool) -> dict:
         """The next event; TrainError if the child hung, crashed or fell silent."""
@@ -902,14 +903,7 @@ class Child:
     def stop(self) -> None:
         """End the child (and anything it started)."""
         if self.proc.poll() is None:
-            try:
-                if hasattr(os, "killpg"):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                else:  # pragma: no cover - Windows
-                    self.proc.kill()
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.proc.wait()
+            kill_tree(self.proc)
 
     def close(self) -> None:
         """Stop the child and remove its folder."""
