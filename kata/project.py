@@ -45,9 +45,18 @@ def chapter_number(name: str | Path) -> int | None:
     return int(found[1]) if found else None
 
 
-def chapter_files(folder: Path, suffix: str = ".py") -> list[Path]:
-    """An implementation's (or any folder's) chapter files, ``chapterNN_<topic><suffix>``, in chapter order."""
-    return sorted(p for p in Path(folder).glob(f"chapter*{suffix}") if chapter_number(p.name) is not None)
+def chapter_files(folder: Path, suffix: str = ".py", prefix: str = "") -> dict[int, Path]:
+    """The chapter files in a folder, ``<prefix>chapterNN_<topic><suffix>``, by chapter number, in order.
+
+    For an implementation (``chapter04_attention.py``), the answer key (``suffix=".toml"``) or the tests
+    (``prefix="test_"``), of this course or of any other folder laid out the same way.
+    """
+    found = {}
+    for path in sorted(Path(folder).glob(f"{prefix}chapter*{suffix}")):
+        number = chapter_number(path.name)
+        if number is not None:
+            found[number] = path
+    return dict(sorted(found.items()))
 
 
 def parse_chapter(text: str) -> int:

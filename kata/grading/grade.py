@@ -257,12 +257,11 @@ def _implementations(args, learner: Path, workspace: Path, packages: Path, chapt
             "or name one with --reference)"
         )
     impls = {}
-    chapter_file = re.compile(r"chapter\d\d_\w+\.py$")
     for c in chapters:
         package = packages / f"isolated_ch{c.number:02d}"
         _copy_package(reference, package)
         for path in learner.glob("*.py"):  # the learner's helpers, if any, without overwriting the reference
-            if not chapter_file.match(path.name) and not (package / path.name).exists():
+            if project.chapter_number(path.name) is None and not (package / path.name).exists():
                 shutil.copy2(path, package / path.name)
         mine = learner / f"{c.module}.py"
         target = package / f"{c.module}.py"

@@ -6,7 +6,6 @@ through this module, so no number is typed twice.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -16,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import project
 from ..project import ROOT
 
 REFERENCE = ROOT / "reference"
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9
-_FILE = re.compile(r"chapter(\d\d)_(\w+)\.toml$")
 
 
 @dataclass(frozen=True)
@@ -179,12 +178,7 @@ def _step(raw: dict[str, Any], chapter: int, where: str) -> Step:
 
 def chapter_files() -> dict[int, Path]:
     """Every answer-key file in ``reference/``, by chapter number."""
-    found = {}
-    for path in sorted(REFERENCE.glob("chapter*.toml")):
-        m = _FILE.search(path.name)
-        if m:
-            found[int(m.group(1))] = path
-    return found
+    return project.chapter_files(REFERENCE, ".toml")
 
 
 @cache

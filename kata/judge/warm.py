@@ -40,6 +40,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import project
 from ..project import ROOT
 
 IDLE = 15 * 60  # seconds without a check after which the warm judge exits
@@ -215,7 +216,7 @@ def warm_up(args: list[str] | None = None) -> None:
     import pytest
 
     if args is None:
-        tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_chapter*.py"))
+        tests = [str(p.relative_to(ROOT)) for p in project.chapter_files(ROOT / "tests", prefix="test_").values()]
         args = [*tests, "-p", "no:cacheprovider"]
     os.chdir(ROOT)
     with open(os.devnull, "w") as devnull:

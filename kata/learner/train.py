@@ -918,11 +918,11 @@ def chapter10(impl: str) -> tuple[Path, str, str]:
         folder = project.impl_folder(impl)
     except SystemExit as err:
         raise TrainError(str(err)) from None
-    found = sorted(folder.glob("chapter10_*.py"))
-    if not found:
+    found = project.chapter_files(folder).get(10)
+    if found is None:
         raise TrainError(f"{folder} has no chapter10_*.py")
     shown = folder.relative_to(project.ROOT).as_posix() if folder.is_relative_to(project.ROOT) else str(folder)
-    return folder, found[0].stem, shown
+    return folder, found.stem, shown
 
 
 def parser() -> argparse.ArgumentParser:
