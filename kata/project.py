@@ -7,6 +7,8 @@ Chapters are never listed by hand: whatever has an answer key in ``reference/`` 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -91,15 +93,42 @@ def versions(names) -> dict[str, dict]:
     return found
 
 
-def impl_folder(impl: str, root: Path = ROOT) -> Path:
-    """The folder of an implementation given as a package name (``exercises``) or a path."""
+def impl_location(impl: str | None, root: Path = ROOT) -> Path | None:
+    """The folder of an implementation (``--impl``), found without importing it; None when there is none.
+
+    The one rule, for the judge's ``--impl`` and every tool's: None is the learner's work as it is
+    (``answers.default_impl``: exercises/, with the saved notebooks' finished functions); a path (with a
+    separator, or starting with ``.``) is a folder, relative to the working folder or else to ``root``; a
+    package name is looked for in ``root``, then on ``sys.path``, then by the import system, then as a
+    folder in the working folder.
+    """
+    if impl is None:
+        from . import answers
+
+        impl = answers.default_impl(root)
+    return next((p.resolve() for p in _impl_candidates(impl, root) if p.is_dir()), None)
+
+
+def _impl_candidates(impl: str, root: Path):
+    """Where ``impl_location`` looks, in order (lazily: the import system is asked only when it comes to that)."""
     path = Path(impl)
-    if not path.is_absolute() and not (root / impl).is_dir() and path.is_dir():
-        return path.resolve()
-    candidate = path if path.is_absolute() else root / impl
-    if candidate.is_dir():
-        return candidate.resolve()
-    spec = importlib.util.find_spec(impl) if "/" not in impl else None
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations))).resolve()
+    if path.is_absolute() or "/" in impl or os.sep in impl or impl.startswith("."):
+        yield path
+        if not path.is_absolute():
+            yield root / path
+        return
+    if impl.isidentifier():
+        yield root / impl
+        yield from (Path(p) / impl for p in sys.path if p)
+        spec = importlib.util.find_spec(impl)
+        if spec is not None and spec.submodule_search_locations:
+            yield Path(next(iter(spec.submodule_search_locations)))
+    yield path
+
+
+def impl_folder(impl: str | None, root: Path = ROOT) -> Path:
+    """The folder of an implementation (``impl_location``), or a ``SystemExit`` saying there is none."""
+    found = impl_location(impl, root)
+    if found is not None:
+        return found
     raise SystemExit(f"no implementation {impl!r}: give a package name such as 'exercises' or a folder path")

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from .. import project
 from . import launch
 
 _NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
@@ -116,20 +116,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
     """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
-    if value is None:  # the learner's work wherever it is: exercises/, and the notebooks' answers if any
-        from .. import answers
-
-        value = answers.default_impl()
-    path = Path(value)
-    if ("/" in value or os.sep in value or value.startswith(".")) and path.is_dir():
-        return path.resolve().name, path.resolve().parent
-    for folder in (answer_key.ROOT, *map(Path, filter(None, sys.path))):
-        if (folder / value).is_dir() and value.isidentifier():
-            return value, folder.resolve()
-    spec = importlib.util.find_spec(value) if value.isidentifier() else None
-    if spec is not None and spec.submodule_search_locations:
-        return value, Path(next(iter(spec.submodule_search_locations))).resolve().parent
-    return value, None
+    folder = project.impl_location(value)  # None: the learner's work, with the notebooks' answers if any
+    if folder is None:
+        return value or "exercises", None
+    return folder.name, folder.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
