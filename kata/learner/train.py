@@ -546,11 +546,6 @@ def smooth(losses, window: int) -> np.ndarray:
 
 
 # -- figures ----------------------------------------------------------------------------------------------
-STYLE = {"font.family": "DejaVu Sans", "font.size": 10, "axes.titlesize": 11, "axes.titleweight": "bold",
-         "axes.spines.top": False, "axes.spines.right": False, "figure.facecolor": "white",
-         "savefig.facecolor": "white", "legend.frameon": False, "axes.grid": False}
-
-
 def shown_char(c: str) -> str:
     """A character as an axis label: a space is ␣, a newline ↵, a tab →."""
     return {" ": "␣", "\n": "↵", "\t": "→"}.get(c, c)
@@ -617,6 +612,8 @@ def attention_figure(text: str, maps: list, title: str):
 def save_png(fig, path: Path) -> None:
     """Write a figure as a PNG."""
     import matplotlib
+
+    from ..style import STYLE
 
     with matplotlib.rc_context(STYLE):
         fig.savefig(path, format="png", dpi=120, metadata={"Software": None})
@@ -1086,6 +1083,8 @@ def _write_run(out: Path, corpus: Corpus, s: Settings, args, result: dict, start
     losses = result["losses"]
     name = {"zen": "the Zen of Python", "book": "Coriolanus, act I"}.get(corpus.name, corpus.name)
     import matplotlib
+
+    from ..style import STYLE
 
     with matplotlib.rc_context(STYLE):
         save_png(loss_figure(losses, len(corpus.vocab), f"Training loss on {name}"), out / "loss.png")
