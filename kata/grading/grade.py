@@ -26,10 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import project
+from ..judge.runner import BUDGET_SPENT, RunResult, part, run_tests
 from ..judge.status import blame, folded, function_status
 from . import course, pristine, reports, strict
 from . import points as points_mod
-from .runner import BUDGET_SPENT, RunResult, part, run_tests
 
 SCHEMA_VERSION = 1
 PRIVATE_DIR = "tests/instructor_checks"

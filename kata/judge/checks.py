@@ -6,6 +6,7 @@ a hint, and the classic mistake the result looks like.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -19,6 +20,9 @@ from .gradient import numerical_gradient  # noqa: F401 - the tests' `kata.numeri
 # Set by `--strict-exact` (the suite's own check that the key's exact values are stored to full float64
 # precision): worksheet steps without a tolerance of their own are compared at rtol 1e-12.
 STRICT_EXACT = False
+# Set by `--kata-record-values` (``nox -s worksheet``): ``expect`` keeps the value each worksheet step gave here,
+# by step id, as JSON-ready data (``kata/judge/stream.py`` sends it with the step's result).
+RECORDED: dict[str, Any] | None = None
 
 
 def _fmt(v: Any) -> str:
@@ -146,6 +150,20 @@ def looks_like(got: np.ndarray, mistakes: Iterable[tuple[str, Any]], rtol: float
     return None
 
 
+def _recordable(value: Any) -> Any:
+    """``value`` as JSON-ready data (arrays as nested lists), or its repr when it has no such form."""
+    def plain(v: Any) -> Any:
+        tolist = getattr(v, "tolist", None)
+        if tolist is not None:
+            return tolist()
+        raise TypeError(type(v).__name__)
+
+    try:
+        return json.loads(json.dumps(value, default=plain))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def expect(
     step: Step,
     got: Any,
@@ -164,6 +182,8 @@ def expect(
         kind: what the docstring promises ``got`` is, checked first: ``"array"``, ``"float"`` or ``"int"``
             (see ``returned``); None for no requirement.
     """
+    if RECORDED is not None:
+        RECORDED[step.id] = _recordable(got)
     got = returned(got, kind, f"{step.id} {step.title}")
     if not isinstance(step.exact, np.ndarray):
         _expect_equal(step, got, inputs)

@@ -60,6 +60,11 @@ class ChapterDoesNotImport(Exception):
     """Raised in place of every test of a chapter whose module fails to import."""
 
 
+def call_timeout() -> float:
+    """The default of ``--call-timeout``: ``$KATA_CALL_TIMEOUT``, else 2 seconds."""
+    return float(os.environ.get("KATA_CALL_TIMEOUT", "2"))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add --impl, --steps, --progress and --kata-results."""
     group = parser.getgroup("kata", "transformer katas")
@@ -76,7 +81,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--call-timeout",
         type=float,
-        default=float(os.environ.get("KATA_CALL_TIMEOUT", "2")),
+        default=call_timeout(),
         help="seconds one call of a learner's function may take before it counts as not returning (default 2)",
     )
     group.addoption(

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from .. import project
-from ..grading.runner import run_tests
 from ..judge.plugin import STATUS_MARK
+from ..judge.runner import run_tests
 from ..judge.status import folded
 
 

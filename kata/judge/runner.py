@@ -1,6 +1,9 @@
 """Run chapter tests in a child pytest process that whatever the learner's code does cannot break.
 
-- Every result streams to a file (``kata.grading.stream``), so nothing is lost if the child dies.
+The one child runner of the tools that need the results (the grade, the worksheet, a notebook's check);
+the chapter views on a terminal (``nox -s chapterN``, the watcher) run pytest in the foreground instead.
+
+- Every result streams to a file (``kata.judge.stream``), so nothing is lost if the child dies.
 - The child is the judge: the learner's code runs in its worker (``kata/worker``), where each call has
   ``timeout`` seconds; a function that does not return is stopped there and named. A per-test guard
   (pytest-timeout) and a watchdog here catch anything else that stalls a test; a repository's whole
@@ -46,6 +49,7 @@ class RunResult:
     protections: list[str] = field(default_factory=list)
     uses: dict[str, dict[str, str]] = field(default_factory=dict)  # chapter module -> earlier functions it uses
     calls: dict[str, set[str]] = field(default_factory=dict)  # nodeid -> learner functions it called
+    not_importing: dict[int, str] = field(default_factory=dict)  # chapter -> why its module does not import
 
 
 def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), shown_as: str = "") -> dict[str, str]:
@@ -112,7 +116,7 @@ def run_tests(
         cmd = [
             sys.executable, "-m", "pytest",
             "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
-            "-p", "no:cacheprovider", "-p", "kata.grading.stream",
+            "-p", "no:cacheprovider", "-p", "kata.judge.stream",
             "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic", "--tb=no",
             f"--timeout={test_guard(timeout):g}", f"--call-timeout={timeout:g}",
             f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
@@ -189,6 +193,7 @@ def part(run: RunResult, files: list[str]) -> RunResult:
         protections=run.protections,
         uses=run.uses,
         calls={n: c for n, c in run.calls.items() if mine(n)},
+        not_importing=run.not_importing,
     )
 
 
@@ -255,6 +260,8 @@ def _apply(event: dict, run: RunResult) -> None:
         run.calls.setdefault(str(body.get("nodeid")), set()).add(str(body.get("function")))
     elif kind == "uses" and isinstance(body.get("uses"), dict):
         run.uses.update(body["uses"])
+    elif kind == "not-importing" and isinstance(body.get("chapters"), dict):
+        run.not_importing.update({int(k): str(v) for k, v in body["chapters"].items()})
 
 
 def _current(stream: Path) -> str | None:
