@@ -8,8 +8,8 @@ in the test. When a solution or a builder in kata/authoring/snapshots.py changes
 import numpy as np
 import pytest
 
+from kata.authoring import snapshots as builders
 from kata.judge import snapshots
-from tests.tools import snapshots as builders
 
 
 @pytest.mark.parametrize("chapter", sorted(builders.BUILDERS))
