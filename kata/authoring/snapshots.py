@@ -1,4 +1,4 @@
-"""Write the chapters' snapshots from solutions/: ``python -m tests.tools.snapshots``.
+"""Write the chapters' snapshots from solutions/: ``python -m kata.authoring.snapshots``.
 
 Authors only (the student edition has neither this file nor solutions/). Each chapter's builder draws seeded
 inputs, runs the reference implementation on them and stores inputs, results, central-difference gradients
