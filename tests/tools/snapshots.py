@@ -578,7 +578,79 @@ def chapter10(seed: int | None = None) -> dict[str, np.ndarray]:
     return data
 
 
+# -- chapter 13 ----------------------------------------------------------------------------------------
+def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
+    """Chapter 13: RMSNorm, SiLU, SwiGLU (and the block) on seeded inputs, numerical gradients, classic mistakes."""
+    from kata.judge import answer_key
+    from solutions import chapter13_modern_block as s
+
+    rng = np.random.default_rng(1313 if seed is None else seed)
+    data: dict[str, np.ndarray] = {}
+
+    def put(prefix, **values):
+        for name, value in values.items():
+            data.update(flatten(value, f"{prefix}/{name}"))
+
+    def rms(x, eps=1e-6):
+        return np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+
+    # 13.3 and 13.7: the gradients the worksheet does not print
+    step = answer_key.load(13).step("13.3")
+    x, g, d_out = step.input("x"), step.input("g"), step.input("d_out")
+    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v)), g))
+    step = answer_key.load(13).step("13.7")
+    args = [step.input(k) for k in ("x", "W_gate", "W_up", "W_down")]
+    R = step.input("d_out")
+    put("ws_13_7", **{k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
+                                                                                 for i in range(4)])[0]), args[j])
+                      for j, k in enumerate(("W_gate", "W_up", "W_down"), start=1)})
+
+    for i, shape in enumerate([(3, 5), (6, 4), (2, 3, 7), (4, 1), (8, 16)]):
+        x = rng.normal(size=shape) * 2 + 1  # rows with a mean far from 0: LayerNorm's answer is far from ours
+        g = rng.normal(size=shape[-1])
+        xc = x - x.mean(axis=-1, keepdims=True)
+        put(f"rms_norm/{i}", x=x, g=g, out=s.rms_norm(x, g), centred=g * xc / rms(xc),
+            eps_outside=g * x / (np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) + 1e-6),
+            whole_array=g * x / np.sqrt(np.mean(x * x) + 1e-6))
+    x, g = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]]), np.array([1.5, -1.0, 2.0])
+    put("rms_norm_eps", x=x, g=g, out=s.rms_norm(x, g), out_eps=s.rms_norm(x, g, eps=0.5))
+
+    for i, (shape, eps) in enumerate([((3, 5), 1e-6), ((4, 2), 1e-6), ((2, 3, 6), 0.5), ((8, 16), 1e-6)]):
+        x, g, R = rng.normal(size=shape), rng.normal(size=shape[-1]), rng.normal(size=shape)
+        put(f"rms_norm_backward/{i}", x=x, g=g, d_out=R, eps=eps,
+            dx=numerical_gradient(lambda v: np.sum(R * s.rms_norm(v, g, eps=eps)), x),
+            dg=numerical_gradient(lambda v: np.sum(R * s.rms_norm(x, v, eps=eps)), g),
+            direct_path_only=g * R / rms(x, eps))
+
+    x = rng.uniform(-8, 8, size=(4, 6))
+    put("silu", x=x, out=s.silu(x), sigmoid=1 / (1 + np.exp(-x)))
+    x = np.array([-1000.0, -40.0, 40.0, 1000.0])
+    put("silu_stable", out=s.silu(x), slope=s.silu_backward(x, np.ones(4)))
+    x, R = rng.normal(size=(3, 5)) * 3, rng.normal(size=(3, 5))
+    put("silu_backward", x=x, d_out=R, dx=numerical_gradient(lambda v: np.sum(R * s.silu(v)), x),
+        sigmoid_only=R / (1 + np.exp(-x)), no_d_out=s.silu_backward(x, np.ones_like(x)))
+
+    def swiglu_case(seq, d, d_ff):
+        return (rng.normal(size=(seq, d)), rng.normal(size=(d, d_ff)), rng.normal(size=(d, d_ff)),
+                rng.normal(size=(d_ff, d)))
+
+    names = ("x", "W_gate", "W_up", "W_down")
+    for i, (seq, d, d_ff) in enumerate([(3, 4, 6), (1, 3, 2), (8, 16, 12)]):
+        x, Wg, Wu, Wd = swiglu_case(seq, d, d_ff)
+        out, _ = s.swiglu(x, Wg, Wu, Wd)
+        put(f"swiglu/{i}", x=x, W_gate=Wg, W_up=Wu, W_down=Wd, out=out, gate_on_up=(s.silu(x @ Wu) * (x @ Wg)) @ Wd)
+    for i, (seq, d, d_ff) in enumerate([(3, 4, 6), (2, 5, 3), (8, 16, 12)]):
+        args = list(swiglu_case(seq, d, d_ff))
+        R = rng.normal(size=(seq, d))
+        grads = {k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
+                                                                            for i in range(4)])[0]), args[j])
+                 for j, k in enumerate(names)}
+        put(f"swiglu_backward/{i}", **dict(zip(names, args, strict=True)), d_out=R, grads=grads)
+    return data
+
+
 BUILDERS = {4: chapter4, 5: chapter5, 6: chapter6, 7: chapter7, 8: chapter8, 9: chapter9, 10: chapter10}
+BUILDERS[13] = chapter13
 
 
 def build(chapter: int, seed: int | None = None) -> dict[str, np.ndarray]:

@@ -1,0 +1,44 @@
+"""Chapter 13's answer key says what its audit says: inputs, exact values, printed strings, every mistake.
+
+``scripts/audit_chapter13.py`` recomputes the worksheet with Python loops and ``math``, independent of
+``solutions/``; this test runs it and holds the key to it.
+"""
+
+import runpy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kata.judge import answer_key
+
+ROOT = answer_key.ROOT
+AUDIT = ROOT / "scripts" / "audit_chapter13.py"
+STEPS = runpy.run_path(str(AUDIT))["steps"]()
+PRINTED = runpy.run_path(str(AUDIT))["printed"]
+KEY = answer_key.load(13)
+
+
+def test_the_audit_runs():
+    proc = subprocess.run([sys.executable, str(AUDIT)], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "# 13.1" in proc.stdout
+
+
+def test_the_audit_and_the_key_cover_the_same_steps():
+    assert sorted(STEPS) == sorted(s.id for s in KEY.steps)
+
+
+@pytest.mark.parametrize("step", KEY.steps, ids=lambda s: s.id)
+def test_the_key_says_what_the_audit_computes(step):
+    audit = STEPS[step.id]
+    for name, value in audit["inputs"].items():
+        np.testing.assert_array_equal(step.input(name), np.asarray(value, dtype=np.float64), err_msg=f"{step.id} {name}")
+    assert sorted(step.inputs) == sorted(audit["inputs"]), f"{step.id}: the key's inputs differ from the audit's"
+    np.testing.assert_allclose(step.exact, np.asarray(audit["exact"]), rtol=1e-12, atol=1e-15, err_msg=step.id)
+    assert step.printed == PRINTED(audit["exact"]), f"{step.id}: printed is not the audit's value at four decimals"
+    named = {m.name: m.value for m in step.mistakes}
+    assert sorted(named) == sorted(audit["mistakes"]), f"{step.id}: the key names other mistakes than the audit"
+    for name, value in audit["mistakes"].items():
+        np.testing.assert_allclose(named[name], np.asarray(value), rtol=1e-12, atol=1e-15, err_msg=f"{step.id} {name}")
