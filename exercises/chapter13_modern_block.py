@@ -131,7 +131,8 @@ def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarr
 
     Raises:
         ValueError: if x is not 2-D with at least one row and one column, or a weight has the wrong shape
-            (the message names it, ``x``, ``W_gate``, ``W_up`` or ``W_down``, and its shape).
+            (the message names it, ``x``, ``W_gate``, ``W_up`` or ``W_down``, and its shape). W_gate decides
+            d_ff and needs at least one column; d_model = 1 and d_ff = 1 are allowed.
 
     See docs: chapter 13, step 13.6.
     """

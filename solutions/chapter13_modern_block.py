@@ -149,7 +149,8 @@ def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarr
 
     Raises:
         ValueError: if x is not 2-D with at least one row and one column, or a weight has the wrong shape
-            (the message names it, ``x``, ``W_gate``, ``W_up`` or ``W_down``, and its shape).
+            (the message names it, ``x``, ``W_gate``, ``W_up`` or ``W_down``, and its shape). W_gate decides
+            d_ff and needs at least one column; d_model = 1 and d_ff = 1 are allowed.
 
     See docs: chapter 13, step 13.6.
     """
@@ -157,8 +158,7 @@ def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarr
     _check_rows(x, "swiglu: x")
     d_model = x.shape[1]
     if np.ndim(W_gate) != 2 or np.shape(W_gate)[0] != d_model or np.shape(W_gate)[1] < 1:
-        raise ValueError(f"swiglu: W_gate has shape {np.shape(W_gate)}, expected (d_model, d_ff) = ({d_model}, d_ff) "
-                         "with d_ff ≥ 1")
+        raise ValueError(f"swiglu: W_gate has shape {np.shape(W_gate)}, expected ({d_model}, d_ff) with d_ff ≥ 1")
     d_ff = np.shape(W_gate)[1]
     _check_shape(W_up, (d_model, d_ff), "swiglu: W_up")
     _check_shape(W_down, (d_ff, d_model), "swiglu: W_down")

@@ -84,7 +84,7 @@ def test_swiglu_backward_adds_the_gate_and_the_up_branch(ch, ws):
 # -- beyond the worksheet: other shapes and values, against the stored snapshot ---------------------------
 @pytest.mark.parametrize("case", range(SNAP.count("rms_norm")))
 def test_rms_norm_matches_the_formula_on_other_shapes(ch, case):
-    """rms_norm matches g ⊙ x/√(mean(x²) + ε) on shapes (3, 5), (6, 4), (2, 3, 7), (4, 1) and (8, 16)"""
+    """rms_norm matches g ⊙ x/√(mean(x²) + ε) on shapes (3, 5), (6, 4), (2, 3, 7), (4, 1), (8, 16) and one row (5,)"""
     k = f"rms_norm/{case}"
     x, g = SNAP[f"{k}/x"], SNAP[f"{k}/g"]
     close(ch.rms_norm(x, g), SNAP[f"{k}/out"], f"rms_norm of a {x.shape} array", inputs={"x": x}, kind="array",
@@ -145,7 +145,7 @@ def test_silu_backward_matches_numerical_gradients(ch):
 
 @pytest.mark.parametrize("case", range(SNAP.count("swiglu")))
 def test_swiglu_matches_the_formula_on_other_shapes(ch, case):
-    """swiglu matches (SiLU(x W_gate) ⊙ x W_up) W_down for (seq, d_model, d_ff) = (3, 4, 6), (1, 3, 2), (8, 16, 12)"""
+    """swiglu matches (SiLU(x W_gate) ⊙ x W_up) W_down: (seq, d_model, d_ff) = (3, 4, 6), (1, 3, 2), (8, 16, 12), (2, 1, 3), (3, 2, 1)"""
     k = f"swiglu/{case}"
     x, Wg, Wu, Wd = (SNAP[f"{k}/{n}"] for n in SWIGLU_KEYS)
     out, _ = ch.swiglu(x, Wg, Wu, Wd)

@@ -605,7 +605,7 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
                                                                                  for i in range(4)])[0]), args[j])
                       for j, k in enumerate(("W_gate", "W_up", "W_down"), start=1)})
 
-    for i, shape in enumerate([(3, 5), (6, 4), (2, 3, 7), (4, 1), (8, 16)]):
+    for i, shape in enumerate([(3, 5), (6, 4), (2, 3, 7), (4, 1), (8, 16), (5,)]):
         x = rng.normal(size=shape) * 2 + 1  # rows with a mean far from 0: LayerNorm's answer is far from ours
         g = rng.normal(size=shape[-1])
         xc = x - x.mean(axis=-1, keepdims=True)
@@ -635,7 +635,7 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
                 rng.normal(size=(d_ff, d)))
 
     names = ("x", "W_gate", "W_up", "W_down")
-    for i, (seq, d, d_ff) in enumerate([(3, 4, 6), (1, 3, 2), (8, 16, 12)]):
+    for i, (seq, d, d_ff) in enumerate([(3, 4, 6), (1, 3, 2), (8, 16, 12), (2, 1, 3), (3, 2, 1)]):
         x, Wg, Wu, Wd = swiglu_case(seq, d, d_ff)
         out, _ = s.swiglu(x, Wg, Wu, Wd)
         put(f"swiglu/{i}", x=x, W_gate=Wg, W_up=Wu, W_down=Wd, out=out, gate_on_up=(s.silu(x @ Wu) * (x @ Wg)) @ Wd)
