@@ -11,6 +11,7 @@ Usage: ``python scripts/audit_chapter13.py`` (every step, as TOML lines to compa
 
 from __future__ import annotations
 
+import cmath
 import math
 import sys
 
@@ -116,6 +117,107 @@ def swiglu_dx(X, Wg, Wu, Wd, D, no_product_rule=False, ungated_up=False):
     return add(matmul(da, transpose(Wg)), matmul(db, transpose(Wu)))
 
 
+# -- the block: complex-capable forward passes, differentiated by the complex step ---------------------------
+# The backward steps (13.10, 13.11) are not worked out by hand here: they are the forward passes below
+# differentiated by the complex step, dL/dx_k = Im L(x + i·h·e_k) / h with h = 1e-30, exact to rounding
+# (no subtraction, so no cancellation), and independent of any backward formula.
+H = 1e-30
+
+
+def c_rms_norm(X, g, eps=EPS):
+    """RMSNorm row by row, for complex entries too."""
+    out = []
+    for row in X:
+        r = cmath.sqrt(sum(v * v for v in row) / len(row) + eps)
+        out.append([g[i] * row[i] / r for i in range(len(row))])
+    return out
+
+
+def rope(rows, start=0, base=10000.0, sign=1):
+    """Turn pair (2i, 2i+1) of the row at position p = start + m by p·base^(−2i/d) (sign −1: back)."""
+    out = []
+    for m, row in enumerate(rows):
+        d, new = len(row), list(row)
+        for i in range(d // 2):
+            phi = sign * (start + m) * base ** (-2 * i / d)
+            a, b = row[2 * i], row[2 * i + 1]
+            new[2 * i], new[2 * i + 1] = a * math.cos(phi) - b * math.sin(phi), a * math.sin(phi) + b * math.cos(phi)
+        out.append(new)
+    return out
+
+
+def by_heads(M, n_heads, sign=1):
+    """RoPE on each head's columns of a (seq, d_model) matrix, each head on its own (sign −1: back)."""
+    dh = len(M[0]) // n_heads
+    parts = [rope([row[h * dh:(h + 1) * dh] for row in M], sign=sign) for h in range(n_heads)]
+    return [[v for h in range(n_heads) for v in parts[h][i]] for i in range(len(M))]
+
+
+def mha(X, WQ, WK, WV, WO, n_heads, **flags):
+    """Causal multi-head attention with RoPE on each head's queries and keys, or a mistake the flags name."""
+    return attend(matmul(X, WQ), matmul(X, WK), matmul(X, WV), WO, n_heads, **flags)
+
+
+def attend(Q, K, V, WO, n_heads, start=0, rotate=True, rotate_v=False, whole_width=False, scale_d_model=False):
+    """The heads of Q, K, V attend causally (after RoPE unless rotate=False), merged and projected by WO."""
+    d, seq = len(Q[0]), len(Q)
+    dh = d // n_heads
+    if whole_width:  # the mistake: rotate the whole d_model-wide rows, frequencies base^(−2i/d_model)
+        Q, K = rope(Q, start), rope(K, start)
+    merged = [[0.0] * d for _ in range(seq)]
+    for h in range(n_heads):
+        cols = range(h * dh, (h + 1) * dh)
+        q, k, v = ([[row[c] for c in cols] for row in M] for M in (Q, K, V))
+        if rotate and not whole_width:
+            q, k = rope(q, start), rope(k, start)
+        if rotate_v:
+            v = rope(v, start)
+        for i in range(seq):
+            scale = math.sqrt(d if scale_d_model else dh)
+            scores = [sum(q[i][t] * k[j][t] for t in range(dh)) / scale for j in range(i + 1)]  # causal: j ≤ i
+            top = max(s.real for s in scores)  # a constant shift: softmax does not change
+            e = [cmath.exp(s - top) for s in scores]
+            total = sum(e)
+            for t, c in enumerate(cols):
+                merged[i][c] = sum(e[j] / total * v[j][t] for j in range(i + 1))
+    return matmul(merged, WO)
+
+
+def c_swiglu(X, Wg, Wu, Wd):
+    """(SiLU(X Wg) ⊙ X Wu) Wd, for complex entries too."""
+    a, b = matmul(X, Wg), matmul(X, Wu)
+    h = [[p / (1 + cmath.exp(-p)) * q for p, q in zip(ra, rb, strict=True)] for ra, rb in zip(a, b, strict=True)]
+    return matmul(h, Wd)
+
+
+def block(X, P, n_heads, post_norm=False, residual=True, **attention):
+    """x₁ = x + A(RMSNorm(x)); y = x₁ + F(RMSNorm(x₁)); or post-norm, or without the residuals."""
+    if post_norm:  # the mistake: the norm after each residual addition
+        x1 = c_rms_norm(add(X, mha(X, P["WQ"], P["WK"], P["WV"], P["WO"], n_heads, **attention)), P["g1"])
+        return c_rms_norm(add(x1, c_swiglu(x1, P["W_gate"], P["W_up"], P["W_down"])), P["g2"])
+    a = mha(c_rms_norm(X, P["g1"]), P["WQ"], P["WK"], P["WV"], P["WO"], n_heads, **attention)
+    x1 = add(X, a) if residual else a
+    f = c_swiglu(c_rms_norm(x1, P["g2"]), P["W_gate"], P["W_up"], P["W_down"])
+    return add(x1, f) if residual else f
+
+
+def vjp(f, X, D):
+    """The gradient of Σ D ⊙ f(X) with respect to X, by the complex step, one entry of X at a time."""
+    grad = [[0.0] * len(X[0]) for _ in X]
+    for i in range(len(X)):
+        for j in range(len(X[0])):
+            Xc = [[complex(v) for v in row] for row in X]
+            Xc[i][j] += 1j * H
+            Y = f(Xc)
+            grad[i][j] = sum(D[a][b] * Y[a][b] for a in range(len(Y)) for b in range(len(Y[0]))).imag / H
+    return grad
+
+
+def real(M):
+    """Real parts of a matrix (the forward passes above return complex numbers)."""
+    return [[complex(v).real for v in row] for row in M]
+
+
 # -- the worksheet ------------------------------------------------------------------------------------------
 X1 = [[1.0, 2.0, 2.0, 4.0], [2.0, -2.0, 2.0, -2.0]]
 G1 = [1.0, 0.5, 2.0, 1.0]
@@ -174,6 +276,74 @@ def steps() -> dict[str, dict]:
                 [[dh * b * silu_slope(a) for dh, b, a in zip(rdh, rb, ra, strict=True)]
                  for rdh, rb, ra in zip(matmul(DS, transpose(W_DOWN)), matmul(XS, W_UP), matmul(XS, W_GATE),
                                         strict=True)], transpose(W_GATE)),
+        }},
+    }
+
+
+I4 = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
+XB = [[2.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [1.0, -1.0, -1.0, 1.0]]  # every row: root mean square 1
+ATTENTION = {"WQ": I4, "WK": I4, "WV": I4, "WO": [[0.5 * v for v in row] for row in I4]}
+SWAP = [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]]
+BLOCK = {"g1": [1.0] * 4, **ATTENTION, "g2": [1.0] * 4, "W_gate": I4, "W_up": SWAP,
+         "W_down": [[0.5 * v for v in row] for row in I4]}
+DB = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
+N_HEADS = 2
+
+
+def block_steps() -> dict[str, dict]:
+    """Steps 13.8–13.11: rotary multi-head attention and the pre-norm block, forward and backward."""
+    W = [ATTENTION[k] for k in ("WQ", "WK", "WV", "WO")]
+
+    def attention(X, **flags):
+        return mha(X, *W, N_HEADS, **flags)
+
+    def sub_attention(X):  # x ↦ A(RMSNorm(x)): the attention path of the block, without its residual
+        return attention(c_rms_norm(X, BLOCK["g1"]))
+
+    def sub_ffn(X):  # x₁ ↦ F(RMSNorm(x₁))
+        return c_swiglu(c_rms_norm(X, BLOCK["g2"]), BLOCK["W_gate"], BLOCK["W_up"], BLOCK["W_down"])
+
+    # The gradients reaching the rotated queries and keys (W_Q = W_K = W_V = I, so Q = K = V = x): a learner
+    # who forgets to rotate them back gets these as dQ and dK. Rotated back, they add up to 13.10's exact dx.
+    Qr = Kr = by_heads(XB, N_HEADS)
+
+    def core(Q, K, V):
+        return attend(Q, K, V, ATTENTION["WO"], N_HEADS, rotate=False)
+
+    dQr, dKr, dV = vjp(lambda Q: core(Q, Kr, XB), Qr, DB), vjp(lambda K: core(Qr, K, XB), Kr, DB), vjp(
+        lambda V: core(Qr, Kr, V), XB, DB)
+    x1 = real(add(XB, sub_attention(XB)))
+    dx1_ffn = vjp(sub_ffn, x1, DB)  # the gradient reaching x₁ through RMSNorm₂ and SwiGLU only
+    dx1 = add(DB, dx1_ffn)
+    params = {"x": XB, **ATTENTION}
+    return {
+        "13.8": {"inputs": params, "exact": real(attention(XB)), "mistakes": {
+            "RoPE applied to the values too": real(attention(XB, rotate_v=True)),
+            "no RoPE: the heads attend by content alone": real(attention(XB, rotate=False)),
+            "RoPE over the whole d_model row before splitting into heads (frequencies of the wrong width)":
+                real(attention(XB, whole_width=True)),
+            "scaled by √d_model instead of √d_head": real(attention(XB, scale_d_model=True)),
+        }},
+        "13.9": {"inputs": {"x": XB, "params": BLOCK}, "exact": real(block(XB, BLOCK, N_HEADS)), "mistakes": {
+            "post-norm (the norm after each residual) instead of pre-norm":
+                real(block(XB, BLOCK, N_HEADS, post_norm=True)),
+            "no residual connections: y = F(RMSNorm(A(RMSNorm(x))))": real(block(XB, BLOCK, N_HEADS, residual=False)),
+            "no RoPE in the block's attention": real(block(XB, BLOCK, N_HEADS, rotate=False)),
+        }},
+        "13.10": {"inputs": {**params, "d_out": DB}, "exact": vjp(attention, XB, DB), "mistakes": {
+            "the rotation not undone: the gradients of the rotated queries and keys used as dQ and dK":
+                add(add(dQr, dKr), dV),
+            "the rotation applied again instead of undone (rope instead of rope_backward)":
+                add(add(by_heads(dQr, N_HEADS), by_heads(dKr, N_HEADS)), dV),
+        }},
+        "13.11": {"inputs": {"x": XB, "params": BLOCK, "d_y": DB},
+                  "exact": vjp(lambda X: block(X, BLOCK, N_HEADS), XB, DB), "mistakes": {
+            "the residual path missing from the backward (dx = only the gradient through RMSNorm₁ and attention)":
+                vjp(sub_attention, XB, dx1),
+            "the residual path missing from the backward (dx₁ = only the gradient through RMSNorm₂ and SwiGLU)":
+                add(dx1_ffn, vjp(sub_attention, XB, dx1_ffn)),
+            "the residual path missing from the backward (both residual paths dropped)":
+                vjp(sub_attention, XB, dx1_ffn),
         }},
     }
 
