@@ -254,6 +254,12 @@ def grade(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def notebooks(session: nox.Session) -> None:
+    """Your saved notebooks' answers put into a copy of exercises/, for grading: `-- --out build/notebook-answers`."""
+    _kata_tool(session, "notebooks")
+
+
+@nox.session(default=False)
 def lab(session: nox.Session) -> None:
     """JupyterLab on the chapter notebooks (notebooks/): fill in a function, `kata.check(softmax)` checks it."""
     install(session, "test", "lab")

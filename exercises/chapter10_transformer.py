@@ -100,8 +100,8 @@ def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndar
         (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``attention_backward``.
 
     Raises:
-        ValueError: if x is not 2-D or a weight is not (d_model, d_model) (the message names it, ``x``,
-            ``WQ``, ``WK`` or ``WV``, and its shape).
+        ValueError: if x has no rows (no position to attend from), or x is not 2-D or a weight is not
+            (d_model, d_model) (the message names it, ``x``, ``WQ``, ``WK`` or ``WV``, and its shape).
 
     See docs: chapter 10, step 10.4.
     """
@@ -306,9 +306,10 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
     Raises:
         ValueError: if params is not a dict with exactly the keys of ``init_params`` (the message lists them
             and names what came instead), a block is not such a dict, a parameter is missing or has a shape
-            that does not fit the others (the message names it as written in params, e.g. ``W1``, ``b2``,
-            ``tok_emb``, ``lnf_beta``, ``blocks`` or ``params['WO']``, and its shape; for ``blocks`` that is not a
-            list, what it is: a ``dict``, a ``list``), or the ids are bad (as ``embed``).
+            that does not fit the others (the message names it by its key, e.g. ``W1``, ``b2``, ``tok_emb``,
+            ``lnf_beta`` or ``WO`` — ``params['WO']`` names it too — and its shape; when ``blocks`` is not a list
+            of dicts, the message names ``blocks`` and what came instead: a ``dict``, a ``list``), or the ids are
+            bad (as ``embed``).
 
     See docs: chapter 10, step 10.12.
     """
@@ -322,7 +323,9 @@ def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
       \frac{\partial L}{\partial\, \mathrm{logits}_i} = \frac{\mathrm{softmax}(\mathrm{logits}_i) -
       \mathrm{onehot}(t_i)}{n}\ \text{(0 where } t_i < 0)$$
 
-    with n the number of positions whose target is not negative.
+    with n the number of positions whose target is not negative. The loss is finite for any finite logits,
+    however far apart (a row [0, 1000, −1000] included): take log softmax as x − max − log Σ exp(x − max)
+    (log-sum-exp), never log(softmax(x)), whose entries far below the max underflow to log 0 = −inf.
 
     Args:
         logits: shape (seq, vocab).

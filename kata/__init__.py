@@ -25,6 +25,7 @@ _EXPORTS = {
     "check": "kata.learner.notebook",
     "chapters": "kata.judge.answer_key",
     "find_step": "kata.judge.answer_key",
+    "hint": "kata.learner.notebook",
     "load": "kata.judge.answer_key",
     "close": "kata.judge.checks",
     "expect": "kata.judge.checks",

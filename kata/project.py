@@ -44,6 +44,30 @@ def parse_chapter(text: str) -> int:
     return int(cleaned)
 
 
+def versions(names) -> dict[str, dict]:
+    """For each distribution: the version installed here and the version ``uv.lock`` pins (None where absent).
+
+    Every nox session installs from the lock, so the two agree unless someone installed by hand; doctor and
+    results.json show both, so a learner's run and the grader's can be compared.
+    """
+    import importlib.metadata
+    import tomllib
+
+    try:
+        lock = tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))
+        pinned = {p["name"]: p.get("version") for p in lock.get("package", [])}
+    except (OSError, tomllib.TOMLDecodeError):
+        pinned = {}
+    found = {}
+    for name in names:
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            installed = None
+        found[name] = {"installed": installed, "locked": pinned.get(name)}
+    return found
+
+
 def impl_folder(impl: str, root: Path = ROOT) -> Path:
     """The folder of an implementation given as a package name (``exercises``) or a path."""
     path = Path(impl)

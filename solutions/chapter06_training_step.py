@@ -50,9 +50,9 @@ def cross_entropy(probs: np.ndarray, target: int) -> float:
         IndexError: if target is outside 0..vocab−1 (the message names it, the vocabulary size and the
             range, e.g. 0..3).
         TypeError: if target is not a whole number (the message names it).
-        ValueError: if probs is not a 1-D probability distribution: an entry below 0, or a sum more than
-            1e-6 away from 1 (logits passed by mistake, say; the message says "probabilities"). A vocabulary
-            of one token, probs [1.0], is a distribution.
+        ValueError: if probs is not 1-D (the message names its shape), or not a probability distribution:
+            an entry below 0, or a sum more than 1e-6 away from 1 (logits passed by mistake, say; the message
+            says "probabilities"). A vocabulary of one token, probs [1.0], is a distribution.
 
     See docs: chapter 6, step 6.1.
     """

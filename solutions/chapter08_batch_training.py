@@ -163,7 +163,8 @@ def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray],
     Raises:
         KeyError: if grads names a matrix that params does not have (the message names it and the matrices
             params has, ``WQ``, ``WK``, ``WV``, ``WO``).
-        ValueError: if a gradient's shape differs from its matrix's, or lr is negative.
+        ValueError: if a gradient's shape differs from its matrix's (the message names the matrix and the
+            gradient's shape), or lr is negative.
         TypeError: if lr is not a number.
 
     See docs: chapter 8, step 8.10.

@@ -5,6 +5,7 @@ Numbers come from reference/chapter02_matrices.toml. Note the row-vector convent
 
 import numpy as np
 import pytest
+from pytest_check import check
 
 from kata import close, expect, numerical_gradient, raises_clearly, returned
 
@@ -103,6 +104,17 @@ def test_numerical_gradient_of_a_known_function(ch, shape):
     close(g, np.cos(X), f"numerical gradient of sum(sin(X)) for X of shape {shape}", rtol=1e-6, atol=1e-8,
           mistakes=[("a one-sided difference without the 2 in 2ε", 2 * np.cos(X))])
     close(X, before, "X after numerical_gradient (it must not be modified)")
+
+
+def test_transpose_returns_a_new_array_not_a_view_of_a(ch):
+    """transpose returns a new array, as its docstring promises: not A.T, a view that shares A's memory"""
+    A = RNG.normal(size=(2, 3))
+    T = returned(ch.transpose(A), "array", "transpose's result")
+    with check:
+        assert not np.shares_memory(T, A), (
+            "transpose returned a view of A, not a new array: writing into the result would change A\n"
+            "  looks like: A.T returned as it is (a view); the docstring promises a new array: copy it, or fill "
+            "a new one")
 
 
 def test_matmul_and_transpose_leave_their_inputs_alone(ch):

@@ -175,3 +175,44 @@ def arrows_2d(starts, ends, title: str, x_label: str, y_label: str, limit: float
             side.text(0.0, 0.76, note, transform=side.transAxes, va="top", color=MUTED, linespacing=1.5)
         fig.suptitle(title)
         return _svg(fig, title)
+
+
+def circle_points(series: dict[str, object], title: str, x_label: str, y_label: str, note: str = "") -> str:
+    """Points in the plane around the unit circle, each labelled with its index (where a rotation sends a pair).
+
+    Args:
+        series: legend label -> points of shape (n, 2); point k of the first series is labelled "k" (the others
+            are drawn under it, unlabelled).
+        title: heading and accessible name.
+        x_label: name of the first coordinate.
+        y_label: name of the second coordinate.
+        note: optional text beside the chart, under the legend (lines separated by newlines).
+
+    Returns:
+        The SVG document as text.
+    """
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(7.1, 4.5), layout="constrained")
+        ax, side = fig.subplots(1, 2, width_ratios=[1, 0.62])
+        t = np.linspace(0.0, 2 * np.pi, 361)
+        ax.plot(np.cos(t), np.sin(t), color=GRID, linewidth=1.2)
+        handles = []
+        for number, (colour, (label, points)) in enumerate(zip(PALETTE, series.items(), strict=False)):
+            points = np.asarray(points, float)
+            style = {"color": colour, "marker": "o", "markersize": 7, "linestyle": "none"}
+            ax.plot(*points.T, **style, zorder=3 - number / 10)
+            for k, (x, y) in enumerate(points):
+                ax.annotate("", xy=(x, y), xytext=(0, 0), arrowprops={
+                    "arrowstyle": "-|>", "color": colour, "alpha": 0.45, "linewidth": 0.8, "shrinkA": 0, "shrinkB": 4})
+                if number == 0:
+                    ax.annotate(str(k), (x, y), xytext=(1.18 * x, 1.18 * y), ha="center", va="center",
+                                color=colour, fontsize=9)
+            handles.append((Line2D([], [], **style), label))
+        ax.set(xlim=(-1.4, 1.4), ylim=(-1.4, 1.4), xlabel=x_label, ylabel=y_label, aspect="equal")
+        ax.grid(True)
+        side.axis("off")
+        side.legend(*zip(*handles, strict=True), loc="upper left", borderaxespad=0)
+        if note:
+            side.text(0.0, 0.76, note, transform=side.transAxes, va="top", color=MUTED, linespacing=1.5)
+        fig.suptitle(title)
+        return _svg(fig, title)

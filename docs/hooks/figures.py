@@ -167,6 +167,19 @@ def draw_attention_10() -> str:
                            masked=~mask, digits=2)
 
 
+def draw_rope_12() -> str:
+    """Chapter 12: step 12.4's token at positions 0 … 5, each pair of features drawn as a point in the plane."""
+    ch = solution(12)
+    row = answer_key.load(12).step("12.4").input("X")[0]
+    Y = ch.apply_rope(np.tile(row, (6, 1)))  # the same token at positions 0 … 5
+    return charts.circle_points({"pair (x₀, x₁), θ₀ = 1": Y[:, 0:2], "pair (x₂, x₃), θ₁ = 0.01": Y[:, 2:4]},
+                                "RoPE turns each pair by position × θ", "first feature of the pair",
+                                "second feature of the pair",
+                                note="One token, d = 4, at positions\n0 … 5 (the numbers). The fast\npair "
+                                     "turns 1 radian per\nposition; the slow pair only\n0.01, so its points "
+                                     "overlap\nnear (1, 0). Lengths never\nchange.")
+
+
 TRAIN_STEPS = 1500  # the docs' run: the default model and settings of `nox -s train`, shortened to build in seconds
 _train_run: dict = {}
 
@@ -230,6 +243,11 @@ FIGURES = {f.name: f for f in (
            "Computed from solutions/ at build time, from init_params(..., seed=0). The two-layer model learns "
            "the three patterns; one layer with learned positions separates [A, B, A] from [B, A, A]; the same "
            "layer with its positions held at zero cannot, and its loss never goes below ln 2.", draw_loss_10),
+    Figure("rope-12", 12, "Points on the unit circle: one token's two feature pairs at positions 0 to 5",
+           "Step 12.4's token [1, 0, 1, 0] at positions 0 … 5, rotated by solutions/ when the site is built. "
+           "Each pair of features is a point; position m turns the first pair by m radians and the second by "
+           "m/100. Two positions that are k apart always sit k·θ apart on each circle, whatever m is: that is "
+           "why a query–key score depends on m − n only.", draw_rope_12),
     Figure("train-loss", 10, "Line chart of the training loss of nox -s train on the Zen of Python, step by step",
            "loss.png of a shortened reference run, computed from solutions/ when the site is built: the default "
            f"model and settings of nox -s train, {TRAIN_STEPS:,} steps instead of 4,000, seed 0. The thin line is "

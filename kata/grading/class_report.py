@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import importlib.metadata
 import io
 import json
 import re
+import statistics
+import urllib.parse
 from collections import Counter
 from pathlib import Path
+
+from . import escape
 
 LOOKS_LIKE = re.compile(r"^\s*looks like:\s*(.+?)\s*$", re.M)
 FAILING = ("failed", "error", "timed out")
 # Heat-map cells that are not a share of points on the red (0 %) to green (100 %) scale: a colour each.
 NOT_STARTED = "#6baed6"  # every step and check "not started" (the stubs untouched: NotImplementedError)
 NOT_GRADED = "#d9d9d9"  # no grade: the learner's row is missing or in error
+NAME_POINTS = 8  # a learner's name in the heat map, at any class size (8 pt: about 11 px on screen)
+ROW_INCHES = 0.17  # one learner's row in the heat map: room for the name (8 pt = 0.11 in) and a gap
 
 
 def _svg(fig) -> str:
@@ -33,17 +38,40 @@ def _svg(fig) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def not_importing(rows: list[dict]) -> list[dict]:
+    """Chapters that could not be graded for a learner (does not import, a file not graded), by chapter.
+
+    Each: ``chapter``, ``learners`` (names), ``errors`` ({student: the first line of the error}).
+    """
+    found: dict[int, dict] = {}
+    for r in rows:
+        for chapter in (r.get("results") or {}).get("chapters", []):
+            if chapter.get("error"):
+                entry = found.setdefault(chapter["chapter"], {"chapter": chapter["chapter"], "learners": [],
+                                                              "title": chapter.get("title"), "errors": {}})
+                entry["learners"].append(r["student"])
+                entry["errors"][r["student"]] = chapter["error"].strip().splitlines()[0][:300]
+    return [found[n] for n in sorted(found)]
+
+
 def failing_steps(rows: list[dict]) -> list[dict]:
-    """The steps and checks learners fail, most failed first: id, title, learners, and the top diagnoses."""
+    """The steps and checks learners answer wrongly, most failed first: id, title, learners, the diagnoses.
+
+    A chapter that does not import is left out here (``not_importing``): that is not a wrong answer.
+    ``by_diagnosis`` names the learners under each "looks like" diagnosis.
+    """
     found: dict[str, dict] = {}
     for r in rows:
         for chapter in (r.get("results") or {}).get("chapters", []):
+            if chapter.get("error"):
+                continue
             for s in chapter["steps"]:
                 if s["status"] not in FAILING:
                     continue
                 entry = found.setdefault(s["id"], {"id": s["id"], "title": s["title"], "kind": s["kind"],
                                                    "chapter": chapter["chapter"], "learners": [],
-                                                   "diagnoses": Counter(), "statuses": Counter()})
+                                                   "diagnoses": Counter(), "statuses": Counter(),
+                                                   "by_diagnosis": {}})
                 entry["learners"].append(r["student"])
                 entry["statuses"][s["status"]] += 1
                 said = set()
@@ -51,6 +79,8 @@ def failing_steps(rows: list[dict]) -> list[dict]:
                     said.update(LOOKS_LIKE.findall(t.get("message") or ""))
                 said.update(LOOKS_LIKE.findall(s.get("message") or ""))
                 entry["diagnoses"].update(said)
+                for diagnosis in sorted(said):
+                    entry["by_diagnosis"].setdefault(diagnosis, []).append(r["student"])
     return sorted(found.values(), key=lambda e: (-len(e["learners"]), e["chapter"], e["id"]))
 
 
@@ -113,11 +143,12 @@ def _heatmap(book: dict):
                 cells[i, numbers.index(c["chapter"])] = to_rgba(NOT_STARTED)
             elif c["percent"] is not None:
                 cells[i, numbers.index(c["chapter"])] = scale(norm(c["percent"]))
-    height = max(2.4, 0.22 * len(rows) + 1.6)
+    height = max(2.4, ROW_INCHES * len(rows) + 1.6)  # a fixed pitch: names stay NAME_POINTS high at any size
     fig, ax = plt.subplots(figsize=(1.2 + 0.55 * len(numbers), height), layout="constrained")
     ax.imshow(cells, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(numbers)), [str(n) for n in numbers])
-    ax.set_yticks(range(len(rows)), [r["student"] for r in rows], fontsize=max(4, min(8, 400 / max(1, len(rows)))))
+    ax.set_yticks(range(len(rows)), [r["student"] for r in rows], fontsize=NAME_POINTS)
+    ax.tick_params(axis="x", labeltop=len(rows) > 40)  # a long map: the chapters above it too
     ax.set_xlabel("chapter")
     ax.set_title("Points per chapter (% of the chapter)")
     fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=scale), ax=ax, label="% of the chapter's points",
@@ -142,7 +173,8 @@ def _draw(book: dict) -> dict[str, str]:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    plt.rcParams.update({"font.size": 9, "svg.fonttype": "path", "svg.hashsalt": "kata"})
+    # Names and titles are text: with mathtext off, ``Ka$$ie`` is drawn as typed (it stopped the report).
+    plt.rcParams.update({"font.size": 9, "svg.fonttype": "path", "svg.hashsalt": "kata", **escape.PLAIN_LABELS})
     rows = book["rows"]
     graded = [r for r in rows if r["status"] == "graded"]
     out = {}
@@ -180,7 +212,7 @@ def _draw(book: dict) -> dict[str, str]:
 
 
 def _e(x) -> str:
-    return html.escape("" if x is None else str(x))
+    return escape.html(x)
 
 
 def _num(x) -> str:
@@ -196,15 +228,88 @@ table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.2rem 0.5rem; text-align: left; vertical-align: top; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; }
-.missing, .error { background: #fff3cd; } .muted { color: #666; }
+.missing, .error { background: #fff3cd; } .muted { color: #666; } .flag { color: #9a3412; }
+#filters { position: sticky; top: 0; background: #f6f8fa; padding: 0.4rem 0.6rem; border: 1px solid #ddd; }
+#filters label { margin-right: 1rem; } .names .learner + .learner::before { content: ", "; }
 """
 
+# Filtering by a roster column: every element naming a learner carries class "learner" and data-fI
+# attributes (the learner's value of the I-th filterable column); the script hides the others.
+SCRIPT = """
+(function () {
+  var selects = Array.prototype.slice.call(document.querySelectorAll('select.filter'));
+  function apply() {
+    var wanted = selects.map(function (s) { return [s.getAttribute('data-i'), s.value]; });
+    document.querySelectorAll('.learner').forEach(function (el) {
+      el.hidden = !wanted.every(function (w) { return !w[1] || el.getAttribute('data-f' + w[0]) === w[1]; });
+    });
+    document.querySelectorAll('[data-count]').forEach(function (el) {
+      var scope = el.closest('tr') || document;
+      el.textContent = scope.querySelectorAll('.learner:not([hidden])').length;
+    });
+    document.querySelectorAll('span.names').forEach(function (el) {
+      var n = el.querySelectorAll('.learner:not([hidden])').length;
+      var c = el.previousElementSibling; if (c && c.classList.contains('n-names')) { c.textContent = n; }
+    });
+  }
+  selects.forEach(function (s) { s.addEventListener('change', apply); });
+})();
+"""
+MAX_FILTER_VALUES = 60  # a column with more distinct values (an e-mail) is no section to filter by
 
-def render(book: dict, cache: Path | None = None) -> str:
+
+def filter_columns(book: dict) -> list[tuple[str, list[str]]]:
+    """The roster's extra columns a class can be filtered by, with their values (at most MAX_FILTER_VALUES)."""
+    found = []
+    for column in book.get("roster", {}).get("extra_columns", []):
+        values = sorted({r["extra"].get(column, "") for r in book["rows"]})
+        if 1 < len(values) <= MAX_FILTER_VALUES and len(values) < max(2, len(book["rows"])):
+            found.append((column, values))
+    return found
+
+
+def _attrs(r: dict, columns: list[tuple[str, list[str]]]) -> str:
+    return "".join(f' data-f{i}="{_e(r["extra"].get(c, ""))}"' for i, (c, _) in enumerate(columns))
+
+
+def _summary_link(student: str) -> str:
+    return "students/" + urllib.parse.quote(student, safe="") + "/summary.md"
+
+
+def _flags(r: dict) -> str:
+    said = []
+    if r.get("late"):
+        said.append(f"{r['late']} late commit{'s' if r['late'] != 1 else ''}")
+    if r.get("sandbox") == "none":
+        said.append("no sandbox")
+    if r.get("other_branches"):
+        said.append("newer branch")
+    if r.get("not_graded"):
+        said.append("files not graded")
+    if r.get("notebooks"):
+        said.append("notebooks: " + ", ".join(map(str, r["notebooks"])))
+    if r.get("shared_with"):
+        said.append("shared repository")
+    return "; ".join(said)
+
+
+def render(book: dict, cache: Path | None = None, similarity: dict | None = None) -> str:
     """The whole page (``cache``: a folder where figures of the same data are kept)."""
     figs = figures(book, cache)
     s = book["summary"]
     rows = book["rows"]
+    columns = filter_columns(book)
+    by_name = {r["student"]: r for r in rows}
+
+    def who(student: str, text: str | None = None, title: str | None = None) -> str:
+        r = by_name.get(student, {"extra": {}})
+        tip = f' title="{_e(title)}"' if title else ""
+        return f'<span class="learner"{_attrs(r, columns)}{tip}>{_e(text or student)}</span>'
+
+    def names(students: list[str], errors: dict | None = None) -> str:
+        inner = "".join(who(x, title=(errors or {}).get(x)) for x in students)
+        return f'<span class="n-names">{len(students)}</span>: <span class="names">{inner}</span>'
+
     head = (
         f"{s['learners']} learners: {s['graded']} graded, {s['missing']} missing, {s['error']} in error"
         + (f" · mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
@@ -221,45 +326,149 @@ def render(book: dict, cache: Path | None = None) -> str:
         "<title>Transformer Katas: class report</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
         "<h1>Transformer Katas: class report</h1>", f"<p><strong>{_e(head)}</strong></p>",
         f'<p class="muted">{" · ".join(meta)}</p>',
+    ]
+    if columns:
+        selects = []
+        for i, (column, values) in enumerate(columns):
+            options = "".join(f'<option value="{_e(v)}">{_e(v) or "(empty)"}</option>' for v in values)
+            selects.append(f'<label>{_e(column)} <select class="filter" data-i="{i}" data-column="{_e(column)}">'
+                           f'<option value="">all</option>{options}</select></label>')
+        parts.append(f'<p id="filters">Show only: {"".join(selects)} <span class="muted">(the names in the tables '
+                     "below; the figures show the whole class)</span></p>")
+        parts += _by_column(book, columns)
+    parts += [
         "<h2>Scores</h2>",
         f'<figure id="histogram"><img class="figure" alt="histogram of the class\'s scores" src="{figs["histogram"]}">'
         "</figure>",
         "<h2>Learners × chapters</h2>",
         f'<figure id="heatmap"><img class="figure" alt="heat map of points per chapter for every learner" '
         f'src="{figs["heatmap"]}"></figure>',
-        "<h2>What the class fails most</h2>",
+        "<h2>What the class answers wrongly most</h2>",
         f'<figure id="failing"><img class="figure" alt="the steps most learners fail" src="{figs["failing"]}">'
         "</figure>",
     ]
     top = failing_steps(rows)[:25]
     if top:
-        parts.append("<table><thead><tr><th>step</th><th>title</th><th>learners</th><th>looks like (learners)</th>"
-                     "</tr></thead><tbody>")
+        parts.append('<table id="failing-steps"><thead><tr><th>step</th><th>title</th><th>learners</th>'
+                     "<th>looks like (learners)</th></tr></thead><tbody>")
         for e in top:
-            said = "; ".join(f"{_e(name)} ({n})" for name, n in e["diagnoses"].most_common(3)) or \
+            said = "<br>".join(f"{_e(name)}: {names(e['by_diagnosis'][name])}"
+                               for name, _ in e["diagnoses"].most_common(3)) or \
                 ", ".join(f"{k} {n}" for k, n in e["statuses"].most_common())
             where = e["id"] if e["kind"] == "step" else f"ch{e['chapter']} check"
-            parts.append(f"<tr><td>{_e(where)}</td><td>{_e(e['title'])}</td><td class=\"n\">{len(e['learners'])}"
-                         f"</td><td>{said}</td></tr>")
+            parts.append(f"<tr><td>{_e(where)}</td><td>{_e(e['title'])}</td><td>{names(e['learners'])}</td>"
+                         f"<td>{said}</td></tr>")
         parts.append("</tbody></table>")
+    broken = not_importing(rows)
+    if broken:
+        parts.append('<h2>Chapters that do not import (not wrong answers)</h2><p class="muted">The code of these '
+                     "chapters could not be loaded (a syntax error, a missing name, a file not graded): no check "
+                     "ran. Hover a name for its error.</p>")
+        parts.append('<table id="not-importing"><thead><tr><th>chapter</th><th>learners</th></tr></thead><tbody>')
+        for e in broken:
+            parts.append(f"<tr><td>{e['chapter']} {_e(e['title'])}</td>"
+                         f"<td>{names(e['learners'], e['errors'])}</td></tr>")
+        parts.append("</tbody></table>")
+    if similarity is not None:
+        parts += similarity_section(similarity, who)
     problems = [r for r in rows if r["status"] != "graded"]
     if problems:
         parts.append("<h2>Missing or in error</h2><table><thead><tr><th>student</th><th>repo</th><th>status</th>"
                      "<th>reason</th></tr></thead><tbody>")
         for r in problems:
-            parts.append(f'<tr class="{_e(r["status"])}"><td>{_e(r["student"])}</td><td>{_e(r["repo"])}</td>'
-                         f"<td>{_e(r['status'])}</td><td>{_e(r['note'])}</td></tr>")
+            parts.append(f'<tr class="{_e(r["status"])} learner"{_attrs(r, columns)}><td>{_e(r["student"])}</td>'
+                         f'<td>{_e(r["repo"])}</td><td>{_e(r["status"])}</td><td>{_e(r["note"])}</td></tr>')
         parts.append("</tbody></table>")
     numbers = [c["chapter"] for c in book["chapters"]]
-    parts.append("<h2>Every learner</h2><table><thead><tr><th>student</th><th>status</th><th>percent</th>"
-                 "<th>points</th>" + "".join(f"<th>ch{n}</th>" for n in numbers) + "<th>commit</th><th>note</th>"
+    extra_heads = "".join(f"<th>{_e(c)}</th>" for c, _ in columns)
+    parts.append('<h2>Every learner</h2><table id="learners"><thead><tr><th>student</th>' + extra_heads
+                 + "<th>status</th><th>percent</th><th>points</th>" + "".join(f"<th>ch{n}</th>" for n in numbers)
+                 + "<th>commit</th><th>late</th><th>sandbox</th><th>flags</th><th>summary</th><th>note</th>"
                  "</tr></thead><tbody>")
     for r in sorted(rows, key=lambda r: (r["status"] != "graded", r["percent"] if r["percent"] is not None else 0)):
         cells = "".join(f'<td class="n">{_num(c["points"])}</td>' for c in r["chapters"])
         percent = "" if r["percent"] is None else f"{r['percent']:.1f}"
         points = f"{_num(r['points'])}/{_num(r['max_points'])}" if r["points"] is not None else ""
-        parts.append(f'<tr class="{_e(r["status"])}"><td>{_e(r["student"])}</td><td>{_e(r["status"])}</td>'
-                     f'<td class="n">{percent}</td><td class="n">{points}</td>{cells}'
-                     f"<td><code>{_e((r['commit'] or '')[:7])}</code></td><td>{_e(r['note'])}</td></tr>")
-    parts += ["</tbody></table>", "</body>", "</html>", ""]
+        extra = "".join(f"<td>{_e(r['extra'].get(c, ''))}</td>" for c, _ in columns)
+        sandbox = {"none": '<span class="flag">none</span>', None: ""}.get(r.get("sandbox"), _e(r.get("sandbox")))
+        parts.append(f'<tr class="{_e(r["status"])} learner"{_attrs(r, columns)}><td>{_e(r["student"])}</td>{extra}'
+                     f'<td>{_e(r["status"])}</td><td class="n">{percent}</td><td class="n">{points}</td>{cells}'
+                     f"<td><code>{_e((r['commit'] or '')[:7])}</code></td>"
+                     f'<td class="n">{_e(r.get("late") or "")}</td>'
+                     f"<td>{sandbox}</td>"
+                     f'<td class="flag">{_e(_flags(r))}</td>'
+                     f'<td><a href="{_e(_summary_link(r["student"]))}">summary.md</a></td>'
+                     f"<td>{_e(r['note'])}</td></tr>")
+    parts += ["</tbody></table>"]
+    if columns:
+        parts.append(f"<script>{SCRIPT}</script>")
+    parts += ["</body>", "</html>", ""]
     return "\n".join(parts)
+
+
+def _by_column(book: dict, columns: list[tuple[str, list[str]]]) -> list[str]:
+    """A table per filterable column: learners, graded, mean percent and each chapter's mean share, per value."""
+    numbers = book["options"]["chapters"]
+    parts = []
+    for column, values in columns:
+        parts.append(f"<h2>By {_e(column)}</h2><table class=\"by-column\"><thead><tr><th>{_e(column)}</th>"
+                     "<th>learners</th><th>graded</th><th>mean %</th>"
+                     + "".join(f"<th>ch{n} %</th>" for n in numbers) + "</tr></thead><tbody>")
+        for value in values:
+            group = [r for r in book["rows"] if r["extra"].get(column, "") == value]
+            graded = [r for r in group if r["status"] == "graded" and r["percent"] is not None]
+            mean = f"{statistics.fmean(r['percent'] for r in graded):.1f}" if graded else ""
+            shares = []
+            for n in numbers:
+                got = [c["percent"] for r in graded for c in r["chapters"]
+                       if c["chapter"] == n and c["percent"] is not None]
+                shares.append(f'<td class="n">{statistics.fmean(got):.0f}</td>' if got else "<td></td>")
+            parts.append(f"<tr><td>{_e(value) or '(empty)'}</td><td class=\"n\">{len(group)}</td>"
+                         f"<td class=\"n\">{len(graded)}</td><td class=\"n\">{mean}</td>{''.join(shares)}</tr>")
+        parts.append("</tbody></table>")
+    return parts
+
+
+MAX_PAIRS = 100  # alike pairs shown; the rest are counted
+
+
+def similarity_section(signals: dict, who) -> list[str]:  # noqa: ANN001 - who: render's learner span
+    """The copying signals (``similarity.signals``), worded as what they are: something to look at."""
+    parts = [
+        '<h2 id="similarity">Similarity: signals to read, not verdicts</h2>',
+        '<p class="muted">Pairs of learners whose code is alike once the course\'s own stubs are taken out '
+        f"({signals['compared']} learners' graded files compared chapter by chapter by their copydetect "
+        "fingerprints; renamed variables do not hide a match), listed when at least "
+        f"{signals['alike']:.0%} of one learner's fingerprints in a chapter are found in the other's; and "
+        "learners who fail exactly the same steps. Short functions have few ways to be right, and learners "
+        "may have worked together as allowed: two honest learners can look alike. Open both learners' "
+        "<code>students/&lt;name&gt;/graded/</code> folders and talk to them before drawing any conclusion.</p>",
+    ]
+    if signals.get("error"):
+        parts.append(f"<p>Code was not compared: {_e(signals['error'])}</p>")
+    if signals["code"]:
+        parts.append('<table id="alike-code"><thead><tr><th>learners</th><th>alike chapters (share of each '
+                     "one's fingerprints found in the other's)</th></tr></thead><tbody>")
+        for pair in signals["code"][:MAX_PAIRS]:
+            a, b = pair["students"]
+            chapters = "; ".join(f"{_e(c['file'])}: {c['similarity'][0]:.0%} / {c['similarity'][1]:.0%}"
+                                 for c in pair["chapters"])
+            parts.append(f'<tr><td><span class="names">{who(a)}{who(b)}</span></td><td>{chapters}</td></tr>')
+        parts.append("</tbody></table>")
+        if len(signals["code"]) > MAX_PAIRS:
+            parts.append(f"<p>… and {len(signals['code']) - MAX_PAIRS} more pairs, less alike (so many pairs: the "
+                         "chapters may have one obvious answer; compare within a chapter first).</p>")
+    elif not signals.get("error"):
+        parts.append("<p>No two learners' code is that alike.</p>")
+    if signals["failures"]:
+        parts.append(f'<table id="same-failures"><thead><tr><th>learners</th><th>the same failing steps (all of '
+                     f"them, {signals['min_same_failures']} or more)</th></tr></thead><tbody>")
+        for group in signals["failures"]:
+            inner = "".join(who(x) for x in group["students"])
+            parts.append(f'<tr><td><span class="names">{inner}</span></td>'
+                         f"<td>{_e(', '.join(group['steps']))}</td></tr>")
+        parts.append("</tbody></table>")
+    else:
+        parts.append(f"<p>No small group of learners fails exactly the same {signals['min_same_failures']} or more "
+                     "steps.</p>")
+    return parts

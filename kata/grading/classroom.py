@@ -24,6 +24,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import subprocess
@@ -36,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, gradebook, reports, roster, runner, strict, submissions
+from . import class_report, course, escape, gradebook, lms, reports, roster, runner, similarity, strict, submissions
 from . import points as points_mod
 
 
@@ -54,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
                    help="learners graded at once (default: the number of CPUs)")
     p.add_argument("--shard", metavar="I/N", help="grade only the I-th of N slices of the roster (by student)")
     p.add_argument("--merge", nargs="+", metavar="DIR", help="combine the --out folders of --shard runs into --out")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="with --merge: the run had N shards; a shard that did not finish is named, and its "
+                        "learners are error rows (without it, the merge is refused)")
     p.add_argument("--extra-tests", metavar="DIR", help="the instructor's private tests, run beside the public ones")
     p.add_argument("--chapters", metavar="N,N,...", help="grade only these chapters (default: all)")
     p.add_argument("--isolate", action="store_true", help="grade each chapter on the reference of the others")
@@ -65,6 +69,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clone-timeout", type=float, default=120, metavar="SECONDS",
                    help="seconds fetching one repository may take (default: 120)")
     p.add_argument("--git-host", default="https://github.com", help="where owner/name repositories live")
+    p.add_argument("--lms", choices=lms.SYSTEMS, action="append", metavar="SYSTEM",
+                   help="also write that system's grade import file: canvas, moodle or blackboard (repeatable)")
+    p.add_argument("--allow-shared", action="store_true",
+                   help="grade a repository that two or more students name, for each, and flag those rows")
     return p
 
 
@@ -77,7 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.merge:
             if args.roster or args.shard:
                 raise ValueError("--merge combines finished shards: give it no roster and no --shard")
-            book = gradebook.merge([Path(d).resolve() for d in args.merge], out)
+            if args.shards is not None and args.shards < 1:
+                raise ValueError("--shards takes the number of shards of the run (≥ 1)")
+            book = gradebook.merge([Path(d).resolve() for d in args.merge], out, args.shards)
+            missing = [r for r in book["rows"] if r["status"] == "error" and r["note"].startswith("not graded: shard")]
+            for said in sorted({r["note"] for r in missing}):
+                print(f"grade-class: {said}: {sum(r['note'] == said for r in missing)} learner(s) are error rows",
+                      file=sys.stderr)
         else:
             if not args.roster:
                 raise ValueError("give the roster (a CSV with the columns student,repo), or --merge DIR...")
@@ -86,9 +100,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade-class: {err}", file=sys.stderr)
         return 2
     paths = gradebook.write(book, out)
+    code = 0
+    for system in args.lms or []:  # checked before grading; a merge learns the roster only now
+        try:
+            paths.append(lms.write(book, system, out))
+        except ValueError as err:
+            print(f"grade-class: {err} (the gradebook and the report are written)", file=sys.stderr)
+            code = 2
     report = out / "report.html"
     cache = None if args.no_cache or args.merge else Path(args.cache).resolve() if args.cache else out / ".cache"
-    report.write_text(class_report.render(book, cache), encoding="utf-8")
+    report.write_text(class_report.render(book, cache, similarity.signals(book, out, project.ROOT, cache)),
+                      encoding="utf-8")
     paths.append(report)
     print(closing(book, time.monotonic() - started))
     for path in paths:
@@ -97,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as f:
             f.write(markdown(book) + "\n")
-    return 0
+    return code
 
 
 # -- one run ------------------------------------------------------------------------------------------
@@ -105,6 +127,12 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     """Grade the roster's learners (or one shard of them); return the gradebook."""
     root = project.ROOT
     class_roster = roster.load(Path(args.roster))
+    for system in args.lms or []:  # before anything is graded: the roster must identify learners there
+        lms.check(system, class_roster.extra_columns)
+    base = class_roster.path.resolve().parent
+    sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
+    if not args.allow_shared:
+        roster.refuse_shared(class_roster, sharing)
     deadline = submissions.parse_deadline(args.deadline) if args.deadline else None
     shard = roster.parse_shard(args.shard) if args.shard else None
     if args.jobs < 1:
@@ -140,8 +168,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     cache = None if args.no_cache else Path(args.cache).resolve() if args.cache else out / ".cache"
     (out / "students").mkdir(parents=True, exist_ok=True)
 
-    def grade_options(sub: submissions.Submission, repo: str, target: Path) -> list[str]:
-        cmd = ["--impl", str(sub.exercises), "--out", str(target), "--seed", str(seed), "--repository", repo,
+    def grade_options(sub: submissions.Submission, repo: str, target: Path, impl: Path) -> list[str]:
+        cmd = ["--impl", str(impl), "--out", str(target), "--seed", str(seed), "--repository", repo,
                "--commit", sub.commit, "--workers", str(max(1, (os.cpu_count() or 1) // max(1, args.jobs)))]
         if args.chapters:
             cmd += ["--chapters", ",".join(map(str, chosen))]
@@ -159,27 +187,35 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         folder.mkdir(parents=True)
         work = Path(tempfile.mkdtemp(prefix="kata-class-"))
         try:
-            sub = submissions.fetch(learner.repo, work, base=class_roster.path.resolve().parent, deadline=deadline,
+            sub = submissions.fetch(learner.repo, work, base=base, deadline=deadline,
                                     timeout=args.clone_timeout, git_host=args.git_host)
-            common = dict(repo=repo, chapters=numbers)
+            common = dict(repo=repo, chapters=numbers,
+                          shared_with=[x.student for x in sharing.get(learner.student, [])])
             if isinstance(sub, submissions.Missing):
-                (folder / "summary.md").write_text(f"## {learner.student}: missing\n\n{sub.reason}\n", encoding="utf-8")
+                (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: missing\n\n"
+                                                   f"{escape.markdown(sub.reason)}\n", encoding="utf-8")
                 return gradebook.row(learner, status="missing", commit=sub.commit, committed_at=sub.committed_at,
                                      note=sub.reason, results=None, seconds=time.monotonic() - began, **common)
+            impl, answered = _with_notebooks(sub, root, chosen, work)
+            _keep_graded(sub, impl, similarity.graded_folder(out, learner.student))
+            facts = dict(late=sub.late, branches=sub.branches, dropped=sub.dropped, notebooks=answered)
             key = hashlib.sha256(json.dumps({**key_base, "repo": repo, "commit": sub.commit}, sort_keys=True)
                                  .encode()).hexdigest()
             entry = cache / key[:2] / key if cache else None
             cached = entry is not None and (entry / "results.json").is_file()
             if not cached:
                 graded = work / "grade"
-                failure = _run_grade(grade_options(sub, repo, graded), root, learner_timeout)
+                failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout)
                 if failure:
-                    (folder / "summary.md").write_text(f"## {learner.student}: error\n\n{failure}\n", encoding="utf-8")
+                    (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: error\n\n"
+                                                       f"{escape.markdown(failure)}\n", encoding="utf-8")
                     return gradebook.row(learner, status="error", commit=sub.commit, committed_at=sub.committed_at,
-                                         note=failure, results=None, seconds=time.monotonic() - began, **common)
+                                         note=failure, results=None, seconds=time.monotonic() - began, **facts,
+                                         **common)
                 # The learner's folder is a throwaway path here: the reports name it as the learner knows it.
                 results = json.loads((graded / "results.json").read_text(encoding="utf-8"))
-                results["implementation"] = "exercises"
+                results["implementation"] = "exercises and notebooks" if answered else "exercises"
+                explain_dropped(results, sub.dropped)
                 reports.write_all(results, graded)
                 if entry is not None:
                     _store(graded, entry)
@@ -192,7 +228,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
             return gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
                                  note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
-                                 **common)
+                                 **facts, **common)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -219,6 +255,80 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "summary": gradebook.summary(rows),
         "rows": rows,
     }
+
+
+def _keep_graded(sub: submissions.Submission, impl: Path, target: Path) -> None:
+    """Keep the files graded, at the graded commit, in ``target`` (``students/<name>/graded/``).
+
+    ``exercises/``: what was graded (with the notebooks' answers in place when there were any);
+    ``notebooks/``: the learner's notebooks, as committed.
+    """
+    shutil.copytree(impl, target / "exercises", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    if sub.notebooks is not None:
+        shutil.copytree(sub.notebooks, target / "notebooks", symlinks=True)
+
+
+def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int], work: Path) -> tuple[Path, list[int]]:
+    """The folder to grade and the chapters answered in the learner's notebooks.
+
+    The same extraction as ``nox -s grade -- --notebooks`` (``python -m kata notebooks``): the finished
+    functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
+    of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
+    ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.
+    """
+    if sub.notebooks is None:
+        return sub.exercises, []
+    from .. import answers
+
+    target = work / "answers" / "exercises"
+    try:
+        answered = [c.number for c in project.chapters(root)
+                    if c.number in chapters and answers.saved_answers(c, root, sub.notebooks)[1]]
+        if not answered:
+            return sub.exercises, []
+        target.parent.mkdir(parents=True, exist_ok=True)
+        answers.write_package(target, root=root, learner=sub.exercises.parent)
+    except Exception as err:  # noqa: BLE001 - a learner's odd file (not text, nested too deep): exercises/ alone
+        sub.dropped.append(f"notebooks/: answers not taken ({type(err).__name__}: {str(err)[:120]})")
+        shutil.rmtree(target, ignore_errors=True)
+        return sub.exercises, []
+    return target, answered
+
+
+_NO_MODULE = re.compile(r"(?:ModuleNotFoundError: )?No module named '(?:graded|exercises)\.([\w.]+)'")
+
+
+def explain_dropped(results: dict, dropped: list[str]) -> None:
+    """Say "not graded: exercises/x.py: symbolic link" where a left-out file made a chapter fail to import.
+
+    Without this the learner would read ``No module named 'graded.chapter04_attention'``: an internal name,
+    and no word that only regular files are graded.
+    """
+    reasons = {}
+    for said in dropped:
+        path, _, why = said.partition(": ")
+        if path.startswith("exercises/") and path.endswith(".py"):
+            reasons[path.removeprefix("exercises/").removesuffix(".py").replace("/", ".")] = (path, why)
+    if not reasons:
+        return
+
+    def fix(text: str | None) -> str | None:
+        if not text:
+            return text
+
+        def say(m: re.Match) -> str:
+            module = m.group(1)
+            hit = reasons.get(module) or reasons.get(module + ".__init__")
+            return f"not graded: {hit[0]} is a {hit[1]} (only regular files are graded)" if hit else m.group(0)
+
+        return _NO_MODULE.sub(say, text)
+
+    for chapter in results.get("chapters", []):
+        chapter["error"] = fix(chapter.get("error"))
+        for step in chapter.get("steps", []):
+            step["message"] = fix(step.get("message"))
+            for test in step.get("tests", []):
+                test["message"] = fix(test.get("message"))
 
 
 def _version(name: str) -> str | None:
@@ -338,6 +448,18 @@ def closing(book: dict, seconds: float) -> str:
     if problems:
         lines += ["", "missing or error:", f"  {'student':<{width}} {'status':<8} reason"]
         lines += [f"  {r['student']:<{width}} {r['status']:<8} {r['note']}" for r in problems]
+    said = [(what, [r["student"] for r in rows if test(r)]) for what, test in (
+        ("graded without a sandbox (install bubblewrap: sudo apt-get install bubblewrap)",
+         lambda r: r.get("sandbox") == "none"),
+        ("newer commits on another branch, not graded", lambda r: r.get("other_branches")),
+        ("files not graded (links, submodules, over the size limit)", lambda r: r.get("not_graded")),
+        ("graded with answers from their notebooks", lambda r: r.get("notebooks")),
+        ("sharing a repository (--allow-shared)", lambda r: r.get("shared_with")),
+    )]
+    said = [(what, names) for what, names in said if names]
+    if said:
+        lines += ["", "read the note of:"]
+        lines += [f"  {what}: {', '.join(names)}" for what, names in said]
     lines.append("")
     return "\n".join(lines)
 
@@ -352,6 +474,5 @@ def markdown(book: dict) -> str:
     worst = sorted(book["rows"], key=lambda r: (r["status"] == "graded", r["percent"] or 0))[:20]
     for r in worst:
         percent = "" if r["percent"] is None else f"{r['percent']:.1f}"
-        note = r["note"].replace("|", "\\|")
-        lines.append(f"| {r['student']} | {r['status']} | {percent} | {note} |")
+        lines.append(f"| {escape.markdown(r['student'])} | {r['status']} | {percent} | {escape.markdown(r['note'])} |")
     return "\n".join(lines)

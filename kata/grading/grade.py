@@ -26,12 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import project
+from ..judge.status import folded
 from . import course, pristine, reports, strict
 from . import points as points_mod
 from .runner import BUDGET_SPENT, RunResult, part, run_tests
 
 SCHEMA_VERSION = 1
-STATUSES = ("passed", "failed", "not started", "error", "timed out")
 PRIVATE_DIR = "tests/instructor_checks"
 _SKIP_EVERYWHERE = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", "venv",
                     ".venv-tools", ".ipynb_checkpoints"}
@@ -226,13 +226,9 @@ def _ignore(root: Path):
 
 
 def _environment() -> dict:
-    try:
-        import numpy
-
-        numpy_version = numpy.__version__
-    except ImportError:  # pragma: no cover - the grade session installs it
-        numpy_version = None
-    return {"python": platform.python_version(), "numpy": numpy_version, "platform": platform.platform()}
+    found = project.versions(("numpy", "pytest"))
+    return {"python": platform.python_version(), "numpy": found["numpy"]["installed"],
+            "platform": platform.platform(), "packages": found}
 
 
 def _copy_package(source: Path, target: Path) -> None:
@@ -299,20 +295,6 @@ def _private_tests(source: Path, workspace: Path) -> dict[int, list[str]]:
 
 
 # -- scoring -------------------------------------------------------------------------------------------
-def combine(statuses: list[str]) -> str:
-    """One status for several: all passed, all not started, else the worst that happened."""
-    if not statuses:
-        return "error"
-    if all(s == "passed" for s in statuses):
-        return "passed"
-    if all(s == "not started" for s in statuses):
-        return "not started"
-    for worst in ("error", "timed out"):
-        if worst in statuses:
-            return worst
-    return "failed"
-
-
 def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
     """Group a chapter's tests into steps (the worksheet) and checks (beyond it) and score them."""
     tests = {t["nodeid"]: t for t in run.tests}
@@ -342,7 +324,7 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
             continue  # a step of the key with no test (the chapter is still being written)
         statuses = [m["status"] for m in members]
         passed = statuses.count("passed")
-        status = combine(statuses) if members else ("timed out" if run.problems else "error")
+        status = folded(statuses) if members else ("timed out" if run.problems else "error")
         first = next((m for m in members if m["status"] != "passed"), None)
         steps.append({
             "id": unit_id,
@@ -374,7 +356,7 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
         s["points"] = round(earned, 4)
     error = _chapter_error(run, results)
     statuses = [s["status"] for s in steps]
-    status = combine(statuses) if steps else "error"
+    status = folded(statuses) if steps else "error"
     if error and all(st in ("error", "timed out") for st in statuses):
         status = "timed out" if run.problems else "error"
     return {
@@ -478,7 +460,7 @@ def _total(chapters: list[dict]) -> dict:
     counts = _counts(chapters)
     counts["passed"] = sum(c["passed"] for c in chapters)
     counts["total"] = sum(c["total"] for c in chapters)
-    counts["status"] = combine([c["status"] for c in chapters])
+    counts["status"] = folded([c["status"] for c in chapters])
     return counts
 
 

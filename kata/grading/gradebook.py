@@ -1,10 +1,13 @@
 """The class's gradebook: one row per learner, as ``gradebook.csv`` (spreadsheets, LMS) and ``gradebook.json``.
 
-``gradebook.csv`` starts with exactly these columns, then the roster's extra columns (and, with
+``gradebook.csv`` (UTF-8 with a byte-order mark, for Excel) starts with exactly these columns, then the
+roster's extra columns (and, with
 ``--extra-tests``, ``private_points`` and ``private_max_points``)::
 
-    student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, ch10, note
+    student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, ch10, note,
+    late, sandbox, other_branches, not_graded, notebooks, shared_with
 
+Its first row after the header is ``(maximum points)``: the total's and each chapter's maximum.
 ``gradebook.json`` (schema ``gradebook.schema.json``, documented in ``docs/instructors.md``) holds the
 same rows plus each learner's whole ``results.json``. Shards of a class merge into one gradebook here.
 """
@@ -18,10 +21,15 @@ import shutil
 import statistics
 from pathlib import Path
 
+from . import escape
+from .roster import Learner
+
 SCHEMA_VERSION = 1
 SCHEMA = Path(__file__).with_name("gradebook.schema.json")
 STATUSES = ("graded", "missing", "error")
 LEADING = ("student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent")
+# After the chapters and the note: what the instructor must know about how a row was graded.
+FLAGS = ("late", "sandbox", "other_branches", "not_graded", "notebooks", "shared_with")
 
 
 class MergeError(ValueError):
@@ -35,15 +43,46 @@ def load_schema() -> dict:
 
 def columns(chapters: list[int], extra_columns: list[str], private: bool) -> list[str]:
     """The CSV header: the fixed columns, a column per chapter, note, then the roster's own columns."""
-    cols = [*LEADING, *(f"ch{n}" for n in chapters), "note", *extra_columns]
+    cols = [*LEADING, *(f"ch{n}" for n in chapters), "note", *FLAGS, *extra_columns]
     if private:
         cols += ["private_points", "private_max_points"]
     return cols
 
 
+def sandbox(results: dict | None) -> str | None:
+    """``"bubblewrap"``, ``"none"`` (the learner's code ran unsealed), or None (no learner code ran)."""
+    said = (results or {}).get("protections") or []
+    if any(p.startswith("bubblewrap") for p in said):
+        return "bubblewrap"
+    if any(p.startswith("no sandbox") for p in said):
+        return "none"
+    return None
+
+
 def row(learner, *, status: str, repo: str, commit: str | None, committed_at: str | None, note: str,
-        results: dict | None, chapters: list[int], cached: bool = False, seconds: float = 0.0) -> dict:
-    """One learner's row (``results`` is their ``results.json``, or None when nothing was graded)."""
+        results: dict | None, chapters: list[int], cached: bool = False, seconds: float = 0.0,
+        late: int | None = None, branches: list[str] = (), dropped: list[str] = (), notebooks: list[int] = (),
+        shared_with: list[str] = ()) -> dict:
+    """One learner's row (``results`` is their ``results.json``, or None when nothing was graded).
+
+    ``late``: commits after the deadline; ``branches``: newer branch heads not graded; ``dropped``: files left
+    out; ``notebooks``: chapters answered in notebooks; ``shared_with``: students with the same repository.
+    Each of them, and a grade without a sandbox, is also said in the ``note``.
+    """
+    said = [note] if note else []
+    if branches:
+        said.append("newer commits on other branches, not graded (only the default branch is): "
+                    + "; ".join(branches))
+    if dropped:
+        said.append("not graded: " + "; ".join(dropped))
+    if notebooks:
+        said.append(f"chapter{'s' if len(notebooks) > 1 else ''} {', '.join(map(str, notebooks))} graded with the "
+                    "answers in notebooks/ (a function finished in its notebook replaces the one in exercises/)")
+    if shared_with:
+        said.append(f"the same repository as {', '.join(shared_with)} (--allow-shared)")
+    if sandbox(results) == "none":
+        said.append("graded without a sandbox (bubblewrap is not installed where it ran)")
+    note = "; ".join(said)
     by_number = {c["chapter"]: c for c in (results or {}).get("chapters", [])}
     total = (results or {}).get("total")
     private = None
@@ -68,6 +107,12 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
             for n in chapters
         ],
         "note": note,
+        "late": late,
+        "sandbox": sandbox(results),
+        "other_branches": list(branches),
+        "not_graded": list(dropped),
+        "notebooks": list(notebooks),
+        "shared_with": list(shared_with),
         "extra": dict(learner.extra),
         "private": private,
         "course_version": (results or {}).get("course_version"),
@@ -78,23 +123,58 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
     }
 
 
-def _number(x) -> str:
+def number(x) -> str:
+    """A number of points as a spreadsheet reads it (``12``, ``7.5``), or '' for None."""
     if x is None:
         return ""
     return f"{x:g}" if float(x).is_integer() else f"{x:.4f}".rstrip("0").rstrip(".")
 
 
+_number = number
+
+
+def cell(text) -> str:
+    """A text cell of a CSV file for a spreadsheet or an LMS (the one place such a cell is made).
+
+    A learner's text that a spreadsheet would read as a formula is made inert (:func:`escape.csv_cell`).
+    """
+    return escape.csv_cell("" if text is None else str(text))
+
+
+MAX_ROW = "(maximum points)"
+
+
+def max_row(book: dict) -> dict[str, str]:
+    """The row of maximum points: the total's and each graded chapter's (from any graded learner)."""
+    cells = {"student": MAX_ROW}
+    totals = [r["max_points"] for r in book["rows"] if r["max_points"] is not None]
+    if totals:
+        cells["max_points"] = cells["points"] = number(totals[0])
+    for r in book["rows"]:
+        for c in r["chapters"]:
+            if c["max_points"] is not None:
+                cells.setdefault(f"ch{c['chapter']}", number(c["max_points"]))
+    return cells
+
+
 def csv_text(book: dict) -> str:
-    """``gradebook.csv`` of a gradebook."""
+    """``gradebook.csv`` of a gradebook: the header, the row of maximum points, then one row per learner."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(book["columns"])
+    writer.writerow([cell(c) for c in book["columns"]])
+    top = max_row(book)
+    writer.writerow([cell(top.get(c, "")) for c in book["columns"]])
     for r in book["rows"]:
         cells = {
             "student": r["student"], "repo": r["repo"], "commit": r["commit"] or "",
             "committed_at": r["committed_at"] or "", "status": r["status"], "points": _number(r["points"]),
             "max_points": _number(r["max_points"]),
             "percent": "" if r["percent"] is None else f"{r['percent']:.1f}", "note": r["note"],
+            "late": "" if r.get("late") is None else str(r["late"]), "sandbox": r.get("sandbox") or "",
+            "other_branches": "; ".join(r.get("other_branches") or []),
+            "not_graded": "; ".join(r.get("not_graded") or []),
+            "notebooks": " ".join(map(str, r.get("notebooks") or [])),
+            "shared_with": "; ".join(r.get("shared_with") or []),
         }
         for c in r["chapters"]:
             cells[f"ch{c['chapter']}"] = _number(c["points"])
@@ -102,7 +182,7 @@ def csv_text(book: dict) -> str:
         if r["private"] is not None or "private_points" in book["columns"]:
             cells["private_points"] = _number((r["private"] or {}).get("points"))
             cells["private_max_points"] = _number((r["private"] or {}).get("max_points"))
-        writer.writerow([cells.get(c, "") for c in book["columns"]])
+        writer.writerow([cell(cells.get(c, "")) for c in book["columns"]])
     return buf.getvalue()
 
 
@@ -123,13 +203,17 @@ def write(book: dict, out: Path) -> list[Path]:
     """Write ``gradebook.csv`` and ``gradebook.json`` into ``out``; return their paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "gradebook.csv", out / "gradebook.json"]
-    paths[0].write_text(csv_text(book), encoding="utf-8")
+    paths[0].write_text(csv_text(book), encoding="utf-8-sig")  # the byte-order mark: Excel then reads UTF-8
     paths[1].write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return paths
 
 
-def merge(folders: list[Path], out: Path) -> dict:
+def merge(folders: list[Path], out: Path, shards: int | None = None) -> dict:
     """Combine the outputs of ``--shard`` runs into one gradebook; copy their ``students/`` into ``out``.
+
+    ``shards`` (``--shards N``): how many shards the run had. Then a shard that did not finish (its folder is
+    not among ``folders``) is named, and each of its learners is an ``error`` row saying so, instead of the
+    merge being refused: the instructor gets the rest of the class, and knows which job to look at.
 
     Raises:
         MergeError: a folder without ``gradebook.json``, shards of different classes or course versions,
@@ -156,6 +240,17 @@ def merge(folders: list[Path], out: Path) -> dict:
             rows[r["student"]] = r
     order = first["roster"]["students"]
     left_out = [s for s in order if s not in rows]
+    if left_out and shards:
+        have = {b.get("shard") for _, b in books}
+        ranked = sorted(order)  # roster.Roster.shard: students sorted by name, every N-th one
+        for student in left_out:
+            which = f"{ranked.index(student) % shards + 1}/{shards}"
+            if which in have:
+                raise MergeError(f"--merge: shard {which} did not grade {student!r} (a different roster?)")
+            rows[student] = row(Learner(student, "", 0), status="error", repo="", commit=None, committed_at=None,
+                                note=f"not graded: shard {which} did not finish (its job failed; see its log)",
+                                results=None, chapters=[c["chapter"] for c in first["chapters"]])
+        left_out = []
     if left_out:
         raise MergeError(f"--merge: no shard graded {len(left_out)} learner(s) of the roster: "
                          f"{', '.join(left_out[:20])}{' …' if len(left_out) > 20 else ''} (a shard missing?)")

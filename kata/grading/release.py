@@ -1,11 +1,17 @@
 """``nox -s release -- DIR``: write the student edition of the course into DIR.
 
-The edition is the repository as a class receives it:
+The edition is the repository as a class receives it, built from an allow-list (``SHIPS``): the folders and
+files a course is made of. Any other file it finds (a roster, a gradebook, notes, an export) is *refused*:
+the release lists each and writes nothing, unless the file (or its folder) is named with ``--include``.
+Rosters, gradebooks, caches and reports are also ignored by git (``.gitignore``), so they never get that far.
+Of what the list ships:
 
 - without ``solutions/``;
 - without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``), the
   snapshots they read (``tests/snapshots/chapterNN.npz``) and ``__init__.py`` stay (the meta tests,
   ``tests/tools/`` and ``.ci/`` run against ``solutions/``);
+- without the audit scripts (``scripts/audit_*.py``): they recompute a worksheet from first principles,
+  which is a solution by another name;
 - without the solution sections of every Markdown file: the lines from ``<!-- kata:solution -->`` to
   ``<!-- /kata:solution -->``, or from ``<!-- kata:authors-only -->`` to ``<!-- /kata:authors-only -->``
   (each marker on a line of its own), are cut; an unclosed marker is an error, never a silent leak;
@@ -27,8 +33,31 @@ from .. import project
 
 WORKFLOW = project.ROOT / ".github" / "workflows" / "grade.yml"  # rendered into the edition with its course and tag
 MARKERS = ("solution", "authors-only")
-_SKIP_PARTS = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", ".kata"}
-_SKIP_TOP = {"grade", "site", "build"}
+_SKIP_PARTS = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", ".kata",
+               ".venv-tools"}
+_SKIP_TOP = {"grade", "site", "build", "runs"}
+# What a course ships: these folders (with everything in them) and files, at the repository's root.
+SHIPS = ("docs/", "exercises/", "reference/", "notebooks/", "kata/", "data/", "scripts/", "benchmarks/", "tests/",
+         "noxfile.py", "pyproject.toml", "uv.lock", "start.py", "mkdocs.yml", "README.md", "CONTRIBUTING.md",
+         "grading.toml", ".gitignore", "conftest.py")
+# The authors' own files: known, and left out of every edition (``belongs``).
+AUTHORS_ONLY = ("solutions/", ".ci/", ".github/", ".kata/")
+
+
+class Refused(ValueError):
+    """Files the repository holds that are not part of a course: nothing is written."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        super().__init__(
+            f"{len(paths)} file(s) here are not part of a course and would have gone into the student edition; "
+            "nothing was written. Move them out of the repository (a roster or a gradebook belongs outside it), "
+            "or name each one to ship with --include PATH:\n" + "\n".join(f"  {p}" for p in paths))
+
+
+def listed(path: str, names: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``path`` is one of ``names`` or inside one of them (a name ending in ``/``, or any folder)."""
+    return any(path == n.rstrip("/") or path.startswith(n.rstrip("/") + "/") for n in names)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,6 +71,8 @@ def parser() -> argparse.ArgumentParser:
         help="the public repository holding the course's release tag (the workflow fetches its tests)",
     )
     p.add_argument("--tag", default="", help="the course's release tag, e.g. v1 (the workflow grades with it)")
+    p.add_argument("--include", action="append", default=[], metavar="PATH",
+                   help="ship this file or folder too, although it is not part of a course (repeatable)")
     return p
 
 
@@ -65,10 +96,10 @@ def source_files(root: Path) -> list[str]:
 def belongs(path: str) -> bool:
     """Whether a file goes into the student edition."""
     parts = path.split("/")
-    if parts[0] in ("solutions", ".ci", ".kata") or parts[0] in _SKIP_TOP:
-        return False
-    if parts[0] == ".github":
-        return False  # the edition's only workflow is the grading one, written below
+    if not listed(path, SHIPS) or parts[0] in _SKIP_TOP:
+        return False  # .github/ among them: the edition's only workflow is the grading one, written below
+    if parts[0] == "scripts" and parts[-1].startswith("audit_"):
+        return False  # a worksheet recomputed from first principles: a solution by another name
     if parts[0] == "tests":
         if len(parts) == 3 and parts[1] == "snapshots":  # the chapter tests' stored expected values
             return bool(re.fullmatch(r"chapter\d\d\.npz", parts[2]))
@@ -100,7 +131,7 @@ def render_workflow(course_repo: str, tag: str) -> str:
     return re.sub(r'(?m)^(\s*COURSE_TAG:).*$', rf'\1 "{tag}"', text)
 
 
-def release(root: Path, target: Path, course_repo: str = "", tag: str = "") -> dict:
+def release(root: Path, target: Path, course_repo: str = "", tag: str = "", include: list[str] = ()) -> dict:
     """Write the edition; return what was left out and what was cut.
 
     Args:
@@ -108,11 +139,13 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "") -> d
         target: the folder to write (created; must be empty if it exists).
         course_repo: the public repository the workflow fetches the release tag from.
         tag: the release tag the workflow grades with.
+        include: files or folders (relative to ``root``) to ship although ``SHIPS`` does not list them.
 
     Returns:
-        ``{"written": n, "left_out": [paths], "sections_cut": {path: n}}``.
+        ``{"written": n, "left_out": [paths], "sections_cut": {path: n}, "included": [paths]}``.
 
     Raises:
+        Refused: files that are neither part of a course nor the authors' own, not named in ``include``.
         ValueError: ``target`` is not empty, is inside ``root``'s protected folders, or a marker is unclosed.
     """
     target = target.resolve()
@@ -122,11 +155,22 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "") -> d
     if target == root.resolve() or inside:
         raise ValueError(f"{target} is inside the repository; write the edition elsewhere (or under build/)")
     files = source_files(root)
-    left_out = [f for f in files if not belongs(f)]
+    include = [Path(p).as_posix().strip("/") for p in include]
+    unknown = [p for p in include if not any(listed(f, [p]) for f in files)]
+    if unknown:
+        raise ValueError(f"--include: no file {', '.join(map(repr, unknown))} here (paths are relative to {root})")
+    private = [p for p in include if listed(p, AUTHORS_ONLY)]
+    if private:
+        raise ValueError(f"--include: {', '.join(map(repr, private))} is the authors' own and never ships")
+    included = [f for f in files if listed(f, include) and not listed(f, SHIPS) and not listed(f, AUTHORS_ONLY)]
+    refused = [f for f in files if not listed(f, SHIPS) and not listed(f, AUTHORS_ONLY) and f not in included]
+    if refused:
+        raise Refused(refused)
+    left_out = [f for f in files if not belongs(f) and f not in included]
     cut: dict[str, int] = {}
     pending: dict[str, bytes] = {}
     for name in files:
-        if not belongs(name):
+        if not belongs(name) and name not in included:
             continue
         data = (root / name).read_bytes()
         if name.endswith(".md"):
@@ -143,20 +187,22 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "") -> d
         source = root / name
         if source.exists() and source.stat().st_mode & 0o111:
             path.chmod(path.stat().st_mode | 0o111)
-    return {"written": len(pending), "left_out": left_out, "sections_cut": cut}
+    return {"written": len(pending), "left_out": left_out, "sections_cut": cut, "included": included}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write the edition and say what it holds."""
     args = parser().parse_args(argv)
     try:
-        done = release(project.ROOT, Path(args.dir), args.course_repo, args.tag)
+        done = release(project.ROOT, Path(args.dir), args.course_repo, args.tag, args.include)
     except ValueError as err:
         print(f"release: {err}")
         return 2
     print(f"wrote the student edition into {Path(args.dir).resolve()}: {done['written']} files")
     tops = sorted({"/".join(p.split("/")[: 2 if p.startswith("tests/") else 1]) for p in done["left_out"]})
     print(f"left out: {', '.join(tops) or 'nothing'}")
+    for name in done["included"]:
+        print(f"included (--include): {name}")
     for name, n in sorted(done["sections_cut"].items()):
         print(f"cut {n} solution/authors-only section(s) from {name}")
     if not args.tag:

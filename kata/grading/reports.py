@@ -12,6 +12,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from . import escape
+
 MARK = {"passed": "✅", "failed": "❌", "not started": "⬜", "error": "⚠️", "timed out": "⏱️"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -114,7 +116,7 @@ def markdown(results: dict) -> str:
         f"## Transformer Katas: grade on the {wording(results)}",
         "",
         f"**{_fmt(total['points'])} / {_fmt(total['max_points'])} points ({total['percent']:.1f} %)** · "
-        f"implementation `{results['implementation']}` · {len(results['chapters'])} chapter(s)"
+        f"implementation {escape.markdown_code(results['implementation'])} · {len(results['chapters'])} chapter(s)"
         + (isolated if results["options"]["isolate"] else ""),
         "",
         "| Chapter | Title | Steps and checks passed | Points | Status |",
@@ -140,17 +142,20 @@ def markdown(results: dict) -> str:
     if restored:
         lines.append("")
         if restored["differed"]:
-            lines.append(f"Graded with the course's files from `{restored['ref']}`. Files that differed:")
+            lines.append(f"Graded with the course's files from {escape.markdown_code(restored['ref'])}. "
+                         "Files that differed:")
             lines.append("")
-            lines.extend(f"- `{d['path']}` ({d['change']})" for d in restored["differed"])
+            lines.extend(f"- {escape.markdown_code(d['path'])} ({escape.markdown(d['change'])})"
+                         for d in restored["differed"])
         else:
-            lines.append(f"Graded with the course's files from `{restored['ref']}`; none of them differed.")
+            lines.append(f"Graded with the course's files from {escape.markdown_code(restored['ref'])}; "
+                         "none of them differed.")
     errors = [c for c in results["chapters"] if c["error"]]
     if errors:
         lines.append("")
         for c in errors:
             first = c["error"].splitlines()[0]
-            lines.append(f"- chapter {c['chapter']}: `{_cell(first)[:300]}`")
+            lines.append(f"- chapter {c['chapter']}: {escape.markdown_code(first, limit=300)}")
     todo = [
         (c, s) for c in results["chapters"] for s in c["steps"]
         if s["status"] in ("failed", "error", "timed out") and "does not import" not in (s["message"] or "")
@@ -160,7 +165,8 @@ def markdown(results: dict) -> str:
         for c, s in todo[:200]:
             first = _gist(s["message"] or "", s["title"]) or s["status"]
             label = f"step {s['id']}" if s["kind"] == "step" else "check"
-            lines.append(f"- chapter {c['chapter']}, {label} {_cell(s['title'])}: {s['status']} — {_cell(first)[:200]}")
+            lines.append(f"- chapter {c['chapter']}, {label} {_cell(s['title'])}: {s['status']} — "
+                         f"{escape.markdown(first, limit=200)}")
         if len(todo) > 200:
             lines.append(f"- … and {len(todo) - 200} more (see results.json)")
         lines += ["", "</details>"]
@@ -169,7 +175,8 @@ def markdown(results: dict) -> str:
         lines += ["", "<details><summary>Passed, but worth no points yet</summary>", ""]
         for c, s in withheld[:100]:
             label = f"step {s['id']}" if s["kind"] == "step" else "check"
-            lines.append(f"- chapter {c['chapter']}, {label} {_cell(s['title'])}: {_cell(s['withheld'])[:300]}")
+            lines.append(f"- chapter {c['chapter']}, {label} {_cell(s['title'])}: "
+                         f"{escape.markdown(s['withheld'], limit=300)}")
         lines += ["", "</details>"]
     return "\n".join(lines)
 

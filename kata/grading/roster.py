@@ -12,14 +12,20 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 REQUIRED = ("student", "repo")
 # Names the gradebook uses itself: an extra column may not take one.
 RESERVED = {"student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent", "note",
+            "late", "sandbox", "other_branches", "not_graded", "notebooks", "shared_with",
             "private_points", "private_max_points"}
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+# A student's name is a folder name (students/<name>/): file systems count bytes (255 at most on ext4,
+# APFS and NTFS alike), and UTF-8 takes up to 4 per character, so the limit is in bytes, not characters.
+MAX_NAME_BYTES = 100
 
 
 class RosterError(ValueError):
@@ -103,6 +109,7 @@ def load(path: Path) -> Roster:
     extra_columns = [c for c in columns if c.lower() not in REQUIRED]
     learners: list[Learner] = []
     first_line: dict[str, int] = {}
+    folded: dict[str, tuple[str, int]] = {}
     line = 1
     for row in reader:
         line = reader.line_num
@@ -118,11 +125,21 @@ def load(path: Path) -> Roster:
         student, repo = values["student"], values["repo"]
         if not student:
             problems.append(f"{name}, line {line}: no student")
-        elif _BAD_NAME.search(student) or student.startswith(".") or len(student) > 100:
+        elif _BAD_NAME.search(student) or student.startswith("."):
             problems.append(f"{name}, line {line}: the student {student!r} cannot name a folder "
-                            "(no '/', '\\', control characters or leading '.'; at most 100 characters)")
+                            "(no '/', '\\', control characters or leading '.')")
+        elif len(student.encode("utf-8")) > MAX_NAME_BYTES:
+            problems.append(f"{name}, line {line}: the student {student[:20]!r}… is {len(student.encode('utf-8'))} "
+                            f"bytes long in UTF-8, over the {MAX_NAME_BYTES} a folder name may take here (a letter "
+                            "such as 'é' takes 2 bytes, '李' 3); shorten it")
         elif student in first_line:
             problems.append(f"{name}, line {line}: duplicate student {student!r} (first on line {first_line[student]})")
+        elif folded_name(student) in folded:
+            other, at = folded[folded_name(student)]
+            problems.append(f"{name}, line {line}: the student {student!r} differs from {other!r} (line {at}) only in "
+                            "case or spaces: their folders would be one on macOS and Windows; tell them apart")
+        if student:
+            folded.setdefault(folded_name(student), (student, line))
         if not repo:
             problems.append(f"{name}, line {line}: no repo for {student or 'this row'!r}")
         if student and student not in first_line:
@@ -134,3 +151,37 @@ def load(path: Path) -> Roster:
     if not learners:
         raise RosterError(f"{name}: the roster has a header but no learners")
     return Roster(path=path, learners=learners, extra_columns=extra_columns)
+
+
+def folded_name(student: str) -> str:
+    """A name as macOS and Windows folders compare it: one Unicode form, case folded, spaces collapsed."""
+    return " ".join(unicodedata.normalize("NFC", student).casefold().split())
+
+
+def shared(learners: list[Learner], where: Callable[[str], str]) -> dict[str, list[Learner]]:
+    """Learners whose repositories are one (``where`` maps a roster's repo to where it is fetched from).
+
+    Returns ``{student: [the other learners with the same repository]}`` for every learner who shares one.
+    """
+    by_place: dict[str, list[Learner]] = {}
+    for x in learners:
+        place = where(x.repo).rstrip("/").removesuffix(".git")
+        scp = re.fullmatch(r"[\w.-]+@([\w.-]+):(.+)", place)  # git@github.com:owner/name, as https would say it
+        if scp:
+            place = f"https://{scp.group(1)}/{scp.group(2)}"
+        by_place.setdefault(place.casefold() if "://" in place or "@" in place else place, []).append(x)
+    return {x.student: [y for y in group if y is not x] for group in by_place.values() if len(group) > 1
+            for x in group}
+
+
+def refuse_shared(roster: Roster, sharing: dict[str, list[Learner]]) -> None:
+    """Raise ``RosterError`` naming every learner whose repository an earlier line already claims."""
+    problems = []
+    for x in roster.learners:
+        earlier = [y for y in sharing.get(x.student, []) if y.line < x.line]
+        if earlier:
+            problems.append(f"{roster.path.name}, line {x.line}: {x.student!r} has the repository of "
+                            f"{earlier[0].student!r} (line {earlier[0].line}): {x.repo}; one repository per "
+                            "learner (--allow-shared grades it for each and flags the rows)")
+    if problems:
+        raise RosterError("\n".join(problems))

@@ -65,6 +65,7 @@ class Stream:
         self.seen = 0  # results of the kata plugin already written
         self.got: dict[str, Any] = {}
         self.started: dict[str, float] = {}
+        self._protections_said: list[str] = []
         if config.getoption("kata_record_values"):
             self._record_values()
 
@@ -118,6 +119,14 @@ class Stream:
                 event["got"] = self.got.pop(result.step)
             self.emit(event="result", **event)
         self.seen = len(state.results)
+        self._say_protections(state.worker)
+
+    def _say_protections(self, worker) -> None:  # noqa: ANN001 - the judge's worker proxy, or None
+        """Say the protections as soon as the learner's process has them (a run cut short still has them)."""
+        said = list(worker.protections) if worker is not None and worker.protections else []
+        if said and said != self._protections_said:
+            self._protections_said = said
+            self.emit(event="protections", protections=said)
 
     def _remember_hanging_import(self, state: Any, result: Any) -> None:
         """A chapter whose import timed out would time out again in every test: say so once."""
@@ -152,8 +161,7 @@ class Stream:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Say which protections applied to the learner's process."""
         worker = self.config.stash[self.kata.STATE].worker
-        if worker is not None and worker.protections:
-            self.emit(event="protections", protections=list(worker.protections))
+        self._say_protections(worker)
         if worker is not None and worker.uses:
             self.emit(event="uses", uses=worker.uses)
 

@@ -4,8 +4,17 @@
 - Without a deadline the default branch's head is graded, from a shallow clone (depth 1).
 - With a deadline, the last commit on the default branch whose committer date is at or before it (from a
   clone without file contents, ``--filter=blob:none``); later commits are counted for the gradebook's note.
-- Only regular files under ``exercises/`` are taken out of the commit (no symbolic links, nothing
-  else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never reach the grader).
+- Only regular files under ``exercises/``, and the chapter notebooks ``notebooks/*.ipynb``, are taken
+  out of the commit (nothing else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never
+  reach the grader). A symbolic link or a submodule is left out and named in ``dropped``, so the gradebook
+  says why a chapter was not graded.
+- Every file is measured before it is read (``git ls-tree -l``: a 1 GiB file of zeros is 1 MB in git and
+  would otherwise be read whole): a file over ``MAX_FILE_BYTES`` is not graded, and Python files first,
+  then the others, are taken while they fit in ``MAX_TOTAL_BYTES`` and ``MAX_FILES``. Each file left
+  out is named in ``dropped`` too.
+- Every branch is fetched (its commits, not its files): a branch whose head is newer than the graded
+  commit is named in ``branches`` (only the default branch is graded).
+- Times in notes are shown in the deadline's time zone (the learner's own zone can read as "before").
 - git never asks for a password (a private repository without a token is "missing", not a hang); a token
   in ``$KATA_GIT_TOKEN`` is sent as an HTTP header to the git host only, never written to disk or a report.
 
@@ -21,14 +30,17 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .runner import kill
 
 TOKEN_VARIABLE = "KATA_GIT_TOKEN"
-MAX_FILES = 500
-MAX_BYTES = 20 * 1024 * 1024
+# The course's exercises/ is about 100 KB in 11 files: the limits leave room for a learner's own modules and
+# notes, and keep what one learner can make the grader read, copy and hand to every worker restart small.
+MAX_FILES = 200
+MAX_FILE_BYTES = 1024 * 1024
+MAX_TOTAL_BYTES = 8 * 1024 * 1024
 _OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
 
 
@@ -40,6 +52,10 @@ class Submission:
     committed_at: str
     exercises: Path
     note: str = ""
+    late: int | None = None  # commits on the default branch after the deadline (None: no deadline)
+    dropped: list[str] = field(default_factory=list)  # "exercises/x.py: symbolic link", left out
+    branches: list[str] = field(default_factory=list)  # "work (abc1234, 2027-…)": newer heads elsewhere
+    notebooks: Path | None = None  # the learner's notebooks/ (chapter notebooks only), when there are any
 
 
 @dataclass
@@ -127,7 +143,7 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     local = not ("://" in url or "@" in url.split("/", 1)[0])
     if local and not Path(url).exists():
         return Missing(f"unreachable: no repository at {url}")
-    args = ["clone", "--quiet", "--no-checkout", "--single-branch", "--no-tags"]
+    args = ["clone", "--quiet", "--no-checkout", "--no-single-branch", "--no-tags"]
     if deadline is None and not local:
         args += ["--depth", "1"]
     elif not local:
@@ -144,11 +160,13 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=clone, env=env, until=until)
     except _GitFailed:
         return Missing("empty repository: no commit on the default branch")
+    zone = deadline.tzinfo if deadline is not None else None
     try:
         if deadline is None:
             commit = head.decode().strip()
             stamp = _git(["show", "-s", "--format=%cI", commit], cwd=clone, env=env, until=until).decode().strip()
             note = ""
+            late = None
         else:
             log = _git(["log", "--format=%H %ct %cI", "HEAD"], cwd=clone, env=env, until=until).decode().split("\n")
             entries = [(h, int(ct), iso) for h, ct, iso in (line.split(" ", 2) for line in log if line.strip())]
@@ -157,41 +175,116 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
             after = [e for e in entries if e[1] > limit]
             if not before:
                 first = min(entries, key=lambda e: e[1])
-                return Missing(f"no commit at or before the deadline (the first is from {first[2]})")
+                return Missing(f"no commit at or before the deadline (the first is from {when(first[1], zone)})")
             commit, _, stamp = max(before, key=lambda e: e[1])  # max keeps the first (newest in git's order)
             note = ""
+            late = len(after)
             if after:
                 latest = max(after, key=lambda e: e[1])
                 note = (f"{len(after)} later commit{'s' if len(after) != 1 else ''} after the deadline not graded "
-                        f"(latest {latest[0][:7]}, {latest[2]})")
-        listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit, "--", "exercises"], cwd=clone, env=env,
-                       until=until).decode(errors="replace")
+                        f"(latest {latest[0][:7]}, {when(latest[1], zone)})")
+        branches = _newer_branches(clone, env, until, commit, deadline)
+        listing = _git(["ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", "exercises", "notebooks"],
+                       cwd=clone, env=env, until=until).decode(errors="replace")
     except _GitFailed as err:
         return Missing(f"could not read the repository: {err}")
-    files = []
+    found, dropped = [], []
     for entry in filter(None, listing.split("\0")):
         meta, _, path = entry.partition("\t")
-        mode, kind, sha = meta.split()
-        if kind == "blob" and mode in ("100644", "100755") and path.startswith("exercises/"):
-            files.append((path, sha))
-    if not files:
+        mode, kind, sha, size = meta.split()
+        if path.startswith("notebooks/") and not (path.count("/") == 1 and path.endswith(".ipynb")):
+            continue  # only the chapter notebooks: anything else there is never read
+        if any(p in ("..", "", ".") for p in path.split("/")):
+            dropped.append(f"{path}: unsafe path")
+        elif kind == "blob" and mode in ("100644", "100755"):
+            found.append((path, sha, int(size)))
+        else:
+            dropped.append(f"{path}: {_KINDS.get(mode, 'special file')}")
+    if not any(path.startswith("exercises/") for path, _, _ in found):
         return Missing(f"no exercises/ folder at commit {commit[:7]}", commit, stamp)
-    if len(files) > MAX_FILES:
-        return Missing(f"exercises/ holds {len(files)} files at commit {commit[:7]} (over {MAX_FILES})", commit, stamp)
+    files, left_out = choose(found)
+    dropped += left_out
+    if not any(path.startswith("exercises/") for path, _, _ in files):
+        return Missing(f"nothing to grade in exercises/ at commit {commit[:7]}: {'; '.join(left_out)}", commit,
+                       stamp)
     exercises = target / "exercises"
     try:
-        for path, sha in files:
+        for path, sha, size in files:
             data = _git(["cat-file", "blob", sha], cwd=clone, env=env, until=until)
-            parts = Path(path).parts
-            if any(p in ("..", "") for p in parts) or len(data) > MAX_BYTES:
-                continue
-            out = target.joinpath(*parts)
+            if len(data) != size:  # git said otherwise a moment ago: not the file that was measured
+                raise _GitFailed(f"{path} changed size while it was read")
+            out = target.joinpath(*Path(path).parts)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(data)
     except _GitFailed as err:
         return Missing(f"could not read exercises/ at commit {commit[:7]}: {err}", commit, stamp)
     shutil.rmtree(clone, ignore_errors=True)
-    return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note)
+    notebooks = target / "notebooks"
+    return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note, late=late,
+                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None)
+
+
+_KINDS = {"120000": "symbolic link", "160000": "submodule"}
+
+
+def when(timestamp: int, zone: dt.tzinfo | None) -> str:
+    """A commit time (seconds since the epoch) in ISO 8601, in ``zone`` (the deadline's), else in UTC."""
+    return dt.datetime.fromtimestamp(timestamp, zone or dt.UTC).isoformat()
+
+
+def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline: dt.datetime | None) -> list[str]:
+    """Other branches whose head is newer than the graded commit: ``"work (abc1234, <time>)"``, newest first.
+
+    Only a note: when git cannot say (a detached head, say), there is none, and the grade goes on.
+    """
+    try:
+        default = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env, until=until).decode().strip()
+        graded = int(_git(["show", "-s", "--format=%ct", commit], cwd=clone, env=env, until=until).decode().strip())
+        refs = _git(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname) %(committerdate:unix)",
+                     "refs/remotes/origin"], cwd=clone, env=env, until=until).decode().splitlines()
+    except (_GitFailed, ValueError):
+        return []
+    zone = deadline.tzinfo if deadline is not None else None
+    found = []
+    for line in refs:
+        if line.count(" ") < 2:
+            continue
+        name, sha, stamp = line.rsplit(" ", 2)
+        if name in ("HEAD", default) or sha == commit or not stamp.isdigit() or int(stamp) <= graded:
+            continue
+        after = " after the deadline" if deadline is not None and int(stamp) > deadline.timestamp() else ""
+        found.append((int(stamp), f"{name} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
+    return [text for _, text in sorted(found, reverse=True)]
+
+
+def choose(found: list[tuple[str, str, int]]) -> tuple[list[tuple[str, str, int]], list[str]]:
+    """The files to grade (path, blob, size) within the limits, and those left out ("path: why").
+
+    Python files come first (the graded code), then the others, each group by path; a file over
+    ``MAX_FILE_BYTES``, or past ``MAX_TOTAL_BYTES`` or ``MAX_FILES`` in that order, is left out. Past the
+    limits, the first five are named and the rest counted (a repository of 10,000 files is one line).
+    """
+    taken, too_big, no_room, total = [], [], [], 0
+    for path, sha, size in sorted(found, key=lambda f: (not f[0].endswith(".py"), f[0])):
+        if size > MAX_FILE_BYTES:
+            too_big.append(f"{path}: file over the size limit of {_size(MAX_FILE_BYTES)} ({_size(size)})")
+        elif total + size > MAX_TOTAL_BYTES or len(taken) >= MAX_FILES:
+            no_room.append(path)
+        else:
+            taken.append((path, sha, size))
+            total += size
+    room = f"past the limit of {_size(MAX_TOTAL_BYTES)} or {MAX_FILES} files in all"
+    said = [f"{path}: {room}" for path in no_room[:5]]
+    if len(no_room) > 5:
+        said.append(f"{len(no_room) - 5} more files: {room}")
+    return taken, too_big + said
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
 
 
 def parse_deadline(text: str) -> dt.datetime:

@@ -51,6 +51,14 @@ def show(value: Any) -> str:
 SHOW_AT_MOST = 400  # values in a failure message
 
 
+def _as_typed(value: Any) -> str:
+    """A number as its type prints it (``21.0`` for a float, not ``21``): for messages about the type."""
+    if isinstance(value, float | np.floating) or (isinstance(value, np.ndarray) and value.ndim == 0
+                                                   and value.dtype.kind == "f"):
+        return repr(float(value))
+    return show(value)
+
+
 def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
@@ -114,7 +122,7 @@ def returned(got: Any, kind: str | None, what: str = "the result") -> Any:
         return got
     if kind == "int":
         if not isinstance(got, (int, np.integer)) or isinstance(got, (bool, np.bool_)):
-            pytest.fail(f"{what}: expected a whole number (an int), got {_type_name(got)}: {show(got)}\n"
+            pytest.fail(f"{what}: expected a whole number (an int), got {_type_name(got)}: {_as_typed(got)}\n"
                         "  the docstring promises an int: count with whole numbers (// divides without a "
                         "remainder, / gives a float)", pytrace=False)
         return int(got)
@@ -287,9 +295,17 @@ def raises_clearly(
         missing = [w for w in words if w.lower() not in message.lower()]
         missing += [n for n in names if not re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", message)]
         if missing:
+            frames = getattr(err, "frames", None) or []
+            inner = frames[-1] if frames else None
+            origin = ""
+            if inner and not str(inner.get("source", "")).lstrip().startswith("raise"):
+                # not a raise of the learner's: NumPy (or Python) raised it inside this line of their code
+                origin = (f"\n  where     raised inside {inner['file']}:{inner['line']} in {inner['function']}: "
+                          f"{inner['source']}\n            not by a check of yours: test the input first and raise "
+                          f"{type(err).__name__} with a message naming {', '.join(repr(w) for w in missing)}")
             pytest.fail(
                 f"the error is right ({type(err).__name__}) but its message does not name "
-                f"{', '.join(repr(w) for w in missing)}: {message!r}{tail}",
+                f"{', '.join(repr(w) for w in missing)}: {message!r}{origin}{tail}",
                 pytrace=False,
             )
         return

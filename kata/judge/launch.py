@@ -33,6 +33,7 @@ from ..worker import limits as worker_limits
 MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
 WORKER = MACHINERY / "kata" / "worker" / "main.py"
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+TMP_BYTES = 64 * 1024**2  # the sandbox's /tmp: a tmpfs is host RAM, so it is small and counts against the learner
 SANDBOXED = "bubblewrap: no network, only the system and Python visible (read-only), no other processes"
 UNSANDBOXED = ("no sandbox: the learner's code can read and write what the grader's user can "
                "(install bubblewrap to seal it)")
@@ -48,7 +49,23 @@ def sandbox_command() -> list[str] | None:
     bwrap = shutil.which("bwrap")
     if not bwrap or not sys.platform.startswith("linux") or os.environ.get("KATA_NO_SANDBOX"):
         return None
-    return [bwrap]
+    return [bwrap, "--size" if _tmpfs_size_supported(bwrap) else None]
+
+
+def tmp_said(launched: Launched) -> str:
+    """What bounds the sandbox's ``/tmp``, for the report's protections."""
+    if launched.bounded_tmp:
+        return f"sandbox /tmp {TMP_BYTES >> 20} MiB"
+    return "sandbox /tmp unbounded (this bubblewrap has no --size: install 0.6 or later)"
+
+
+def _tmpfs_size_supported(bwrap: str) -> bool:
+    """Whether this bubblewrap takes ``--size`` before ``--tmpfs`` (0.6 and later)."""
+    try:
+        said = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in said.stdout + said.stderr
 
 
 def sandbox_failed() -> None:
@@ -61,8 +78,8 @@ def sandbox_failed() -> None:
 class Launched:
     """One worker process: started, NumPy loaded, waiting for its set-up frame on stdin."""
 
-    def __init__(self, proc: subprocess.Popen, home: Path, sandboxed: bool) -> None:
-        self.proc, self.home, self.sandboxed = proc, home, sandboxed
+    def __init__(self, proc: subprocess.Popen, home: Path, sandboxed: bool, bounded_tmp: bool = False) -> None:
+        self.proc, self.home, self.sandboxed, self.bounded_tmp = proc, home, sandboxed, bounded_tmp
         self.owner = os.getpid()  # the process that can wait for it
 
     @property
@@ -131,27 +148,32 @@ def launch() -> Launched:
     if _sandbox is False:
         _sandbox = sandbox_command()
     home = Path(tempfile.mkdtemp(prefix="kata-worker-"))
+    (home / "output.txt").touch(mode=0o600)  # the one file a sandboxed worker may write in its folder
     command = [sys.executable, "-I", "-X", "utf8", str(WORKER),
                json.dumps({"machinery": str(MACHINERY), "home": str(home)})]
     sandboxed = bool(_sandbox)
     if sandboxed:
         command = _sandboxed(_sandbox, command, home)
+    env = worker_limits.environment(str(home))
+    if sandboxed:
+        env["TMPDIR"] = "/tmp"  # the sandbox's own, bounded /tmp: its folder on the host's disk is read-only
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=worker_limits.environment(str(home)), cwd=home, start_new_session=hasattr(os, "setsid"),
+        env=env, cwd=home, start_new_session=hasattr(os, "setsid"),
     )
-    return Launched(proc, home, sandboxed)
+    return Launched(proc, home, sandboxed, bounded_tmp=sandboxed and bool(_sandbox[1]))
 
 
 def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
     """Bubblewrap around ``command``: nothing but the system, Python and the worker's code, read-only.
 
     An empty root: the operating system's folders, the Python installation with its packages, the
-    worker's own code (``kata/``) and its folder (where the learner's code is copied later). No course,
+    worker's own code (``kata/``) and its folder (read-only, where the learner's code is copied later). No course,
     no home folders, no other checkout that might hold a reference; no network, no other processes.
     """
-    args = [bwrap[0], "--unshare-all", "--die-with-parent", "--new-session",
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # Without a size a tmpfs may take half the host's RAM: a learner writing /tmp full took 5 GiB of it.
+    args = [bwrap[0], "--unshare-all", "--die-with-parent", "--new-session", "--dev", "/dev", "--proc", "/proc",
+            *(["--size", str(TMP_BYTES)] if bwrap[1] else []), "--tmpfs", "/tmp"]
     for system in SYSTEM_FOLDERS:
         if os.path.islink(system):
             args += ["--symlink", os.readlink(system), system]
@@ -163,7 +185,10 @@ def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
     for folder in sorted(keep, key=lambda p: len(p.parts)):
         if folder.exists() and not any(folder.is_relative_to(s) for s in SYSTEM_FOLDERS):
             args += ["--ro-bind", str(folder), str(folder)]
-    args += ["--bind", str(home), str(home), "--chdir", str(home)]
+    # The worker's folder is on the host's disk: read-only in here (the judge copies the code in from outside),
+    # but for its output file, so the learner's code cannot fill the host's disk with files.
+    output = str(home / "output.txt")
+    args += ["--ro-bind", str(home), str(home), "--bind", output, output, "--chdir", str(home)]
     return args + command
 
 

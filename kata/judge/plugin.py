@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -37,6 +38,7 @@ if _wants_a_worker(sys.argv):
     launch.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
 from . import answer_key, proxy  # noqa: E402 - after the worker's launch, on purpose
+from .status import folded  # noqa: E402
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 
@@ -63,9 +65,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kata", "transformer katas")
     group.addoption(
         "--impl",
-        default="exercises",
-        help="whose code to check: 'exercises' (default, your stubs), 'solutions', or any importable "
-        "package or package folder with the same chapterNN_<topic>.py layout",
+        default=None,
+        help="whose code to check: 'exercises' (your files alone), 'solutions', or any importable package or "
+        "package folder with the same chapterNN_<topic>.py layout; default: exercises/ with your saved "
+        "notebooks' finished functions in place (a notebook's wins; kata/answers.py)",
     )
     group.addoption("--steps", action="store_true", help="print the run as the chapter's worksheet")
     group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
@@ -113,6 +116,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
     """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
+    if value is None:  # the learner's work wherever it is: exercises/, and the notebooks' answers if any
+        from .. import answers
+
+        value = answers.default_impl()
     path = Path(value)
     if ("/" in value or os.sep in value or value.startswith(".")) and path.is_dir():
         return path.resolve().name, path.resolve().parent
@@ -299,9 +306,7 @@ class KataState:
         uses = self.worker.uses.get(answer_key.load(number).module, {}) if self.worker else {}
         if not uses:
             return ""
-        cache = getattr(self.config, "cache", None)
-        known = dict(cache.get("kata/functions", {})) if cache is not None else {}
-        known.update(self.function_status())
+        known = {**self.remembered(), **self.function_status()}
         notes = []
         for name, module in sorted(uses.items()):
             if known.get(f"{module}.{name}") in ("fails", "not started"):
@@ -311,12 +316,36 @@ class KataState:
                              f"fix chapter {earlier} first: nox -s chapter{earlier}")
         return "".join(f"\n  note      {n}" for n in notes[:3])
 
+    def _source_digest(self, module: str) -> str | None:
+        """The digest of this implementation's file of ``module``: what a remembered status is valid for."""
+        try:
+            return hashlib.sha256((self.folder / self.impl / f"{module}.py").read_bytes()).hexdigest()
+        except (OSError, TypeError):
+            return None
+
+    def remembered(self) -> dict[str, str]:
+        """What earlier runs learned of each function, kept only where its file is still the one they ran.
+
+        Keyed by the file's content, not by chapter: a run on another implementation (``--impl``), or after an
+        edit, never reuses a status that was true of other code.
+        """
+        cache = getattr(self.config, "cache", None)
+        stored = cache.get("kata/functions", {}) if cache is not None else {}
+        found = {}
+        for key, entry in stored.items() if isinstance(stored, dict) else ():
+            if isinstance(entry, dict) and entry.get("source") == self._source_digest(key.rsplit(".", 1)[0]):
+                found[key] = entry.get("status")
+        return found
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Remember which functions pass (for the notes above); write --kata-results."""
-        if getattr(self.config, "cache", None) is not None and self.worker is not None:
-            known = dict(self.config.cache.get("kata/functions", {}))
-            known.update(self.function_status())
-            self.config.cache.set("kata/functions", known)
+        """Remember which functions pass, with the file they were in (for the notes above); write --kata-results."""
+        cache = getattr(self.config, "cache", None)
+        if cache is not None and self.worker is not None:
+            stored = cache.get("kata/functions", {})
+            stored = dict(stored) if isinstance(stored, dict) else {}
+            for key, status in self.function_status().items():
+                stored[key] = {"status": status, "source": self._source_digest(key.rsplit(".", 1)[0])}
+            cache.set("kata/functions", stored)
         path = self.config.getoption("kata_results")
         if path:
             data = {
@@ -332,6 +361,8 @@ def _shown_as(folder: Path, impl: str) -> dict[str, str]:
     said = os.environ.get("KATA_SHOWN_AS")  # set by the grader, which copies the learner's folder
     if said:
         return {impl: said}
+    if folder.parent.parent == answer_key.ROOT / ".kata" / "answers":  # exercises/ with the notebooks' answers
+        return {impl: impl}
     try:
         return {impl: (folder / impl).relative_to(Path.cwd()).as_posix()}
     except ValueError:
@@ -418,16 +449,7 @@ def _grouped(results: list[Result]) -> list[tuple[str, list[Result]]]:
     return list(groups.items())
 
 
-WORST_FIRST = ("error", "timed out", "failed", "not started")
 PRINTED_LINES = 12  # of what the learner's code printed, under the first failing check
-
-
-def folded(statuses: list[str]) -> str:
-    """One status for several results of one check (its cases) or of one step (its tests).
-
-    The first of ``WORST_FIRST`` that any of them has, else passed: ✓ only when every one passed.
-    """
-    return next((s for s in WORST_FIRST if s in statuses), "passed")
 
 
 def chapter_view(results: list[Result], impl: str, broken: dict[int, str],

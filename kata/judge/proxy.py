@@ -184,6 +184,9 @@ class Worker:
         """
         if self.proc is not None:
             return
+        for home in self._homes:  # the folders of the processes before this one (all ended): one copy at a time
+            shutil.rmtree(home, ignore_errors=True)
+        self._homes.clear()
         self.launched = launch.take() or launch.launch()
         self._homes.append(self.launched.home)
         self.generation += 1
@@ -199,6 +202,8 @@ class Worker:
         self.proc = self.launched.proc
         self.protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy",
                             launch.SANDBOXED if self.launched.sandboxed else launch.UNSANDBOXED]
+        if self.launched.sandboxed:
+            self.protections.append(launch.tmp_said(self.launched))
         self._answers = queue.Queue()
         self._output_seen = 0
         self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
@@ -445,9 +450,9 @@ class Worker:
             names = answer.get("names") if isinstance(answer.get("names"), dict) else {}
             first = str(names.get(next(iter(changed)), "an argument"))[:80]
             raise ChangedItsInput(
-                f"{what} changed its argument `{first}` in place; return a new array instead "
-                f"(`x = x - m`, not `x -= m`; or start from `x = x.copy()`). "
-                "The caller's arrays are left as they were.")
+                f"{what} changed its argument `{first}` in place and did not leave it as it was; work on a "
+                f"new array (`x = x - m`, not `x -= m`; or start from `x = x.copy()`), or put back every "
+                "entry you change. The caller's arrays are left as they were.")
         try:
             value = wire.decode(answer["ok"], blobs, resolve)
         except wire.WireError as err:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.metadata
 import os
 import platform
 import subprocess
@@ -17,7 +16,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import project
+from .. import answers, project
 
 IMPORT_TIMEOUT = 15.0
 PACKAGES = ("numpy", "pytest", "pytest-check", "pytest-timeout")
@@ -26,7 +25,8 @@ PACKAGES = ("numpy", "pytest", "pytest-check", "pytest-timeout")
 def parser() -> argparse.ArgumentParser:
     """The command line of ``nox -s doctor -- ...``."""
     p = argparse.ArgumentParser(prog="nox -s doctor --", description="Versions, files, imports, and what next.")
-    p.add_argument("--impl", default="exercises", help="package name or folder to look at (default: exercises)")
+    p.add_argument("--impl", default=None, help="package name or folder to look at (default: exercises/ with your "
+                   "saved notebooks' answers, as nox -s chapterN runs it)")
     return p
 
 
@@ -36,7 +36,8 @@ def _stubs(path: Path) -> tuple[list[ast.Raise], int]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return [], 0
-    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    last = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+    functions = list(last.values())  # a later definition replaces an earlier one (a notebook's answer the stub)
     left = []
     for fn in functions:
         body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
@@ -85,12 +86,12 @@ def try_import(folder: Path, module: str) -> str:
     return (lines[-1] if lines else f"exit code {proc.returncode}") + (f" ({where})" if where else "")
 
 
-def version(name: str) -> str:
-    """The installed version of a distribution, or 'not installed'."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
+def version(name: str, found: dict) -> str:
+    """The installed version, and the lock's when they differ (a hand-made install, not the course's)."""
+    installed, locked = found["installed"] or "not installed", found["locked"]
+    if locked is None or installed == locked:
+        return installed + (" (uv.lock)" if locked else "")
+    return f"{installed}, but uv.lock pins {locked}: delete .nox/ and run the session again"
 
 
 def warm_judge() -> str:
@@ -113,17 +114,25 @@ def main(argv: list[str] | None = None) -> int:
     print("transformer katas: doctor")
     print()
     print(f"  python          {platform.python_version()} ({sys.executable})")
-    for name in PACKAGES:
-        print(f"  {name:<15} {version(name)}")
+    for name, found in project.versions(PACKAGES).items():
+        print(f"  {name:<15} {version(name, found)}")
     print(f"  system          {platform.platform()}")
     print(f"  repository      {project.ROOT}")
     print(f"  warm judge      {warm_judge()}")
+    chosen = args.impl or answers.default_impl()
     try:
-        folder = project.impl_folder(args.impl)
+        folder = project.impl_folder(chosen)
     except SystemExit as err:
-        print(f"\n  implementation {args.impl!r}: {err}")
+        print(f"\n  implementation {chosen!r}: {err}")
         return 0
-    print(f"  implementation  {args.impl} -> {folder}  (nox -s chapterN -- --impl NAME picks another)")
+    print(f"  implementation  {args.impl or 'exercises'} -> {folder}  (nox -s chapterN -- --impl NAME picks another)")
+    in_notebooks = answers.from_notebooks() if args.impl is None else {}
+    if in_notebooks:
+        print("  notebooks       your saved notebooks' finished functions count too; where a chapter's file and its")
+        print("                  notebook both hold a finished function, the notebook's wins (a stub never does):")
+        for number, names in in_notebooks.items():
+            where = f"notebooks/{project.chapter(number).module}.ipynb"
+            print(f"                  chapter {number}: {', '.join(names)} from {where}")
     print()
     chapters = project.chapters()
     with ThreadPoolExecutor(max_workers=4) as pool:

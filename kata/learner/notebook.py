@@ -6,18 +6,22 @@ the checks beyond the worksheet, the first failure in full with the exact and th
 beside yours and the classic mistake it looks like. As HTML in a notebook, as plain text in a terminal.
 ``kata.check()`` checks every function of the chapter (the notebook says which: ``CHAPTER = 4``).
 
-How, without running the learner's code in the judge: the functions' source (``inspect.getsource``) is
-written into a copy of ``exercises/`` (appended to the chapter's file, so it replaces the stub there), with
-the finished functions of every saved notebook in ``notebooks/`` likewise, and pytest runs the chapter's
-tests on that copy with ``--impl`` in a separate process, exactly as a chapter run does. A function still
-left as its stub (only ``raise NotImplementedError``) never replaces a finished one in ``exercises/``.
+How, without running the learner's code in the judge: the functions given are taken from the live kernel,
+exactly the objects passed (``kata.check(good)`` checks ``good``, one imported from a helper module too), and
+written into a copy of ``exercises/`` (appended to the chapter's file, so they replace the stubs there) with
+every name they use bound to what it means in the kernel (``_Transplant``): modules imported again, the
+learner's own functions by their source, plain values as literals, earlier chapters from the copy. A name
+the kernel does not have (calling the function raises NameError) is refused in one sentence, no verdict.
+The running notebook's saved file is not read: the kernel is the truth. The other chapters come from
+``exercises/`` with their saved notebooks' answers (``kata/answers.py``, the one extraction). pytest runs the
+chapter's tests on that copy with ``--impl`` in a separate process, exactly as a chapter run does.
 
 A test is *about* the chapter function it calls that comes last in the chapter's file (and in the notebook):
 its other functions are written, and checked, before it.
 
-``python -m kata notebooks --out DIR`` writes the same copy from the saved notebooks alone (their function
-definitions, read with ``ast``; no cell is run), for ``nox -s grade -- --impl DIR/exercises`` (what
-``nox -s grade -- --notebooks`` does).
+``nox -s notebooks -- --out DIR`` (``python -m kata notebooks`` in the course's environment) writes the copy
+from the saved notebooks alone (their function definitions, read with ``ast``; no cell is run), for
+``nox -s grade -- --impl DIR/exercises`` (what ``nox -s grade -- --notebooks`` does).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
-import hashlib
+import dis
 import html
 import importlib
 import inspect
@@ -35,172 +39,28 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import textwrap
 import types
 from pathlib import Path
 
 from .. import project
+from ..answers import (  # noqa: F401 - the one extraction of saved notebooks, used here too
+    _digest,
+    answers,
+    code_cells,
+    exercise_file,
+    functions_of,
+    is_stub,
+    notebook_of,
+    saved_answers,
+    write_package,
+)
 
 NOTEBOOKS = project.ROOT / "notebooks"
 CACHE = project.ROOT / ".kata" / "notebook"
 _RUNS: dict[str, dict] = {}  # results of a run, by everything that went into it (a re-run cell costs nothing)
-
-
-# -- what a chapter and a notebook hold ---------------------------------------------------------------------
-def exercise_file(chapter, root: Path = project.ROOT) -> Path:
-    """The chapter's file in ``exercises/``."""
-    return root / "exercises" / f"{chapter.module}.py"
-
-
-def functions_of(chapter, root: Path = project.ROOT) -> list[str]:
-    """The chapter's public functions, in the order of its file in ``exercises/``."""
-    tree = ast.parse(exercise_file(chapter, root).read_text(encoding="utf-8"))
-    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
-
-
-def is_stub(node: ast.FunctionDef) -> bool:
-    """Whether a function's body is still only its docstring and ``raise NotImplementedError(...)``."""
-    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
-    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
-
-
-def notebook_of(chapter, root: Path = project.ROOT) -> Path:
-    """The chapter's notebook: ``notebooks/chapterNN_<topic>.ipynb``."""
-    return root / "notebooks" / f"{chapter.module}.ipynb"
-
-
-def code_cells(path: Path) -> list[str]:
-    """The source of every code cell of a saved notebook (read as JSON; nothing is run)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    cells = []
-    for cell in data.get("cells", []):
-        if cell.get("cell_type") == "code":
-            source = cell.get("source", "")
-            cells.append("".join(source) if isinstance(source, list) else str(source))
-    return cells
-
-
-def _without_magics(source: str) -> str:
-    """A cell without IPython's ``%magic`` and ``!shell`` lines (blank lines keep the line numbers)."""
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
-
-
-def answers(sources: list[str], names: list[str]) -> tuple[list[str], dict[str, str]]:
-    """(import lines, {name: source}) of the finished functions defined in these cells.
-
-    ``names`` are the chapter's functions; every other function defined at the top of a cell is taken too
-    (a helper of the learner's own). A cell that does not parse is passed over (it is shown when the
-    notebook runs it); a later definition replaces an earlier one, as running the cells in order would;
-    untouched stubs are left out.
-    """
-    imports: list[str] = []
-    found: dict[str, str] = {}
-    for source in sources:
-        text = _without_magics(source)
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        lines = text.splitlines()
-        for node in tree.body:
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                module = getattr(node, "module", None) or ""
-                roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [module]
-                if getattr(node, "level", 0) or any(r.split(".")[0] in ("kata", "exercises") for r in roots):
-                    continue
-                line = ast.get_source_segment(text, node)
-                if line and line not in imports:
-                    imports.append(line)
-            elif isinstance(node, ast.FunctionDef):  # the chapter's functions, and helpers of the learner's own
-                if is_stub(node):
-                    found.pop(node.name, None)
-                    continue
-                start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
-                found[node.name] = textwrap.dedent("\n".join(lines[start:node.end_lineno]))
-    return imports, found
-
-
-def saved_answers(chapter, root: Path = project.ROOT) -> tuple[list[str], dict[str, str]]:
-    """The finished functions of the chapter's saved notebook (none when it has no notebook)."""
-    path = notebook_of(chapter, root)
-    if not path.is_file():
-        return [], {}
-    try:
-        return answers(code_cells(path), functions_of(chapter, root))
-    except (ValueError, OSError):  # not a notebook (JSON) any more: nothing to take from it
-        return [], {}
-
-
-# -- the implementation folder: exercises/ with the notebooks' answers in place ----------------------------------
-def write_package(target: Path, live: dict | None = None, root: Path = project.ROOT) -> Path:
-    """Copy ``exercises/`` to ``target`` and put every notebook's finished functions into their chapter files.
-
-    ``$KATA_EXERCISES`` names another folder to start from instead of ``exercises/`` (the tests start chapter N's
-    notebook on a folder whose earlier chapters are solved).
-
-    ``live`` adds (or replaces) the answers of one chapter: ``{"chapter": N, "imports": [...],
-    "functions": {name: source}}`` (the running notebook's). Returns ``target``.
-    """
-    base = Path(os.environ.get("KATA_EXERCISES") or root / "exercises")  # another starting point, for tests
-    shutil.copytree(base, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for chapter in project.chapters(root):
-        imports, functions = saved_answers(chapter, root)
-        if live and live["chapter"] == chapter.number:
-            imports = [*imports, *[i for i in live["imports"] if i not in imports]]
-            functions = {**functions, **live["functions"]}
-        if not functions:
-            continue
-        where = f"notebooks/{chapter.module}.ipynb"
-        block = [f"\n\n# -- your answers from {where} (they replace the stubs above) --"]
-        block += imports
-        block += _earlier_names(chapter, functions, root)
-        block += [f"\n\n{source}" for source in functions.values()]
-        path = target / f"{chapter.module}.py"
-        path.write_text(path.read_text(encoding="utf-8").rstrip("\n") + "\n".join(block) + "\n", encoding="utf-8")
-    return target
-
-
-def _public_names(path: Path) -> set[str]:
-    """The names a chapter file defines at its top level (functions, constants, imports)."""
-    names = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return names
-
-
-def _earlier_names(chapter, functions: dict[str, str], root: Path) -> list[str]:
-    """Imports of the earlier chapters' names the answers use and the chapter's file does not define.
-
-    In a notebook, chapter 5's ``forward`` may call chapter 4's ``softmax`` (the notebook's first cell
-    brings it in); in the chapter's file that takes ``from .chapter04_attention import softmax``.
-    """
-    used = set()
-    for source in functions.values():
-        used |= {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
-    missing = used - _public_names(exercise_file(chapter, root)) - set(functions) - set(dir(builtins))
-    lines = []
-    for earlier in reversed([c for c in project.chapters(root) if c.number < chapter.number]):
-        have = sorted(n for n in missing & _public_names(exercise_file(earlier, root)) if not n.startswith("_"))
-        if have:
-            lines.append(f"from .{earlier.module} import {', '.join(have)}  # noqa: E402, F401")
-            missing -= set(have)
-    return lines
-
-
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
 
 
 def yours(number: int, *names: str):
@@ -224,6 +84,293 @@ def yours(number: int, *names: str):
         return module
     values = tuple(getattr(module, n) for n in names)
     return values[0] if len(values) == 1 else values
+
+
+# -- the live kernel: exactly the functions given, their names resolved as the kernel resolves them ----------
+class Refused(Exception):
+    """Why ``kata.check`` cannot check what it was given, in one sentence (shown instead of a verdict)."""
+
+
+def _library_paths() -> list[Path]:
+    paths = sysconfig.get_paths()
+    return [Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+
+
+def _is_library(module_name: str) -> bool:
+    """Whether a module is installed (the standard library, site-packages), not a file of the learner's."""
+    if module_name in ("__main__", "", None):
+        return False  # the notebook itself (or the script that called check)
+    if module_name.split(".")[0] in ("kata", "builtins") or module_name in sys.builtin_module_names:
+        return True
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    if module is None or file is None:
+        return module is not None  # a built-in or namespace module
+    path = Path(file).resolve()
+    return any(path.is_relative_to(p) for p in _library_paths())
+
+
+def _package_module(module_name: str, package: Path) -> str | None:
+    """The staged package's module a kernel module stands for (``exercises.X``, ``yours_<digest>.X``), if any."""
+    head, _, rest = module_name.partition(".")
+    if rest and "." not in rest and (head == "exercises" or head.startswith("yours_")) \
+            and (package / f"{rest}.py").is_file():
+        return rest
+    return None
+
+
+def _globals_of_code(code: types.CodeType) -> set[str]:
+    """The global names a code object (and the code nested in it) reads: what it looks up when it runs."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _globals_of_code(const)
+    return names
+
+
+def _header_names(node: ast.AST) -> set[str]:
+    """Names a ``def``/``class`` line evaluates where it is defined: decorators, defaults, annotations, bases."""
+    parts: list[ast.AST] = list(getattr(node, "decorator_list", []))
+    if isinstance(node, ast.FunctionDef):
+        a = node.args
+        parts += [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+        parts += [x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                  if x is not None and x.annotation is not None]
+        parts += [node.returns] if node.returns is not None else []
+    elif isinstance(node, ast.ClassDef):
+        parts += [*node.bases, *(k.value for k in node.keywords)]
+        parts += [s for s in node.body if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return {n.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _literal(value) -> str | None:
+    """Python source that makes an equal value, for a plain value (numbers, strings, tuples, arrays)."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf" or value.size > 1_000_000:
+            return None
+        text = f"__import__('numpy').array({value.tolist()!r}, dtype={value.dtype.str!r})"
+        if not value.flags.writeable:
+            text = f"_kata_readonly({text})"
+    elif isinstance(value, np.generic):
+        if value.dtype.kind not in "biuf":
+            return None
+        text = f"__import__('numpy').{type(value).__name__}({value.item()!r})"
+    elif isinstance(value, bool | int | float | complex | str | bytes | tuple | list | dict | set | frozenset) \
+            or value is None:
+        text = repr(value)
+        try:
+            again = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return text if type(again) is type(value) and again == value else None
+    else:
+        return None
+    try:
+        again = eval(text, {"_kata_readonly": lambda a: a})  # noqa: S307 - our own text, made just above
+    except (ValueError, SyntaxError, NameError, OverflowError):
+        return None
+    same = np.array_equal(again, value) and np.asarray(again).dtype == np.asarray(value).dtype
+    return text if same else None
+
+
+_READONLY = "def _kata_readonly(a):\n    a.flags.writeable = False\n    return a"
+
+
+class _Transplant:
+    """The chapter file's tail that makes the given functions run as they run in the kernel.
+
+    Each function's source goes in as written (``inspect.getsource``, refused when it no longer matches the
+    function object: a file edited after its import); every global name it reads is bound to what that name
+    is where the function was defined: a module (imported again by name), an installed library's function,
+    a function of a chapter (imported from the staged copy), a function or class of the learner's own (its
+    source, in turn), or a plain value (written out as a literal). A name bound nowhere raises NameError in
+    the kernel, so the check refuses it; so does one name that means two things.
+    """
+
+    def __init__(self, package: Path, chapter) -> None:
+        self.package, self.chapter = package, chapter
+        self.bound: dict[str, tuple[object, str]] = {}  # name -> (value, who uses it)
+        self.imports: list[str] = []
+        self.data: list[str] = []
+        self.defs: list[str] = []
+        self.aliases: list[str] = []
+        self.files: dict[str, str] = {}
+
+    def copy(self) -> _Transplant:
+        other = _Transplant(self.package, self.chapter)
+        other.bound, other.files = dict(self.bound), dict(self.files)
+        other.imports, other.data, other.defs, other.aliases = [*self.imports], [*self.data], [*self.defs], \
+            [*self.aliases]
+        return other
+
+    def lines(self) -> list[str]:
+        head = [_READONLY] if any("_kata_readonly(" in d for d in self.data) else []
+        return [*self.imports, *head, *self.data, *(f"\n\n{d}" for d in self.defs), *self.aliases]
+
+    def bind(self, name: str, value, user: str) -> None:
+        """Make ``name`` mean ``value`` in the chapter file, as it does for ``user``."""
+        if name in self.bound:
+            before, who = self.bound[name]
+            if before is value or (_literal(before) is not None and _literal(before) == _literal(value)):
+                return
+            raise Refused(f"{user} and {who} use the name {name} for two different things; kata.check puts them "
+                          f"in one file, so give one of them another name.")
+        self.bound[name] = (value, user)
+        if isinstance(value, types.ModuleType):
+            self._module(name, value, user)
+        elif isinstance(value, types.FunctionType | type):
+            self._definition(name, value, user)
+        elif isinstance(getattr(value, "__module__", None), str) and isinstance(getattr(value, "__name__", None),
+                                                                              str) and _is_library(value.__module__):
+            home = sys.modules.get(value.__module__)
+            if getattr(home, value.__name__, None) is not value:
+                raise Refused(f"{user} uses {name}, which kata.check cannot find again in {value.__module__}; "
+                              f"import it in the notebook by its own name.")
+            self.imports.append(f"from {value.__module__} import {value.__name__} as {name}  # noqa: E402, F401")
+        else:
+            text = _literal(value)
+            if text is None:
+                raise Refused(f"{user} uses {name}, a {type(value).__name__} made in the notebook, which kata.check "
+                              f"cannot copy; make it inside the function, or from plain numbers and arrays.")
+            self.data.append(f"{name} = {text}")
+
+    def _module(self, name: str, module: types.ModuleType, user: str) -> None:
+        staged = _package_module(module.__name__, self.package)
+        if staged is not None:
+            self.imports.append(f"from . import {staged} as {name}  # noqa: E402, F401")
+        elif _is_library(module.__name__):
+            line = f"import {module.__name__}" + (f" as {name}" if name != module.__name__ else "")
+            if "." in module.__name__ and name == module.__name__.split(".")[0]:
+                line = f"import {module.__name__}"
+            self.imports.append(line + "  # noqa: E402, F401")
+        else:
+            file = getattr(module, "__file__", None)
+            if not file or hasattr(module, "__path__") or not Path(file).suffix == ".py":
+                raise Refused(f"{user} uses the module {name} ({module.__name__}), which kata.check cannot copy; "
+                              f"import the functions it needs from it by name.")
+            copy = "_yours_" + module.__name__.replace(".", "_")
+            self.files[f"{copy}.py"] = Path(file).read_text(encoding="utf-8")
+            self.imports.append(f"from . import {copy} as {name}  # noqa: E402, F401")
+
+    def _definition(self, name: str, value, user: str) -> None:
+        where = getattr(value, "__module__", "") or ""
+        qualname = getattr(value, "__qualname__", value.__name__)
+        staged = _package_module(where, self.package)
+        if staged is not None:
+            if staged == self.chapter.module and name == qualname:
+                return  # the chapter file's own: already there
+            self.imports.append(f"from .{staged} import {qualname} as {name}  # noqa: E402, F401")
+            return
+        if _is_library(where):
+            if "." in qualname or getattr(sys.modules.get(where), qualname, None) is not value:
+                raise Refused(f"{user} uses {name}, which kata.check cannot import again from {where}; import it "
+                              f"in the notebook by its own name.")
+            self.imports.append(f"from {where} import {qualname} as {name}  # noqa: E402, F401")
+            return
+        self.add(value, name, user)
+
+    def add(self, value, name: str | None = None, user: str | None = None) -> None:
+        """Put a function (or class) of the learner's in, by its source, and everything it uses."""
+        label = f"{value.__name__} ({_home(value)})"
+        if "." in value.__qualname__ or getattr(value, "__closure__", None):
+            raise Refused(f"{label} is made inside another function; define it at the top of a cell or a file.")
+        try:
+            source = textwrap.dedent(inspect.getsource(value))
+            node = ast.parse(source).body[0]
+        except (OSError, TypeError, SyntaxError, IndexError):
+            raise Refused(f"the source of {label} cannot be read; define it in a cell, run the cell, then check "
+                          f"again.") from None
+        if getattr(node, "name", None) != value.__name__:
+            raise Refused(f"the source of {label} cannot be read; define it in a cell, run the cell, then check "
+                          f"again.")
+        codes = [value.__code__] if isinstance(value, types.FunctionType) else _class_codes(value)
+        if isinstance(value, types.FunctionType):
+            fresh = next((c for c in compile(source, "<kata>", "exec").co_consts
+                          if isinstance(c, types.CodeType) and c.co_name == value.__name__), None)
+            if fresh is None or _fingerprint(fresh) != _fingerprint(value.__code__):
+                raise Refused(f"{label} was changed after it was run or imported: run its cell again (or "
+                              f"importlib.reload its module), then check again.")
+        self.defs.append(source)
+        if name is not None and name != value.__name__:
+            self.aliases.append(f"{name} = {value.__name__}")
+        if value.__name__ not in self.bound:
+            self.bound[value.__name__] = (value, user or label)
+        names = set().union(*(_globals_of_code(c) for c in codes)) | _header_names(node)
+        scope = getattr(value, "__globals__", None) or vars(sys.modules.get(value.__module__, builtins))
+        for used in sorted(names - {value.__name__}):
+            if used in scope:
+                self.bind(used, scope[used], label)
+            elif not hasattr(builtins, used):
+                raise Refused(f"{label} uses {used}, which is not defined there: calling it raises NameError; "
+                              f"define or import {used} in a cell, run it, then check again.")
+
+
+def _fingerprint(code: types.CodeType) -> tuple:
+    """What a function's source decides about its code: names, arguments, constants.
+
+    The bytecode itself differs between compilers' optimisations, so it is not compared.
+    """
+    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
+    return (code.co_name, code.co_names, code.co_varnames, code.co_argcount, code.co_kwonlyargcount,
+            code.co_posonlyargcount, consts)
+
+
+def _class_codes(cls: type) -> list[types.CodeType]:
+    codes = []
+    for member in vars(cls).values():
+        for f in (member, getattr(member, "__func__", None), getattr(member, "fget", None),
+                  getattr(member, "fset", None)):
+            if isinstance(f, types.FunctionType):
+                codes.append(f.__code__)
+    return codes
+
+
+def _home(value) -> str:
+    module = getattr(value, "__module__", "")
+    if module in ("__main__", None, ""):
+        return "the notebook"
+    file = getattr(sys.modules.get(module), "__file__", None)
+    return Path(file).name if file else module
+
+
+def _is_stub_function(value) -> bool:
+    try:
+        node = ast.parse(textwrap.dedent(inspect.getsource(value))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return False
+    return isinstance(node, ast.FunctionDef) and is_stub(node)
+
+
+def _live(namespace: dict, chapter, given: dict[str, object], package: Path) -> dict:
+    """The tail of the chapter file that stands for the kernel.
+
+    The ``given`` functions, exactly, by their chapter names, and the kernel's other finished functions of
+    the chapter (its ``namespace``).
+
+    Raises ``Refused`` when a given function (or another one the checks call) cannot run as in the kernel.
+    """
+    order = functions_of(chapter)
+    plan = _Transplant(package, chapter)
+    for name, value in given.items():
+        if not isinstance(value, types.FunctionType):
+            raise Refused(f"{name} is a {type(value).__name__}, not a function defined with def; pass the function.")
+        plan.bind(name, value, f"{name} ({_home(value)})")
+    last = max((order.index(n) for n in given), default=len(order) - 1)
+    for name in order:
+        value = namespace.get(name)
+        if name in given or not isinstance(value, types.FunctionType) or _is_stub_function(value):
+            continue
+        trial = plan.copy()
+        try:
+            trial.bind(name, value, f"{name} ({_home(value)})")
+        except Refused:
+            if order.index(name) <= last:  # the checks of what was given call it: it must run
+                raise
+            continue
+        plan = trial
+    return {"chapter": chapter.number, "lines": plan.lines(), "files": plan.files}
 
 
 # -- which tests are about which function -------------------------------------------------------------------
@@ -306,10 +453,19 @@ def view(chapter, data: dict, names: list[str] | None) -> list[str]:
                    "the cell, then this one again."
         elif line.startswith(("then fill in ", "(the expected start: nox")):
             continue
+        elif "more hints: nox -s hint -- " in line:  # a terminal command; the notebook's own way in
+            line = re.sub(r"more hints: nox -s hint -- ([\d.]+)", r'more hints: kata.hint("\1")', line)
         out.append(line)
     while out and not out[0].strip():
         out.pop(0)
     return out
+
+
+def hint(step: str, *, every: bool = False) -> None:
+    """The next hint layer of a step, as ``nox -s hint -- 4.3`` prints it: ``kata.hint("4.3")``."""
+    from . import hints
+
+    hints.main([str(step), *(["--all"] if every else [])])
 
 
 class Report:
@@ -361,28 +517,6 @@ def _chapter_number(namespace: dict, names: list[str]) -> int:
     raise ValueError("which chapter? Set CHAPTER = N in the notebook (its first cell does), or pass chapter=N")
 
 
-def _live(namespace: dict, chapter) -> dict:
-    """The chapter's finished functions defined in the notebook (or module) that called ``check``."""
-    names = functions_of(chapter)
-    here = namespace.get("__name__")
-    imports, functions = [], {}
-    for name, value in list(namespace.items()):  # the chapter's functions, and any helper defined here
-        if not isinstance(value, types.FunctionType) or value.__module__ != here or name != value.__name__:
-            continue
-        try:
-            source = textwrap.dedent(inspect.getsource(value))
-        except (OSError, TypeError):
-            continue
-        _, found = answers([source], names)
-        if name in found:
-            functions[name] = found[name]
-    for name, value in namespace.items():  # modules the notebook imported (np, math, …) for its functions
-        if isinstance(value, types.ModuleType) and not name.startswith("_") and value.__name__.split(".")[0] not in (
-                "kata", "sys", "builtins", "exercises") and not value.__name__.startswith("yours_"):
-            imports.append(f"import {value.__name__}" + (f" as {name}" if name != value.__name__ else ""))
-    return {"chapter": chapter.number, "imports": imports, "functions": functions}
-
-
 def check(*functions, chapter: int | None = None, show: bool = True) -> Report | None:
     """Check functions of the notebook against their chapter's tests: ``kata.check(softmax)``.
 
@@ -394,12 +528,28 @@ def check(*functions, chapter: int | None = None, show: bool = True) -> Report |
     Returns:
         None when ``show``, else the ``Report`` (``.text``, ``.lines``).
 
+    The functions checked are exactly the objects given (a function imported from a helper module, or
+    under another name, too), with every name they use resolved as the kernel resolves it; the chapter's
+    other finished functions are the kernel's too. When that cannot be done (a name the kernel does not
+    know: calling the function raises NameError), the report is one sentence saying why, and no verdict.
+
     Raises:
         ValueError: a function is not one of the chapter's, or the chapter cannot be told.
     """
     frame = inspect.currentframe()
     namespace = frame.f_back.f_globals if frame and frame.f_back else {}
-    names = [f if isinstance(f, str) else getattr(f, "__name__", repr(f)) for f in functions]
+    del frame
+    given: dict[str, object] = {}
+    for f in functions:
+        if isinstance(f, str):
+            if f not in namespace:
+                return _refuse(f"there is no {f} in this notebook: define it in a cell and run that cell first.", show)
+            f = namespace[f]
+        name = getattr(f, "__name__", None)
+        if not isinstance(name, str):
+            return _refuse(f"{f!r} is not a function: pass the function itself, e.g. kata.check(softmax).", show)
+        given[name] = f
+    names = list(given)
     ch = project.chapter(chapter if chapter is not None else _chapter_number(namespace, names))
     known = functions_of(ch)
     unknown = [n for n in names if n not in known]
@@ -409,9 +559,22 @@ def check(*functions, chapter: int | None = None, show: bool = True) -> Report |
     if names:
         tests = [t for t, owner in owners(ch).items() if owner in names]
     with tempfile.TemporaryDirectory(prefix="kata-notebook-") as scratch:
-        package = write_package(Path(scratch) / "yours", _live(namespace, ch))
+        base = Path(os.environ.get("KATA_EXERCISES") or project.ROOT / "exercises")
+        try:
+            live = _live(namespace, ch, given, base)
+        except Refused as why:
+            return _refuse(str(why), show)
+        package = write_package(Path(scratch) / "yours", live)
         data = run_checks(ch, package, tests)
-    report = Report(view(ch, data, names or None))
+    return _show(Report(view(ch, data, names or None)), show)
+
+
+def _refuse(why: str, show: bool) -> Report | None:
+    """A check that gives no verdict: one line saying why."""
+    return _show(Report([f"! not checked: {why}"]), show)
+
+
+def _show(report: Report, show: bool) -> Report | None:
     if not show:
         return report
     if _in_notebook():

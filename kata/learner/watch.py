@@ -36,7 +36,8 @@ def parser() -> argparse.ArgumentParser:
     """The command line of ``nox -s watch -- ...``."""
     p = argparse.ArgumentParser(prog="nox -s watch --", description="Re-check a chapter each time you save.")
     p.add_argument("chapter", help="the chapter to check, e.g. 3")
-    p.add_argument("--impl", default="exercises", help="package name or folder to check (default: exercises)")
+    p.add_argument("--impl", default=None, help="package name or folder to check (default: exercises/ with your "
+                   "saved notebooks' answers, as nox -s chapterN runs it)")
     p.add_argument("--poll", action="store_true", help="compare file times only (when saves go unnoticed)")
     p.add_argument("--interval", type=float, default=0.2, help="seconds between two polls (default: 0.2)")
     p.add_argument("--no-clear", action="store_true", help="do not clear the screen before each check")
@@ -183,7 +184,8 @@ def pytest_args(chapter, impl: str) -> list[str]:
     learner's objects live in the judge (they stay in the worker).
     """
     return [
-        chapter.test_file, "--steps", f"--impl={impl}", "-p", "no:cacheprovider", f"--timeout={TIMEOUT:g}",
+        chapter.test_file, "--steps", *([f"--impl={impl}"] if impl else []), "-p", "no:cacheprovider",
+        f"--timeout={TIMEOUT:g}",
         "-W", "ignore::pytest.PytestAssertRewriteWarning", "-p", "no:unraisableexception",
     ]
 
@@ -255,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     """Watch and re-check until Ctrl-C."""
     args = parser().parse_args(argv)
     chapter = project.chapter(project.parse_chapter(args.chapter))
-    folder = project.impl_folder(args.impl)
-    impl = args.impl
+    folder = project.impl_folder(args.impl or "exercises")
+    impl = args.impl  # None: the plugin's default, exercises/ with the saved notebooks' answers, as it is now
     warm_up(chapter, impl)
     if args.once:
         check = start_check(chapter, impl)

@@ -12,16 +12,18 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from .. import project
+from .. import answers, project
 from ..grading.runner import run_tests
-from ..judge.plugin import STATUS_MARK, folded
+from ..judge.plugin import STATUS_MARK
+from ..judge.status import folded
 
 
 def parser() -> argparse.ArgumentParser:
     """The command line of ``nox -s worksheet -- ...``."""
     p = argparse.ArgumentParser(prog="nox -s worksheet --", description="Your numbers beside the worksheet's.")
     p.add_argument("chapter", help="the chapter, e.g. 5")
-    p.add_argument("--impl", default="exercises", help="package name or folder to run (default: exercises)")
+    p.add_argument("--impl", default=None, help="package name or folder to run (default: exercises/ with your saved "
+                   "notebooks' answers, as nox -s chapterN runs it)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds one step may run (default: 10)")
     return p
 
@@ -34,7 +36,7 @@ def _printed(value) -> str:
 
 def step_status(statuses: list[str]) -> str:
     """One status for a step's tests, folded as the chapter view folds several cases of one check."""
-    return folded(statuses) if statuses else "error"
+    return folded(statuses)
 
 
 def _said(step, result: dict) -> list[str]:
@@ -51,11 +53,14 @@ def _test_name(result: dict) -> str:
 def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
     """The worksheet as text: a block per step (``results``: the step's tests, in run order), then a count."""
     out = [f"chapter {chapter.number}: {chapter.title} — worksheet ({chapter.source})", ""]
-    matched = 0
+    matched = whole = 0
     for step in chapter.steps:
         tests = results.get(step.id) or []
         status = step_status([t["status"] for t in tests])
-        matched += status == "passed"
+        valued = [t for t in tests if "got" in t]  # the test that compared the worksheet value
+        value_matches = any(t["status"] == "passed" for t in valued) if valued else status == "passed"
+        matched += value_matches
+        whole += status == "passed"
         out.append(f"{STATUS_MARK.get(status, '?')} {step.id:<5} {step.title}")
         if step.printed is not None:
             out.append(f"        worksheet  {_printed(step.printed)}")
@@ -67,6 +72,10 @@ def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
         elif "got" in shown:
             got = shown["got"]
             out.append(f"        yours      {got if isinstance(got, str) else show(got)}")
+            if shown["status"] != "passed":  # the value was recorded, and the comparison (or its type) failed
+                out.extend(f"        why        {line}" for line in _said(step, shown)[:2])
+            elif status != "passed":
+                out.append("        (your value matches; another check of this step does not pass:)")
         else:
             said = _said(step, shown)
             out.append(f"        yours      {said[0]}")
@@ -78,7 +87,9 @@ def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
         if step.erratum:
             out.append(f"        erratum    {step.erratum}")
         out.append("")
-    out.append(f"chapter {chapter.number}: {matched}/{len(chapter.steps)} worksheet values match.")
+    n = len(chapter.steps)
+    out.append(f"chapter {chapter.number}: {matched}/{n} worksheet values match"
+               + (f"; {whole}/{n} steps pass every check of theirs." if whole != matched else "."))
     out.append(f"The worksheet is only part of it: nox -s chapter{chapter.number} runs every check.")
     return out
 
@@ -87,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     """Print the worksheet with your values; return 0."""
     args = parser().parse_args(argv)
     chapter = project.chapter(project.parse_chapter(args.chapter))
-    folder = project.impl_folder(args.impl)
-    impl = args.impl if (project.ROOT / args.impl).is_dir() else str(folder)
+    chosen = args.impl or answers.default_impl()
+    folder = project.impl_folder(chosen)
+    impl = chosen if (project.ROOT / chosen).is_dir() else str(folder)
     with tempfile.TemporaryDirectory(prefix="kata-worksheet-") as tmp:
         run = run_tests(
             project.ROOT, [chapter.test_file], impl=impl, timeout=args.timeout, stream_dir=Path(tmp),

@@ -20,7 +20,8 @@ from kata.learner.notebook import yours
 
 CHAPTER = 5  # kata.check() checks this chapter's functions
 # The chapter's constants and the earlier chapters' functions it uses: yours, from exercises/ or your notebooks
-PARAM_NAMES = yours(CHAPTER, "PARAM_NAMES")
+TOY_EMBEDDINGS, embed, attention_scores, causal_mask, raw_scores, scaled_dot_product_attention, softmax, PARAM_NAMES = yours(
+    CHAPTER, "TOY_EMBEDDINGS", "embed", "attention_scores", "causal_mask", "raw_scores", "scaled_dot_product_attention", "softmax", "PARAM_NAMES")
 
 # %% [markdown]
 # ## The idea

@@ -16,8 +16,11 @@ sys.path.insert(0, str(next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().
 import numpy as np
 
 import kata
+from kata.learner.notebook import yours
 
 CHAPTER = 6  # kata.check() checks this chapter's functions
+# The chapter's constants and the earlier chapters' functions it uses: yours, from exercises/ or your notebooks
+forward = yours(CHAPTER, "forward")
 
 # %% [markdown]
 # ## The idea

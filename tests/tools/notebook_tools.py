@@ -49,8 +49,10 @@ def solved_before(chapter: int, folder: Path) -> Path:
     return folder
 
 
-def execute(notebook, timeout: float = 900):
+def execute(notebook, timeout: float = 900, folder: Path | None = None):
     """Run every cell in a fresh kernel of this Python, in notebooks/ as JupyterLab would; return the notebook.
+
+    ``folder``: run it there instead of in the course's notebooks/ (a copy of the course, say).
 
     The kernel is this interpreter (a kernel spec of its own in a temporary JUPYTER_PATH), never a
     "python3" kernel installed elsewhere on the machine without the course's packages.
@@ -72,13 +74,24 @@ def execute(notebook, timeout: float = 900):
         os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [home, before]))
         try:
             NotebookClient(notebook, timeout=timeout, kernel_name="kata-tests",
-                           resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+                           resources={"metadata": {"path": str(folder or ROOT / "notebooks")}}).execute()
         finally:
             if before is None:
                 os.environ.pop("JUPYTER_PATH", None)
             else:
                 os.environ["JUPYTER_PATH"] = before
     return notebook
+
+
+def course_copy(target: Path) -> Path:
+    """A copy of what ``kata.check`` needs of the course (machinery, key, tests, stubs, notebooks, solutions)."""
+    import shutil
+
+    for name in ("kata", "reference", "tests", "exercises", "notebooks", "solutions"):
+        shutil.copytree(ROOT / name, target / name, ignore=shutil.ignore_patterns("__pycache__", "src", "tools"))
+    for name in ("conftest.py", "pyproject.toml"):
+        shutil.copy2(ROOT / name, target / name)
+    return target
 
 
 def check_outputs(notebook) -> list[tuple[str, str, str]]:

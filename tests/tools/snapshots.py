@@ -578,6 +578,161 @@ def chapter10(seed: int | None = None) -> dict[str, np.ndarray]:
     return data
 
 
+# -- chapter 11 ----------------------------------------------------------------------------------------
+def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
+    """Chapter 11: heads split and merged, attended and mixed on other shapes; central-difference gradients."""
+    from solutions import chapter04_attention as a
+    from solutions import chapter07_backprop as b
+    from solutions import chapter11_multi_head_attention as s
+
+    rng = np.random.default_rng(1111 if seed is None else seed)
+    data: dict[str, np.ndarray] = {}
+
+    def put(prefix, **values):
+        for name, value in values.items():
+            data.update(flatten(value, f"{prefix}/{name}"))
+
+    def weights(d):
+        return {k: rng.normal(size=(d, d)) / np.sqrt(d) * 1.5 for k in s.PARAM_NAMES}
+
+    def attend(Qh, Kh, Vh, scale, masked):
+        """Every head's softmax(Q Kᵀ / scale) V, with the causal mask in the heads listed in ``masked``."""
+        n = Qh.shape[1]
+        outs, probs = [], []
+        for h in range(len(Qh)):
+            S = Qh[h] @ Kh[h].T / scale
+            if h in masked:
+                S = np.where(a.causal_mask(n), S, -np.inf)
+            P = a.softmax(S)
+            outs.append(P @ Vh[h])
+            probs.append(P)
+        return np.stack(outs), np.stack(probs)
+
+    # split and merge: (seq, d_model, n_heads), never the worksheet's (3, 4, 2)
+    for i, (seq, d, n) in enumerate([(5, 6, 3), (8, 16, 4), (3, 4, 1), (7, 10, 2), (1, 8, 4), (4, 12, 2)]):
+        X = rng.normal(size=(seq, d))
+        H = rng.normal(size=(n, seq, d // n))
+        put(f"split/{i}", X=X, n_heads=np.array(n), heads=s.split_heads(X, n),
+            reshape=X.reshape(n, seq, d // n), interleaved=np.stack([X[:, h::n] for h in range(n)]),
+            H=H, merged=s.merge_heads(H), merge_reshape=H.reshape(seq, d))
+
+    # every head on its own: (n_heads, seq, d_head)
+    for i, (n, seq, dh) in enumerate([(2, 5, 3), (4, 8, 4), (1, 6, 5), (3, 4, 2)]):
+        Qh, Kh, Vh = (rng.normal(size=(n, seq, dh)) * 1.5 for _ in range(3))
+        out, P = s.attend_heads(Qh, Kh, Vh)
+        wide = attend(Qh, Kh, Vh, np.sqrt(n * dh), range(n))
+        one = attend(Qh, Kh, Vh, np.sqrt(dh), {0})
+        put(f"heads/{i}", Qh=Qh, Kh=Kh, Vh=Vh, out=out, weights=P, d_model_out=wide[0], d_model_weights=wide[1],
+            one_mask_out=one[0], one_mask_weights=one[1])
+
+    # the whole layer, with what the classic mistakes give
+    for i, (seq, d, n) in enumerate([(5, 8, 2), (8, 16, 4), (6, 6, 1), (4, 12, 4), (7, 9, 3), (2, 4, 2), (1, 8, 4)]):
+        x, W = rng.normal(size=(seq, d)), weights(d)
+        out, _ = s.multi_head_attention(x, W, n)
+        Qh, Kh, Vh = (s.split_heads(x @ W[k], n) for k in ("WQ", "WK", "WV"))
+        by_rows = [a.scaled_dot_product_attention(x[c] @ W["WQ"], x[c] @ W["WK"], x[c] @ W["WV"],
+                                                  mask=a.causal_mask(len(c)))[0]
+                   for c in np.array_split(np.arange(seq), n) if len(c)]
+        cut = [(x @ W[k]).reshape(n, seq, d // n) for k in ("WQ", "WK", "WV")]
+        put(f"mha/{i}", x=x, params=W, n_heads=np.array(n), out=out,
+            no_WO=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d // n), range(n))[0]),
+            d_model=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d), range(n))[0]) @ W["WO"],
+            one_mask=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d // n), {0})[0]) @ W["WO"],
+            sequence=np.vstack(by_rows) @ W["WO"],
+            split_reshape=s.merge_heads(attend(*cut, np.sqrt(d // n), range(n))[0]) @ W["WO"],
+            merge_reshape=attend(Qh, Kh, Vh, np.sqrt(d // n), range(n))[0].reshape(seq, d) @ W["WO"])
+
+    # the backward pass against central differences of Σ R ⊙ out, for x and every weight
+    for i, (seq, d, n) in enumerate([(4, 8, 2), (5, 16, 4), (3, 6, 1), (6, 12, 3), (8, 16, 4), (2, 4, 2)]):
+        x, W, R = rng.normal(size=(seq, d)), weights(d), rng.normal(size=(seq, d))
+        grads = {"x": numerical_gradient(lambda v: np.sum(R * s.multi_head_attention(v, W, n)[0]), x)}
+        for k in s.PARAM_NAMES:
+            grads[k] = numerical_gradient(
+                lambda v, k=k: np.sum(R * s.multi_head_attention(x, {**W, k: v}, n)[0]), W[k])
+        _, (_, _, Qh, Kh, Vh, P, _) = s.multi_head_attention(x, W, n)
+        d_heads = s.split_heads(R @ W["WO"].T, n)
+        dV = s.merge_heads(np.stack([b.attention_backward(q, k, v, p, g)[2]
+                                     for q, k, v, p, g in zip(Qh, Kh, Vh, P, d_heads, strict=True)]))
+        put(f"backward/{i}", x=x, params=W, n_heads=np.array(n), d_out=R, grads=grads,
+            value_only=dV @ W["WV"].T)
+    return data
+
+
+# -- chapter 12 ----------------------------------------------------------------------------------------
+def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
+    """Chapter 12: RoPE on seeded inputs of other shapes, its gradient, attention with it, classic mistakes."""
+    from solutions import chapter04_attention as a
+    from solutions import chapter12_rope as s
+
+    rng = np.random.default_rng(1212 if seed is None else seed)
+    data: dict[str, np.ndarray] = {}
+
+    def put(prefix, **values):
+        for name, value in values.items():
+            data.update(flatten(value, f"{prefix}/{name}"))
+
+    def halves(X, base, start):
+        """The other pairing convention: feature i with feature i + d/2."""
+        d = X.shape[-1]
+        adjacent = np.concatenate([X[..., : d // 2, None], X[..., d // 2:, None]], axis=-1).reshape(X.shape)
+        Y = s.apply_rope(adjacent, base, start)
+        return np.concatenate([Y[..., 0::2], Y[..., 1::2]], axis=-1)
+
+    def mistakes(X, base, start):
+        seq, d = X.shape[-2:]
+        positions = start + np.arange(seq)
+        return {"halves": halves(X, base, start),
+                "sign": s.rotate_pairs(X, -s.rope_angles(seq, d, base, start)),
+                "from_one": s.apply_rope(X, base, start + 1),
+                "exponent": s.rotate_pairs(X, np.outer(positions, float(base) ** (-np.arange(d // 2) / d))),
+                "start_ignored": s.apply_rope(X, base, 0),
+                "base_ignored": s.apply_rope(X, 10000.0, start)}
+
+    cases = [((3, 6), 10000.0, 0), ((5, 8), 10000.0, 2), ((8, 16), 100.0, 0), ((2, 4), 10000.0, 7),
+             ((2, 3, 8), 10000.0, 0), ((4, 5, 6), 500.0, 3), ((1, 7, 2), 10000.0, 1), ((2, 2, 3, 4), 10000.0, 0)]
+    for i, (shape, base, start) in enumerate(cases):
+        X = rng.normal(size=shape)
+        G = rng.normal(size=shape)
+        put(f"rope/{i}", X=X, base=base, start=start, out=s.apply_rope(X, base, start),
+            mistakes=mistakes(X, base, start))
+        put(f"backward/{i}", dY=G, base=base, start=start,
+            numerical=numerical_gradient(lambda v: float(np.sum(G * s.apply_rope(v, base, start))), X),
+            forward=s.apply_rope(G, base, start), from_one=s.rope_backward(G, base, start + 1))
+
+    for i, (shape, base) in enumerate([((4, 6), 10000.0), ((6, 8), 10000.0), ((3, 5, 4), 100.0),
+                                       ((2, 8, 16), 10000.0)]):
+        Q, K = rng.normal(size=shape), rng.normal(size=shape)
+        put(f"scores/{i}", Q=Q, K=K, base=base, out=s.rope_scores(Q, K, base),
+            keys_unrotated=s.apply_rope(Q, base) @ np.swapaxes(K, -1, -2), plain=Q @ np.swapaxes(K, -1, -2),
+            halves=halves(Q, base, 0) @ np.swapaxes(halves(K, base, 0), -1, -2),
+            base_ignored=s.rope_scores(Q, K))
+
+    for i, (seq, d, d_v, base) in enumerate([(4, 6, 3, 10000.0), (6, 8, 8, 10000.0), (3, 4, 5, 30.0),
+                                             (5, 2, 2, 10000.0), (8, 16, 4, 10000.0)]):
+        Q, K, V = rng.normal(size=(seq, d)) * 1.5, rng.normal(size=(seq, d)) * 1.5, rng.normal(size=(seq, d_v))
+        mask = a.causal_mask(seq)
+        Qr, Kr = s.apply_rope(Q, base), s.apply_rope(K, base)
+        output, weights = s.rope_attention(Q, K, V, base)
+        found = {"no_rope": a.scaled_dot_product_attention(Q, K, V, mask=mask)[0],
+                 "unmasked": a.scaled_dot_product_attention(Qr, Kr, V)[0]}
+        if d_v % 2 == 0:
+            found["v_rotated"] = a.scaled_dot_product_attention(Qr, Kr, s.apply_rope(V, base), mask=mask)[0]
+        if base != 10000.0:
+            found["base_ignored"] = s.rope_attention(Q, K, V)[0]
+        put(f"attention/{i}", Q=Q, K=K, V=V, base=base, output=output, weights=weights, mistakes=found)
+
+    for i, (n, d, base, start) in enumerate([(5, 6, 10000.0, 0), (3, 10, 10000.0, 4), (7, 2, 50.0, 1), (1, 8, 1e6, 0),
+                                                  (4, 6, 1.5, 2)]):
+        put(f"angles/{i}", n=n, d=d, base=base, start=start, out=s.rope_angles(n, d, base, start),
+            frequencies=s.rope_frequencies(d, base))
+
+    X = rng.integers(-3, 4, size=(5, 6))  # whole numbers: the result is float64 all the same
+    put("integers", X=X, out=s.apply_rope(X.astype(np.float64), start=1))
+    X, angles = rng.normal(size=(3, 4, 6)), rng.normal(size=(4, 3)) * 2
+    put("rotate", X=X, angles=angles, out=s.rotate_pairs(X, angles), sign=s.rotate_pairs(X, -angles))
+    return data
+
+
 # -- chapter 13 ----------------------------------------------------------------------------------------
 def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 13: RMSNorm, SiLU, SwiGLU (and the block) on seeded inputs, numerical gradients, classic mistakes."""
@@ -649,8 +804,8 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
     return data
 
 
-BUILDERS = {4: chapter4, 5: chapter5, 6: chapter6, 7: chapter7, 8: chapter8, 9: chapter9, 10: chapter10}
-BUILDERS[13] = chapter13
+BUILDERS = {4: chapter4, 5: chapter5, 6: chapter6, 7: chapter7, 8: chapter8, 9: chapter9, 10: chapter10,
+            11: chapter11, 12: chapter12, 13: chapter13}
 
 
 def build(chapter: int, seed: int | None = None) -> dict[str, np.ndarray]:

@@ -295,7 +295,7 @@ def test_every_report_names_the_protections_that_applied(graded):
 
 
 def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
-    """right only at the worksheet's sizes (the reference for ≤2×2 inputs, zeros otherwise): ≤ 10 % of chapters 2–10"""
+    """right only at the worksheet's sizes (the reference for ≤2×2 inputs, zeros otherwise): ≤ 10 % of chapters 2 on"""
     impl = tmp_path / "exercises"
     shutil.copytree(ROOT / "solutions", impl / "_real", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(Path(__file__).parent / "attacks" / "worksheet_only.py", impl / "_worksheet_only.py")
@@ -311,3 +311,23 @@ def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
     assert earned <= 0.10 * worth, f"{earned} of {worth} points"
     passed_but_withheld = [s for c in later for s in c["steps"] if s["status"] == "passed" and s["withheld"]]
     assert passed_but_withheld and "checks beyond the worksheet" in passed_but_withheld[0]["withheld"]
+
+
+def test_worksheet_sized_answers_earn_nothing_in_chapter_11(tmp_path):
+    """right only up to chapter 11's worksheet sizes (no dimension above 4: 3 tokens, d_model 4, 2 heads): 0 points"""
+    impl = tmp_path / "exercises"
+    shutil.copytree(ROOT / "solutions", impl / "_real", ignore=shutil.ignore_patterns("__pycache__"))
+    cheat = (Path(__file__).parent / "attacks" / "worksheet_only.py").read_text(encoding="utf-8")
+    assert "LIMIT = 2" in cheat
+    (impl / "_worksheet_only.py").write_text(cheat.replace("LIMIT = 2", "LIMIT = 4"), encoding="utf-8")
+    (impl / "__init__.py").write_text("")
+    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+        (impl / path.name).write_text(
+            f"from ._worksheet_only import wrap\nfrom ._real import {path.stem} as _real\n\nwrap(globals(), _real)\n")
+    proc = tool("grade", "--impl", str(impl), "--chapters", "11", "--out", str(tmp_path / "out"), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    (chapter,) = results["chapters"]
+    assert chapter["chapter"] == 11 and chapter["points"] == 0, f"{chapter['points']} of {chapter['max_points']} points"
+    passed = [s for s in chapter["steps"] if s["status"] == "passed"]
+    assert passed and all(s["withheld"] for s in passed), "the worksheet's own steps pass, and earn nothing"

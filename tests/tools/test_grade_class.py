@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from kata.grading import gradebook, roster, schema, strict, submissions
+from kata.judge import answer_key
 
 from . import class_repos
 from .conftest import ROOT, tool, undocumented_fields
@@ -150,10 +151,10 @@ def test_results_record_repository_commit_course_version_and_seed(klass):
 
 # -- outputs -----------------------------------------------------------------------------------------------
 def test_gradebook_csv_has_exactly_the_columns_then_the_rosters(klass):
-    text = (klass["out"] / "gradebook.csv").read_text(encoding="utf-8")
+    text = (klass["out"] / "gradebook.csv").read_text(encoding="utf-8-sig")
     table = list(csv.reader(io.StringIO(text)))
     assert table[0] == ["student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent",
-                        *(f"ch{n}" for n in range(1, 11)), "note", "section"]
+                        *(f"ch{c.number}" for c in answer_key.chapters()), "note", *gradebook.FLAGS, "section"]
     body = {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
     ch4 = chapter(klass["rows"]["ada"], 4)["max_points"]
     assert body["ada"]["percent"] == "100.0" and body["ada"]["ch4"] == f"{ch4:g}" and body["ada"]["ch3"] == ""
@@ -185,7 +186,7 @@ def test_every_gradebook_field_is_documented_on_the_instructors_page():
 def test_each_learner_has_their_own_reports(klass):
     for name in ("ada", "brian", "chen", "dana", "eve", "finn"):
         folder = klass["out"] / "students" / name
-        assert {p.name for p in folder.iterdir()} == {"results.json", "junit.xml", "summary.md"}
+        assert {p.name for p in folder.iterdir()} == {"results.json", "junit.xml", "summary.md", "graded"}
         assert json.loads((folder / "results.json").read_text(encoding="utf-8")) == klass["rows"][name]["results"]
 
 

@@ -7,6 +7,9 @@
   solutions pasted into the stub cells, every check cell reports every step and check passed.
 - A wrong softmax checked in a notebook shows the same step, numbers and mistake as ``nox -s chapter4`` on
   the same code in a file.
+- ``kata.check(f)`` checks exactly the object ``f`` as the kernel runs it (imported from a helper module
+  beside the notebook, or under another name); a function that raises NameError in the kernel gets no
+  verdict; a saved cell that never ran changes nothing (the live kernel is the truth).
 - The saved notebooks' answers are graded like files (``python -m kata notebooks``, then ``--impl``).
 
 The executions are slow (a kernel per notebook and a pytest run per check cell: about 2 s a check cell on
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,7 +32,7 @@ import pytest
 from kata.judge import answer_key
 from kata.learner import notebook as nb_tools
 
-from .notebook_tools import CHECKED, ROOT, check_outputs, execute, solved, solved_before
+from .notebook_tools import CHECKED, ROOT, check_outputs, course_copy, execute, solved, solved_before
 
 CHAPTERS = answer_key.chapters()
 nbformat = pytest.importorskip("nbformat", reason="the notebook dependency group (pyproject.toml) is not installed")
@@ -172,3 +176,84 @@ def test_the_saved_notebooks_answers_are_graded_like_files(tmp_path):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     status = {c["chapter"]: c["status"] for c in results["chapters"]}
     assert status == {1: "passed", 2: "not started"}, status
+
+
+HELPER_SOFTMAX = textwrap.dedent('''\
+    import numpy as np
+
+
+    def softmax(x, axis=-1):
+        """Written from the docstring: subtract the max, exponentiate, normalise; empty or all -inf refused."""
+        x = np.asarray(x, dtype=float)
+        if x.size == 0:
+            raise ValueError("softmax of an empty array")
+        top = np.max(x, axis=axis, keepdims=True)
+        if np.any(np.isneginf(top)):
+            raise ValueError("softmax of a row that is all -inf")
+        e = np.exp(x - top)
+        return e / np.sum(e, axis=axis, keepdims=True)
+''')
+
+
+@pytest.mark.slow
+def test_check_takes_the_kernels_function_exactly_and_never_the_saved_file(tmp_path):
+    """kata.check(f): f from a helper module, f under another name, a NameError function, a saved unrun import"""
+    course = course_copy(tmp_path / "course")
+    (course / "notebooks" / "my_helpers.py").write_text(HELPER_SOFTMAX, encoding="utf-8")
+    saved = _notebook(answer_key.load(4))  # saved with a cell that never ran: an import that cannot work
+    saved.cells.append(nbformat.v4.new_code_cell(
+        "import no_such_module_anywhere\n\n\ndef raw_scores(Q, K):\n    return no_such_module_anywhere.f(Q, K)"))
+    nbformat.write(saved, course / "notebooks" / "chapter04_attention.ipynb")
+    live = _notebook(answer_key.load(4))
+    cells = [live.cells[1], nbformat.v4.new_code_cell(WRONG_SOFTMAX)]
+    cells += [nbformat.v4.new_code_cell(c) for c in (
+        "from my_helpers import softmax\nkata.check(softmax)",
+        "def softmax(x, axis=-1):\n    return x\n\nfrom solutions.chapter04_attention import softmax as good\n"
+        "kata.check(good)",
+        "def causal_mask(seq_len):\n    return np.tril(np.ones((seq_len, seq_len), dtype=bool)) & not_defined_here\n"
+        "kata.check(causal_mask)",
+        "kata.check(softmax)")]
+    live.cells = cells
+    executed = execute(live, folder=course / "notebooks")
+    texts = []
+    for cell in executed.cells[2:]:
+        texts.append("".join(o.get("data", {}).get("text/plain", "") or o.get("text", "") for o in cell.outputs))
+    helper, good, name_error, wrong = texts
+    for text in (helper, good):  # the helper's and the solution's softmax: every softmax check passes
+        m = CHECKED.search(text)
+        assert m and m.group(2) == m.group(3) and m.group(4) == m.group(5), text
+        assert "not started" not in text and "✗" not in text, text
+    assert "✓" not in name_error and "NameError" in name_error and "not_defined_here" in name_error, name_error
+    assert "✗" in wrong, wrong  # the kernel's latest softmax (return x), not the helper's or the solution's
+
+
+@pytest.mark.slow
+def test_a_chapter_answered_only_in_its_notebook_counts_in_progress_blame_and_doctor(tmp_path):
+    """chapter 4 solved only in its saved notebook: progress passes it, chapter 5 is not blamed, doctor says so"""
+    course = course_copy(tmp_path / "course")
+    for number in (1, 2, 3, 5):  # every chapter chapter 5 builds on is solved in exercises/, but chapter 4
+        module = answer_key.load(number).module
+        shutil.copy2(ROOT / "solutions" / f"{module}.py", course / "exercises" / f"{module}.py")
+    env = {**os.environ, "KATA_WARM": "0", "PYTHONPATH": str(course)}
+
+    def run(*args: str) -> str:  # with pytest's cache: the blame notes read what the last run found
+        proc = subprocess.run([sys.executable, "-m", "pytest", *args],
+                              cwd=course, env=env, capture_output=True, text=True, timeout=600, check=False)
+        return proc.stdout + proc.stderr
+
+    def status(text: str, number: int) -> str:
+        m = re.search(rf"^\s+{number}\s.*\d+/\d+\s+(\S.*?)\s*$", text, re.M)
+        return m.group(1) if m else text
+
+    files = [answer_key.load(n).test_file for n in (3, 4, 5)]
+    before = run(*files, "--progress")  # chapter 4 untouched: chapter 5, which calls it, cannot pass
+    assert [status(before, n) for n in (3, 4, 5)] == ["done", "not started", "in progress"], before
+    chapter = answer_key.load(4)
+    nbformat.write(solved(_notebook(chapter), chapter.module), course / "notebooks" / f"{chapter.module}.ipynb")
+    after, unblamed = run(*files, "--progress"), run(files[-1], "--steps")  # pytest's cache: what progress found
+    assert [status(after, n) for n in (3, 4, 5)] == ["done"] * 3, after
+    assert "which is not started" not in unblamed and "fix chapter 4" not in unblamed, unblamed
+    doctor = subprocess.run([sys.executable, "-m", "kata", "doctor"], cwd=course, env=env, capture_output=True,
+                            text=True, timeout=300, check=False).stdout
+    assert "the notebook's wins" in doctor and "from notebooks/chapter04_attention.ipynb" in doctor, doctor
+    assert re.search(r"^\s+4\s+\S+\s+yes\s+0/\d+", doctor, re.M), doctor

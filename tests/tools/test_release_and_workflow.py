@@ -20,7 +20,7 @@ import pytest
 
 from kata.grading import release
 
-from .conftest import ROOT, git
+from .conftest import ROOT, copy_repository, git, tool
 
 pytestmark = pytest.mark.slow
 WORKFLOW = ROOT / ".github" / "workflows" / "grade.yml"
@@ -75,6 +75,7 @@ def learner(course, tmp_path_factory):
 def test_the_edition_has_no_solutions_and_the_grading_workflow(course):
     """no solutions/, no authors' meta tests, no solution sections; the workflow set to the course and tag"""
     assert not (course / "solutions").exists()
+    assert not list((course / "scripts").glob("audit_*")), "an audit script recomputes a worksheet: a solution"
     assert sorted(p.name for p in (course / "tests").iterdir()) == sorted(
         ["__init__.py", "snapshots", *(p.name for p in (ROOT / "tests").glob("test_chapter*.py"))]
     )
@@ -137,3 +138,44 @@ def test_the_workflow_grades_with_the_course_tests(course, learner, tmp_path):
     assert "`tests/test_chapter02_matrices.py` (modified)" in summary
     for name in ("results.json", "junit.xml", "summary.md"):
         assert (learner / "grade" / name).exists()
+
+
+def test_a_release_after_grading_refuses_the_roster_and_the_gradebook(tmp_path):
+    """a roster, a gradebook and its cache never reach the edition; an unlisted file stops it, named, unwritten"""
+    course = copy_repository(tmp_path / "course")
+    git(course, "init", "-q", "-b", "main")
+    private = {"class/roster.csv": "student,repo,email\nana,ana/katas,ana@example.invalid\n",
+               "gradebook/gradebook.csv": "student,percent\nana,80\n",
+               "gradebook/.cache/ab/abcdef/results.json": "{}",
+               "gradebook/students/ana/summary.md": "## ana\n",
+               "notes/marks-2027.xlsx": "marks"}
+    for name, text in private.items():
+        (course / name).parent.mkdir(parents=True, exist_ok=True)
+        (course / name).write_text(text, encoding="utf-8")
+    git(course, "add", "-A")
+    git(course, "add", "-f", "class/roster.csv")  # committed, as the docs once advised
+    git(course, "commit", "-q", "-m", "course with a graded class")
+    edition = tmp_path / "edition"
+    proc = tool("release", str(edition), root=course)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "class/roster.csv" in proc.stdout and "notes/marks-2027.xlsx" in proc.stdout, proc.stdout
+    assert "gradebook/" not in proc.stdout  # ignored by git: not even a candidate
+    assert not edition.exists() or not any(edition.iterdir()), "a refused release wrote files"
+
+    proc = tool("release", str(edition), "--include", "notes", root=course)
+    assert proc.returncode == 2 and "class/roster.csv" in proc.stdout and "notes/" not in proc.stdout.split(
+        "--include PATH", 1)[1], proc.stdout
+
+    git(course, "rm", "-q", "--cached", "class/roster.csv")
+    proc = tool("release", str(edition), "--include", "notes", root=course)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    written = {p.relative_to(edition).as_posix() for p in edition.rglob("*") if p.is_file()}
+    assert "notes/marks-2027.xlsx" in written and "included (--include): notes/marks-2027.xlsx" in proc.stdout
+    assert not [p for p in written if p.startswith(("class/", "gradebook/")) or ".cache" in p], written
+
+    shutil.rmtree(course / ".git")  # no git: every file is a candidate, the gradebook and its cache too
+    proc = tool("release", str(tmp_path / "edition2"), root=course)
+    assert proc.returncode == 2, proc.stdout
+    for name in ("class/roster.csv", "gradebook/gradebook.csv", "gradebook/.cache/ab/abcdef/results.json"):
+        assert name in proc.stdout, (name, proc.stdout)
+    assert not (tmp_path / "edition2").exists()

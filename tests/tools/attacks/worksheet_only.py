@@ -1,4 +1,4 @@
-"""Right only at the worksheet's sizes: the reference's answer when every array is at most 2×2, else zeros.
+"""Right only at the worksheet's sizes: the reference's answer when no array is larger than LIMIT, else zeros.
 
 Written by ``tests/tools/test_attacks.py`` into an implementation package as ``_worksheet_only.py``, with
 the reference copied beside it as ``_real/``; each chapter file is two lines that wrap the real one.
@@ -9,10 +9,12 @@ import types
 
 import numpy as np
 
+LIMIT = 2  # the worksheet's largest size: 2 in Part I (2×2 matrices); a test may write the file with another
+
 
 def _small(value) -> bool:
     if isinstance(value, np.ndarray):
-        return all(n <= 2 for n in value.shape)
+        return all(n <= LIMIT for n in value.shape)
     if isinstance(value, (list, tuple)):
         return len(value) <= 2 and all(_small(v) for v in value)
     if isinstance(value, dict):

@@ -1,0 +1,258 @@
+"""The learner's answers wherever they are: ``exercises/`` and the saved notebooks, as one implementation folder.
+
+A chapter worked in its notebook counts like one worked in its file: ``nox -s chapterN``, ``progress``,
+``doctor`` and ``worksheet`` run, when no ``--impl`` is given, a copy of ``exercises/`` with every saved
+notebook's finished functions put in (``yours()``). **The rule when both hold an answer: the notebook's
+finished function wins** (it is appended to the chapter's file, after the file's own); a function left as its
+stub in the notebook never replaces anything. ``nox -s doctor`` shows which functions come from which
+notebook. ``kata.check`` in a running notebook reads that notebook from its kernel instead of the saved file
+(``kata/learner/notebook.py``); ``python -m kata notebooks`` writes the same copy for grading.
+
+Only the saved files are read here, with ``json`` and ``ast``: no cell is run.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import textwrap
+from pathlib import Path
+
+from . import project
+
+
+# -- what a chapter and a notebook hold ---------------------------------------------------------------------
+def exercise_file(chapter, root: Path = project.ROOT) -> Path:
+    """The chapter's file in ``exercises/``."""
+    return root / "exercises" / f"{chapter.module}.py"
+
+
+def functions_of(chapter, root: Path = project.ROOT) -> list[str]:
+    """The chapter's public functions, in the order of its file in ``exercises/``."""
+    tree = ast.parse(exercise_file(chapter, root).read_text(encoding="utf-8"))
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+
+
+def is_stub(node: ast.FunctionDef) -> bool:
+    """Whether a function's body is still only its docstring and ``raise NotImplementedError(...)``."""
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def notebook_of(chapter, root: Path = project.ROOT) -> Path:
+    """The chapter's notebook: ``notebooks/chapterNN_<topic>.ipynb``."""
+    return root / "notebooks" / f"{chapter.module}.ipynb"
+
+
+def code_cells(path: Path) -> list[str]:
+    """The source of every code cell of a saved notebook (read as JSON; nothing is run)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    cells = []
+    for cell in data.get("cells", []):
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            cells.append("".join(source) if isinstance(source, list) else str(source))
+    return cells
+
+
+def _without_magics(source: str) -> str:
+    """A cell without IPython's ``%magic`` and ``!shell`` lines (blank lines keep the line numbers)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def answers(sources: list[str], names: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(import lines, {name: source}) of the finished functions defined in these cells.
+
+    ``names`` are the chapter's functions; every other function defined at the top of a cell is taken too
+    (a helper of the learner's own). A cell that does not parse is passed over (it is shown when the
+    notebook runs it); a later definition replaces an earlier one, as running the cells in order would;
+    untouched stubs are left out.
+    """
+    imports: list[str] = []
+    found: dict[str, str] = {}
+    for source in sources:
+        text = _without_magics(source)
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        lines = text.splitlines()
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                module = getattr(node, "module", None) or ""
+                roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [module]
+                line = ast.get_source_segment(text, node)
+                if isinstance(node, ast.ImportFrom) and not node.level and module.startswith("exercises."):
+                    line = f"from .{module.removeprefix('exercises.')} import " + ", ".join(  # the copy's own
+                        a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+                elif getattr(node, "level", 0) or any(r.split(".")[0] in ("kata", "exercises") for r in roots):
+                    continue
+                if line and line not in imports:
+                    imports.append(line)
+            elif isinstance(node, ast.FunctionDef):  # the chapter's functions, and helpers of the learner's own
+                if is_stub(node):
+                    found.pop(node.name, None)
+                    continue
+                start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
+                found[node.name] = textwrap.dedent("\n".join(lines[start:node.end_lineno]))
+    return imports, found
+
+
+def saved_answers(chapter, root: Path = project.ROOT,
+                  notebooks: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """The finished functions of the chapter's saved notebook (none when it has no notebook).
+
+    ``notebooks`` is another folder of notebooks to read (a learner's, for ``grade-class``). A symbolic link
+    is not read (a learner's link could point anywhere on the grader's machine).
+    """
+    path = notebooks / f"{chapter.module}.ipynb" if notebooks is not None else notebook_of(chapter, root)
+    if not path.is_file() or path.is_symlink():
+        return [], {}
+    try:
+        return answers(code_cells(path), functions_of(chapter, root))
+    except (ValueError, OSError, AttributeError, TypeError):  # not a notebook (JSON): nothing to take from it
+        return [], {}
+
+
+# -- the implementation folder: exercises/ with the notebooks' answers in place ----------------------------------
+def write_package(target: Path, live: dict | None = None, root: Path = project.ROOT,
+                  learner: Path | None = None) -> Path:
+    """Copy ``exercises/`` to ``target`` and put every saved notebook's finished functions into their chapter files.
+
+    The one extraction of notebook answers: ``python -m kata notebooks`` (grading), ``progress``, ``doctor``,
+    blame notes and ``yours`` all read the saved notebooks through it. A notebook's finished function
+    replaces the stub, or the finished function, of ``exercises/`` (the notebook wins); a function left as its
+    stub in the notebook never replaces anything.
+
+    ``$KATA_EXERCISES`` names another folder to start from instead of ``exercises/`` (the tests start chapter N's
+    notebook on a folder whose earlier chapters are solved).
+
+    ``live`` is the running kernel's chapter (``kata.check``): ``{"chapter": N, "lines": [...], "files":
+    {name: text}}``; its saved notebook is not read (the kernel is the truth), its lines are appended instead.
+
+    ``learner`` is a folder holding a learner's ``exercises/`` and ``notebooks/`` to use instead of this course
+    copy's (``grade-class``); the chapters and their functions' names still come from ``root``. Returns
+    ``target``.
+    """
+    if learner is not None:
+        base = learner / "exercises"
+    else:
+        base = Path(os.environ.get("KATA_EXERCISES") or root / "exercises")  # another starting point, for tests
+    shutil.copytree(base, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for chapter in project.chapters(root):
+        if live and live["chapter"] == chapter.number:
+            for name, text in live["files"].items():
+                (target / name).write_text(text, encoding="utf-8")
+            _append(target / f"{chapter.module}.py", "the running notebook", live["lines"])
+            continue
+        imports, functions = saved_answers(chapter, root, learner / "notebooks" if learner is not None else None)
+        if not functions:
+            continue
+        path = target / f"{chapter.module}.py"
+        if not path.is_file():  # the learner's chapter file is not there (a link left out): the course's stub
+            shutil.copy2(exercise_file(chapter, root), path)
+        block = [*imports, *_earlier_names(chapter, functions, root), *(f"\n\n{s}" for s in functions.values())]
+        _append(target / f"{chapter.module}.py", f"notebooks/{chapter.module}.ipynb", block)
+    return target
+
+
+def _append(path: Path, where: str, block: list[str]) -> None:
+    if not block:
+        return
+    head = f"\n\n# -- your answers from {where} (they replace the stubs above) --"
+    path.write_text(path.read_text(encoding="utf-8").rstrip("\n") + "\n".join([head, *block]) + "\n",
+                    encoding="utf-8")
+
+
+def _public_names(path: Path) -> set[str]:
+    """The names a chapter file defines at its top level (functions, constants, imports)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def _earlier_names(chapter, functions: dict[str, str], root: Path) -> list[str]:
+    """Imports of the earlier chapters' names the answers use and the chapter's file does not define.
+
+    In a notebook, chapter 5's ``forward`` may call chapter 4's ``softmax`` (the notebook's first cell
+    brings it in); in the chapter's file that takes ``from .chapter04_attention import softmax``.
+    """
+    used = set()
+    for source in functions.values():
+        used |= {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    missing = used - _public_names(exercise_file(chapter, root)) - set(functions) - set(dir(builtins))
+    lines = []
+    for earlier in reversed([c for c in project.chapters(root) if c.number < chapter.number]):
+        have = sorted(n for n in missing & _public_names(exercise_file(earlier, root)) if not n.startswith("_"))
+        if have:
+            lines.append(f"from .{earlier.module} import {', '.join(have)}  # noqa: E402, F401")
+            missing -= set(have)
+    return lines
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _inputs_digest(root: Path) -> str:
+    """What the staged copy is made of: exercises/ (or ``$KATA_EXERCISES``) and the saved notebooks."""
+    base = Path(os.environ.get("KATA_EXERCISES") or root / "exercises")
+    h = hashlib.sha256(str(base.resolve()).encode())
+    for path in [*sorted(base.glob("*.py")), *sorted((root / "notebooks").glob("*.ipynb"))]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def from_notebooks(root: Path = project.ROOT) -> dict[int, list[str]]:
+    """{chapter: [its functions a saved notebook answers]} for every chapter with such a notebook."""
+    found = {}
+    for chapter in project.chapters(root):
+        _, functions = saved_answers(chapter, root)
+        names = [n for n in functions if n in functions_of(chapter, root)]
+        if names:
+            found[chapter.number] = names
+    return found
+
+
+def default_impl(root: Path = project.ROOT) -> str:
+    """Whose code runs when no ``--impl`` is given: ``exercises``, or its staged copy with the notebooks' answers.
+
+    The copy is ``.kata/answers/<digest>/exercises`` (made once for each state of exercises/ and notebooks/,
+    older ones removed); plain ``exercises`` when no saved notebook holds a finished function.
+    """
+    digest = _inputs_digest(root)
+    home = root / ".kata" / "answers"
+    target = home / digest / "exercises"
+    if target.is_dir():
+        return str(target)
+    if (home / f"{digest}.none").is_file():
+        return "exercises"
+    for old in home.glob("*") if home.is_dir() else []:  # earlier states (another process's scratch stays)
+        if not old.name.startswith("tmp"):
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
+    if not from_notebooks(root):
+        (home / f"{digest}.none").write_text("no saved notebook holds a finished function\n", encoding="utf-8")
+        return "exercises"
+    with tempfile.TemporaryDirectory(dir=home) as scratch:
+        write_package(Path(scratch) / "exercises", root=root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(Path(scratch) / "exercises", target)
+    return str(target)

@@ -1,0 +1,223 @@
+"""Chapter 11: Multi-Head Attention — several small attentions side by side, each free to look elsewhere.
+
+One attention head mixes the positions with ONE set of weights per query: if a token needs both the
+previous word and the subject of the sentence, a single softmax must share its weight between them.
+Multi-head attention projects the input once into queries, keys and values of width d_model, cuts each
+into ``n_heads`` slices of ``d_head = d_model / n_heads`` features (head h owns the columns
+``h*d_head : (h+1)*d_head``), runs chapter 4's causal scaled dot-product attention in every head on its
+own (scaled by 1/√d_head, the width of that head's keys), puts the heads' outputs back side by side and
+mixes them with one more projection, W_O. The backward pass runs the same road in reverse: W_O, the
+heads apart again, chapter 7's attention backward in every head, the heads together, the projections.
+
+Worksheet: this course's own (Part II goes beyond the book): three tokens A B C, d_model 4, two heads;
+see docs/chapters/11-multi-head-attention.md.
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
+"""
+
+import numpy as np
+
+from .chapter04_attention import causal_mask, scaled_dot_product_attention
+from .chapter07_backprop import attention_backward, linear_backward
+
+PARAM_NAMES = ("WQ", "WK", "WV", "WO")
+
+
+def split_heads(X: np.ndarray, n_heads: int) -> np.ndarray:
+    r"""Cut the features of every row into ``n_heads`` equal slices, one per head.
+
+    $$\mathrm{heads}[h, i, :] = X[i,\ h\,d_{head} : (h+1)\,d_{head}], \qquad d_{head} = d_{model} / n_{heads}$$
+
+    Head h owns the columns ``h*d_head`` to ``(h+1)*d_head - 1`` of every position; every head keeps every
+    position. (``X.reshape(seq, n_heads, d_head)`` then moving the head axis to the front does it; a reshape
+    straight to ``(n_heads, seq, d_head)`` mixes positions and heads.)
+
+    Args:
+        X: one row per position, shape (seq, d_model).
+        n_heads: how many heads, a whole number ≥ 1 that divides d_model.
+
+    Returns:
+        The heads, shape (n_heads, seq, d_head); X is not modified.
+
+    Raises:
+        ValueError: if X is not 2-D (the message names its shape); if n_heads is not a whole number ≥ 1
+            (the message says "n_heads"; a bool or a float such as 2.0 is refused too); or if d_model is not
+            divisible by n_heads (the message says "divisible" and names d_model and n_heads).
+
+    See docs: chapter 11, step 11.1.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"split_heads needs X of shape (seq, d_model), got shape {X.shape}")
+    seq, d_model = X.shape
+    d_head = _head_width(d_model, n_heads)
+    return X.reshape(seq, n_heads, d_head).transpose(1, 0, 2).copy()  # (seq, n_heads, d_head) -> (n_heads, seq, d_head)
+
+
+def merge_heads(H: np.ndarray) -> np.ndarray:
+    r"""Put the heads back side by side: the inverse of ``split_heads``.
+
+    $$\mathrm{merged}[i,\ h\,d_{head} : (h+1)\,d_{head}] = H[h, i, :]$$
+
+    Row i of the result is head 0's row i, then head 1's row i, and so on: ``merge_heads(split_heads(X, n))``
+    is X again.
+
+    Args:
+        H: the heads, shape (n_heads, seq, d_head).
+
+    Returns:
+        The merged rows, shape (seq, n_heads * d_head); H is not modified.
+
+    Raises:
+        ValueError: if H is not 3-D (the message names its shape).
+
+    See docs: chapter 11, step 11.4.
+    """
+    H = np.asarray(H, dtype=np.float64)
+    if H.ndim != 3:
+        raise ValueError(f"merge_heads needs H of shape (n_heads, seq, d_head), got shape {H.shape}")
+    n_heads, seq, d_head = H.shape
+    return H.transpose(1, 0, 2).reshape(seq, n_heads * d_head)  # (seq, n_heads, d_head) -> (seq, d_model)
+
+
+def attend_heads(Qh: np.ndarray, Kh: np.ndarray, Vh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Causal scaled dot-product attention in every head, each on its own.
+
+    $$\mathrm{out}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_{head}}} + M\right) V_h
+    \qquad\text{for } h = 0, \dots, n_{heads} - 1$$
+
+    with chapter 4's causal mask M in every head (position i sees positions 0…i only) and the scale
+    1/√d_head, the width of one head's keys, not of d_model.
+
+    Args:
+        Qh: queries, shape (n_heads, seq, d_head).
+        Kh: keys, the same shape.
+        Vh: values, the same shape.
+
+    Returns:
+        (out, weights): out has shape (n_heads, seq, d_head), one attention output per head; weights has
+        shape (n_heads, seq, seq), one causal attention matrix per head (every row sums to 1, zero above the
+        diagonal).
+
+    Raises:
+        ValueError: if Qh, Kh or Vh is not 3-D or the three shapes differ (the message names all three
+            shapes).
+
+    See docs: chapter 11, steps 11.2 and 11.3.
+    """
+    Qh, Kh, Vh = (np.asarray(a, dtype=np.float64) for a in (Qh, Kh, Vh))
+    if Qh.ndim != 3 or Kh.shape != Qh.shape or Vh.shape != Qh.shape:
+        raise ValueError(f"attend_heads needs Qh, Kh and Vh of one shape (n_heads, seq, d_head), got "
+                         f"{Qh.shape}, {Kh.shape} and {Vh.shape}")
+    mask = causal_mask(Qh.shape[1])  # (seq, seq), the same in every head
+    heads = [scaled_dot_product_attention(q, k, v, mask=mask) for q, k, v in zip(Qh, Kh, Vh, strict=True)]
+    return np.stack([o for o, _ in heads]), np.stack([w for _, w in heads])
+
+
+def multi_head_attention(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, tuple]:
+    r"""Causal multi-head self-attention, and what its backward pass needs.
+
+    $$Q = xW_Q,\quad K = xW_K,\quad V = xW_V,\qquad
+      \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_{head}}} + M\right) V_h,$$
+    $$\mathrm{out} = [\mathrm{head}_0, \dots, \mathrm{head}_{n_{heads}-1}]\, W_O$$
+
+    Q_h is head h's slice of Q (``split_heads``), the heads attend causally and separately
+    (``attend_heads``), their outputs are put side by side (``merge_heads``) and mixed by W_O.
+
+    Args:
+        x: the input rows, shape (seq, d_model), seq ≥ 1.
+        params: a dict with the keys ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``, each of shape
+            (d_model, d_model); other keys are ignored.
+        n_heads: how many heads, a whole number ≥ 1 that divides d_model.
+
+    Returns:
+        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for
+        ``multi_head_attention_backward``. Neither x nor params is modified.
+
+    Raises:
+        ValueError: if x is not 2-D with at least one row (the message names its shape); if params is not a
+            dict (the message says "dict" and names the type given, e.g. "list") or lacks a key (the message
+            names the missing key, e.g. ``WO``); if a weight is not
+            (d_model, d_model) (the message names the key, e.g. ``WK``, its shape and the shape expected);
+            if n_heads is not a whole number ≥ 1 (the message says "n_heads"); or if d_model is not
+            divisible by n_heads (the message says "divisible" and names d_model and n_heads).
+
+    See docs: chapter 11, step 11.5.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 1:
+        raise ValueError(f"multi_head_attention needs x of shape (seq, d_model) with seq >= 1, got shape {x.shape}")
+    _head_width(x.shape[1], n_heads)
+    W = _weights(params, x.shape[1])
+    Qh, Kh, Vh = (split_heads(x @ W[k], n_heads) for k in ("WQ", "WK", "WV"))  # (n_heads, seq, d_head) each
+    heads, P = attend_heads(Qh, Kh, Vh)  # (n_heads, seq, d_head), (n_heads, seq, seq)
+    merged = merge_heads(heads)  # (seq, d_model)
+    return merged @ W["WO"], (x, W, Qh, Kh, Vh, P, merged)
+
+
+def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
+    r"""Gradients through ``multi_head_attention``: for the input and all four weights.
+
+    $$dW_O = \mathrm{merged}^\top d\mathrm{out},\qquad d\mathrm{merged} = d\mathrm{out}\, W_O^\top,$$
+    $$(dQ_h, dK_h, dV_h) = \text{chapter 7's attention backward of head } h \text{ for } d\mathrm{head}_h,$$
+    $$dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV,\qquad
+      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$$
+
+    d merged is cut into heads like the forward pass cut Q (``split_heads``), each head's gradient goes back
+    through that head's own softmax (scaled by 1/√d_head), and dQ, dK, dV are put back side by side
+    (``merge_heads``) before the projections. x fed all three projections, so dx is the sum of three paths.
+
+    Args:
+        d_out: the gradient of the loss with respect to the output, shape (seq, d_model).
+        cache: the cache ``multi_head_attention`` returned.
+
+    Returns:
+        A dict with the keys ``"x"``, ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``: the gradients, shaped like
+        x (seq, d_model) and like each weight (d_model, d_model).
+
+    Raises:
+        ValueError: if d_out does not have the output's shape (the message names ``d_out``, its shape and
+            the shape expected).
+
+    See docs: chapter 11, steps 11.6 and 11.7.
+    """
+    x, W, Qh, Kh, Vh, P, merged = cache
+    d_out = np.asarray(d_out, dtype=np.float64)
+    if d_out.shape != x.shape:
+        raise ValueError(f"d_out has shape {d_out.shape}, expected the output's shape {x.shape}")
+    n_heads = len(Qh)
+    d_merged, dWO = linear_backward(merged, W["WO"], d_out)  # out = merged W_O
+    d_heads = split_heads(d_merged, n_heads)  # (n_heads, seq, d_head)
+    per_head = [attention_backward(q, k, v, p, d) for q, k, v, p, d in zip(Qh, Kh, Vh, P, d_heads, strict=True)]
+    grads, dx = {"WO": dWO}, []
+    for i, name in enumerate(("WQ", "WK", "WV")):
+        d_proj = merge_heads(np.stack([g[i] for g in per_head]))  # dQ, dK or dV: (seq, d_model)
+        dx_path, grads[name] = linear_backward(x, W[name], d_proj)
+        dx.append(dx_path)
+    grads["x"] = dx[0] + dx[1] + dx[2]  # x fed all three projections: the query, key and value paths
+    return grads
+
+
+# -- checks (not part of the exercise) -------------------------------------------------------------------
+def _head_width(d_model: int, n_heads: int) -> int:
+    """d_model / n_heads, after checking that n_heads is a whole number ≥ 1 that divides d_model."""
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
+    if d_model % n_heads:
+        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: heads need equal widths")
+    return d_model // n_heads
+
+
+def _weights(params: dict, d_model: int) -> dict[str, np.ndarray]:
+    """The four weights of ``params`` as float64 arrays, each checked to be (d_model, d_model)."""
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict with keys {list(PARAM_NAMES)}, got {type(params).__name__}")
+    missing = [k for k in PARAM_NAMES if k not in params]
+    if missing:
+        raise ValueError(f"params lacks {', '.join(missing)}: multi-head attention needs W_Q, W_K, W_V and W_O")
+    W = {k: np.asarray(params[k], dtype=np.float64) for k in PARAM_NAMES}
+    for k, w in W.items():
+        if w.shape != (d_model, d_model):
+            raise ValueError(f"params[{k!r}] has shape {w.shape}, expected {(d_model, d_model)} (d_model, d_model)")
+    return W

@@ -1,0 +1,1 @@
+"""The course written from its docstrings with einsum, log-sum-exp and dtypes kept (authors only)."""
