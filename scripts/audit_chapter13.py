@@ -235,6 +235,11 @@ DS = [[1.0, 0.0], [0.0, 1.0]]
 def steps() -> dict[str, dict]:
     """Every step: its inputs, its exact value and the value of every mistake the key names."""
     sw = {"x": XS, "W_gate": W_GATE, "W_up": W_UP, "W_down": W_DOWN}
+    return {**pieces(sw), **block_steps()}
+
+
+def pieces(sw: dict) -> dict[str, dict]:
+    """Steps 13.1–13.7: RMSNorm, SiLU and SwiGLU."""
     return {
         "13.1": {"inputs": {"x": X1, "g": G1}, "exact": rms_norm(X1, G1), "mistakes": {
             "the mean subtracted first: that is LayerNorm (with β = 0), not RMSNorm": rms_norm(X1, G1, centre=True),

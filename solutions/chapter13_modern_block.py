@@ -1,12 +1,14 @@
 """Chapter 13: The Modern Block — RMSNorm, SiLU and SwiGLU, and the pre-norm block with rotary attention.
 
 The block today's open models repeat dozens of times. Chapter 10's block normalised with LayerNorm and
-fed a ReLU network; this one swaps in the two pieces those models use instead. **RMSNorm** divides each
-row by its root mean square and multiplies by a learned gain ``g``: no mean subtracted, no shift added.
+fed a ReLU network; this one swaps in the pieces those models use instead. **RMSNorm** divides each row
+by its root mean square and multiplies by a learned gain ``g``: no mean subtracted, no shift added.
 **SwiGLU** is a feed-forward layer with two input projections: one goes through SiLU, x·σ(x), and
-*gates* the other entry by entry before the output projection. Every function that feeds a backward
-pass returns ``(output, cache)``; its backward takes the cache back and returns the gradients. Row-vector
-convention throughout: one row per position, ``x @ W``.
+*gates* the other entry by entry before the output projection. Attention has several heads (chapter 11)
+whose queries and keys are rotated by position (chapter 12). The **pre-norm** block puts them together:
+``x + attention(rmsnorm(x))``, then ``x + swiglu(rmsnorm(x))``. Every function that feeds a backward
+pass returns ``(output, cache)``; its backward takes the cache back and returns the gradients in a dict.
+Row-vector convention throughout: one row per position, ``x @ W``.
 
 Worksheet: this course's own; see docs/chapters/13-modern-block.md.
 
@@ -15,6 +17,14 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 """
 
 import numpy as np
+
+from .chapter04_attention import causal_mask, scaled_dot_product_attention
+from .chapter07_backprop import attention_backward, linear_backward
+from .chapter11_multi_head_attention import merge_heads, split_heads
+from .chapter12_rope import apply_rope, rope_backward
+
+ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
+BLOCK_KEYS = ("g1", "WQ", "WK", "WV", "WO", "g2", "W_gate", "W_up", "W_down")
 
 
 def rms_norm(x: np.ndarray, g: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -200,6 +210,172 @@ def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
     return {"x": dx, "W_gate": x.T @ da, "W_up": x.T @ db, "W_down": h.T @ d_out}
 
 
+def rope_multi_head_attention(
+    x: np.ndarray, params: dict, n_heads: int, base: float = 10000.0
+) -> tuple[np.ndarray, tuple]:
+    r"""Causal multi-head self-attention with rotary positions on every head's queries and keys.
+
+    $$Q = xW_Q,\ K = xW_K,\ V = xW_V,\qquad
+      \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{\mathrm{RoPE}(Q_h)\,\mathrm{RoPE}(K_h)^\top}{\sqrt{d_{head}}}
+      + M\right) V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O$$
+
+    Chapter 11's attention with chapter 12's rotation inserted: Q and K are cut into heads first
+    (``split_heads``), then each head's d_head-wide queries and keys are rotated (``apply_rope`` with d =
+    d_head, positions 0, 1, …), V is not rotated; the heads attend causally with scale 1/√d_head, and
+    their outputs are put side by side (``merge_heads``) and projected by W_O. Nothing depends on where the
+    sequence starts, only on distances between positions, so there is no ``start``.
+
+    Args:
+        x: the (normalised) input rows, shape (seq, d_model), seq ≥ 1.
+        params: a dict with the keys ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``, each of shape
+            (d_model, d_model); other keys are ignored.
+        n_heads: how many heads, a whole number ≥ 1 that divides d_model into heads of an even width d_head.
+        base: RoPE's base, as in chapter 12: pair i of a head turns by position·base^(−2i/d_head).
+
+    Returns:
+        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for
+        ``rope_multi_head_attention_backward``. Neither x nor params is modified.
+
+    Raises:
+        ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if n_heads
+            is not a whole number ≥ 1, 2.0 and True included (the message names ``n_heads``); if d_model is
+            not divisible by n_heads (the message says "divisible" and names d_model and n_heads); if d_head
+            is odd (the message says "odd" and names d_head); if params is not a dict or lacks a weight (the
+            message names the missing key, e.g. ``WO``); or if a weight is not (d_model, d_model) (the message
+            names it, e.g. ``WK``, and its shape).
+
+    See docs: chapter 13, step 13.8.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    _check_rows(x, "rope_multi_head_attention: x")
+    _check_heads(x.shape[1], n_heads)
+    W = _weights(params, ATTENTION_KEYS, x.shape[1])
+    Qh = apply_rope(split_heads(x @ W["WQ"], n_heads), base)  # (n_heads, seq, d_head), each head rotated
+    Kh = apply_rope(split_heads(x @ W["WK"], n_heads), base)
+    Vh = split_heads(x @ W["WV"], n_heads)  # values are not rotated
+    mask = causal_mask(len(x))
+    heads = [scaled_dot_product_attention(q, k, v, mask=mask) for q, k, v in zip(Qh, Kh, Vh, strict=True)]
+    P = np.stack([weights for _, weights in heads])  # (n_heads, seq, seq)
+    merged = merge_heads(np.stack([out for out, _ in heads]))  # (seq, d_model)
+    return merged @ W["WO"], (x, W, Qh, Kh, Vh, P, merged, base)
+
+
+def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
+    r"""Gradients through ``rope_multi_head_attention``: for the input and all four weights.
+
+    $$dW_O = \mathrm{merged}^\top d_{out},\quad (d\tilde Q_h, d\tilde K_h, dV_h) = \text{chapter 7's attention
+      backward of head } h,\quad dQ_h = \mathrm{RoPE}^{-1}(d\tilde Q_h),\ dK_h = \mathrm{RoPE}^{-1}(d\tilde K_h),$$
+    $$dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV,\qquad
+      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$$
+
+    The attention backward gives the gradients of the *rotated* queries and keys (what attention saw); a
+    rotation's transpose is the rotation back (``rope_backward``), which turns them into the gradients of
+    the heads of Q and K before the projections.
+
+    Args:
+        d_out: gradient of the loss with respect to the output, shape (seq, d_model).
+        cache: the cache ``rope_multi_head_attention`` returned.
+
+    Returns:
+        A dict with the keys ``"x"``, ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``: the gradients, shaped like x
+        and like each weight.
+
+    Raises:
+        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+
+    See docs: chapter 13, step 13.10.
+    """
+    x, W, Qh, Kh, Vh, P, merged, base = cache
+    d_out = np.asarray(d_out, dtype=np.float64)
+    _check_shape(d_out, x.shape, "rope_multi_head_attention_backward: d_out")
+    d_merged, dWO = linear_backward(merged, W["WO"], d_out)  # out = merged W_O
+    d_heads = split_heads(d_merged, len(Qh))  # (n_heads, seq, d_head)
+    per_head = [attention_backward(q, k, v, p, d) for q, k, v, p, d in zip(Qh, Kh, Vh, P, d_heads, strict=True)]
+    dQ = merge_heads(rope_backward(np.stack([g[0] for g in per_head]), base))  # rotated back: (seq, d_model)
+    dK = merge_heads(rope_backward(np.stack([g[1] for g in per_head]), base))
+    dV = merge_heads(np.stack([g[2] for g in per_head]))  # V was never rotated
+    grads = {"x": np.zeros_like(x), "WO": dWO}
+    for name, d_proj in (("WQ", dQ), ("WK", dK), ("WV", dV)):
+        dx, grads[name] = linear_backward(x, W[name], d_proj)
+        grads["x"] += dx  # x fed all three projections
+    return grads
+
+
+def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, tuple]:
+    r"""One pre-norm block of a modern transformer: RMSNorm, rotary attention, RMSNorm, SwiGLU, two residuals.
+
+    $$x_1 = x + \mathrm{Attention}(\mathrm{RMSNorm}_{g_1}(x)),\qquad
+      y = x_1 + \mathrm{SwiGLU}(\mathrm{RMSNorm}_{g_2}(x_1))$$
+
+    The norms sit on the branches, never on the stream: x and x₁ are added to unnormalised. Attention is
+    ``rope_multi_head_attention`` (base 10000); RMSNorm uses its default eps.
+
+    Args:
+        x: the residual stream, shape (seq, d_model).
+        params: a dict with exactly the keys ``"g1"``, ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"``, ``"g2"``,
+            ``"W_gate"``, ``"W_up"``, ``"W_down"``: g1 and g2 of shape (d_model,); the attention weights
+            (d_model, d_model); W_gate and W_up (d_model, d_ff), W_down (d_ff, d_model).
+        n_heads: the number of attention heads (as ``rope_multi_head_attention``).
+
+    Returns:
+        (y, cache): y has shape (seq, d_model); cache is an opaque tuple for ``prenorm_block_backward``.
+        Neither x nor params is modified.
+
+    Raises:
+        ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if params
+            is not a dict with exactly those keys (the message names a missing key, e.g. ``g2``, or one that does
+            not belong, e.g. ``bias``); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or
+            ``W_up``, and its shape); or as ``rope_multi_head_attention`` and ``swiglu``.
+
+    See docs: chapter 13, step 13.9.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    _check_rows(x, "prenorm_block: x")
+    _check_block(params, x.shape[1])
+    h1 = rms_norm(x, params["g1"])  # the attention reads a normalised copy of the stream
+    a, attention_cache = rope_multi_head_attention(h1, params, n_heads)
+    x1 = x + a  # the stream itself is never normalised
+    h2 = rms_norm(x1, params["g2"])
+    f, ffn_cache = swiglu(h2, params["W_gate"], params["W_up"], params["W_down"])
+    return x1 + f, (params, x, x1, attention_cache, ffn_cache)
+
+
+def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
+    r"""Gradients through ``prenorm_block``: for the input and every parameter.
+
+    Each residual y = x₁ + F(RMSNorm(x₁)) sends the gradient down two paths, straight through and through
+    the branch, and the two are added:
+
+    $$dx_1 = dy + \mathrm{RMSNorm}_2^\top\big(\mathrm{SwiGLU}^\top(dy)\big),\qquad
+      dx = dx_1 + \mathrm{RMSNorm}_1^\top\big(\mathrm{Attention}^\top(dx_1)\big)$$
+
+    (a ᵀ here is that function's backward pass).
+
+    Args:
+        d_y: gradient of the loss with respect to the block's output, shape (seq, d_model).
+        cache: the cache ``prenorm_block`` returned.
+
+    Returns:
+        A dict with the key ``"x"`` and every key of params, each gradient shaped like what it belongs to.
+
+    Raises:
+        ValueError: if d_y does not have the output's shape (the message names ``d_y`` and its shape).
+
+    See docs: chapter 13, step 13.11.
+    """
+    params, x, x1, attention_cache, ffn_cache = cache
+    d_y = np.asarray(d_y, dtype=np.float64)
+    _check_shape(d_y, x.shape, "prenorm_block_backward: d_y")
+    ffn = swiglu_backward(d_y, ffn_cache)
+    dx1_via_branch, dg2 = rms_norm_backward(x1, params["g2"], ffn["x"])
+    dx1 = d_y + dx1_via_branch  # the residual path + the path through RMSNorm₂ and SwiGLU
+    attention = rope_multi_head_attention_backward(dx1, attention_cache)
+    dx_via_branch, dg1 = rms_norm_backward(x, params["g1"], attention["x"])
+    dx = dx1 + dx_via_branch  # the residual path + the path through RMSNorm₁ and attention
+    return {"x": dx, "g1": dg1, **{k: attention[k] for k in ATTENTION_KEYS}, "g2": dg2,
+            **{k: ffn[k] for k in ("W_gate", "W_up", "W_down")}}
+
+
 # -- checks and helpers (not part of the exercise) -----------------------------------------------------
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     """σ(x) = exp(−log(1 + e^(−x))), through logaddexp: no overflow for any x."""
@@ -225,3 +401,37 @@ def _check_features(x: np.ndarray, g) -> None:
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"rms_norm needs a feature axis with at least one entry, got shape {x.shape}")
     _check_shape(g, (x.shape[-1],), "rms_norm: g")
+
+
+def _check_heads(d_model: int, n_heads) -> None:
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
+    if d_model % n_heads:
+        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: heads must be equally wide")
+    d_head = d_model // n_heads
+    if d_head % 2:
+        raise ValueError(f"d_head = d_model / n_heads = {d_head} is odd: RoPE turns a head's features in pairs")
+
+
+def _weights(params, keys: tuple, d_model: int) -> dict:
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict with the keys {list(keys)}, got {type(params).__name__}")
+    missing = [k for k in keys if k not in params]
+    if missing:
+        raise ValueError(f"params lacks {', '.join(missing)}: attention needs {', '.join(keys)}")
+    for k in keys:
+        _check_shape(params[k], (d_model, d_model), f"params[{k!r}]")
+    return {k: np.asarray(params[k], dtype=np.float64) for k in keys}
+
+
+def _check_block(params, d_model: int) -> None:
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict with the keys {list(BLOCK_KEYS)}, got {type(params).__name__}")
+    missing = [k for k in BLOCK_KEYS if k not in params]
+    if missing:
+        raise ValueError(f"prenorm_block: params lacks {', '.join(missing)}")
+    extra = sorted(str(k) for k in params if k not in BLOCK_KEYS)
+    if extra:
+        raise ValueError(f"prenorm_block: params has keys a block does not use: {', '.join(extra)}")
+    for key in ("g1", "g2"):  # the weights are checked where they are used (attention, swiglu), by name
+        _check_shape(params[key], (d_model,), f"params[{key!r}]")

@@ -15,9 +15,20 @@ from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
 AUDIT = ROOT / "scripts" / "audit_chapter13.py"
-STEPS = runpy.run_path(str(AUDIT))["steps"]()
-PRINTED = runpy.run_path(str(AUDIT))["printed"]
+AUDITED = runpy.run_path(str(AUDIT))
+STEPS, PRINTED = AUDITED["steps"](), AUDITED["printed"]
 KEY = answer_key.load(13)
+
+
+def same(key_value, audit_value, where):
+    """The key's input equals the audit's: numbers exactly, dicts key by key."""
+    if isinstance(audit_value, dict):
+        assert isinstance(key_value, dict) and sorted(key_value) == sorted(audit_value), where
+        for k, v in audit_value.items():
+            same(key_value[k], v, f"{where}.{k}")
+        return
+    np.testing.assert_array_equal(np.asarray(key_value, dtype=np.float64), np.asarray(audit_value, dtype=np.float64),
+                                  err_msg=where)
 
 
 def test_the_audit_runs():
@@ -34,7 +45,7 @@ def test_the_audit_and_the_key_cover_the_same_steps():
 def test_the_key_says_what_the_audit_computes(step):
     audit = STEPS[step.id]
     for name, value in audit["inputs"].items():
-        np.testing.assert_array_equal(step.input(name), np.asarray(value, dtype=np.float64), err_msg=f"{step.id} {name}")
+        same(step.inputs[name], value, f"{step.id} {name}")
     assert sorted(step.inputs) == sorted(audit["inputs"]), f"{step.id}: the key's inputs differ from the audit's"
     np.testing.assert_allclose(step.exact, np.asarray(audit["exact"]), rtol=1e-12, atol=1e-15, err_msg=step.id)
     assert step.printed == PRINTED(audit["exact"]), f"{step.id}: printed is not the audit's value at four decimals"

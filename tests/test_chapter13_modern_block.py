@@ -1,7 +1,8 @@
 """Chapter 13: The Modern Block — the course's own worksheet (beyond the book), and beyond it.
 
 The worksheet: RMSNorm by hand on [1, 2, 2, 4] and [2, −2, 2, −2] and on a tiny row where ε counts, its
-backward pass, SiLU and its slope at −2…2, and a SwiGLU layer (d_model 2, d_ff 3) forward and backward.
+backward pass, SiLU and its slope at −2…2, a SwiGLU layer (d_model 2, d_ff 3) forward and backward, then
+rotary multi-head attention (3 positions, d_model 4, 2 heads) and the pre-norm block, forward and backward.
 Beyond it: every function on seeded inputs of other shapes (d_model up to 16, seq up to 8) against stored
 snapshots (tests/snapshots/chapter13.npz: inputs, the reference's outputs, central-difference gradients of
 every argument and the values classic mistakes give, written from solutions/ by the authors), stability,
@@ -21,11 +22,23 @@ RNG = np.random.default_rng(13)
 # (the mistakes the checks name are off by far more: whole terms or factors).
 NUM_RTOL, NUM_ATOL = 1e-5, 1e-7
 SWIGLU_KEYS = ("x", "W_gate", "W_up", "W_down")
+ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
+BLOCK_KEYS = ("g1", "WQ", "WK", "WV", "WO", "g2", "W_gate", "W_up", "W_down")
 
 
 def swiglu_args(ws):
     """x, W_gate, W_up, W_down of a worksheet step."""
     return tuple(ws.input(k) for k in SWIGLU_KEYS)
+
+
+def attention_params(ws):
+    """The four attention weights of a worksheet step."""
+    return {k: ws.input(k) for k in ATTENTION_KEYS}
+
+
+def block_params(ws):
+    """The block's parameters of a worksheet step, as float64 arrays."""
+    return {k: np.array(v, dtype=np.float64) for k, v in ws.inputs["params"].items()}
 
 
 def grads_dict(got, keys, what):
@@ -79,6 +92,37 @@ def test_swiglu_backward_adds_the_gate_and_the_up_branch(ch, ws):
     expect(ws, grads["x"], kind="array")
     for key in SWIGLU_KEYS[1:]:
         close(grads[key], SNAP[f"ws_13_7/{key}"], f"13.7 the gradient of {key}", kind="array")
+
+
+@pytest.mark.step("13.8")
+def test_rotary_heads_attend_by_content_and_by_distance(ch, ws):
+    out, _ = ch.rope_multi_head_attention(ws.input("x"), attention_params(ws), 2)
+    expect(ws, out, kind="array")
+
+
+@pytest.mark.step("13.9")
+def test_the_block_adds_attention_then_swiglu_to_the_unnormalised_stream(ch, ws):
+    y, _ = ch.prenorm_block(ws.input("x"), block_params(ws), 2)
+    expect(ws, y, kind="array")
+
+
+@pytest.mark.step("13.10")
+def test_attention_backward_turns_the_query_and_key_gradients_back(ch, ws):
+    _, cache = ch.rope_multi_head_attention(ws.input("x"), attention_params(ws), 2)
+    grads = grads_dict(ch.rope_multi_head_attention_backward(ws.input("d_out"), cache), ("x", *ATTENTION_KEYS),
+                       "rope_multi_head_attention_backward")
+    expect(ws, grads["x"], kind="array")
+    for key in ATTENTION_KEYS:
+        close(grads[key], SNAP[f"ws_13_10/{key}"], f"13.10 the gradient of {key}", kind="array")
+
+
+@pytest.mark.step("13.11")
+def test_block_backward_keeps_both_residual_paths(ch, ws):
+    _, cache = ch.prenorm_block(ws.input("x"), block_params(ws), 2)
+    grads = grads_dict(ch.prenorm_block_backward(ws.input("d_y"), cache), ("x", *BLOCK_KEYS), "prenorm_block_backward")
+    expect(ws, grads["x"], kind="array")
+    for key in BLOCK_KEYS:
+        close(grads[key], SNAP[f"ws_13_11/{key}"], f"13.11 the gradient of {key}", kind="array")
 
 
 # -- beyond the worksheet: other shapes and values, against the stored snapshot ---------------------------
@@ -167,6 +211,88 @@ def test_swiglu_backward_matches_numerical_gradients(ch, case):
               rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
 
 
+@pytest.mark.parametrize("case", range(SNAP.count("attention")))
+def test_rope_multi_head_attention_matches_the_stored_results(ch, case):
+    """rotary multi-head attention on (seq, d_model, n_heads) = (5, 8, 2), (3, 4, 1), (8, 16, 4), (1, 6, 3) and base 100"""
+    k = f"attention/{case}"
+    x, params, n_heads, base = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(
+        f"{k}/base")
+    out, _ = ch.rope_multi_head_attention(x, params, n_heads, base=base)
+    close(out, SNAP[f"{k}/out"], f"rope_multi_head_attention, seq {x.shape[0]}, d_model {x.shape[1]}, {n_heads} "
+          f"head{'s' * (n_heads != 1)}, base {base:g}", inputs={"x": x}, kind="array",
+          mistakes=[("RoPE applied to the values too", SNAP[f"{k}/rotate_v"]),
+                    ("no RoPE: the heads attend by content alone", SNAP[f"{k}/no_rope"]),
+                    ("RoPE over the whole d_model row before splitting into heads", SNAP[f"{k}/whole_width"]),
+                    ("scaled by √d_model instead of √d_head", SNAP[f"{k}/scale_d_model"]),
+                    ("the mask left out: positions read the future", SNAP[f"{k}/no_mask"]),
+                    ("the base argument ignored (10000 used)", SNAP[f"{k}/base_10000"])])
+
+
+def test_rotary_attention_never_reads_ahead(ch):
+    """causal: the first five rows of the attention of six rows are the attention of those five rows alone"""
+    x, params = SNAP["causal/x"], SNAP.tree("causal/params")
+    long, _ = ch.rope_multi_head_attention(x, params, 2)
+    short, _ = ch.rope_multi_head_attention(x[:5], params, 2)
+    close(returned(long, "array", "rope_multi_head_attention")[:5], short,
+          "rows 0–4 of the attention of 6 rows against the attention of those 5 rows alone (causal: row 5 is never "
+          "read by them)")
+
+
+@pytest.mark.parametrize("case", range(SNAP.count("attention_backward")))
+def test_rope_multi_head_attention_backward_matches_numerical_gradients(ch, case):
+    """rope_multi_head_attention_backward matches central differences for x and every weight: 3 shapes, 1–4 heads"""
+    k = f"attention_backward/{case}"
+    x, params, n_heads, base = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(
+        f"{k}/base")
+    _, cache = ch.rope_multi_head_attention(x, params, n_heads, base=base)
+    grads = grads_dict(ch.rope_multi_head_attention_backward(SNAP[f"{k}/d_out"], cache), ("x", *ATTENTION_KEYS),
+                       "rope_multi_head_attention_backward")
+    shapes = f"seq {x.shape[0]}, d_model {x.shape[1]}, {n_heads} heads, base {base:g}"
+    for key in ("WO", "WV", "WQ", "WK", "x"):  # the order the backward pass computes them: the first wrong one is where
+        close(grads[key], SNAP[f"{k}/grads/{key}"], f"the gradient of {key}, {shapes}", rtol=NUM_RTOL,
+              atol=NUM_ATOL, kind="array", mistakes=[("the rotation not undone: rope_backward left out",
+                                                      SNAP[f"{k}/not_undone/{key}"])] if key in ("x", "WQ", "WK") else [])
+
+
+@pytest.mark.parametrize("case", range(SNAP.count("block")))
+def test_prenorm_block_matches_the_stored_results(ch, case):
+    """prenorm_block on (seq, d_model, d_ff, n_heads) = (4, 8, 12, 2), (8, 16, 8, 4), (2, 4, 3, 1)"""
+    k = f"block/{case}"
+    x, params, n_heads = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads")
+    y, _ = ch.prenorm_block(x, params, n_heads)
+    close(y, SNAP[f"{k}/y"], f"prenorm_block, seq {x.shape[0]}, d_model {x.shape[1]}, d_ff "
+          f"{params['W_gate'].shape[1]}, {n_heads} heads", inputs={"x": x}, kind="array",
+          mistakes=[("post-norm (the norm after each residual) instead of pre-norm", SNAP[f"{k}/post_norm"]),
+                    ("no residual connections", SNAP[f"{k}/no_residual"]),
+                    ("g1 and g2 swapped", SNAP[f"{k}/gains_swapped"])])
+
+
+@pytest.mark.parametrize("case", range(SNAP.count("block_backward")))
+def test_prenorm_block_backward_matches_numerical_gradients(ch, case):
+    """prenorm_block_backward matches central differences for x and all nine parameters, on three shapes"""
+    k = f"block_backward/{case}"
+    x, params, n_heads = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads")
+    _, cache = ch.prenorm_block(x, params, n_heads)
+    grads = grads_dict(ch.prenorm_block_backward(SNAP[f"{k}/d_y"], cache), ("x", *BLOCK_KEYS), "prenorm_block_backward")
+    shapes = f"seq {x.shape[0]}, d_model {x.shape[1]}, d_ff {params['W_gate'].shape[1]}, {n_heads} heads"
+    for key in ("x", *BLOCK_KEYS):  # x first: a wrong dx names the missing residual path
+        close(grads[key], SNAP[f"{k}/grads/{key}"], f"prenorm_block_backward: the gradient of {key}, {shapes}",
+              rtol=NUM_RTOL, atol=NUM_ATOL, kind="array",
+              mistakes=[("the residual path missing from the backward", SNAP[f"{k}/no_residual_path"])]
+              if key == "x" else [])
+
+
+def test_a_block_whose_branches_add_nothing_passes_the_stream_and_its_gradient_straight_through(ch):
+    """with W_O = 0 and W_down = 0 the block is the identity: y = x and dx = d_y exactly (the residual paths)"""
+    x, params = SNAP["identity/x"], SNAP.tree("identity/params")
+    d_y = SNAP["identity/d_y"]
+    y, cache = ch.prenorm_block(x, params, 2)
+    close(y, x, "prenorm_block with W_O = 0 and W_down = 0: y must be x")
+    grads = grads_dict(ch.prenorm_block_backward(d_y, cache), ("x", *BLOCK_KEYS), "prenorm_block_backward")
+    close(grads["x"], d_y, "dx of a block whose branches add nothing: the residual paths carry d_y through unchanged",
+          mistakes=[("the residual path missing from the backward", np.zeros_like(d_y))])
+
+
 def test_the_first_pieces_leave_their_inputs_untouched(ch):
     """rms_norm, silu, swiglu and their backward passes never modify their arguments"""
     x, g, R = RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(3, 4))
@@ -216,3 +342,55 @@ def test_swiglu_names_a_weight_that_does_not_fit(ch):
                    names=("W_gate",), hint="d_ff must be at least 1: a W_gate with no columns gives no hidden layer")
     _, cache = ch.swiglu(x, *good)
     raises_clearly(lambda: ch.swiglu_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
+
+
+def test_the_block_and_its_attention_leave_their_inputs_untouched(ch):
+    """rope_multi_head_attention, prenorm_block and their backward passes never modify x, params or the gradient"""
+    x, params = SNAP["block/0/x"], SNAP.tree("block/0/params")
+    d_y = RNG.normal(size=x.shape)
+    before = {"x": x.copy(), "d_y": d_y.copy(), **{k: v.copy() for k, v in params.items()}}
+    _, cache = ch.rope_multi_head_attention(x, params, 2)
+    ch.rope_multi_head_attention_backward(d_y, cache)
+    _, cache = ch.prenorm_block(x, params, 2)
+    ch.prenorm_block_backward(d_y, cache)
+    for name, a in {"x": x, "d_y": d_y, **params}.items():
+        close(a, before[name], f"{name} after rope_multi_head_attention, prenorm_block and their backward passes")
+
+
+def test_rotary_attention_names_what_does_not_fit(ch):
+    """bad heads (not dividing d_model, an odd d_head, 0, 2.0, True), a missing or mis-shaped weight, a bad x or d_out"""
+    x, W = np.ones((3, 8)), {k: np.eye(8) for k in ATTENTION_KEYS}
+    raises_clearly(lambda: ch.rope_multi_head_attention(x, W, 3), ValueError, "divisible", "8", "3")
+    raises_clearly(lambda: ch.rope_multi_head_attention(np.ones((3, 6)), {k: np.eye(6) for k in ATTENTION_KEYS}, 2),
+                   ValueError, "odd", names=("d_head",),
+                   hint="RoPE turns pairs of features inside each head: d_head = d_model / n_heads must be even")
+    for bad in (0, 2.0, True):
+        raises_clearly(lambda bad=bad: ch.rope_multi_head_attention(x, W, bad), ValueError, names=("n_heads",))
+    raises_clearly(lambda: ch.rope_multi_head_attention(x, {k: v for k, v in W.items() if k != "WO"}, 2), ValueError,
+                   names=("WO",))
+    raises_clearly(lambda: ch.rope_multi_head_attention(x, dict(W, WK=np.ones((8, 4))), 2), ValueError, "(8, 4)",
+                   names=("WK",))
+    raises_clearly(lambda: ch.rope_multi_head_attention(np.ones(8), W, 2), ValueError, "(8,)", names=("x",))
+    raises_clearly(lambda: ch.rope_multi_head_attention(np.ones((0, 8)), W, 2), ValueError, "(0, 8)", names=("x",))
+    raises_clearly(lambda: ch.rope_multi_head_attention(x, list(W.values()), 2), ValueError, "list", names=("params",))
+    _, cache = ch.rope_multi_head_attention(x, W, 2)
+    raises_clearly(lambda: ch.rope_multi_head_attention_backward(np.ones((3, 4)), cache), ValueError, "(3, 4)",
+                   names=("d_out",))
+
+
+def test_the_block_names_a_parameter_that_does_not_fit(ch):
+    """a missing, extra or mis-shaped block parameter raises ValueError naming it; so does a d_y of the wrong shape"""
+    params = SNAP.tree("block/0/params")
+    x = SNAP["block/0/x"]
+    raises_clearly(lambda: ch.prenorm_block(x, {k: v for k, v in params.items() if k != "g2"}, 2), ValueError,
+                   names=("g2",))
+    raises_clearly(lambda: ch.prenorm_block(x, dict(params, bias=np.zeros(8)), 2), ValueError, "bias",
+                   hint="the message should name the key that does not belong, so a misspelt one shows")
+    for key, bad in (("g1", np.ones(5)), ("g2", np.ones((8, 1))), ("W_up", np.ones((8, 5))), ("W_down", np.ones((8, 8)))):
+        raises_clearly(lambda key=key, bad=bad: ch.prenorm_block(x, dict(params, **{key: bad}), 2), ValueError,
+                       str(bad.shape), names=(key,))
+    raises_clearly(lambda: ch.prenorm_block(x, list(params.values()), 2), ValueError, "list", names=("params",))
+    raises_clearly(lambda: ch.prenorm_block(x, params, 3), ValueError, "divisible")
+    raises_clearly(lambda: ch.prenorm_block(np.ones((3, 8, 1)), params, 2), ValueError, "(3, 8, 1)", names=("x",))
+    _, cache = ch.prenorm_block(x, params, 2)
+    raises_clearly(lambda: ch.prenorm_block_backward(np.ones((2, 8)), cache), ValueError, "(2, 8)", names=("d_y",))

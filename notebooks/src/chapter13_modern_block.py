@@ -16,8 +16,11 @@ sys.path.insert(0, str(next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().
 import numpy as np
 
 import kata
+from kata.learner.notebook import yours
 
 CHAPTER = 13  # kata.check() checks this chapter's functions
+# The chapter's constants and the earlier chapters' functions it uses: yours, from exercises/ or your notebooks
+causal_mask, scaled_dot_product_attention, attention_backward, linear_backward, merge_heads, split_heads, apply_rope, rope_backward, ATTENTION_KEYS, BLOCK_KEYS = yours(CHAPTER, "causal_mask", "scaled_dot_product_attention", "attention_backward", "linear_backward", "merge_heads", "split_heads", "apply_rope", "rope_backward", "ATTENTION_KEYS", "BLOCK_KEYS")
 
 # %% [markdown]
 # ## The idea
@@ -47,9 +50,9 @@ CHAPTER = 13  # kata.check() checks this chapter's functions
 # transform decide how much of the other gets through". The gate branch goes through **SiLU**,
 # $x\,\sigma(x)$: close to ReLU far from zero (SiLU(5) ≈ 4.97, SiLU(−5) ≈ −0.03), but smooth, and slightly
 # negative just below zero. The gate multiplies the up branch entry by entry, and a third matrix projects
-# the product back to the stream's width. Shazeer (2020) compared several such gated layers; SwiGLU and its
-# GELU twin did best, and the models above adopted SwiGLU. Three matrices instead of two cost parameters, which is
-# why these models choose $d_\text{ff}$ about ⅔ of the usual 4·d_model.
+# the product back to the stream's width. Shazeer (2020) compared several such gated layers; SwiGLU and
+# its GELU twin did best, and the models above adopted SwiGLU. Three matrices instead of two cost
+# parameters, which is why these models choose $d_\text{ff}$ about ⅔ of the usual 4·d_model.
 #
 
 # %% [markdown]
@@ -70,6 +73,22 @@ CHAPTER = 13  # kata.check() checks this chapter's functions
 #     FF --> P2(("+"))
 #     P1 -- "residual: untouched" --> P2
 #     P2 --> y["y: the stream, to the next block"]
+# ```
+#
+# Post-norm, for comparison: the same parts, but the norms sit *on* the stream, so every path from $y$ down to
+# $x$ passes through one.
+#
+# ```mermaid
+# flowchart BT
+#     x0["x"] --> A0["attention"]
+#     A0 --> Q1(("+"))
+#     x0 -- "residual" --> Q1
+#     Q1 --> M1["Norm, on the stream"]
+#     M1 --> F0["feed-forward"]
+#     F0 --> Q2(("+"))
+#     M1 -- "residual" --> Q2
+#     Q2 --> M2["Norm, on the stream"]
+#     M2 --> y0["y"]
 # ```
 #
 # Follow the gradient down. In the pre-norm block $y = x_1 + F(\mathrm{Norm}(x_1))$, so
@@ -144,6 +163,43 @@ CHAPTER = 13  # kata.check() checks this chapter's functions
 # and, as always, $dW = (\text{its input})^\top\,(\text{gradient of its output})$: $dW_\text{down} = h^\top
 # d_\text{out}$, $dW_\text{up} = x^\top db$, $dW_\text{gate} = x^\top da$.
 #
+# **Rotary multi-head attention** is chapter 11's attention with chapter 12's rotation in the middle: cut
+# $Q$ and $K$ into heads *first*, then rotate each head's $d_\text{head}$-wide rows by their position (so the
+# frequencies are $\text{base}^{-2i/d_\text{head}}$, the same in every head), leave $V$ alone, and attend
+# causally with scale $1/\sqrt{d_\text{head}}$:
+#
+# $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{\mathrm{RoPE}(Q_h)\,\mathrm{RoPE}(K_h)^\top}{\sqrt{d_\text{head}}} +
+# M\right) V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots, \mathrm{head}_{n-1}]\, W_O$$
+#
+# ```python
+# Qh = apply_rope(split_heads(x @ WQ, n_heads))   # (n_heads, seq, d_head), each head rotated
+# Kh = apply_rope(split_heads(x @ WK, n_heads))
+# Vh = split_heads(x @ WV, n_heads)               # values are not rotated
+# heads = [scaled_dot_product_attention(q, k, v, mask=causal_mask(seq)) for q, k, v in zip(Qh, Kh, Vh)]
+# out = merge_heads(np.stack([o for o, _ in heads])) @ WO
+# ```
+#
+# Going back, chapter 7's `attention_backward` in each head gives the gradients of the *rotated* queries
+# and keys, the ones attention saw. A rotation's transpose is the rotation back, so chapter 12's
+# `rope_backward` turns them into the gradients of the heads of $Q$ and $K$; then `merge_heads` and the
+# projections as in chapter 11: $dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$.
+#
+# Nothing in this attention depends on where the sequence starts — only on the distances between
+# positions (chapter 12) — so the function has no `start`; positions count from 0.
+#
+# **The block**, and its backward, exactly chapter 10's shape with the new parts:
+#
+# $$x_1 = x + \mathrm{Attn}(\mathrm{RMSNorm}_{g_1}(x)),\qquad y = x_1 + \mathrm{SwiGLU}(\mathrm{RMSNorm}_{g_2}(x_1))$$
+#
+# ```python
+# ffn = swiglu_backward(d_y, ffn_cache)
+# dx1_via_branch, dg2 = rms_norm_backward(x1, g2, ffn["x"])
+# dx1 = d_y + dx1_via_branch          # the residual path + the path through RMSNorm₂ and SwiGLU
+# attention = rope_multi_head_attention_backward(dx1, attention_cache)
+# dx_via_branch, dg1 = rms_norm_backward(x, g1, attention["x"])
+# dx = dx1 + dx_via_branch            # the residual path + the path through RMSNorm₁ and attention
+# ```
+#
 
 # %% [markdown]
 # ## The worksheet
@@ -152,11 +208,19 @@ CHAPTER = 13  # kata.check() checks this chapter's functions
 # four features; steps 13.4–13.5 tabulate SiLU and its slope at −2, −1, 0, 1, 2 (a calculator's $e^x$ is
 # enough); step 13.6 runs a SwiGLU layer with $d_\text{model} = 2$ and $d_\text{ff} = 3$ whose weights are
 # chosen so that every gate pre-activation is a number from that table, and step 13.7 takes it back.
+# Steps 13.8–13.11 put a block together: three positions, $d_\text{model} = 4$, two heads of width 2 (so
+# each head has one pair, turned by 1 radian per position: a calculator's cos 1, sin 1, cos 2 and sin 2 are
+# all the rotation needs).
 #
 # - $x = \begin{bmatrix} 1 & -1 \\ 2 & 1 \end{bmatrix}$,
 #   $W_\text{gate} = \begin{bmatrix} 1 & 0 & 1 \\ 0 & 1 & -1 \end{bmatrix}$,
 #   $W_\text{up} = \begin{bmatrix} 1 & 1 & 0 \\ 0 & 1 & 1 \end{bmatrix}$,
-#   $W_\text{down} = \begin{bmatrix} 1 & 0 \\ 0 & 1 \\ 1 & 1 \end{bmatrix}$.
+#   $W_\text{down} = \begin{bmatrix} 1 & 0 \\ 0 & 1 \\ 1 & 1 \end{bmatrix}$ (steps 13.6, 13.7).
+# - $x = \begin{bmatrix} 2 & 0 & 0 & 0 \\ 1 & 1 & 1 & 1 \\ 1 & -1 & -1 & 1 \end{bmatrix}$ (every row
+#   has root mean square 1, so RMSNorm with $g = 1$ leaves it as it is, to within ε), $W_Q = W_K = W_V = I$,
+#   $W_O = 0.5\,I$ (steps 13.8–13.11).
+# - The block's SwiGLU (steps 13.9, 13.11): $d_\text{ff} = 4$, $W_\text{gate} = I$, $W_\text{up}$ swaps the two
+#   features of each pair, $W_\text{down} = 0.5\,I$; $g_1 = g_2 = [1, 1, 1, 1]$.
 #
 # <!-- kata:worksheet 13 -->
 #
@@ -170,6 +234,12 @@ CHAPTER = 13  # kata.check() checks this chapter's functions
 # - In step 13.6 a gate pre-activation of 2 lets almost twice its up value through, one of −1 a small
 #   *negative* fraction of it; and where the up branch is 0 (row 0, middle column) nothing gets through,
 #   whatever the gate says.
+# - In step 13.8, row 0 sees only itself and comes out as half its own value. Rows 1 and 2 attend by
+#   content *and* by distance: rotate a query and a key by their positions and their dot product depends
+#   on how far apart they are. Leave the rotation out and row 1's head 0 weighs position 0 differently.
+# - In step 13.9 the stream grows as the branches add to it, while each branch reads a copy normalised back
+#   to root mean square 1. In step 13.11 the gradient reaching $x$ is $d_y$ plus the branches' corrections: the
+#   residual paths carry $d_y$ through whole.
 #
 
 # %% [markdown]
@@ -232,6 +302,42 @@ kata.check(swiglu)
 
 # %%
 kata.check(swiglu_backward)
+
+# %% [markdown]
+# ### `rope_multi_head_attention` — step 13.8
+
+# %%
+# kata:stub rope_multi_head_attention
+
+# %%
+kata.check(rope_multi_head_attention)
+
+# %% [markdown]
+# ### `rope_multi_head_attention_backward` — step 13.10
+
+# %%
+# kata:stub rope_multi_head_attention_backward
+
+# %%
+kata.check(rope_multi_head_attention_backward)
+
+# %% [markdown]
+# ### `prenorm_block` — step 13.9
+
+# %%
+# kata:stub prenorm_block
+
+# %%
+kata.check(prenorm_block)
+
+# %% [markdown]
+# ### `prenorm_block_backward` — step 13.11
+
+# %%
+# kata:stub prenorm_block_backward
+
+# %%
+kata.check(prenorm_block_backward)
 
 # %% [markdown]
 # ## The whole chapter

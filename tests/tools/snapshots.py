@@ -801,7 +801,125 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
                                                                             for i in range(4)])[0]), args[j])
                  for j, k in enumerate(names)}
         put(f"swiglu_backward/{i}", **dict(zip(names, args, strict=True)), d_out=R, grads=grads)
+
+    # -- rotary multi-head attention and the pre-norm block ---------------------------------------------------
+    from solutions.chapter12_rope import apply_rope
+
+    keys = ("WQ", "WK", "WV", "WO")
+
+    def attention_params(d):
+        return {k: rng.normal(size=(d, d)) / np.sqrt(d) * (2.0 if k in ("WQ", "WK") else 1.0) for k in keys}
+
+    def heads(M, n):  # (seq, d) -> (n, seq, d / n)
+        return M.reshape(len(M), n, -1).transpose(1, 0, 2)
+
+    def attend(x, p, n, base=10000.0, rotate_v=False, rotate=True, whole=False, scale=None, mask=True):
+        """An oracle written out with NumPy (ch. 12's apply_rope for the rotation): the values mistakes give."""
+        Q, K, V = x @ p["WQ"], x @ p["WK"], x @ p["WV"]
+        if whole:
+            Q, K = apply_rope(Q, base), apply_rope(K, base)
+        Qh, Kh, Vh = heads(Q, n), heads(K, n), heads(V, n)
+        if rotate and not whole:
+            Qh, Kh = apply_rope(Qh, base), apply_rope(Kh, base)
+        if rotate_v:
+            Vh = apply_rope(Vh, base)
+        S = Qh @ Kh.transpose(0, 2, 1) / np.sqrt(scale or Qh.shape[-1])
+        if mask:
+            S = np.where(np.tril(np.ones((len(x), len(x)), dtype=bool)), S, -np.inf)
+        P = np.exp(S - S.max(axis=-1, keepdims=True))
+        P /= P.sum(axis=-1, keepdims=True)
+        return (P @ Vh).transpose(1, 0, 2).reshape(x.shape) @ p["WO"]
+
+    # 13.10 and 13.11: the weights' gradients the worksheet does not print
+    for step_id in ("13.10", "13.11"):
+        step = answer_key.load(13).step(step_id)
+        x = step.input("x")
+        if step_id == "13.10":
+            p, R, fn = {k: step.input(k) for k in keys}, step.input("d_out"), s.rope_multi_head_attention
+        else:
+            p, R = {k: np.array(v, dtype=np.float64) for k, v in step.inputs["params"].items()}, step.input("d_y")
+            fn = s.prenorm_block
+        put(f"ws_{step_id.replace('.', '_')}", **{k: numerical_gradient(
+            lambda v, k=k: np.sum(R * fn(x, {**p, k: v}, 2)[0]), p[k]) for k in p})
+
+    for i, (seq, d, n, base) in enumerate([(5, 8, 2, 10000.0), (3, 4, 1, 10000.0), (8, 16, 4, 10000.0),
+                                           (1, 6, 3, 10000.0), (6, 8, 2, 100.0)]):
+        x, p = rng.normal(size=(seq, d)), attention_params(d)
+        out, _ = s.rope_multi_head_attention(x, p, n, base=base)
+        put(f"attention/{i}", x=x, params=p, n_heads=n, base=base, out=out, rotate_v=attend(x, p, n, base, rotate_v=True),
+            no_rope=attend(x, p, n, base, rotate=False), whole_width=attend(x, p, n, base, whole=True),
+            scale_d_model=attend(x, p, n, base, scale=d), no_mask=attend(x, p, n, base, mask=False),
+            base_10000=attend(x, p, n))
+    x, p = rng.normal(size=(6, 8)), attention_params(8)
+    put("causal", x=x, params=p)
+
+    for i, (seq, d, n, base) in enumerate([(3, 4, 2, 10000.0), (5, 8, 2, 100.0), (4, 6, 1, 10000.0)]):
+        x, p, R = rng.normal(size=(seq, d)), attention_params(d), rng.normal(size=(seq, d))
+        args = {"x": x, **p}
+
+        def attention_loss(a):
+            return np.sum(R * s.rope_multi_head_attention(a["x"], a, n, base=base)[0])
+
+        grads = {k: numerical_gradient(lambda v, k=k: attention_loss({**args, k: v}), args[k]) for k in args}
+        # the rotation not undone: the gradients of the rotated queries and keys taken as dQ and dK
+        Qr, Kr = (apply_rope(heads(x @ p[k], n), base).transpose(1, 0, 2).reshape(seq, d) for k in ("WQ", "WK"))
+        dQr = numerical_gradient(lambda Q: np.sum(R * attend_given(Q, Kr, x @ p["WV"], p["WO"], n)), Qr)
+        dKr = numerical_gradient(lambda K: np.sum(R * attend_given(Qr, K, x @ p["WV"], p["WO"], n)), Kr)
+        dV = numerical_gradient(lambda V: np.sum(R * attend_given(Qr, Kr, V, p["WO"], n)), x @ p["WV"])
+        not_undone = {"x": dQr @ p["WQ"].T + dKr @ p["WK"].T + dV @ p["WV"].T, "WQ": x.T @ dQr, "WK": x.T @ dKr}
+        put(f"attention_backward/{i}", x=x, params=p, n_heads=n, base=base, d_out=R, grads=grads,
+            not_undone=not_undone)
+
+    def random_block(d, d_ff):
+        return {"g1": 1 + 0.3 * rng.normal(size=d), **attention_params(d), "g2": 1 + 0.3 * rng.normal(size=d),
+                "W_gate": rng.normal(size=(d, d_ff)) / np.sqrt(d), "W_up": rng.normal(size=(d, d_ff)) / np.sqrt(d),
+                "W_down": rng.normal(size=(d_ff, d)) / np.sqrt(d_ff)}
+
+    def post_norm(x, p, n):
+        x1 = s.rms_norm(x + s.rope_multi_head_attention(x, p, n)[0], p["g1"])
+        return s.rms_norm(x1 + s.swiglu(x1, p["W_gate"], p["W_up"], p["W_down"])[0], p["g2"])
+
+    def no_residual(x, p, n):
+        a = s.rope_multi_head_attention(s.rms_norm(x, p["g1"]), p, n)[0]
+        return s.swiglu(s.rms_norm(a, p["g2"]), p["W_gate"], p["W_up"], p["W_down"])[0]
+
+    for i, (seq, d, d_ff, n) in enumerate([(4, 8, 12, 2), (8, 16, 8, 4), (2, 4, 3, 1)]):
+        x, p = rng.normal(size=(seq, d)), random_block(d, d_ff)
+        y, _ = s.prenorm_block(x, p, n)
+        put(f"block/{i}", x=x, params=p, n_heads=n, y=y, post_norm=post_norm(x, p, n), no_residual=no_residual(x, p, n),
+            gains_swapped=s.prenorm_block(x, {**p, "g1": p["g2"], "g2": p["g1"]}, n)[0])
+
+    for i, (seq, d, d_ff, n) in enumerate([(3, 4, 6, 2), (5, 8, 6, 4), (4, 6, 5, 1)]):
+        x, p, R = rng.normal(size=(seq, d)), random_block(d, d_ff), rng.normal(size=(seq, d))
+        args = {"x": x, **p}
+
+        def block_loss(a):
+            return np.sum(R * s.prenorm_block(a["x"], {k: a[k] for k in p}, n)[0])
+
+        grads = {k: numerical_gradient(lambda v, k=k: block_loss({**args, k: v}), args[k]) for k in args}
+        # dx without the residual paths: only the gradient through RMSNorm₁ and attention, of dx₁ through the branch
+        h1 = s.rms_norm(x, p["g1"])
+        x1 = x + s.rope_multi_head_attention(h1, p, n)[0]
+        branch2 = numerical_gradient(lambda v: np.sum(R * s.swiglu(s.rms_norm(v, p["g2"]), p["W_gate"], p["W_up"],
+                                                                     p["W_down"])[0]), x1)
+        branch1 = numerical_gradient(lambda v: np.sum(branch2 * s.rope_multi_head_attention(s.rms_norm(v, p["g1"]), p,
+                                                                                             n)[0]), x)
+        put(f"block_backward/{i}", x=x, params=p, n_heads=n, d_y=R, grads=grads, no_residual_path=branch1)
+
+    p = random_block(8, 6)
+    p["WO"], p["W_down"] = np.zeros((8, 8)), np.zeros((6, 8))
+    put("identity", x=rng.normal(size=(5, 8)), params=p, d_y=rng.normal(size=(5, 8)))
     return data
+
+
+def attend_given(Q, K, V, WO, n):
+    """Causal multi-head attention of given (already rotated) Q, K, V of shape (seq, d_model), then W_O."""
+    seq, d = Q.shape
+    Qh, Kh, Vh = (M.reshape(seq, n, -1).transpose(1, 0, 2) for M in (Q, K, V))
+    S = np.where(np.tril(np.ones((seq, seq), dtype=bool)), Qh @ Kh.transpose(0, 2, 1) / np.sqrt(d // n), -np.inf)
+    P = np.exp(S - S.max(axis=-1, keepdims=True))
+    P /= P.sum(axis=-1, keepdims=True)
+    return (P @ Vh).transpose(1, 0, 2).reshape(seq, d) @ WO
 
 
 BUILDERS = {4: chapter4, 5: chapter5, 6: chapter6, 7: chapter7, 8: chapter8, 9: chapter9, 10: chapter10,
