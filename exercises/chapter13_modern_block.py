@@ -163,8 +163,8 @@ def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
         cache: the cache ``swiglu`` returned.
 
     Returns:
-        A dict of gradients, each shaped like what it is the gradient of: ``"x"``, ``"W_gate"``, ``"W_up"``
-        and ``"W_down"``.
+        A dict of gradient arrays, each shaped like what it is the gradient of: ``"x"``, ``"W_gate"``,
+        ``"W_up"`` and ``"W_down"``.
 
     Raises:
         ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
@@ -230,8 +230,8 @@ def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
         cache: the cache ``rope_multi_head_attention`` returned.
 
     Returns:
-        A dict with the keys ``"x"``, ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``: the gradients, shaped like x
-        and like each weight.
+        A dict with the keys ``"x"``, ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``: the gradients, arrays shaped
+        like x and like each weight.
 
     Raises:
         ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
@@ -288,7 +288,8 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
         cache: the cache ``prenorm_block`` returned.
 
     Returns:
-        A dict with the key ``"x"`` and every key of params, each gradient shaped like what it belongs to.
+        A dict with the key ``"x"`` and every key of params, each gradient an array shaped like what it
+        belongs to.
 
     Raises:
         ValueError: if d_y does not have the output's shape (the message names ``d_y`` and its shape).
