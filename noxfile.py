@@ -2,7 +2,7 @@
 
 Learners: `nox -s chapter1` … `nox -s chapterN` (pass options through after `--`, e.g.
 `nox -s chapter3 -- --impl solutions`), `nox -s progress`.
-Authors: `nox -s selfcheck` (the project's own test suite), `nox -s bench`.
+Authors: `nox -s selfcheck` (the project's own test suite), `nox -s notebooks-build`, `nox -s bench`.
 
 In a student edition (`nox -s release`: no solutions/) the authors' sessions do not exist, every description
 speaks of what the edition holds, and a bare `nox` runs `progress` instead of `selfcheck`.
@@ -257,6 +257,17 @@ def grade(session: nox.Session) -> None:
 def notebooks(session: nox.Session) -> None:
     """Your saved notebooks' answers put into a copy of exercises/, for grading: `-- --out build/notebook-answers`."""
     _kata_tool(session, "notebooks")
+
+
+@authors_session(name="notebooks-build", default=False)
+def notebooks_build(session: nox.Session) -> None:
+    """Build notebooks/*.ipynb from notebooks/src/ (jupytext): `-- --check` only compares, `-- --scaffold N` starts one.
+
+    Run it after changing a stub, an answer key or a notebook source (tests/tools/test_notebooks.py fails until
+    the notebooks are rebuilt). `nox -s notebooks` is the learners' other session: their saved answers, for grading.
+    """
+    install(session, "test", "notebook")
+    session.run("python", "scripts/notebooks.py", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(default=False)

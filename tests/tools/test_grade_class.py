@@ -443,7 +443,7 @@ def test_shards_split_the_roster_by_student_into_even_disjoint_slices(tmp_path):
         ("[checks]\ntest_softmax_is_stabel_for_large_scores = 2\n",
          "line 2: [checks] \"test_softmax_is_stabel_for_large_scores\" is not the test name of a check beyond the "
          "worksheet; did you mean 'test_softmax_is_stable_for_large_scores'"),
-        ("[chapters]\n11 = 30\n", 'line 2: [chapters] "11" is not a chapter of the course'),
+        ("[chapters]\n99 = 30\n", 'line 2: [chapters] "99" is not a chapter of the course'),
         ("[grade]\nstep_point = 2\n", "line 2: [grade] \"step_point\" is not a setting of [grade]; did you mean "
          "'step_points'"),
     ],
