@@ -239,10 +239,11 @@ def rope_multi_head_attention(
     Raises:
         ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if n_heads
             is not a whole number ≥ 1, 2.0 and True included (the message names ``n_heads``); if d_model is
-            not divisible by n_heads (the message says "divisible" and names d_model and n_heads); if d_head
-            is odd (the message says "odd" and names d_head); if params is not a dict or lacks a weight (the
-            message names the missing key, e.g. ``WO``); or if a weight is not (d_model, d_model) (the message
-            names it, e.g. ``WK``, and its shape).
+            not divisible by n_heads (the message says "divisible" and names d_model and n_heads with their
+            values); if d_head is odd (the message says "odd" and names d_head); if params is not a dict (the
+            message names ``params`` and the type it got, e.g. list) or lacks a weight (the message names the
+            missing key, e.g. ``WO``); or if a weight is not (d_model, d_model) (the message names it, e.g.
+            ``WK``, and its shape).
 
     See docs: chapter 13, step 13.8.
     """
@@ -323,9 +324,10 @@ def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray
 
     Raises:
         ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if params
-            is not a dict with exactly those keys (the message names a missing key, e.g. ``g2``, or one that does
-            not belong, e.g. ``bias``); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or
-            ``W_up``, and its shape); or as ``rope_multi_head_attention`` and ``swiglu``.
+            is not a dict (the message names ``params`` and the type it got, e.g. list); if it does not have
+            exactly those keys (the message names a missing key, e.g. ``g2``, or one that does not belong, e.g.
+            ``bias``); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or ``W_up``, and
+            its shape); or as ``rope_multi_head_attention`` and ``swiglu``.
 
     See docs: chapter 13, step 13.9.
     """
