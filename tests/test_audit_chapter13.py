@@ -31,6 +31,13 @@ def same(key_value, audit_value, where):
                                   err_msg=where)
 
 
+def test_the_answer_key_of_chapter_13_agrees_with_its_audit():
+    """python scripts/audit_chapter13.py --check finds no difference"""
+    proc = subprocess.run([sys.executable, str(AUDIT), "--check"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_the_audit_runs():
     proc = subprocess.run([sys.executable, str(AUDIT)], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
