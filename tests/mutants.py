@@ -143,4 +143,31 @@ MUTANTS = [
            "the frequency exponent without its factor 2"),
     Mutant(12, "chapter12_rope.py", "return rotate_pairs(dY, -angles)", "return rotate_pairs(dY, angles)",
            "the forward rotation instead of its inverse"),
+    Mutant(13, "chapter13_modern_block.py", "return g * x / _rms(x, eps)",
+           "return g * (x - x.mean(axis=-1, keepdims=True)) / _rms(x - x.mean(axis=-1, keepdims=True), eps)",
+           "the mean subtracted first"),
+    Mutant(13, "chapter13_modern_block.py", "return np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)",
+           "return np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) + eps", "ε added outside the square root"),
+    Mutant(13, "chapter13_modern_block.py", "dx = (u - x_hat * np.mean(u * x_hat, axis=-1, keepdims=True)) / r",
+           "dx = u / r", "only the direct path"),
+    Mutant(13, "chapter13_modern_block.py", "return d_out * s * (1.0 + x * (1.0 - s))", "return d_out * s",
+           "σ(x) only"),
+    Mutant(13, "chapter13_modern_block.py", "h = silu(a) * b", "h = silu(b) * a", "the gate on the wrong branch"),
+    Mutant(13, "chapter13_modern_block.py",
+           """    h1 = rms_norm(x, params["g1"])  # the attention reads a normalised copy of the stream
+    a, attention_cache = rope_multi_head_attention(h1, params, n_heads)
+    x1 = x + a  # the stream itself is never normalised
+    h2 = rms_norm(x1, params["g2"])
+    f, ffn_cache = swiglu(h2, params["W_gate"], params["W_up"], params["W_down"])
+    return x1 + f, (params, x, x1, attention_cache, ffn_cache)""",
+           """    a, attention_cache = rope_multi_head_attention(x, params, n_heads)
+    x1 = rms_norm(x + a, params["g1"])
+    f, ffn_cache = swiglu(x1, params["W_gate"], params["W_up"], params["W_down"])
+    return rms_norm(x1 + f, params["g2"]), (params, x, x1, attention_cache, ffn_cache)""", "post-norm"),
+    Mutant(13, "chapter13_modern_block.py", "dx = dx1 + dx_via_branch", "dx = dx_via_branch",
+           "the residual path missing from the backward"),
+    Mutant(13, "chapter13_modern_block.py", "dx1 = d_y + dx1_via_branch", "dx1 = dx1_via_branch",
+           "the residual path missing from the backward"),
+    Mutant(13, "chapter13_modern_block.py", "dQ = merge_heads(rope_backward(np.stack([g[0] for g in per_head]), base))",
+           "dQ = merge_heads(np.stack([g[0] for g in per_head]))", "the rotation not undone"),
 ]
