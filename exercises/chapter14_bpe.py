@@ -167,7 +167,8 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
     r"""A text's token ids: its UTF-8 bytes, then every merge applied in the order it was learned.
 
     $$\mathrm{ids} = \mathrm{to\_byte\_ids}(\mathrm{text}); \qquad
-    \text{for } ((a, b), t) \text{ in merges, in order}:\ \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
+    \text{for } ((a, b), t) \text{ in merges, in order}:\
+    \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
 
     The order is the list's, the order training learned the merges in, whatever the pairs' counts in this
     text: a later merge may build on an earlier one's token, never the other way round. Each merge replaces
@@ -195,7 +196,8 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
 def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
     r"""The text of a list of token ids: every token's bytes joined first, then decoded once as UTF-8.
 
-    $$\mathrm{text} = \mathrm{utf8}^{-1}\big(\mathrm{vocab}[\mathrm{ids}_0] + \mathrm{vocab}[\mathrm{ids}_1] + \dots\big)$$
+    $$\mathrm{text} = \mathrm{utf8}^{-1}\big(\mathrm{vocab}[\mathrm{ids}_0] + \mathrm{vocab}[\mathrm{ids}_1]
+    + \dots\big)$$
 
     Join the bytes before decoding: a character's bytes may lie in two tokens (195 and 169 are "é" only
     together), and decoding each token on its own would turn both halves into "�". Bytes that are not valid

@@ -31,8 +31,11 @@ def byte_ids(text):
 
 
 def pair_counts(ids, overlapping=True):
-    """{(a, b): count} in the order first seen; a run counts every adjacent position (overlapping=True) or
-    only non-overlapping pairs read left to right (the mistake)."""
+    """{(a, b): count} in the order first seen.
+
+    A run counts every adjacent position (overlapping=True, right) or only non-overlapping pairs read left to
+    right (the mistake).
+    """
     counts = {}
     i = 0
     while i + 1 < len(ids):
@@ -131,7 +134,8 @@ def audit() -> dict[str, dict]:
         "14.1": {"exact": ids, "mistakes": {}},
         "14.2": {"exact": as_table(pair_counts(ids)),
                  "mistakes": {"non-overlapping": as_table(pair_counts(ids, overlapping=False))}},
-        "14.3": {"exact": list(best(pair_counts(first))), "inputs": [[list(p), c] for p, c in pair_counts(first).items()],
+        "14.3": {"exact": list(best(pair_counts(first))),
+                 "inputs": [[list(p), c] for p, c in pair_counts(first).items()],
                  "mistakes": {"largest": list(best(pair_counts(first), "largest")),
                               "first": list(best(pair_counts(first), "first"))}},
         "14.4": {"exact": first, "mistakes": {"from the right": replace(ids, (97, 97), 256, from_right=True)}},

@@ -65,7 +65,7 @@ def count_pairs(ids: list[int]) -> dict[tuple[int, int], int]:
     See docs: chapter 14, step 14.2.
     """
     counts: dict[tuple[int, int], int] = {}
-    for pair in zip(ids, ids[1:]):  # every adjacent position, overlapping runs included
+    for pair in zip(ids, ids[1:], strict=False):  # every adjacent position, overlapping runs included
         counts[pair] = counts.get(pair, 0) + 1
     return counts
 
@@ -231,7 +231,8 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
     r"""A text's token ids: its UTF-8 bytes, then every merge applied in the order it was learned.
 
     $$\mathrm{ids} = \mathrm{to\_byte\_ids}(\mathrm{text}); \qquad
-    \text{for } ((a, b), t) \text{ in merges, in order}:\ \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
+    \text{for } ((a, b), t) \text{ in merges, in order}:\
+    \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
 
     The order is the list's, the order training learned the merges in, whatever the pairs' counts in this
     text: a later merge may build on an earlier one's token, never the other way round. Each merge replaces
@@ -260,7 +261,7 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
     n = len(ids)
     nxt = list(range(1, n + 1))
     prv = list(range(-1, n - 1))
-    heap = [(rank[p][0], i) for i, p in enumerate(zip(ids, ids[1:])) if p in rank]
+    heap = [(rank[p][0], i) for i, p in enumerate(zip(ids, ids[1:], strict=False)) if p in rank]
     heapq.heapify(heap)
 
     def push(i, after):
@@ -290,7 +291,8 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
 def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
     r"""The text of a list of token ids: every token's bytes joined first, then decoded once as UTF-8.
 
-    $$\mathrm{text} = \mathrm{utf8}^{-1}\big(\mathrm{vocab}[\mathrm{ids}_0] + \mathrm{vocab}[\mathrm{ids}_1] + \dots\big)$$
+    $$\mathrm{text} = \mathrm{utf8}^{-1}\big(\mathrm{vocab}[\mathrm{ids}_0] + \mathrm{vocab}[\mathrm{ids}_1]
+    + \dots\big)$$
 
     Join the bytes before decoding: a character's bytes may lie in two tokens (195 and 169 are "é" only
     together), and decoding each token on its own would turn both halves into "�". Bytes that are not valid
