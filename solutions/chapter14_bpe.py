@@ -19,6 +19,7 @@ a pencil; see docs/chapters/14-bpe.md.
 """
 
 import heapq
+from itertools import pairwise
 
 N_BYTES = 256  # ids 0..255 are the bytes themselves; the first merge gets id 256
 
@@ -65,7 +66,7 @@ def count_pairs(ids: list[int]) -> dict[tuple[int, int], int]:
     See docs: chapter 14, step 14.2.
     """
     counts: dict[tuple[int, int], int] = {}
-    for pair in zip(ids, ids[1:], strict=False):  # every adjacent position, overlapping runs included
+    for pair in pairwise(ids):  # every adjacent position, overlapping runs included
         counts[pair] = counts.get(pair, 0) + 1
     return counts
 
@@ -160,8 +161,8 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     ids = to_byte_ids(text)
     _check_vocab_size(vocab_size)
     n = len(ids)
-    nxt = list(range(1, n + 1))  # the next live position after i (n: none)
-    prv = list(range(-1, n - 1))  # the previous live position before i (-1: none)
+    nxt = [i + 1 for i in range(n)]  # the next live position after i (n: none)
+    prv = [i - 1 for i in range(n)]  # the previous live position before i (-1: none)
     counts: dict[tuple[int, int], int] = {}
     where: dict[tuple[int, int], list[int]] = {}  # pair -> positions it started at (some may be stale)
 
@@ -176,8 +177,8 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
         else:
             del counts[pair]
 
-    for i in range(n - 1):
-        add((ids[i], ids[i + 1]), i)
+    for i, pair in enumerate(pairwise(ids)):
+        add(pair, i)
     merges = []
     for new_id in range(N_BYTES, vocab_size):
         if not counts:
@@ -185,8 +186,8 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
         pair = most_frequent_pair(counts)
         a, b = pair
         for i in sorted(set(where.pop(pair))):  # left to right; an occurrence a merge used up is skipped
-            j = nxt[i]
-            if ids[i] != a or j >= n or ids[j] != b:
+            j = nxt[i]  # a live position after i: where holds only positions that had a right neighbour
+            if ids[i] != a or ids[j] != b:
                 continue
             h, k = prv[i], nxt[j]
             remove(pair)
@@ -259,32 +260,35 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
     for r, (pair, new_id) in enumerate(merges):
         rank.setdefault(tuple(pair), (r, new_id))  # a pair learned twice: the first merge wins, as in order
     n = len(ids)
-    nxt = list(range(1, n + 1))
-    prv = list(range(-1, n - 1))
-    heap = [(rank[p][0], i) for i, p in enumerate(zip(ids, ids[1:], strict=False)) if p in rank]
+    nxt = [i + 1 for i in range(n)]
+    prv = [i - 1 for i in range(n)]
+    heap = [(rank[p][0], i) for i, p in enumerate(pairwise(ids)) if p in rank]
     heapq.heapify(heap)
 
-    def push(i, after):
-        """Queue the pair starting at i if a merge later than ``after`` knows it."""
+    def push(i):
+        """Queue the pair starting at i if a merge knows it.
+
+        Its rank is later than the merge just made: a pair holding the new token was learned after it.
+        """
         if i < 0 or nxt[i] >= n:
             return
         found = rank.get((ids[i], ids[nxt[i]]))
-        if found is not None and found[0] > after:
+        if found is not None:
             heapq.heappush(heap, (found[0], i))
 
     while heap:
         r, i = heapq.heappop(heap)
         j = nxt[i]
         (a, b), new_id = merges[r]
-        if ids[i] != a or j >= n or ids[j] != b:
+        if ids[i] != a or ids[j] != b:  # j < n: the pair at i had a right neighbour, and i still holds a
             continue  # stale: this occurrence was used up by an earlier merge
         k = nxt[j]
         ids[i], ids[j] = new_id, -1
         nxt[i] = k
         if k < n:
             prv[k] = i
-        push(prv[i], r)
-        push(i, r)
+        push(prv[i])
+        push(i)
     return [t for t in ids if t != -1]
 
 

@@ -156,7 +156,7 @@ def test_most_frequent_pair_takes_the_smallest_of_tied_pairs(ch, i):
 
 @pytest.mark.parametrize("i", range(SNAP.count("merge")))
 def test_merge_pair_reads_left_to_right_without_overlap(ch, i):
-    """merge_pair on ids of length 0 to 40: runs of the pair (a, a) and pairs (a, b) of two ids"""
+    """merge_pair on ids of length 0 to 40: runs of the pair (a, a), pairs (a, b) of two ids, the pair at the end"""
     ids = [int(x) for x in SNAP[f"merge/{i}/ids"]]
     pair = tuple(int(x) for x in SNAP[f"merge/{i}/pair"])
     new_id = int(SNAP[f"merge/{i}/new_id"][0])
@@ -168,7 +168,7 @@ def test_merge_pair_reads_left_to_right_without_overlap(ch, i):
 
 @pytest.mark.parametrize("i", range(SNAP.count("train")))
 def test_train_bpe_learns_the_merges_in_order(ch, i):
-    """train_bpe on texts of 3 to 200 characters from "aab é🙂c", 6 to 60 merges (the last text runs out)"""
+    """train_bpe on texts of 3 to 200 characters from "aab é🙂c" or control bytes, 6 to 60 merges (one runs out)"""
     text, vocab_size = text_of(SNAP[f"train/{i}/text"]), int(SNAP[f"train/{i}/vocab_size"][0])
     got = rows_of(ch.train_bpe(text, vocab_size), "train_bpe")
     k = f"train/{i}"

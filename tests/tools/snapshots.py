@@ -795,15 +795,18 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"best/{i}/first"] = ints(audit.best(counts, "first"))
     # merge_pair: a == b runs and a != b pairs
     for i, (n, k, pair) in enumerate(((0, 2, (1, 1)), (1, 2, (1, 1)), (9, 2, (1, 1)), (25, 3, (0, 2)),
-                                     (40, 2, (0, 0)), (30, 4, (3, 1)))):
+                                     (40, 2, (0, 0)), (30, 4, (3, 1)), (2, 1, (0, 0)), (12, 3, (2, 1)))):
         ids = [int(x) for x in rng.integers(0, k, size=n)]
+        if i >= 6:  # the pair at the very end
+            ids[-2:] = pair
         new = 256 + i
         data[f"merge/{i}/ids"], data[f"merge/{i}/pair"], data[f"merge/{i}/new_id"] = ints(ids), ints(pair), ints([new])
         data[f"merge/{i}/out"] = ints(s.merge_pair(ids, pair, new))
         data[f"merge/{i}/from_right"] = ints(audit.replace(ids, pair, new, from_right=True))
     # train_bpe: runs, ties, multi-byte characters; the last one runs out of pairs before vocab_size
-    for i, (n, extra) in enumerate(((40, 6), (120, 20), (200, 35), (80, 60), (3, 10))):
-        t = text(n, small)
+    for i, (n, extra, alphabet) in enumerate(((40, 6, small), (120, 20, small), (200, 35, small), (80, 60, small),
+                                               (3, 10, small), (90, 25, "\x01\x01\x01\x02 a"))):
+        t = text(n, alphabet)
         merges = s.train_bpe(t, 256 + extra)
         data[f"train/{i}/text"], data[f"train/{i}/vocab_size"] = points(t), ints([256 + extra])
         data[f"train/{i}/merges"] = table(merges)
@@ -814,7 +817,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data.update(flatten([ints(vocab[new]) for _, new in merges], f"train/{i}/tokens"))
         data.update(flatten([ints(vocab[b] + vocab[a]) for (a, b), _ in merges], f"train/{i}/right_first"))
         # encode and decode other texts with these merges
-        other = text(n // 2 + 5, small)
+        other = text(n // 2 + 5, alphabet)
         ids = s.encode(other, merges)
         data[f"train/{i}/other"], data[f"train/{i}/encoded"] = points(other), ints(ids)
         data[f"train/{i}/by_frequency"] = ints(audit.encode(other, [[list(p), m] for p, m in merges], by_frequency=True))
