@@ -26,6 +26,7 @@ RIGHT_FIRST = "the right token's bytes put first"
 BY_FREQUENCY = "merges applied most frequent first in this text instead of in the order learned"
 REVERSED = "merges applied from the last learned to the first"
 PER_TOKEN = "every token decoded on its own: a character's bytes split across tokens became �"
+NO_MERGES = []  # a tokenizer of the 256 bytes alone
 
 
 def text_of(points) -> str:
@@ -298,7 +299,7 @@ def test_text_that_is_not_a_str_is_refused(ch, bad):
     why = "check isinstance(text, str) first: bytes are already encoded, a list is not text"
     raises_clearly(lambda: ch.to_byte_ids(bad), TypeError, "str", kind, hint=why)
     raises_clearly(lambda: ch.train_bpe(bad, 300), TypeError, "str", kind, hint=why)
-    raises_clearly(lambda: ch.encode(bad, []), TypeError, "str", kind, hint=why)
+    raises_clearly(lambda: ch.encode(bad, NO_MERGES), TypeError, "str", kind, hint=why)
 
 
 @pytest.mark.parametrize("size", [255, 0, -1, True, 300.0, "300"])
@@ -316,5 +317,5 @@ def test_most_frequent_pair_of_no_counts_is_refused(ch):
 @pytest.mark.parametrize("bad", [999, 256, -1])
 def test_an_unknown_id_is_named(ch, bad):
     """decode of an id the vocabulary lacks raises ValueError saying 'unknown' and naming the id"""
-    raises_clearly(lambda: ch.decode([97, bad], vocab_with([])), ValueError, "unknown", str(bad),
+    raises_clearly(lambda: ch.decode([97, bad], vocab_with(NO_MERGES)), ValueError, "unknown", str(bad),
                    hint="look every id up before joining: an id outside the vocabulary has no bytes")
