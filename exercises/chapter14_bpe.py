@@ -18,6 +18,9 @@ Worksheet: this course's own (Part II goes beyond the book): the text "aaabéaaa
 a pencil; see docs/chapters/14-bpe.md.
 """
 
+import heapq  # noqa: F401 - yours to use: a fast encode (see the page's "How fast?")
+from itertools import pairwise  # noqa: F401 - yours to use: pairwise([1, 2, 3]) gives (1, 2), (2, 3)
+
 N_BYTES = 256  # ids 0..255 are the bytes themselves; the first merge gets id 256
 
 

@@ -13,6 +13,9 @@ import sys
 
 sys.path.insert(0, str(next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "kata").is_dir())))
 
+import heapq
+from itertools import pairwise
+
 import kata
 from kata.learner.notebook import yours
 
