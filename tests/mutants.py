@@ -144,7 +144,7 @@ MUTANTS = [
     Mutant(12, "chapter12_rope.py", "return rotate_pairs(dY, -angles)", "return rotate_pairs(dY, angles)",
            "the forward rotation instead of its inverse"),
     # chapter 14: byte-pair encoding
-    Mutant(14, "chapter14_bpe.py", "for pair in zip(ids, ids[1:], strict=False):  # every adjacent position, overlapping runs included\n"
+    Mutant(14, "chapter14_bpe.py", "for pair in pairwise(ids):  # every adjacent position, overlapping runs included\n"
            "        counts[pair] = counts.get(pair, 0) + 1",
            "i = 0\n    while i + 1 < len(ids):\n        pair = (ids[i], ids[i + 1])\n"
            "        counts[pair] = counts.get(pair, 0) + 1\n        i += 2 if ids[i] == ids[i + 1] else 1",
@@ -168,5 +168,6 @@ MUTANTS = [
            "            return ids\n        best = most_frequent_pair(found)\n        ids = merge_pair(ids, best, known[best])\n"
            "    rank = {}\n", "merges applied most frequent first"),
     Mutant(14, "chapter14_bpe.py", "    ids = to_byte_ids(text)\n    rank = {}\n",
-           "    ids = to_byte_ids(text)\n    merges = merges[::-1]\n    rank = {}\n", "merges applied from the last learned"),
+           "    ids = to_byte_ids(text)\n    for pair, new_id in reversed(merges):\n        ids = merge_pair(ids, pair, new_id)\n"
+           "    return ids\n    rank = {}\n", "merges applied from the last learned"),
 ]
