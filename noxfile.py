@@ -2,7 +2,7 @@
 
 Learners: `nox -s chapter1` … `nox -s chapterN` (pass options through after `--`, e.g.
 `nox -s chapter3 -- --impl solutions`), `nox -s progress`.
-Authors: `nox -s selfcheck` (the project's own test suite), `nox -s bench`.
+Authors: `nox -s selfcheck` (the project's own test suite), `nox -s notebooks-build`, `nox -s bench`.
 
 In a student edition (`nox -s release`: no solutions/) the authors' sessions do not exist, every description
 speaks of what the edition holds, and a bare `nox` runs `progress` instead of `selfcheck`.
@@ -259,12 +259,25 @@ def notebooks(session: nox.Session) -> None:
     _kata_tool(session, "notebooks")
 
 
+@authors_session(name="notebooks-build", default=False)
+def notebooks_build(session: nox.Session) -> None:
+    """Build notebooks/*.ipynb from notebooks/src/ (jupytext): `-- --check` only compares, `-- --scaffold N` starts one.
+
+    Run it after changing a stub, an answer key or a notebook source (tests/tools/test_notebooks.py fails until
+    the notebooks are rebuilt). `nox -s notebooks` is the learners' other session: their saved answers, for grading.
+    """
+    install(session, "test", "notebook")
+    session.run("python", "scripts/notebooks.py", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
 @nox.session(default=False)
 def lab(session: nox.Session) -> None:
     """JupyterLab on the chapter notebooks (notebooks/): fill in a function, `kata.check(softmax)` checks it."""
     install(session, "test", "lab")
+    # As root (a container, a cloud notebook), Jupyter refuses to start without --allow-root: say it once here.
+    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     session.run("python", "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
-                "--LabApp.default_url=/lab/tree/notebooks", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+                "--LabApp.default_url=/lab/tree/notebooks", *as_root, *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(name="grade-class", default=False)

@@ -59,6 +59,30 @@ def test_every_notebook_is_built_from_its_source():
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
+def test_the_notebooks_prose_is_drawn_from_the_page_never_copied(chapter):
+    """a Markdown cell headed like a section of the chapter's page is that section's directive, not a hand copy"""
+    import jupytext
+
+    tools = _scripts_notebooks()
+    titles = {t for t, _ in tools._sections((ROOT / chapter.page).read_text(encoding="utf-8"))} - set(tools.OWN_SECTIONS)
+    source = jupytext.read(ROOT / "notebooks" / "src" / f"{chapter.module}.py", fmt="py:percent")
+    copied = [line[3:] for c in source.cells if c.cell_type == "markdown"
+              for line in c.source.splitlines()[:1] if line.startswith("## ") and line[3:].strip() in titles]
+    assert not copied, (f"notebooks/src/{chapter.module}.py copies the page's sections {copied}: write "
+                        f'<!-- kata:page-section "TITLE" --> instead (scripts/notebooks.py draws it from the page)')
+
+
+def test_a_page_section_directive_names_a_section_of_the_page():
+    """a directive naming a section the page does not have stops the build, naming the chapter and the title"""
+    tools = _scripts_notebooks()
+    chapter = CHAPTERS[0]
+    with pytest.raises(ValueError, match=r'chapter01_\w+: <!-- kata:page-section "No such" -->: .* has no section'):
+        tools.build('# %% [markdown]\n# <!-- kata:page-section "No such" -->\n', chapter)
+    built = json.loads(tools.build('# %% [markdown]\n# <!-- kata:page-section "The idea" -->\n', chapter))
+    assert built["cells"][0]["source"][0] == "## The idea\n"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
 def test_each_notebook_has_the_worksheet_and_a_stub_and_check_per_function(chapter):
     """the worksheet table with every step, each exercise stub verbatim with kata.check(name) right under it"""
     notebook = _notebook(chapter)
