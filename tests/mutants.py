@@ -170,4 +170,31 @@ MUTANTS = [
            "the residual path missing from the backward"),
     Mutant(13, "chapter13_modern_block.py", "dQ = merge_heads(rope_backward(np.stack([g[0] for g in per_head]), base))",
            "dQ = merge_heads(np.stack([g[0] for g in per_head]))", "the rotation not undone"),
+    # chapter 14: byte-pair encoding
+    Mutant(14, "chapter14_bpe.py", "for pair in pairwise(ids):  # every adjacent position, overlapping runs included\n"
+           "        counts[pair] = counts.get(pair, 0) + 1",
+           "i = 0\n    while i + 1 < len(ids):\n        pair = (ids[i], ids[i + 1])\n"
+           "        counts[pair] = counts.get(pair, 0) + 1\n        i += 2 if ids[i] == ids[i + 1] else 1",
+           "a run counted without overlap"),
+    Mutant(14, "chapter14_bpe.py", "return min(counts, key=lambda pair: (-counts[pair], pair))",
+           "return max(counts, key=counts.get)", "ties broken another way"),
+    Mutant(14, "chapter14_bpe.py", "return min(counts, key=lambda pair: (-counts[pair], pair))",
+           "return max(counts, key=lambda pair: (counts[pair], pair))", "ties broken another way"),
+    Mutant(14, "chapter14_bpe.py", "    a, b = pair\n    out = []\n    i = 0\n    while i < len(ids):",
+           "    b, a = pair\n    out = []\n    i = 0\n    ids = ids[::-1]\n    while i < len(ids) or (out.reverse() and False):",
+           "merged from the right"),
+    Mutant(14, "chapter14_bpe.py", "for i in sorted(set(where.pop(pair))):", "for i in sorted(set(where.pop(pair)), reverse=True):",
+           "merged from the right"),
+    Mutant(14, "chapter14_bpe.py", "vocab[new_id] = vocab[a] + vocab[b]", "vocab[new_id] = vocab[b] + vocab[a]",
+           "the right token's bytes put first"),
+    Mutant(14, "chapter14_bpe.py", 'return b"".join(parts).decode("utf-8", errors="replace")',
+           'return "".join(p.decode("utf-8", errors="replace") for p in parts)', "every token decoded on its own"),
+    Mutant(14, "chapter14_bpe.py", "    ids = to_byte_ids(text)\n    rank = {}\n",
+           "    ids = to_byte_ids(text)\n    known = {tuple(p): t for p, t in merges}\n    while True:\n"
+           "        found = {p: c for p, c in count_pairs(ids).items() if p in known}\n        if not found:\n"
+           "            return ids\n        best = most_frequent_pair(found)\n        ids = merge_pair(ids, best, known[best])\n"
+           "    rank = {}\n", "merges applied most frequent first"),
+    Mutant(14, "chapter14_bpe.py", "    ids = to_byte_ids(text)\n    rank = {}\n",
+           "    ids = to_byte_ids(text)\n    for pair, new_id in reversed(merges):\n        ids = merge_pair(ids, pair, new_id)\n"
+           "    return ids\n    rank = {}\n", "merges applied from the last learned"),
 ]
