@@ -96,9 +96,9 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
         raise ValueError(f"lr must be > 0, got {lr!r}")
     new_params, m_new, v_new = {}, {}, {}
     for k, w in params.items():
-        g = grads[k]
-        m = beta1 * np.asarray(state["m"][k], dtype=np.float64) + (1 - beta1) * g  # first moment: the gradient's running average
-        v = beta2 * np.asarray(state["v"][k], dtype=np.float64) + (1 - beta2) * g * g  # second moment: the squared gradient's
+        g, m, v = grads[k], np.asarray(state["m"][k], dtype=np.float64), np.asarray(state["v"][k], dtype=np.float64)
+        m = beta1 * m + (1 - beta1) * g  # first moment: the gradient's running average
+        v = beta2 * v + (1 - beta2) * g * g  # second moment: the squared gradient's
         m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0
         v_hat = v / (1 - beta2**t)
         new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)  # decay apart from g
@@ -114,7 +114,8 @@ def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_
     $$\mathrm{lr}(s) = \begin{cases}
       \mathrm{max\_lr}\cdot\dfrac{s + 1}{\mathrm{warmup}} & s < \mathrm{warmup} \\[1ex]
       \mathrm{min\_lr} + \tfrac12(\mathrm{max\_lr} - \mathrm{min\_lr})\left(1 + \cos\pi\,
-        \dfrac{s - \mathrm{warmup}}{\mathrm{total} - \mathrm{warmup}}\right) & \mathrm{warmup} \le s < \mathrm{total} \\[1ex]
+        \dfrac{s - \mathrm{warmup}}{\mathrm{total} - \mathrm{warmup}}\right)
+        & \mathrm{warmup} \le s < \mathrm{total} \\[1ex]
       \mathrm{min\_lr} & s \ge \mathrm{total}
     \end{cases}$$
 
@@ -164,7 +165,8 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
     r"""Scale all gradients down together when their global norm is above ``max_norm``.
 
     $$\lVert g \rVert = \sqrt{\sum_k \sum_i g_{k,i}^2}, \qquad
-      g_k \leftarrow g_k \cdot \frac{\mathrm{max\_norm}}{\lVert g \rVert} \ \text{ if } \lVert g \rVert > \mathrm{max\_norm}$$
+      g_k \leftarrow g_k \cdot \frac{\mathrm{max\_norm}}{\lVert g \rVert}
+      \ \text{ if } \lVert g \rVert > \mathrm{max\_norm}$$
 
     The norm is of ALL gradients together, as one long vector: every tensor is scaled by the same factor,
     so the step keeps its direction. At or below max_norm nothing changes.
@@ -231,24 +233,25 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
 def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
     r"""Read a checkpoint ``save_checkpoint`` wrote: the weights and the optimizer's state, bit for bit.
 
-    Read with ``np.load(path, allow_pickle=False)``: a file that needs pickle is refused, never unpickled.
+    Every array of the file is read with ``np.load(path, allow_pickle=False)`` before anything else is
+    checked: a file holding a pickled (object) array is refused, never unpickled (unpickling runs code of the
+    file's choosing).
 
     Args:
         path: the checkpoint's file, a str.
-        like: optional, the parameters the run expects (a dict of arrays, or anything with ``.shape``): every
-            key of like must be in the checkpoint with like's shape, and the checkpoint must hold no other.
+        like: optional, the parameters the run expects (a dict of arrays): every key of like must be in the
+            checkpoint with like's shape, and the checkpoint must hold no other parameter.
 
     Returns:
         (params, state): params a dict of float64 arrays; state ``{"step": t, "m": {...}, "v": {...}}``
-        with t an int, exactly what was saved.
+        with t an int: exactly the numbers that were saved.
 
     Raises:
-        ValueError: if the file is not a checkpoint of this chapter — not an ``.npz`` archive, without the
-            ``format`` marker, or holding anything pickled (the message says "not a checkpoint" and names
-            path); if a parameter lacks its ``m`` or ``v`` (the message names the missing entry, e.g.
-            ``m/W``); or, with like, if a key of like is missing from the checkpoint or one is there that
-            like lacks (the message names the key) or a shape differs (the message names the key and both
-            shapes).
+        ValueError: if the file is not a checkpoint of this chapter — not an ``.npz`` archive (a text file, a
+            single ``.npy`` array), holding a pickled array (the message also says "pickle"), or without the
+            ``format`` marker ``save_checkpoint`` writes (the message says "not a checkpoint" and names path);
+            or, with like, if a key of like is missing from the checkpoint or the checkpoint holds one like
+            lacks (the message names the key), or a shape differs (the message names the key and both shapes).
 
     See docs: chapter 15, step 15.7.
     """
@@ -262,15 +265,11 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
     with archive:
         try:
             data = {name: archive[name] for name in archive.files}
-        except ValueError as err:  # an object array: it would need pickle
-            raise ValueError(f"{not_ours}: {err}") from None
-    if "format" not in data or data["format"].shape != () or str(data["format"]) != FORMAT:
+        except ValueError as err:  # an object array: reading it would need pickle
+            raise ValueError(f"{not_ours}: it holds an array that needs pickle ({err})") from None
+    if "format" not in data or str(data["format"]) != FORMAT:
         raise ValueError(f"{not_ours}: it has no 'format' marker {FORMAT!r}")
     names = [n[len("params/"):] for n in data if n.startswith("params/")]
-    for k in names:
-        for part in ("m", "v"):
-            if f"{part}/{k}" not in data:
-                raise ValueError(f"the checkpoint {path!r} lacks {part}/{k}: the optimizer's state of {k}")
     params = {k: data[f"params/{k}"].astype(np.float64) for k in names}
     state = {"step": int(data["step"]), "m": {k: data[f"m/{k}"].astype(np.float64) for k in names},
              "v": {k: data[f"v/{k}"].astype(np.float64) for k in names}}
