@@ -772,7 +772,7 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
         w, state = params, s.adamw_init(params)
         for grads, lr in zip(grads_seq, lrs, strict=True):
             w, state = s.adamw_step(w, grads, state, lr, **hyper)
-        put(f"adamw/{i}", params=params, grads=grads_seq, lrs=lrs, hyper=hyper, out=w, m=state["m"], v=state["v"],
+        put(f"adamw/{i}", params=params, grads=grads_seq, lrs=np.array(lrs), hyper=hyper, out=w, m=state["m"], v=state["v"],
             step=state["step"],
             mistakes={mode: variant(params, grads_seq, lrs, hyper, mode)
                       for mode in ("uncorrected", "coupled", "eps_inside")})
@@ -782,8 +782,8 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
         kw = {"max_lr": max_lr, "min_lr": min_lr, "warmup_steps": warmup, "total_steps": total}
         steps = np.arange(total + 3)
         put(f"schedule/{i}", max_lr=max_lr, min_lr=min_lr, warmup=warmup, total=total, steps=steps,
-            lr=[s.lr_at(int(t), **kw) for t in steps],
-            off_by_one=[0.0 if t == 0 else s.lr_at(int(t) - 1, **kw) for t in steps])
+            lr=np.array([s.lr_at(int(t), **kw) for t in steps]),
+            off_by_one=np.array([0.0 if t == 0 else s.lr_at(int(t) - 1, **kw) for t in steps]))
 
     clips = [({"W": (3, 5), "b": (5,)}, 1.0), ({"E": (4, 2, 3), "W": (2, 6), "g": (6,)}, 2.5),
              ({"x": (7,)}, 0.5), ({"W1": (5, 3), "W2": (3, 5), "b": (1,)}, 100.0)]
