@@ -40,7 +40,8 @@ def adamw_init(params: dict) -> dict:
         params is not modified.
 
     Raises:
-        ValueError: if params is not a dict (the message says "dict").
+        ValueError: if params is not a dict (the message says "dict", names ``params`` and the type given, e.g.
+            "list").
 
     See docs: chapter 15, step 15.1.
     """
@@ -79,12 +80,14 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
         ``"step"`` is the int t + 1. Neither params, grads nor state (nor any array in them) is modified.
 
     Raises:
-        ValueError: if params, grads or state is not a dict (the message says "dict"); if grads lacks a key of
-            params or has one params lacks (the message names the key, e.g. ``b``); if a gradient's shape is
-            not its parameter's (the message names the key and both shapes); if state lacks ``"step"``,
-            ``"m"`` or ``"v"`` or its moments do not have the keys and shapes of params (the message names
-            what is wrong); if state's step is not a whole number ≥ 0 (the message says "step"); or if lr is
-            not > 0 (the message says "lr").
+        ValueError: if params, grads or state is not a dict (the message says "dict", names the argument, e.g.
+            ``grads``, and the type given, e.g. "list"); if grads lacks a key of params or has one params lacks
+            (the message names the key, e.g. ``b``); if a gradient's shape is not its parameter's (the message
+            names the key and both shapes); if state lacks ``"step"``, ``"m"`` or ``"v"`` (the message names
+            the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not a dict (the message says
+            "dict", names it, e.g. ``m``, and the type given) or lacks a key of params or has another (the
+            message says ``state`` and names the key); if state's step is not a whole number ≥ 0 (the message
+            names ``step``); or if lr is not > 0 (the message says "lr").
 
     See docs: chapter 15, steps 15.1 and 15.2.
     """
@@ -96,7 +99,7 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
         raise ValueError(f"lr must be > 0, got {lr!r}")
     new_params, m_new, v_new = {}, {}, {}
     for k, w in params.items():
-        g, m, v = grads[k], np.asarray(state["m"][k], dtype=np.float64), np.asarray(state["v"][k], dtype=np.float64)
+        g, m, v = grads[k], np.asarray(state["m"][k]), np.asarray(state["v"][k])
         m = beta1 * m + (1 - beta1) * g  # first moment: the gradient's running average
         v = beta2 * v + (1 - beta2) * g * g  # second moment: the squared gradient's
         m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0
@@ -133,8 +136,9 @@ def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_
         The learning rate, a float.
 
     Raises:
-        ValueError: if step is not a whole number ≥ 0 (the message says "step"; a bool or a float such as
-            2.0 is refused too); if warmup_steps or total_steps is not a whole number (the message names it);
+        ValueError: if step is not a whole number ≥ 0 (the message names ``step``; a bool or a float such as
+            2.0 is refused too); if warmup_steps or total_steps is not a whole number ≥ 0 (the message names
+            it, e.g. ``warmup_steps``);
             if warmup_steps > total_steps (the message names ``warmup_steps`` and ``total_steps`` and both
             values); if total_steps < 1 (the message names ``total_steps``); or if max_lr is not > 0 or
             min_lr is not between 0 and max_lr (the message names ``max_lr`` or ``min_lr``).
@@ -147,8 +151,7 @@ def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_
     if total_steps < 1:
         raise ValueError(f"total_steps must be >= 1, got {total_steps}")
     if warmup_steps > total_steps:
-        raise ValueError(f"warmup_steps = {warmup_steps} is more than total_steps = {total_steps}: "
-                         "the warm-up must end before the schedule does")
+        raise ValueError(f"warmup_steps = {warmup_steps} is more than total_steps = {total_steps}")
     if not max_lr > 0:
         raise ValueError(f"max_lr must be > 0, got {max_lr!r}")
     if not 0 <= min_lr <= max_lr:
@@ -180,8 +183,8 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
         norm is the global norm before clipping, a float. grads is not modified.
 
     Raises:
-        ValueError: if grads is not a dict (the message says "dict"); or if max_norm is not > 0 (the message
-            says "max_norm" and names the value).
+        ValueError: if grads is not a dict (the message says "dict", names ``grads`` and the type given, e.g.
+            "list"); or if max_norm is not > 0 (the message says "max_norm" and names the value).
 
     See docs: chapter 15, steps 15.5 and 15.6.
     """
@@ -209,7 +212,8 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
         None. Neither params nor state is modified.
 
     Raises:
-        ValueError: if params or state is not a dict (the message says "dict"); if a key holds ``/`` (the
+        ValueError: if params or state is not a dict (the message says "dict" and names the argument, e.g.
+            ``params``, and the type given); if a key holds ``/`` (the
             message names the key); if state lacks ``"step"``, ``"m"`` or ``"v"`` or its moments do not have
             the keys and shapes of params (the message names what is wrong); or if path does not end in
             ``.npz`` (the message says ".npz").
@@ -220,13 +224,12 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
         raise ValueError(f"a checkpoint's path must end in .npz, got {path!r}")
     params = _tree(params, "params")
     t = _state_step(state, params)
-    arrays = {"format": np.array(FORMAT), "step": np.array(t, dtype=np.int64)}
+    arrays = {"format": np.array(FORMAT), "step": t}
     for k in params:
         if "/" in k:
             raise ValueError(f"parameter names cannot hold '/': {k!r}")
         arrays[f"params/{k}"] = params[k]
-        arrays[f"m/{k}"] = np.asarray(state["m"][k], dtype=np.float64)
-        arrays[f"v/{k}"] = np.asarray(state["v"][k], dtype=np.float64)
+        arrays[f"m/{k}"], arrays[f"v/{k}"] = state["m"][k], state["v"][k]
     np.savez(path, **arrays)
 
 
@@ -250,6 +253,7 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
         ValueError: if the file is not a checkpoint of this chapter — not an ``.npz`` archive (a text file, a
             single ``.npy`` array), holding a pickled array (the message also says "pickle"), or without the
             ``format`` marker ``save_checkpoint`` writes (the message says "not a checkpoint" and names path);
+            if like is given and is not a dict (the message says "dict", names ``like`` and the type given);
             or, with like, if a key of like is missing from the checkpoint or the checkpoint holds one like
             lacks (the message names the key), or a shape differs (the message names the key and both shapes).
 
@@ -319,8 +323,6 @@ def _state_step(state: dict, params: dict) -> int:
             raise ValueError(f"state[{part!r}] must be a dict of arrays, got {type(state[part]).__name__}")
         _same_keys(params, state[part], f"state[{part!r}]")
     t = state["step"]
-    if isinstance(t, np.ndarray) and t.ndim == 0:
-        t = t.item()
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
         raise ValueError(f"state's step must be a whole number >= 0, got {t!r}")
     return int(t)

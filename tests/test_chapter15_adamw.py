@@ -193,6 +193,20 @@ def test_a_weight_with_a_zero_gradient_still_decays(ch):
     out, _ = ch.adamw_step(params, {"w": np.zeros(2)}, ch.adamw_init(params), 0.1, weight_decay=0.5)
     close(out["w"], [1.9, -3.8], "a zero gradient, lr 0.1, weight_decay 0.5: w − lr·λ·w", kind="array",
           mistakes=[(COUPLED, [2.0 - 0.1 * 1.0 / (1.0 + 1e-8), -4.0 + 0.1 * 2.0 / (2.0 + 1e-8)])])
+    out, _ = ch.adamw_step(params, {"w": np.zeros(2)}, ch.adamw_init(params), 0.1)
+    close(out["w"], [1.998, -3.996], "a zero gradient, lr 0.1, weight_decay left at its default 0.01", kind="array")
+
+
+def test_whole_number_params_get_float64_moments(ch):
+    """adamw_init of integer arrays: m and v are float64 zeros (the moments will not stay whole)"""
+    params = {"W": np.arange(6).reshape(2, 3), "b": np.array([1, -2])}
+    state = ch.adamw_init(params)
+    for part in ("m", "v"):
+        for k, p in params.items():
+            got = state[part][k]
+            close(got, np.zeros(p.shape), f"state[{part!r}][{k!r}] of integer params", kind="array")
+            with check:
+                assert got.dtype == np.float64, f"state[{part!r}][{k!r}] has dtype {got.dtype}, expected float64"
 
 
 @pytest.mark.parametrize("i", range(SNAP.count("schedule")))
@@ -217,6 +231,17 @@ def test_the_schedule_meets_its_boundaries(ch, i):
         points[warm] = top
     for s, want in points.items():
         close(returned(ch.lr_at(s, **kw), "float", f"lr_at({s})"), want, f"lr_at({s}) with {kw}")
+
+
+def test_the_shortest_schedules_and_the_default_floor(ch):
+    """total_steps 1 is a schedule (with and without its one warm-up step); min_lr defaults to 0"""
+    for warm in (0, 1):
+        kw = {"max_lr": 0.5, "warmup_steps": warm, "total_steps": 1, "min_lr": 0.05}
+        close(returned(ch.lr_at(0, **kw), "float", "lr_at(0)"), 0.5, f"lr_at(0) with {kw}")
+        close(returned(ch.lr_at(1, **kw), "float", "lr_at(1)"), 0.05, f"lr_at(1) with {kw}")
+    kw = {"max_lr": 0.1, "warmup_steps": 2, "total_steps": 8}
+    close(returned(ch.lr_at(8, **kw), "float", "lr_at(8)"), 0.0, f"lr_at(8) with {kw} and min_lr left at its default 0")
+    close(returned(ch.lr_at(5, **kw), "float", "lr_at(5)"), 0.05, f"lr_at(5) with {kw}: half-way down, cos(π/2) = 0")
 
 
 @pytest.mark.parametrize("i", range(SNAP.count("clip")))
@@ -333,15 +358,15 @@ def test_a_state_that_does_not_fit_the_params_is_refused(ch):
     state = ch.adamw_init(params)
     raises_clearly(lambda: ch.adamw_step(params, grads, {"step": 0, "v": state["v"]}, 0.1), ValueError, names=("m",))
     other = ch.adamw_init({"W": np.ones((2, 3)), "c": np.ones(3)})
-    raises_clearly(lambda: ch.adamw_step(params, grads, other, 0.1), ValueError, names=("b",))
+    raises_clearly(lambda: ch.adamw_step(params, grads, other, 0.1), ValueError, names=("state", "b"))
 
 
 @pytest.mark.parametrize("t", [-1, 1.5])
 def test_a_step_count_that_is_not_a_whole_number_is_refused(ch, t):
-    """a state whose step is −1 or 1.5 raises ValueError saying 'step'"""
+    """a state whose step is −1 or 1.5 raises ValueError naming step"""
     params = {"W": np.ones(2)}
     state = {**ch.adamw_init(params), "step": t}
-    raises_clearly(lambda: ch.adamw_step(params, {"W": np.ones(2)}, state, 0.1), ValueError, "step")
+    raises_clearly(lambda: ch.adamw_step(params, {"W": np.ones(2)}, state, 0.1), ValueError, names=("step",))
 
 
 @pytest.mark.parametrize("lr", [0.0, -0.1])
@@ -351,12 +376,22 @@ def test_a_learning_rate_that_is_not_positive_is_refused(ch, lr):
     raises_clearly(lambda: ch.adamw_step(params, {"W": np.ones(2)}, ch.adamw_init(params), lr), ValueError, "lr")
 
 
-def test_params_that_are_not_a_dict_are_refused(ch):
-    """a list of arrays for params or grads raises ValueError saying 'dict'"""
-    raises_clearly(lambda: ch.adamw_init([np.ones(2)]), ValueError, "dict")
-    params = {"W": np.ones(2)}
-    raises_clearly(lambda: ch.adamw_step(params, [np.ones(2)], ch.adamw_init(params), 0.1), ValueError, "dict")
-    raises_clearly(lambda: ch.clip_by_global_norm([np.ones(2)], 1.0), ValueError, "dict")
+def test_arguments_that_are_not_dicts_are_refused(ch, scratch):
+    """a list for params, grads, state, state['m'] or like raises ValueError saying 'dict' and 'list', naming which"""
+    params, listed = {"W": np.ones(2)}, [np.ones(2)]
+    state = ch.adamw_init(params)
+    raises_clearly(lambda: ch.adamw_init(listed), ValueError, "dict", "list", names=("params",))
+    raises_clearly(lambda: ch.adamw_step(listed, params, state, 0.1), ValueError, "dict", "list", names=("params",))
+    raises_clearly(lambda: ch.adamw_step(params, listed, state, 0.1), ValueError, "dict", "list", names=("grads",))
+    raises_clearly(lambda: ch.adamw_step(params, params, [0, listed, listed], 0.1), ValueError, "dict", "list",
+                   names=("state",))
+    raises_clearly(lambda: ch.adamw_step(params, params, {**state, "m": listed}, 0.1), ValueError, "dict", "list",
+                   names=("m",))
+    raises_clearly(lambda: ch.clip_by_global_norm(listed, 1.0), ValueError, "dict", "list", names=("grads",))
+    path = scratch("not-a-dict")
+    raises_clearly(lambda: ch.save_checkpoint(path, listed, state), ValueError, "dict", "list", names=("params",))
+    ch.save_checkpoint(path, params, state)
+    raises_clearly(lambda: ch.load_checkpoint(path, like=listed), ValueError, "dict", "list", names=("like",))
 
 
 @pytest.mark.parametrize("max_norm", [0.0, -1.0])
@@ -374,8 +409,17 @@ def test_a_warm_up_longer_than_the_run_is_refused(ch):
 
 @pytest.mark.parametrize("step", [-1, 2.0, True])
 def test_a_step_that_is_not_a_whole_number_of_at_least_0_is_refused(ch, step):
-    """lr_at(−1), lr_at(2.0) and lr_at(True) raise ValueError saying 'step'"""
-    raises_clearly(lambda: ch.lr_at(step, max_lr=0.1, warmup_steps=2, total_steps=8), ValueError, "step")
+    """lr_at(−1), lr_at(2.0) and lr_at(True) raise ValueError naming step"""
+    raises_clearly(lambda: ch.lr_at(step, max_lr=0.1, warmup_steps=2, total_steps=8), ValueError, names=("step",))
+
+
+@pytest.mark.parametrize("bad", [-1, 2.0])
+def test_warm_up_and_total_steps_must_be_whole_numbers(ch, bad):
+    """warmup_steps or total_steps −1 or 2.0 raises ValueError naming the setting"""
+    raises_clearly(lambda: ch.lr_at(0, max_lr=0.1, warmup_steps=bad, total_steps=8), ValueError,
+                   names=("warmup_steps",))
+    raises_clearly(lambda: ch.lr_at(0, max_lr=0.1, warmup_steps=0, total_steps=bad), ValueError,
+                   names=("total_steps",))
 
 
 def test_schedules_with_impossible_settings_are_refused(ch):

@@ -31,7 +31,7 @@ def _t(state, params):
         raise ValueError("state must be a dict holding 'step', 'm' and 'v' "
                          f"(got {sorted(state) if isinstance(state, dict) else type(state).__name__})")
     for part in ("m", "v"):
-        _same(params, _arrays(state[part], part), part)
+        _same(params, _arrays(state[part], part), f"state {part}")
     t = np.asarray(state["step"])
     if t.shape != () or t.dtype.kind not in "iu" or t < 0:
         raise ValueError(f"step must be a whole number >= 0, got {state['step']!r}")

@@ -38,7 +38,7 @@ def _checked_state(state, params):
         if part not in state:
             raise ValueError(f"the state has no {part!r}")
     for part in ("m", "v"):
-        _match(params, _dict(state[part], f"state {part}"), part)
+        _match(params, _dict(state[part], f"state {part}"), f"state {part}")
     t = state["step"]
     if isinstance(t, np.ndarray) and t.shape == ():
         t = t.item()
