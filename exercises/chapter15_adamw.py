@@ -40,7 +40,8 @@ def adamw_init(params: dict) -> dict:
         params is not modified.
 
     Raises:
-        ValueError: if params is not a dict (the message says "dict").
+        ValueError: if params is not a dict (the message says "dict", names ``params`` and the type given, e.g.
+            "list").
 
     See docs: chapter 15, step 15.1.
     """
@@ -77,12 +78,14 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
         ``"step"`` is the int t + 1. Neither params, grads nor state (nor any array in them) is modified.
 
     Raises:
-        ValueError: if params, grads or state is not a dict (the message says "dict"); if grads lacks a key of
-            params or has one params lacks (the message names the key, e.g. ``b``); if a gradient's shape is
-            not its parameter's (the message names the key and both shapes); if state lacks ``"step"``,
-            ``"m"`` or ``"v"`` or its moments do not have the keys and shapes of params (the message names
-            what is wrong); if state's step is not a whole number ≥ 0 (the message says "step"); or if lr is
-            not > 0 (the message says "lr").
+        ValueError: if params, grads or state is not a dict (the message says "dict", names the argument, e.g.
+            ``grads``, and the type given, e.g. "list"); if grads lacks a key of params or has one params lacks
+            (the message names the key, e.g. ``b``); if a gradient's shape is not its parameter's (the message
+            names the key and both shapes); if state lacks ``"step"``, ``"m"`` or ``"v"`` (the message names
+            the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not a dict (the message says
+            "dict", names it, e.g. ``m``, and the type given) or lacks a key of params or has another (the
+            message says ``state`` and names the key); if state's step is not a whole number ≥ 0 (the message
+            names ``step``); or if lr is not > 0 (the message says "lr").
 
     See docs: chapter 15, steps 15.1 and 15.2.
     """
@@ -116,8 +119,9 @@ def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_
         The learning rate, a float.
 
     Raises:
-        ValueError: if step is not a whole number ≥ 0 (the message says "step"; a bool or a float such as
-            2.0 is refused too); if warmup_steps or total_steps is not a whole number (the message names it);
+        ValueError: if step is not a whole number ≥ 0 (the message names ``step``; a bool or a float such as
+            2.0 is refused too); if warmup_steps or total_steps is not a whole number ≥ 0 (the message names
+            it, e.g. ``warmup_steps``);
             if warmup_steps > total_steps (the message names ``warmup_steps`` and ``total_steps`` and both
             values); if total_steps < 1 (the message names ``total_steps``); or if max_lr is not > 0 or
             min_lr is not between 0 and max_lr (the message names ``max_lr`` or ``min_lr``).
@@ -146,8 +150,8 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
         norm is the global norm before clipping, a float. grads is not modified.
 
     Raises:
-        ValueError: if grads is not a dict (the message says "dict"); or if max_norm is not > 0 (the message
-            says "max_norm" and names the value).
+        ValueError: if grads is not a dict (the message says "dict", names ``grads`` and the type given, e.g.
+            "list"); or if max_norm is not > 0 (the message says "max_norm" and names the value).
 
     See docs: chapter 15, steps 15.5 and 15.6.
     """
@@ -170,7 +174,8 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
         None. Neither params nor state is modified.
 
     Raises:
-        ValueError: if params or state is not a dict (the message says "dict"); if a key holds ``/`` (the
+        ValueError: if params or state is not a dict (the message says "dict" and names the argument, e.g.
+            ``params``, and the type given); if a key holds ``/`` (the
             message names the key); if state lacks ``"step"``, ``"m"`` or ``"v"`` or its moments do not have
             the keys and shapes of params (the message names what is wrong); or if path does not end in
             ``.npz`` (the message says ".npz").
@@ -200,6 +205,7 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
         ValueError: if the file is not a checkpoint of this chapter — not an ``.npz`` archive (a text file, a
             single ``.npy`` array), holding a pickled array (the message also says "pickle"), or without the
             ``format`` marker ``save_checkpoint`` writes (the message says "not a checkpoint" and names path);
+            if like is given and is not a dict (the message says "dict", names ``like`` and the type given);
             or, with like, if a key of like is missing from the checkpoint or the checkpoint holds one like
             lacks (the message names the key), or a shape differs (the message names the key and both shapes).
 
