@@ -80,12 +80,12 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
     Raises:
         ValueError: if params, grads or state is not a dict (the message says "dict", names the argument, e.g.
             ``grads``, and the type given, e.g. "list"); if grads lacks a key of params or has one params lacks
-            (the message names the key, e.g. ``b``); if a gradient's shape is not its parameter's (the message
-            names the key and both shapes); if state lacks ``"step"``, ``"m"`` or ``"v"`` (the message names
-            the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not a dict (the message says
-            "dict", names it, e.g. ``m``, and the type given) or lacks a key of params or has another (the
-            message says ``state`` and names the key); if state's step is not a whole number ≥ 0 (the message
-            names ``step``); or if lr is not > 0 (the message says "lr").
+            (the message names the key, e.g. ``b``, and ``grads``); if a gradient's shape is not its
+            parameter's (the message names the key and both shapes); if state lacks ``"step"``, ``"m"`` or
+            ``"v"`` (the message names the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not
+            a dict (the message says "dict", names it, e.g. ``m``, and the type given) or lacks a key of params
+            or has another (the message says ``state`` and names the key); if state's step is not a whole
+            number ≥ 0 (the message names ``step``); or if lr is not > 0 (the message says "lr").
 
     See docs: chapter 15, steps 15.1 and 15.2.
     """

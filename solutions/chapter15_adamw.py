@@ -82,12 +82,12 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
     Raises:
         ValueError: if params, grads or state is not a dict (the message says "dict", names the argument, e.g.
             ``grads``, and the type given, e.g. "list"); if grads lacks a key of params or has one params lacks
-            (the message names the key, e.g. ``b``); if a gradient's shape is not its parameter's (the message
-            names the key and both shapes); if state lacks ``"step"``, ``"m"`` or ``"v"`` (the message names
-            the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not a dict (the message says
-            "dict", names it, e.g. ``m``, and the type given) or lacks a key of params or has another (the
-            message says ``state`` and names the key); if state's step is not a whole number ≥ 0 (the message
-            names ``step``); or if lr is not > 0 (the message says "lr").
+            (the message names the key, e.g. ``b``, and ``grads``); if a gradient's shape is not its
+            parameter's (the message names the key and both shapes); if state lacks ``"step"``, ``"m"`` or
+            ``"v"`` (the message names the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not
+            a dict (the message says "dict", names it, e.g. ``m``, and the type given) or lacks a key of params
+            or has another (the message says ``state`` and names the key); if state's step is not a whole
+            number ≥ 0 (the message names ``step``); or if lr is not > 0 (the message says "lr").
 
     See docs: chapter 15, steps 15.1 and 15.2.
     """
@@ -264,15 +264,16 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
         archive = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:
         raise ValueError(f"{not_ours}: {err}") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{not_ours}: it holds one array, not an .npz archive")
-    with archive:
-        try:
-            data = {name: archive[name] for name in archive.files}
-        except ValueError as err:  # an object array: reading it would need pickle
-            raise ValueError(f"{not_ours}: it holds an array that needs pickle ({err})") from None
-    if "format" not in data or str(data["format"]) != FORMAT:
-        raise ValueError(f"{not_ours}: it has no 'format' marker {FORMAT!r}")
+    if isinstance(archive, np.lib.npyio.NpzFile):  # an archive: every array read now, none of them unpickled
+        with archive:
+            try:
+                data = {name: archive[name] for name in archive.files}
+            except ValueError as err:  # an object array: reading it would need pickle
+                raise ValueError(f"{not_ours}: it holds an array that needs pickle ({err})") from None
+    else:  # a single .npy array: no marker either
+        data = {}
+    if str(data.get("format")) != FORMAT:
+        raise ValueError(f"{not_ours}: it is not an .npz archive with the 'format' marker {FORMAT!r}")
     names = [n[len("params/"):] for n in data if n.startswith("params/")]
     params = {k: data[f"params/{k}"].astype(np.float64) for k in names}
     state = {"step": int(data["step"]), "m": {k: data[f"m/{k}"].astype(np.float64) for k in names},

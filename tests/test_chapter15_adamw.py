@@ -334,13 +334,13 @@ def test_nothing_modifies_its_inputs(ch, scratch):
 
 # -- bad input gets a clear error ------------------------------------------------------------------
 def test_gradients_with_other_keys_than_the_params_are_named(ch):
-    """grads without b, or with a key c params lacks, raises ValueError naming the key"""
+    """grads without b, or with a key c params lacks, raises ValueError naming the key and grads"""
     params = {"W": np.ones((2, 3)), "b": np.ones(3)}
     state = ch.adamw_init(params)
-    raises_clearly(lambda: ch.adamw_step(params, {"W": np.ones((2, 3))}, state, 0.1), ValueError, names=("b",),
+    raises_clearly(lambda: ch.adamw_step(params, {"W": np.ones((2, 3))}, state, 0.1), ValueError, names=("b", "grads"),
                    hint="compare the keys of grads with those of params before stepping")
     grads = {"W": np.ones((2, 3)), "b": np.ones(3), "c": np.ones(2)}
-    raises_clearly(lambda: ch.adamw_step(params, grads, state, 0.1), ValueError, names=("c",),
+    raises_clearly(lambda: ch.adamw_step(params, grads, state, 0.1), ValueError, names=("c", "grads"),
                    hint="a gradient for a weight that does not exist is a mistake upstream: refuse it")
 
 
