@@ -147,16 +147,16 @@ MUTANTS = [
     Mutant(15, "chapter15_adamw.py", "m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0\n"
            "        v_hat = v / (1 - beta2**t)", "m_hat = m\n        v_hat = v", "no bias correction"),
     Mutant(15, "chapter15_adamw.py",  # Adam with L2: the decay goes through m and v, and only there
-           "g, m, v = grads[k], np.asarray(state[\"m\"][k], dtype=np.float64), np.asarray(state[\"v\"][k], "
-           "dtype=np.float64)\n        m = beta1 * m + (1 - beta1) * g  # first moment: the gradient's running average\n"
+           "g, m, v = grads[k], np.asarray(state[\"m\"][k]), np.asarray(state[\"v\"][k])\n"
+           "        m = beta1 * m + (1 - beta1) * g  # first moment: the gradient's running average\n"
            "        v = beta2 * v + (1 - beta2) * g * g  # second moment: the squared gradient's\n"
            "        m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0\n"
            "        v_hat = v / (1 - beta2**t)\n"
            "        new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)",
-           "g, m, v = grads[k] + weight_decay * w, np.asarray(state[\"m\"][k], dtype=np.float64), "
-           "np.asarray(state[\"v\"][k], dtype=np.float64)\n        m = beta1 * m + (1 - beta1) * g\n"
-           "        v = beta2 * v + (1 - beta2) * g * g\n        m_hat = m / (1 - beta1**t)\n"
-           "        v_hat = v / (1 - beta2**t)\n        new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps))",
+           "g, m, v = grads[k] + weight_decay * w, np.asarray(state[\"m\"][k]), np.asarray(state[\"v\"][k])\n"
+           "        m = beta1 * m + (1 - beta1) * g\n        v = beta2 * v + (1 - beta2) * g * g\n"
+           "        m_hat = m / (1 - beta1**t)\n        v_hat = v / (1 - beta2**t)\n"
+           "        new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps))",
            "weight decay added to the gradient"),
     Mutant(15, "chapter15_adamw.py", "new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)",
            "new_params[k] = w - lr * (m_hat / np.sqrt(v_hat + eps) + weight_decay * w)", "ε inside the square root"),
