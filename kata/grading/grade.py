@@ -47,7 +47,9 @@ def parser() -> argparse.ArgumentParser:
         description="Grade the chapters of an implementation; write grade/results.json, junit.xml, summary.md.",
     )
     p.add_argument("--chapters", metavar="N,N,...", help="grade only these chapters, e.g. 3,4,5 (default: all)")
-    p.add_argument("--impl", default="exercises", help="package name or folder to grade (default: exercises)")
+    p.add_argument("--impl", default=None,
+                   help="package name or folder to grade (default: exercises/, with every function finished in a "
+                        "saved notebook in its place: the one rule the chapter sessions and doctor use)")
     p.add_argument(
         "--fail-under", type=float, metavar="PERCENT", help="exit 1 when the score is below PERCENT (0-100)"
     )
@@ -85,6 +87,8 @@ def parser() -> argparse.ArgumentParser:
                         "results.json, so no answer can be fitted to the inputs; --seed 0 keeps the tests' own)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="judges run at once, each with its worker (default: one per CPU; grade-class sets it)")
+    p.add_argument("--notebooks", action="store_true",
+                   help="the default without --impl (the notebooks' finished functions count); kept for old commands")
     p.add_argument("--repository", help="the repository graded, for the report (default: git's origin, if any)")
     p.add_argument("--commit", help="the commit graded, for the report (default: git's HEAD, if any)")
     return p
@@ -100,6 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         parser().error("--fail-under takes a percentage between 0 and 100")
     root = project.ROOT
+    if args.impl is None:  # the one --impl rule (kata/answers.py): the notebooks' finished functions count
+        from .. import answers
+
+        args.impl = answers.default_impl(root)
+        if args.impl != "exercises":
+            answered = ", ".join(map(str, sorted(answers.from_notebooks(root))))
+            print(f"grading exercises/ with the functions finished in notebooks/ in their place (chapters {answered})")
+            args.impl_label = "exercises and notebooks"
     try:
         with tempfile.TemporaryDirectory(prefix="kata-grade-") as tmp:
             results = grade(root, args, Path(tmp))
@@ -185,7 +197,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         "schema_version": SCHEMA_VERSION,
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "checks": "public and private" if args.extra_tests else "public",
-        "implementation": args.impl,
+        "implementation": getattr(args, "impl_label", None) or args.impl,
         **course.submission(learner.parent, args.repository, args.commit),
         "course_version": course.course_version(workspace, points_file),
         "options": {

@@ -55,6 +55,19 @@ class Refused(ValueError):
             "or name each one to ship with --include PATH:\n" + "\n".join(f"  {p}" for p in paths))
 
 
+class NotCommitted(Refused):
+    """Files inside the course's folders that git does not track: nothing is written."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        ValueError.__init__(
+            self,
+            f"{len(paths)} file(s) inside the course's folders are not committed to git and would have gone into the "
+            "student edition (a roster or a gradebook copied into data/, docs/ or exercises/ looks just like "
+            "this); nothing was written. Commit the ones that belong to the course, move the others out of the "
+            "repository, or name each one to ship with --include PATH:\n" + "\n".join(f"  {p}" for p in paths))
+
+
 def listed(path: str, names: tuple[str, ...] | list[str]) -> bool:
     """Whether ``path`` is one of ``names`` or inside one of them (a name ending in ``/``, or any folder)."""
     return any(path == n.rstrip("/") or path.startswith(n.rstrip("/") + "/") for n in names)
@@ -78,12 +91,9 @@ def parser() -> argparse.ArgumentParser:
 
 def source_files(root: Path) -> list[str]:
     """Every file of the repository, as paths relative to ``root``."""
-    listed = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        capture_output=True, text=True, check=False,
-    ) if (root / ".git").exists() and shutil.which("git") else None
-    if listed is not None and listed.returncode == 0:
-        return sorted(n for n in listed.stdout.split("\0") if n and (root / n).is_file())
+    listed = _git_files(root, "--cached", "--others")
+    if listed is not None:
+        return listed
     found = []
     for path in root.rglob("*"):
         rel = path.relative_to(root)
@@ -91,6 +101,17 @@ def source_files(root: Path) -> list[str]:
             continue
         found.append(rel.as_posix())
     return sorted(found)
+
+
+def _git_files(root: Path, *which: str) -> list[str] | None:
+    """``git ls-files`` of ``root`` (not ignored files only), or None outside git."""
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", *which, "--exclude-standard", "-z"],
+        capture_output=True, text=True, check=False,
+    ) if (root / ".git").exists() and shutil.which("git") else None
+    if listed is None or listed.returncode != 0:
+        return None
+    return sorted(n for n in listed.stdout.split("\0") if n and (root / n).is_file())
 
 
 def belongs(path: str) -> bool:
@@ -145,7 +166,8 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "", incl
         ``{"written": n, "left_out": [paths], "sections_cut": {path: n}, "included": [paths]}``.
 
     Raises:
-        Refused: files that are neither part of a course nor the authors' own, not named in ``include``.
+        Refused: files that are neither part of a course nor the authors' own, not named in ``include``; or
+            (``NotCommitted``) files inside the course's folders that git does not track, not named either.
         ValueError: ``target`` is not empty, is inside ``root``'s protected folders, or a marker is unclosed.
     """
     target = target.resolve()
@@ -166,6 +188,9 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "", incl
     refused = [f for f in files if not listed(f, SHIPS) and not listed(f, AUTHORS_ONLY) and f not in included]
     if refused:
         raise Refused(refused)
+    uncommitted = [f for f in _git_files(root, "--others") or [] if belongs(f) and not listed(f, include)]
+    if uncommitted:
+        raise NotCommitted(uncommitted)
     left_out = [f for f in files if not belongs(f) and f not in included]
     cut: dict[str, int] = {}
     pending: dict[str, bytes] = {}

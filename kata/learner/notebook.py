@@ -21,7 +21,7 @@ its other functions are written, and checked, before it.
 
 ``nox -s notebooks -- --out DIR`` (``python -m kata notebooks`` in the course's environment) writes the copy
 from the saved notebooks alone (their function definitions, read with ``ast``; no cell is run), for
-``nox -s grade -- --impl DIR/exercises`` (what ``nox -s grade -- --notebooks`` does).
+``nox -s grade -- --impl DIR/exercises`` (what ``nox -s grade`` does without ``--impl``).
 """
 
 from __future__ import annotations

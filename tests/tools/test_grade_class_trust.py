@@ -141,6 +141,8 @@ def test_newer_commits_on_another_branch_are_said(trust):
     assert lou["other_branches"] == [f"work ({made['branch'][:7]}, 2027-03-01T22:00:00+01:00)"]
     assert "newer commits on other branches, not graded" in lou["note"] and made["branch"][:7] in lou["note"]
     assert trust["rows"]["ada"]["other_branches"] == []
+    summary = (trust["out"] / "students" / "lou" / "summary.md").read_text(encoding="utf-8")
+    assert "**Note from the grader:**" in summary and "newer commits on other branches" in summary, summary
 
 
 def test_times_in_the_late_note_are_in_the_deadlines_zone(trust):
@@ -324,6 +326,17 @@ def test_an_lms_file_needs_a_roster_column_that_identifies_learners(trust, tmp_p
     path.write_text(f"student,repo,section\nada,{trust['made']['ada']['repo']},S1\n", encoding="utf-8")
     proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--lms", "blackboard", root=trust["course"])
     assert proc.returncode == 2 and "a roster column username" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_lms_identifier_a_spreadsheet_would_run_is_refused_before_grading(trust, tmp_path):
+    """instructor trial: '+kassie' became "'+kassie" in canvas.csv, which Canvas cannot match; now refused, named"""
+    path = tmp_path / "roster.csv"
+    path.write_text(f"student,repo,section,sis_login_id\nada,{trust['made']['ada']['repo']},S1,+kassie\n",
+                    encoding="utf-8")
+    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--lms", "canvas", root=trust["course"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "ada's SIS Login ID (roster line 2) '+kassie' starts with '+'" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
 
 
