@@ -797,8 +797,8 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
 
 
 BUILDERS = {4: chapter4, 5: chapter5, 6: chapter6, 7: chapter7, 8: chapter8, 9: chapter9, 10: chapter10,
-            11: chapter11, 12: chapter12}
-BUILDERS[15] = chapter15  # chapter 15 (AdamW); later chapters add themselves the same way
+            11: chapter11, 12: chapter12,
+            15: chapter15}
 
 
 def build(chapter: int, seed: int | None = None) -> dict[str, np.ndarray]:
