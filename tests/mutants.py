@@ -197,4 +197,32 @@ MUTANTS = [
     Mutant(14, "chapter14_bpe.py", "    ids = to_byte_ids(text)\n    rank = {}\n",
            "    ids = to_byte_ids(text)\n    for pair, new_id in reversed(merges):\n        ids = merge_pair(ids, pair, new_id)\n"
            "    return ids\n    rank = {}\n", "merges applied from the last learned"),
+    # chapter 15: AdamW, the schedule, clipping, checkpoints
+    Mutant(15, "chapter15_adamw.py", "m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0\n"
+           "        v_hat = v / (1 - beta2**t)", "m_hat = m\n        v_hat = v", "no bias correction"),
+    Mutant(15, "chapter15_adamw.py",  # Adam with L2: the decay goes through m and v, and only there
+           "g, m, v = grads[k], np.asarray(state[\"m\"][k]), np.asarray(state[\"v\"][k])\n"
+           "        m = beta1 * m + (1 - beta1) * g  # first moment: the gradient's running average\n"
+           "        v = beta2 * v + (1 - beta2) * g * g  # second moment: the squared gradient's\n"
+           "        m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0\n"
+           "        v_hat = v / (1 - beta2**t)\n"
+           "        new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)",
+           "g, m, v = grads[k] + weight_decay * w, np.asarray(state[\"m\"][k]), np.asarray(state[\"v\"][k])\n"
+           "        m = beta1 * m + (1 - beta1) * g\n        v = beta2 * v + (1 - beta2) * g * g\n"
+           "        m_hat = m / (1 - beta1**t)\n        v_hat = v / (1 - beta2**t)\n"
+           "        new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps))",
+           "weight decay added to the gradient"),
+    Mutant(15, "chapter15_adamw.py", "new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)",
+           "new_params[k] = w - lr * (m_hat / np.sqrt(v_hat + eps) + weight_decay * w)", "ε inside the square root"),
+    Mutant(15, "chapter15_adamw.py", "return float(max_lr * (step + 1) / warmup_steps)",
+           "return float(max_lr * step / warmup_steps)", "the schedule off by one step"),
+    Mutant(15, "chapter15_adamw.py", "return {k: g * scale for k, g in grads.items()}, norm",
+           "return {k: g * min(1.0, max_norm / float(np.sqrt(np.sum(g * g)))) for k, g in grads.items()}, norm",
+           "each tensor clipped separately"),
+    Mutant(15, "chapter15_adamw.py", 'state = {"step": int(data["step"]), "m"', 'state = {"step": 0, "m"',
+           "the step count not saved"),
+    Mutant(15, "chapter15_adamw.py", 'state = {"step": int(data["step"]), "m": {k: data[f"m/{k}"].astype(np.float64) '
+           'for k in names},\n             "v": {k: data[f"v/{k}"].astype(np.float64) for k in names}}',
+           'state = {"step": int(data["step"]), "m": {k: np.zeros_like(params[k]) for k in names},\n'
+           '             "v": {k: np.zeros_like(params[k]) for k in names}}', "the moments not saved"),
 ]

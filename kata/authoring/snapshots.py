@@ -846,7 +846,8 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
                                            (1, 6, 3, 10000.0), (6, 8, 2, 100.0)]):
         x, p = rng.normal(size=(seq, d)), attention_params(d)
         out, _ = s.rope_multi_head_attention(x, p, n, base=base)
-        put(f"attention/{i}", x=x, params=p, n_heads=n, base=base, out=out, rotate_v=attend(x, p, n, base, rotate_v=True),
+        put(f"attention/{i}", x=x, params=p, n_heads=n, base=base, out=out,
+            rotate_v=attend(x, p, n, base, rotate_v=True),
             no_rope=attend(x, p, n, base, rotate=False), whole_width=attend(x, p, n, base, whole=True),
             scale_d_model=attend(x, p, n, base, scale=d), no_mask=attend(x, p, n, base, mask=False),
             base_10000=attend(x, p, n))
@@ -1009,7 +1010,8 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         other = text(n // 2 + 5, alphabet)
         ids = s.encode(other, merges)
         data[f"train/{i}/other"], data[f"train/{i}/encoded"] = points(other), ints(ids)
-        data[f"train/{i}/by_frequency"] = ints(audit.encode(other, [[list(p), m] for p, m in merges], by_frequency=True))
+        data[f"train/{i}/by_frequency"] = ints(audit.encode(other, [[list(p), m] for p, m in merges],
+                                                             by_frequency=True))
         data[f"train/{i}/reversed"] = ints(audit.encode(other, [[list(p), m] for p, m in reversed(merges)]))
         table_ = audit.token_bytes(merges)
         data[f"train/{i}/per_token"] = points(audit.decode(ids, table_, per_token=True))
@@ -1020,6 +1022,74 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
 
 
 BUILDERS[14] = chapter14
+
+
+# -- chapter 15 ----------------------------------------------------------------------------------------
+def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
+    """Chapter 15: AdamW runs, schedules and clipping on other shapes and settings; classic mistakes."""
+    from solutions import chapter15_adamw as s
+
+    rng = np.random.default_rng(1515 if seed is None else seed)
+    data: dict[str, np.ndarray] = {}
+
+    def put(prefix, **values):
+        for name, value in values.items():
+            data.update(flatten(value, f"{prefix}/{name}"))
+
+    def variant(params, grads_seq, lrs, hyper, mode):
+        """The weights after the run with one classic mistake: "uncorrected", "coupled" or "eps_inside"."""
+        b1, b2, eps, lam = hyper["beta1"], hyper["beta2"], hyper["eps"], hyper["weight_decay"]
+        w = {k: p.copy() for k, p in params.items()}
+        m = {k: np.zeros_like(p) for k, p in params.items()}
+        v = {k: np.zeros_like(p) for k, p in params.items()}
+        for t, (grads, lr) in enumerate(zip(grads_seq, lrs, strict=True), start=1):
+            for k in w:
+                g = grads[k] + lam * w[k] if mode == "coupled" else grads[k]
+                m[k] = b1 * m[k] + (1 - b1) * g
+                v[k] = b2 * v[k] + (1 - b2) * g * g
+                m_hat, v_hat = (m[k], v[k]) if mode == "uncorrected" else (m[k] / (1 - b1**t), v[k] / (1 - b2**t))
+                root = np.sqrt(v_hat + eps) if mode == "eps_inside" else np.sqrt(v_hat) + eps
+                w[k] = w[k] - lr * (m_hat / root + (0.0 if mode == "coupled" else lam * w[k]))
+        return w
+
+    cases = [({"W": (3, 5), "b": (5,)}, 3, 1.0, {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}),
+             ({"E": (4, 2, 3), "W": (2, 6), "g": (6,)}, 5, 1.0,
+              {"beta1": 0.8, "beta2": 0.99, "eps": 1e-8, "weight_decay": 0.1}),
+             ({"x": (7,)}, 2, 0.01, {"beta1": 0.9, "beta2": 0.999, "eps": 1e-3, "weight_decay": 0.0}),
+             ({"W1": (5, 3), "W2": (3, 5)}, 4, 100.0, {"beta1": 0.5, "beta2": 0.9, "eps": 1e-6, "weight_decay": 0.5})]
+    for i, (shapes, n_steps, scale, hyper) in enumerate(cases):
+        params = {k: rng.normal(size=shape) for k, shape in shapes.items()}
+        grads_seq = [{k: rng.normal(size=shape) * scale for k, shape in shapes.items()} for _ in range(n_steps)]
+        lrs = [float(x) for x in rng.uniform(0.01, 0.1, size=n_steps)]
+        w, state = params, s.adamw_init(params)
+        for grads, lr in zip(grads_seq, lrs, strict=True):
+            w, state = s.adamw_step(w, grads, state, lr, **hyper)
+        put(f"adamw/{i}", params=params, grads=grads_seq, lrs=np.array(lrs), hyper=hyper, out=w, m=state["m"],
+            v=state["v"],
+            step=state["step"],
+            mistakes={mode: variant(params, grads_seq, lrs, hyper, mode)
+                      for mode in ("uncorrected", "coupled", "eps_inside")})
+
+    schedules = [(3e-4, 3e-5, 10, 50), (1.0, 0.0, 0, 8), (0.5, 0.1, 6, 6), (2e-3, 2e-4, 1, 20), (1e-2, 1e-2, 3, 9)]
+    for i, (max_lr, min_lr, warmup, total) in enumerate(schedules):
+        kw = {"max_lr": max_lr, "min_lr": min_lr, "warmup_steps": warmup, "total_steps": total}
+        steps = np.arange(total + 3)
+        put(f"schedule/{i}", max_lr=max_lr, min_lr=min_lr, warmup=warmup, total=total, steps=steps,
+            lr=np.array([s.lr_at(int(t), **kw) for t in steps]),
+            off_by_one=np.array([0.0 if t == 0 else s.lr_at(int(t) - 1, **kw) for t in steps]))
+
+    clips = [({"W": (3, 5), "b": (5,)}, 1.0), ({"E": (4, 2, 3), "W": (2, 6), "g": (6,)}, 2.5),
+             ({"x": (7,)}, 0.5), ({"W1": (5, 3), "W2": (3, 5), "b": (1,)}, 100.0)]
+    for i, (shapes, max_norm) in enumerate(clips):
+        grads = {k: rng.normal(size=shape) for k, shape in shapes.items()}
+        clipped, norm = s.clip_by_global_norm(grads, max_norm)
+        put(f"clip/{i}", grads=grads, max_norm=max_norm, clipped=clipped, norm=norm,
+            per_tensor={k: s.clip_by_global_norm({k: g}, max_norm)[0][k] for k, g in grads.items()},
+            sum_of_norms=sum(float(np.linalg.norm(g)) for g in grads.values()))
+    return data
+
+
+BUILDERS[15] = chapter15
 
 
 def build(chapter: int, seed: int | None = None) -> dict[str, np.ndarray]:
