@@ -228,9 +228,9 @@ _KINDS = {"120000": "symbolic link", "160000": "submodule"}
 
 
 def shown_name(name: str) -> str:
-    """A learner's file or branch name as text a terminal, a CSV cell and a report show as it is written.
+    r"""A learner's file or branch name as text a terminal, a CSV cell and a report show as it is written.
 
-    Control characters (a newline, ESC and its colour codes) are written as escapes, ``\\n`` and ``\\x1b``:
+    Control characters (a newline, ESC and its colour codes) are written as escapes, ``\n`` and ``\x1b``:
     a name is data, never a command to the instructor's terminal or a new line in a note.
     """
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
