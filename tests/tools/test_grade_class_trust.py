@@ -272,7 +272,7 @@ def test_git_is_run_without_a_prompt_for_every_branch(tmp_path):
 
 
 def test_a_file_name_with_control_characters_reaches_no_report_raw(tmp_path):
-    """instructor trial: a link named 'evil\\n\\x1b[32mALL CHECKS PASSED' printed green text into the console"""
+    r"""instructor trial: a link named 'evil\n\x1b[32mALL CHECKS PASSED' printed green text into the console"""
     import os
 
     repo = tmp_path / "r"
