@@ -160,8 +160,3 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     See docs: chapter 11, steps 11.6, 11.7 and 11.8.
     """
     raise NotImplementedError("11.6 multi_head_attention_backward: back through W_O, split, chapter 7 per head, merge, projections (14 lines)")
-
-
-# -- checks (not part of the exercise) -------------------------------------------------------------------
-
-

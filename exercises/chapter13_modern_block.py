@@ -6,8 +6,10 @@ by its root mean square and multiplies by a learned gain ``g``: no mean subtract
 **SwiGLU** is a feed-forward layer with two input projections: one goes through SiLU, x·σ(x), and
 *gates* the other entry by entry before the output projection. Attention has several heads (chapter 11)
 whose queries and keys are rotated by position (chapter 12). The **pre-norm** block puts them together:
-``x + attention(rmsnorm(x))``, then ``x + swiglu(rmsnorm(x))``. Every function that feeds a backward
-pass returns ``(output, cache)``; its backward takes the cache back and returns the gradients in a dict.
+``x1 = x + attention(rmsnorm(x))``, then ``y = x1 + swiglu(rmsnorm(x1))``. ``rms_norm`` and ``silu``
+return an array, and their backward passes take the input again; SwiGLU, the attention and the block
+return ``(output, cache)``, and their backward passes take the cache back and return the gradients in a
+dict.
 Row-vector convention throughout: one row per position, ``x @ W``.
 
 Worksheet: this course's own; see docs/chapters/13-modern-block.md.
@@ -299,20 +301,3 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
     See docs: chapter 13, step 13.11.
     """
     raise NotImplementedError("13.11 prenorm_block_backward: swiglu_backward, rms_norm_backward, add d_y; then attention and the first norm, add dx1 (10 lines)")
-
-
-# -- checks and helpers (not part of the exercise) -----------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -219,7 +219,3 @@ def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
     See docs: chapter 14, step 14.8.
     """
     raise NotImplementedError("14.8 decode: refuse unknown ids, join every token's bytes, decode once with errors=\"replace\" (6 lines)")
-
-
-
-

@@ -212,10 +212,3 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
     See docs: chapter 15, step 15.7.
     """
     raise NotImplementedError("15.7 load_checkpoint: np.load(path, allow_pickle=False), every array read, the marker checked, then like (25 lines)")
-
-
-# -- checks (not part of the exercise) -------------------------------------------------------------------
-
-
-
-
