@@ -28,6 +28,10 @@ nox.options.error_on_missing_interpreters = True
 os.environ.setdefault("UV_SYSTEM_CERTS", "true")
 
 ROOT = Path(__file__).parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from kata import project  # noqa: E402 - the chapters are found one way (standard library only)
+
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 AUTHORS = (ROOT / "solutions").is_dir()  # the authors' edition; a student edition has no solutions/
 if not AUTHORS:
@@ -71,11 +75,9 @@ def install(session: nox.Session, *groups: str) -> None:
 def chapters() -> list[tuple[int, str, str]]:
     """(number, module, title) for every chapter with an answer key in reference/."""
     found = []
-    for path in sorted((ROOT / "reference").glob("chapter*.toml")):
-        m = re.match(r"chapter(\d\d)_(\w+)\.toml$", path.name)
+    for number, path in project.chapter_files(ROOT / "reference", ".toml").items():
         title = re.search(r'^title\s*=\s*"(.*)"', path.read_text(encoding="utf-8"), re.M)
-        if m:
-            found.append((int(m.group(1)), f"chapter{m.group(1)}_{m.group(2)}", title.group(1) if title else ""))
+        found.append((number, path.stem, title.group(1) if title else ""))
     return found
 
 

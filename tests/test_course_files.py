@@ -37,7 +37,7 @@ NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
 
 def _builders() -> dict:
     """The snapshot builders by chapter (``BUILDERS`` of the authors' snapshot writer)."""
-    from tests.tools.snapshots import BUILDERS
+    from kata.authoring.snapshots import BUILDERS
 
     return BUILDERS
 
@@ -78,7 +78,7 @@ def files(chapter, root: Path = ROOT) -> dict[str, str]:
     }
     test_file = root / f"tests/test_{module}.py"
     if test_file.is_file() and reads_a_snapshot(test_file.read_text(encoding="utf-8")):
-        found[f"tests/snapshots/chapter{nn}.npz"] = f"the snapshot its tests read (python -m tests.tools.snapshots " \
+        found[f"tests/snapshots/chapter{nn}.npz"] = f"the snapshot its tests read (python -m kata.authoring.snapshots " \
                                                     f"{chapter.number})"
     if part(chapter) == 2:
         found[f"scripts/audit_chapter{nn}.py"] = "the audit that computes the key's exact values (Part II)"
@@ -146,7 +146,7 @@ def mutant_problems(chapter, mutants: list[Mutant]) -> list[str]:
 def builder_problems(chapter, builders: dict, root: Path = ROOT) -> list[str]:
     test_file = root / chapter.test_file
     if reads_a_snapshot(test_file.read_text(encoding="utf-8")) and chapter.number not in builders:
-        return [f"chapter {chapter.number}'s tests read a snapshot, but tests/tools/snapshots.py has no builder for "
+        return [f"chapter {chapter.number}'s tests read a snapshot, but kata/authoring/snapshots.py has no builder for "
                 f"it: add chapter{chapter.number} to BUILDERS"]
     return []
 
@@ -273,7 +273,7 @@ def test_every_chapter_has_a_planted_mistake(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_whose_tests_read_a_snapshot_has_a_builder(chapter):
-    """BUILDERS (tests/tools/snapshots.py) writes the snapshot a chapter's tests read"""
+    """BUILDERS (kata/authoring/snapshots.py) writes the snapshot a chapter's tests read"""
     problems = builder_problems(chapter, _builders())
     assert not problems, "\n".join(problems)
 
@@ -356,7 +356,7 @@ def test_a_chapter_without_a_snapshot_builder_is_named():
     """BUILDERS without chapter 12: named; a chapter whose tests read no snapshot needs none"""
     builders = {k: v for k, v in _builders().items() if k != 12}
     assert builder_problems(_chapter(12), builders) == [
-        "chapter 12's tests read a snapshot, but tests/tools/snapshots.py has no builder for it: add chapter12 to "
+        "chapter 12's tests read a snapshot, but kata/authoring/snapshots.py has no builder for it: add chapter12 to "
         "BUILDERS"]
     assert not reads_a_snapshot(_read(_chapter(1).test_file)) and builder_problems(_chapter(1), {}) == []
 

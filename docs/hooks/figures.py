@@ -28,6 +28,7 @@ for _path in (ROOT, HERE):
 
 import charts  # noqa: E402
 
+from kata import project  # noqa: E402
 from kata.judge import answer_key  # noqa: E402
 
 MARKER = re.compile(r"<!--\s*kata:figure\s+([\w-]+)\s*-->")
@@ -276,7 +277,7 @@ FIGURES = {f.name: f for f in (
 
 def available() -> dict[str, Figure]:
     """The figures whose chapter has a module in ``source()``."""
-    present = {int(p.name[7:9]) for p in (ROOT / source()).glob("chapter[0-9][0-9]_*.py")}
+    present = set(project.chapter_files(ROOT / source()))
     return {name: f for name, f in FIGURES.items() if f.chapter in present}
 
 

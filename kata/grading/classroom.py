@@ -30,14 +30,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, escape, gradebook, lms, reports, roster, runner, similarity, strict, submissions
+from ..process import Drain, kill_tree
+from . import class_report, course, escape, gradebook, lms, reports, roster, similarity, strict, submissions
 from . import points as points_mod
 
 
@@ -366,16 +366,12 @@ def _run_grade(options: list[str], root: Path, limit: float) -> str:
                             start_new_session=True)
     tail: deque[str] = deque(maxlen=20)
 
-    def drain() -> None:
-        for line in iter(proc.stdout.readline, b""):
-            tail.append(line.decode("utf-8", "replace").rstrip())
-
-    reader = threading.Thread(target=drain, daemon=True)
+    reader = Drain(proc.stdout, lambda line: line is not None and tail.append(line.rstrip()))
     reader.start()
     try:
         proc.wait(timeout=limit)
     except subprocess.TimeoutExpired:
-        runner.kill(proc)
+        kill_tree(proc)
         reader.join(timeout=5)
         return f"grading took longer than {limit:g} s and was stopped"
     reader.join(timeout=5)

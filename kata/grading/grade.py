@@ -26,10 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import project
-from ..judge.status import folded
+from ..judge.runner import BUDGET_SPENT, RunResult, part, run_tests
+from ..judge.status import blame, folded, function_status
 from . import course, pristine, reports, strict
 from . import points as points_mod
-from .runner import BUDGET_SPENT, RunResult, part, run_tests
 
 SCHEMA_VERSION = 1
 PRIVATE_DIR = "tests/instructor_checks"
@@ -269,12 +269,11 @@ def _implementations(args, learner: Path, workspace: Path, packages: Path, chapt
             "or name one with --reference)"
         )
     impls = {}
-    chapter_file = re.compile(r"chapter\d\d_\w+\.py$")
     for c in chapters:
         package = packages / f"isolated_ch{c.number:02d}"
         _copy_package(reference, package)
         for path in learner.glob("*.py"):  # the learner's helpers, if any, without overwriting the reference
-            if not chapter_file.match(path.name) and not (package / path.name).exists():
+            if project.chapter_number(path.name) is None and not (package / path.name).exists():
                 shutil.copy2(path, package / path.name)
         mine = learner / f"{c.module}.py"
         target = package / f"{c.module}.py"
@@ -384,17 +383,14 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
 
 def _blame(chapters: list[dict], uses: dict[str, dict[str, str]]) -> None:
     """Say so when a failing step's chapter calls an earlier chapter's function that fails its own checks."""
-    failing = {name for c in chapters for s in c["steps"] if s["status"] != "passed" for name in s["functions"]}
+    known = function_status((s["status"], s["functions"]) for c in chapters for s in c["steps"])
     for c in chapters:
-        notes = [f"this chapter's code calls {name} (chapter {int(module[7:9])}), which fails its own checks — "
-                 f"fix chapter {int(module[7:9])} first"
-                 for name, module in sorted(uses.get(c["module"], {}).items())
-                 if f"{module}.{name}" in failing and module[7:9].isdigit()]
+        notes = blame(uses.get(c["module"], {}), known)
         if not notes:
             continue
         for s in c["steps"]:
             if s["status"] in ("failed", "error", "timed out") and s["message"]:
-                s["message"] += "".join(f"\n  note      {n}" for n in notes[:3])
+                s["message"] += notes
 
 
 def _withhold(units: list[dict]) -> None:

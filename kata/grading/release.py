@@ -6,7 +6,7 @@ the release lists each and writes nothing, unless the file (or its folder) is na
 Rosters, gradebooks, caches and reports are also ignored by git (``.gitignore``), so they never get that far.
 Of what the list ships:
 
-- without ``solutions/``;
+- without ``solutions/`` (nor the snapshot builder, ``kata/authoring/snapshots.py``, which runs them);
 - without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``), the
   snapshots they read (``tests/snapshots/chapterNN.npz``) and ``__init__.py`` stay (the meta tests,
   ``tests/tools/`` and ``.ci/`` run against ``solutions/``);
@@ -40,8 +40,8 @@ _SKIP_TOP = {"grade", "site", "build", "runs"}
 SHIPS = ("docs/", "exercises/", "reference/", "notebooks/", "kata/", "data/", "scripts/", "benchmarks/", "tests/",
          "noxfile.py", "pyproject.toml", "uv.lock", "start.py", "mkdocs.yml", "README.md", "CONTRIBUTING.md",
          "grading.toml", ".gitignore", "conftest.py")
-# The authors' own files: known, and left out of every edition (``belongs``).
-AUTHORS_ONLY = ("solutions/", ".ci/", ".github/", ".kata/")
+# The authors' own files: known, and left out of every edition (``belongs``); the snapshot builder runs solutions/.
+AUTHORS_ONLY = ("solutions/", ".ci/", ".github/", ".kata/", "kata/authoring/snapshots.py")
 
 
 class Refused(ValueError):
@@ -117,7 +117,7 @@ def _git_files(root: Path, *which: str) -> list[str] | None:
 def belongs(path: str) -> bool:
     """Whether a file goes into the student edition."""
     parts = path.split("/")
-    if not listed(path, SHIPS) or parts[0] in _SKIP_TOP:
+    if not listed(path, SHIPS) or parts[0] in _SKIP_TOP or listed(path, AUTHORS_ONLY):
         return False  # .github/ among them: the edition's only workflow is the grading one, written below
     if parts[0] == "scripts" and parts[-1].startswith("audit_"):
         return False  # a worksheet recomputed from first principles: a solution by another name

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .runner import kill
+from ..process import kill_tree
 
 TOKEN_VARIABLE = "KATA_GIT_TOKEN"
 # The course's exercises/ is about 100 KB in 11 files: the limits leave room for a learner's own modules and
@@ -111,7 +111,7 @@ def _git(args: list[str], *, cwd: Path | None, env: dict, until: float, data: by
     try:
         out, err = proc.communicate(data, timeout=left)
     except subprocess.TimeoutExpired:
-        kill(proc)
+        kill_tree(proc)
         proc.communicate()
         raise _GitFailed("timed out") from None
     if proc.returncode != 0:

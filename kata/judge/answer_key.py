@@ -6,7 +6,6 @@ through this module, so no number is typed twice.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -16,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+from .. import project
+from ..project import ROOT
+
 REFERENCE = ROOT / "reference"
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9
-_FILE = re.compile(r"chapter(\d\d)_(\w+)\.toml$")
 REQUIRED = ("chapter", "title", "module", "page")  # the key's top level (``source`` is optional)
 REQUIRED_STEP = ("id", "title", "exact")  # every [[steps]] table (and ``hints``, exactly three)
 HINT_LAYERS = 3  # nudge, formula, worked numbers
@@ -212,10 +212,9 @@ def read(path: Path, number: int | None = None) -> Chapter:
     """Read one answer-key file; a malformed one raises ``AnswerKeyError`` naming the file and the step."""
     where = _where(path)
     if number is None:
-        m = _FILE.search(path.name)
-        if not m:
+        number = project.chapter_number(path)
+        if number is None:
             raise AnswerKeyError(f"{where}: an answer key is named reference/chapterNN_<topic>.toml")
-        number = int(m.group(1))
     try:
         with path.open("rb") as f:
             raw = tomllib.load(f)
@@ -240,12 +239,7 @@ def read(path: Path, number: int | None = None) -> Chapter:
 
 def chapter_files() -> dict[int, Path]:
     """Every answer-key file in ``reference/``, by chapter number."""
-    found = {}
-    for path in sorted(REFERENCE.glob("chapter*.toml")):
-        m = _FILE.search(path.name)
-        if m:
-            found[int(m.group(1))] = path
-    return found
+    return project.chapter_files(REFERENCE, ".toml")
 
 
 @cache

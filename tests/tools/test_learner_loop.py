@@ -14,7 +14,7 @@ import pytest
 
 from kata import project
 from kata.grading import grade, points
-from kata.grading.runner import RunResult
+from kata.judge.runner import RunResult
 from kata.learner import doctor, hints, watch, worksheet
 
 from .conftest import ROOT, TOOLS, copy_solutions
