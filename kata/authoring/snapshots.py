@@ -1011,7 +1011,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         ids = s.encode(other, merges)
         data[f"train/{i}/other"], data[f"train/{i}/encoded"] = points(other), ints(ids)
         data[f"train/{i}/by_frequency"] = ints(audit.encode(other, [[list(p), m] for p, m in merges],
-                                                            by_frequency=True))
+                                                             by_frequency=True))
         data[f"train/{i}/reversed"] = ints(audit.encode(other, [[list(p), m] for p, m in reversed(merges)]))
         table_ = audit.token_bytes(merges)
         data[f"train/{i}/per_token"] = points(audit.decode(ids, table_, per_token=True))
@@ -1065,7 +1065,8 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
         for grads, lr in zip(grads_seq, lrs, strict=True):
             w, state = s.adamw_step(w, grads, state, lr, **hyper)
         put(f"adamw/{i}", params=params, grads=grads_seq, lrs=np.array(lrs), hyper=hyper, out=w, m=state["m"],
-            v=state["v"], step=state["step"],
+            v=state["v"],
+            step=state["step"],
             mistakes={mode: variant(params, grads_seq, lrs, hyper, mode)
                       for mode in ("uncorrected", "coupled", "eps_inside")})
 

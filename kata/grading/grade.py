@@ -36,8 +36,9 @@ PRIVATE_DIR = "tests/instructor_checks"
 _SKIP_EVERYWHERE = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", "venv",
                     ".venv-tools", ".ipynb_checkpoints"}
 # What the judge never reads: the site and its sources, notebooks, training runs, reports, tools' venvs.
+# (scripts/ is copied: a snapshot builder takes its classic mistakes from the chapter's audit script.)
 _SKIP_AT_TOP = {"grade", "gradebook", "site", "build", "node_modules", "docs", "notebooks", "runs", "data",
-                "benchmarks", "scripts"}
+                "benchmarks"}
 
 
 def parser() -> argparse.ArgumentParser:

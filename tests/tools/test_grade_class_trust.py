@@ -271,6 +271,22 @@ def test_git_is_run_without_a_prompt_for_every_branch(tmp_path):
     assert subprocess.run(["git", "--version"], capture_output=True, check=False).returncode == 0
 
 
+def test_a_file_name_with_control_characters_reaches_no_report_raw(tmp_path):
+    r"""instructor trial: a link named 'evil\n\x1b[32mALL CHECKS PASSED' printed green text into the console"""
+    import os
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    class_repos.git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "exercises")
+    os.symlink("/etc/passwd", repo / "exercises" / "evil\n\x1b[32mALL CHECKS PASSED\x1b[0m=1+1.py")
+    class_repos._commit(repo, "evil name", class_repos.BEFORE)
+    (tmp_path / "t").mkdir()
+    sub = submissions.fetch(str(repo), tmp_path / "t", base=tmp_path)
+    assert sub.dropped == ["exercises/evil\\n\\x1b[32mALL CHECKS PASSED\\x1b[0m=1+1.py: symbolic link"], sub.dropped
+    assert all(c.isprintable() for said in sub.dropped for c in said)
+
+
 def test_an_oversized_file_is_named_as_not_graded(tmp_path, monkeypatch):
     monkeypatch.setattr(submissions, "MAX_FILE_BYTES", 64 * 1024)
     repo = tmp_path / "r"
