@@ -302,17 +302,3 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
 
 
 # -- checks and helpers (not part of the exercise) -----------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
