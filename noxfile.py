@@ -2,7 +2,7 @@
 
 Learners: `nox -s chapter1` … `nox -s chapterN` (pass options through after `--`, e.g.
 `nox -s chapter3 -- --impl solutions`), `nox -s progress`.
-Authors: `nox -s selfcheck` (the project's own test suite), `nox -s bench`.
+Authors: `nox -s selfcheck` (the project's own test suite), `nox -s notebooks-build`, `nox -s bench`.
 
 In a student edition (`nox -s release`: no solutions/) the authors' sessions do not exist, every description
 speaks of what the edition holds, and a bare `nox` runs `progress` instead of `selfcheck`.
@@ -28,6 +28,10 @@ nox.options.error_on_missing_interpreters = True
 os.environ.setdefault("UV_SYSTEM_CERTS", "true")
 
 ROOT = Path(__file__).parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from kata import project  # noqa: E402 - the chapters are found one way (standard library only)
+
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 AUTHORS = (ROOT / "solutions").is_dir()  # the authors' edition; a student edition has no solutions/
 if not AUTHORS:
@@ -74,11 +78,9 @@ def install(session: nox.Session, *groups: str, compile_bytecode: bool = False) 
 def chapters() -> list[tuple[int, str, str]]:
     """(number, module, title) for every chapter with an answer key in reference/."""
     found = []
-    for path in sorted((ROOT / "reference").glob("chapter*.toml")):
-        m = re.match(r"chapter(\d\d)_(\w+)\.toml$", path.name)
+    for number, path in project.chapter_files(ROOT / "reference", ".toml").items():
         title = re.search(r'^title\s*=\s*"(.*)"', path.read_text(encoding="utf-8"), re.M)
-        if m:
-            found.append((int(m.group(1)), f"chapter{m.group(1)}_{m.group(2)}", title.group(1) if title else ""))
+        found.append((number, path.stem, title.group(1) if title else ""))
     return found
 
 
@@ -286,17 +288,11 @@ def doctor(session: nox.Session) -> None:
 def grade(session: nox.Session) -> None:
     """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options.
 
-    `-- --notebooks` grades the answers saved in notebooks/ instead of exercises/ alone: their function
-    definitions (read with ast, no cell run) put into a copy of exercises/ in build/notebook-answers/.
+    Without `--impl`, exercises/ is graded with every function finished in a saved notebook in its place (read
+    with ast, no cell run): the one rule the chapter sessions and doctor use (kata/answers.py).
     """
-    args = list(session.posargs)
     install(session, "test")
-    if "--notebooks" in args:
-        args.remove("--notebooks")
-        out = "build/notebook-answers"
-        session.run("python", "-m", "kata", "notebooks", "--out", out, env={"PYTHONPATH": str(ROOT)})
-        args = ["--impl", f"{out}/exercises", *args]
-    session.run("python", "-m", "kata", "grade", *args, env={"PYTHONPATH": str(ROOT)})
+    session.run("python", "-m", "kata", "grade", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(default=False)
@@ -305,12 +301,25 @@ def notebooks(session: nox.Session) -> None:
     _kata_tool(session, "notebooks")
 
 
+@authors_session(name="notebooks-build", default=False)
+def notebooks_build(session: nox.Session) -> None:
+    """Build notebooks/*.ipynb from notebooks/src/ (jupytext): `-- --check` only compares, `-- --scaffold N` starts one.
+
+    Run it after changing a stub, an answer key or a notebook source (tests/tools/test_notebooks.py fails until
+    the notebooks are rebuilt). `nox -s notebooks` is the learners' other session: their saved answers, for grading.
+    """
+    install(session, "test", "notebook")
+    session.run("python", "scripts/notebooks.py", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
 @nox.session(default=False)
 def lab(session: nox.Session) -> None:
     """JupyterLab on the chapter notebooks (notebooks/): fill in a function, `kata.check(softmax)` checks it."""
     install(session, "test", "lab")
+    # As root (a container, a cloud notebook), Jupyter refuses to start without --allow-root: say it once here.
+    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     session.run("python", "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
-                "--LabApp.default_url=/lab/tree/notebooks", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+                "--LabApp.default_url=/lab/tree/notebooks", *as_root, *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(name="grade-class", default=False)

@@ -157,11 +157,6 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
         ValueError: if d_out does not have the output's shape (the message names ``d_out``, its shape and
             the shape expected).
 
-    See docs: chapter 11, steps 11.6 and 11.7.
+    See docs: chapter 11, steps 11.6, 11.7 and 11.8.
     """
     raise NotImplementedError("11.6 multi_head_attention_backward: back through W_O, split, chapter 7 per head, merge, projections (14 lines)")
-
-
-# -- checks (not part of the exercise) -------------------------------------------------------------------
-
-

@@ -29,7 +29,7 @@ _EXPORTS = {
     "load": "kata.judge.answer_key",
     "close": "kata.judge.checks",
     "expect": "kata.judge.checks",
-    "numerical_gradient": "kata.judge.checks",
+    "numerical_gradient": "kata.judge.gradient",
     "raises_clearly": "kata.judge.checks",
     "returned": "kata.judge.checks",
     "show": "kata.judge.checks",

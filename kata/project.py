@@ -7,11 +7,16 @@ Chapters are never listed by hand: whatever has an answer key in ``reference/`` 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
+CHAPTER_NAME = re.compile(r"(?:test_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml|npz|ipynb|md))?")
+"""A chapter's file or module name: ``chapter04_attention`` (``.py``, ``.toml``…), ``test_chapter04_attention.py``."""
 
 
 def kata(root: Path = ROOT) -> ModuleType:
@@ -34,6 +39,26 @@ def chapter(number: int, root: Path = ROOT):
         have = ", ".join(str(n) for n in found) or "none"
         raise SystemExit(f"there is no chapter {number} (chapters here: {have})")
     return found[number]
+
+
+def chapter_number(name: str | Path) -> int | None:
+    """The chapter a file or module belongs to, by its name (``chapter04_attention.py`` -> 4); else None."""
+    found = CHAPTER_NAME.fullmatch(Path(str(name)).name)
+    return int(found[1]) if found else None
+
+
+def chapter_files(folder: Path, suffix: str = ".py", prefix: str = "") -> dict[int, Path]:
+    """The chapter files in a folder, ``<prefix>chapterNN_<topic><suffix>``, by chapter number, in order.
+
+    For an implementation (``chapter04_attention.py``), the answer key (``suffix=".toml"``) or the tests
+    (``prefix="test_"``), of this course or of any other folder laid out the same way.
+    """
+    found = {}
+    for path in sorted(Path(folder).glob(f"{prefix}chapter*{suffix}")):
+        number = chapter_number(path.name)
+        if number is not None:
+            found[number] = path
+    return dict(sorted(found.items()))
 
 
 def parse_chapter(text: str) -> int:
@@ -68,15 +93,42 @@ def versions(names) -> dict[str, dict]:
     return found
 
 
-def impl_folder(impl: str, root: Path = ROOT) -> Path:
-    """The folder of an implementation given as a package name (``exercises``) or a path."""
+def impl_location(impl: str | None, root: Path = ROOT) -> Path | None:
+    """The folder of an implementation (``--impl``), found without importing it; None when there is none.
+
+    The one rule, for the judge's ``--impl`` and every tool's: None is the learner's work as it is
+    (``answers.default_impl``: exercises/, with the saved notebooks' finished functions); a path (with a
+    separator, or starting with ``.``) is a folder, relative to the working folder or else to ``root``; a
+    package name is looked for in ``root``, then on ``sys.path``, then by the import system, then as a
+    folder in the working folder.
+    """
+    if impl is None:
+        from . import answers
+
+        impl = answers.default_impl(root)
+    return next((p.resolve() for p in _impl_candidates(impl, root) if p.is_dir()), None)
+
+
+def _impl_candidates(impl: str, root: Path):
+    """Where ``impl_location`` looks, in order (lazily: the import system is asked only when it comes to that)."""
     path = Path(impl)
-    if not path.is_absolute() and not (root / impl).is_dir() and path.is_dir():
-        return path.resolve()
-    candidate = path if path.is_absolute() else root / impl
-    if candidate.is_dir():
-        return candidate.resolve()
-    spec = importlib.util.find_spec(impl) if "/" not in impl else None
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations))).resolve()
+    if path.is_absolute() or "/" in impl or os.sep in impl or impl.startswith("."):
+        yield path
+        if not path.is_absolute():
+            yield root / path
+        return
+    if impl.isidentifier():
+        yield root / impl
+        yield from (Path(p) / impl for p in sys.path if p)
+        spec = importlib.util.find_spec(impl)
+        if spec is not None and spec.submodule_search_locations:
+            yield Path(next(iter(spec.submodule_search_locations)))
+    yield path
+
+
+def impl_folder(impl: str | None, root: Path = ROOT) -> Path:
+    """The folder of an implementation (``impl_location``), or a ``SystemExit`` saying there is none."""
+    found = impl_location(impl, root)
+    if found is not None:
+        return found
     raise SystemExit(f"no implementation {impl!r}: give a package name such as 'exercises' or a folder path")

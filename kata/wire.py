@@ -10,6 +10,7 @@ or tagged objects:
 ==================  ============================================================================
 ``{"t": "a"}``      a NumPy array: blob ``b`` holds its ``.npy`` bytes (read with allow_pickle=False)
 ``{"t": "n"}``      a NumPy scalar (float64, int64, bool_, …): a 0-d ``.npy`` blob
+``{"t": "y"}``      a ``bytes`` value (a token's bytes, chapter 14): blob ``b`` holds it as it is
 ``{"t": "l"}``      a list of values ``v``; ``"u"`` a tuple; ``"d"`` a dict (keys ``k``, values ``v``)
 ``{"t": "h"}``      a handle: an object that is not plain data stays in the worker; ``id`` names it
 ``{"t": "r"}``      (worker to judge) this result *is* the judge's argument array number ``i``
@@ -185,6 +186,8 @@ class Encoder:
             return value if abs(value) < 2**63 else float(value)
         if t is float:
             return value
+        if t is bytes:
+            return {"t": "y", "b": self.blob(value)}
         if isinstance(value, np.ndarray) and value.dtype.kind in ARRAY_KINDS and value.dtype.names is None:
             if self.arrays is not None:
                 self.arrays.append(value)
@@ -225,6 +228,11 @@ def decode(tree: Any, blobs: list[bytes], handle, arrays: list | None = None, de
         if arrays is not None:
             arrays.append(arr)
         return arr
+    if tag == "y":
+        index = tree.get("b")
+        if type(index) is not int or not 0 <= index < len(blobs):
+            raise WireError("bytes that refer to a blob that is not there")
+        return bytes(blobs[index])
     if tag in ("l", "u"):
         items = tree.get("v")
         if type(items) is not list:

@@ -141,6 +141,7 @@ def audit() -> dict[str, dict]:
     root_d_model = math.sqrt(X.shape[1])
     wide = forward(*args, scale=root_d_model)
     one_mask = forward(*args, masked_heads={0})
+    no_mask = forward(*args, masked_heads=set())
     no_WO = forward(*args, use_WO=False)
     Q = f["Q"]
     steps = {}
@@ -149,13 +150,16 @@ def audit() -> dict[str, dict]:
                                   "interleaved": np.stack([Q[:, h::N_HEADS] for h in range(N_HEADS)])}}
     Qh, Kh, Vh = np.stack(f["Qh"]), np.stack(f["Kh"]), np.stack(f["Vh"])
     steps["11.2"] = {"Qh": Qh, "Kh": Kh, "Vh": Vh, "exact": np.stack(f["P"]),
-                     "mistakes": {"d_model": np.stack(wide["P"]), "one_mask": np.stack(one_mask["P"])}}
+                     "mistakes": {"d_model": np.stack(wide["P"]), "one_mask": np.stack(one_mask["P"]),
+                                  "no_mask": np.stack(no_mask["P"])}}
     steps["11.3"] = {"exact": np.stack(f["heads"]),
-                     "mistakes": {"d_model": np.stack(wide["heads"]), "one_mask": np.stack(one_mask["heads"])}}
+                     "mistakes": {"d_model": np.stack(wide["heads"]), "one_mask": np.stack(one_mask["heads"]),
+                                  "no_mask": np.stack(no_mask["heads"])}}
     H = np.stack(f["heads"])
     steps["11.4"] = {"H": H, "exact": f["merged"], "mistakes": {"reshape": H.reshape(3, 4)}}
     steps["11.5"] = {"exact": f["out"],
                      "mistakes": {"no_WO": no_WO["out"], "d_model": wide["out"], "one_mask": one_mask["out"],
+                                  "no_mask": no_mask["out"],
                                   "sequence": sequence_split(*args),
                                   "split_reshape": reshape_split(*args),
                                   "merge_reshape": matmul(np.stack(f["heads"]).reshape(3, 4), WO)}}

@@ -96,7 +96,9 @@ def audit() -> dict[str, dict]:
         "the keys were not rotated (only the queries)": [dot(Qr[1], K_ROW), dot(Qr[2], K_ROW)],
         "the halves pairing convention instead of adjacent pairs": [
             dot(rope_row(Q_ROW, 1, halves=True), rope_row(K_ROW, 0, halves=True)),
-            dot(rope_row(Q_ROW, 2, halves=True), rope_row(K_ROW, 1, halves=True))]}}
+            dot(rope_row(Q_ROW, 2, halves=True), rope_row(K_ROW, 1, halves=True))],
+        "scaled by 1/√d as attention is (rope_scores returns the raw scores)": [
+            dot(Qr[1], Kr[0]) / math.sqrt(len(Q_ROW)), dot(Qr[2], Kr[1]) / math.sqrt(len(Q_ROW))]}}
 
     V = [list(r) for r in V_ROWS]
     Vr = [rope_row(V_ROWS[m], m) for m in POSITIONS]

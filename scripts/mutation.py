@@ -45,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kata import project  # noqa: E402
 from kata.judge import answer_key  # noqa: E402
 
 EQUIVALENT = ROOT / "tests" / "mutation_equivalent.toml"
@@ -130,7 +131,7 @@ def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
 def call_graph() -> dict[tuple[str, str], set[tuple[str, str]]]:
     """(module, function) -> every (module, function) of solutions/ it names, itself included, transitively."""
     direct: dict[tuple[str, str], set[tuple[str, str]]] = {}
-    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+    for path in project.chapter_files(ROOT / "solutions").values():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         local = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         imported = {}

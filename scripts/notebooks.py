@@ -2,12 +2,16 @@
 
 ``notebooks/src/chapterNN_<topic>.py`` (jupytext's py:percent: ``# %%`` starts a code cell, ``# %% [markdown]``
 a Markdown cell) is what authors edit and review; ``notebooks/chapterNN_<topic>.ipynb`` is built from it, with
-no outputs. Two directives are expanded on the way, so that no stub and no number is typed twice:
+no outputs. Three directives are expanded on the way, so that no stub, no number and no paragraph of the
+chapter's page is typed twice:
 
 - a Markdown line ``<!-- kata:worksheet N -->`` becomes the worksheet table from the answer key (the same
   table as the chapter page's, ``docs/hooks/answer_key.py``);
 - a code cell ``# kata:stub NAME`` becomes the stub of NAME exactly as it is in ``exercises/`` (signature,
-  docstring, ``raise NotImplementedError``).
+  docstring, ``raise NotImplementedError``);
+- a Markdown cell ``<!-- kata:page-section "TITLE" -->`` becomes the section ``## TITLE`` of the chapter's page
+  (its prose, formulas and worksheet; admonitions as quotes, no figures, links made relative to notebooks/),
+  so the notebook's idea and formulas are the page's and never drift from it.
 
 ``--check`` changes nothing and exits 1 naming each notebook that is out of date (``tests/test_notebooks.py``
 runs it in selfcheck). ``--scaffold N`` writes a first source for chapter N from its page (idea, formulas,
@@ -33,6 +37,10 @@ from kata import project  # noqa: E402
 
 STUB = re.compile(r"^#\s*kata:stub\s+(\w+)\s*$")
 WORKSHEET = re.compile(r"<!--\s*kata:worksheet\s+(\d+)\s*-->")
+SECTION = re.compile(r'^<!--\s*kata:page-section\s+"([^"]+)"\s*-->$')
+# The page's sections a notebook does not draw: it has its own "Your turn" (a stub cell and a check cell per
+# function); hints, mistakes, errata and the recap stay on the page, which the notebook links to.
+OWN_SECTIONS = ("Your turn", "Hints", "Common mistakes", "Errata", "Recap")
 KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
@@ -68,6 +76,9 @@ def build(source: str, chapter) -> str:
                 cell.source = code[m.group(1)]
             cell.outputs, cell.execution_count = [], None
         elif cell.cell_type == "markdown":
+            m = SECTION.match(cell.source.strip())
+            if m:
+                cell.source = page_section(chapter, m.group(1))
             cell.source = WORKSHEET.sub(lambda m: _hook().worksheet(project.chapter(int(m.group(1)))).strip(),
                                         cell.source)
         cell.metadata = {}
@@ -134,6 +145,16 @@ def _for_notebook(text: str, chapter) -> str:
     return re.sub(r"\]\(([^)\s]+)\)", link, text).strip() + "\n"
 
 
+def page_section(chapter, title: str) -> str:
+    """The section ``## title`` of the chapter's page, as notebook Markdown (its heading included)."""
+    page = (ROOT / chapter.page).read_text(encoding="utf-8")
+    found = dict(_sections(page))
+    if title not in found:
+        raise ValueError(f"{chapter.module}: <!-- kata:page-section \"{title}\" -->: {chapter.page} has no section "
+                         f"'## {title}' (it has: {', '.join(found)})")
+    return f"## {title}\n\n" + _for_notebook(found[title], chapter)
+
+
 def scaffold(chapter) -> str:
     """A first py:percent source for a chapter."""
     import jupytext
@@ -170,10 +191,10 @@ def scaffold(chapter) -> str:
         setup += ["# The chapter's constants and the earlier chapters' functions it uses: yours, from exercises/ "
                   "or your notebooks", f"{', '.join(theirs)} = yours(CHAPTER, {quoted})"]
     cells.append(nbf.new_code_cell("\n".join(setup)))
-    for title, body in _sections(page):
-        if title in ("Your turn", "Hints", "Common mistakes", "Errata", "Recap"):
+    for title, _ in _sections(page):
+        if title in OWN_SECTIONS:
             continue
-        cells.append(nbf.new_markdown_cell(f"## {title}\n\n" + _for_notebook(body, chapter)))
+        cells.append(nbf.new_markdown_cell(f'<!-- kata:page-section "{title}" -->'))
     cells.append(nbf.new_markdown_cell(
         "## Your turn\n\nEach function's docstring is its full specification, shapes included. Replace the "
         "`raise NotImplementedError(...)` with your code, run the cell, then run the check under it: "
@@ -189,7 +210,7 @@ def scaffold(chapter) -> str:
         "grades the saved notebooks."))
     cells.append(nbf.new_code_cell("kata.check()"))
     for cell in cells:  # the paragraphs written here, wrapped like the pages (a page's own lines stay as they are)
-        if cell.cell_type == "markdown" and not cell.source.startswith("## The"):
+        if cell.cell_type == "markdown" and not cell.source.startswith(("## The", "<!--")):
             cell.source = "\n\n".join(textwrap.fill(p, 110) if not p.startswith(("#", "`")) else p
                                        for p in cell.source.split("\n\n"))
     text = jupytext.writes(nbf.new_notebook(cells=cells), fmt="py:percent")

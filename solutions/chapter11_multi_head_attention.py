@@ -180,7 +180,7 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
         ValueError: if d_out does not have the output's shape (the message names ``d_out``, its shape and
             the shape expected).
 
-    See docs: chapter 11, steps 11.6 and 11.7.
+    See docs: chapter 11, steps 11.6, 11.7 and 11.8.
     """
     x, W, Qh, Kh, Vh, P, merged = cache
     d_out = np.asarray(d_out, dtype=np.float64)

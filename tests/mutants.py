@@ -143,4 +143,86 @@ MUTANTS = [
            "the frequency exponent without its factor 2"),
     Mutant(12, "chapter12_rope.py", "return rotate_pairs(dY, -angles)", "return rotate_pairs(dY, angles)",
            "the forward rotation instead of its inverse"),
+    Mutant(13, "chapter13_modern_block.py", "return g * x / _rms(x, eps)",
+           "return g * (x - x.mean(axis=-1, keepdims=True)) / _rms(x - x.mean(axis=-1, keepdims=True), eps)",
+           "the mean subtracted first"),
+    Mutant(13, "chapter13_modern_block.py", "return np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)",
+           "return np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) + eps", "ε added outside the square root"),
+    Mutant(13, "chapter13_modern_block.py", "dx = (u - x_hat * np.mean(u * x_hat, axis=-1, keepdims=True)) / r",
+           "dx = u / r", "only the direct path"),
+    Mutant(13, "chapter13_modern_block.py", "return d_out * s * (1.0 + x * (1.0 - s))", "return d_out * s",
+           "σ(x) only"),
+    Mutant(13, "chapter13_modern_block.py", "h = silu(a) * b", "h = silu(b) * a", "the gate on the wrong branch"),
+    Mutant(13, "chapter13_modern_block.py",
+           """    h1 = rms_norm(x, params["g1"])  # the attention reads a normalised copy of the stream
+    a, attention_cache = rope_multi_head_attention(h1, params, n_heads)
+    x1 = x + a  # the stream itself is never normalised
+    h2 = rms_norm(x1, params["g2"])
+    f, ffn_cache = swiglu(h2, params["W_gate"], params["W_up"], params["W_down"])
+    return x1 + f, (params, x, x1, attention_cache, ffn_cache)""",
+           """    a, attention_cache = rope_multi_head_attention(x, params, n_heads)
+    x1 = rms_norm(x + a, params["g1"])
+    f, ffn_cache = swiglu(x1, params["W_gate"], params["W_up"], params["W_down"])
+    return rms_norm(x1 + f, params["g2"]), (params, x, x1, attention_cache, ffn_cache)""", "post-norm"),
+    Mutant(13, "chapter13_modern_block.py", "dx = dx1 + dx_via_branch", "dx = dx_via_branch",
+           "the residual path missing from the backward"),
+    Mutant(13, "chapter13_modern_block.py", "dx1 = d_y + dx1_via_branch", "dx1 = dx1_via_branch",
+           "the residual path missing from the backward"),
+    Mutant(13, "chapter13_modern_block.py", "dQ = merge_heads(rope_backward(np.stack([g[0] for g in per_head]), base))",
+           "dQ = merge_heads(np.stack([g[0] for g in per_head]))", "the rotation not undone"),
+    # chapter 14: byte-pair encoding
+    Mutant(14, "chapter14_bpe.py", "for pair in pairwise(ids):  # every adjacent position, overlapping runs included\n"
+           "        counts[pair] = counts.get(pair, 0) + 1",
+           "i = 0\n    while i + 1 < len(ids):\n        pair = (ids[i], ids[i + 1])\n"
+           "        counts[pair] = counts.get(pair, 0) + 1\n        i += 2 if ids[i] == ids[i + 1] else 1",
+           "a run counted without overlap"),
+    Mutant(14, "chapter14_bpe.py", "return min(counts, key=lambda pair: (-counts[pair], pair))",
+           "return max(counts, key=counts.get)", "ties broken another way"),
+    Mutant(14, "chapter14_bpe.py", "return min(counts, key=lambda pair: (-counts[pair], pair))",
+           "return max(counts, key=lambda pair: (counts[pair], pair))", "ties broken another way"),
+    Mutant(14, "chapter14_bpe.py", "    a, b = pair\n    out = []\n    i = 0\n    while i < len(ids):",
+           "    b, a = pair\n    out = []\n    i = 0\n    ids = ids[::-1]\n    while i < len(ids) or (out.reverse() and False):",
+           "merged from the right"),
+    Mutant(14, "chapter14_bpe.py", "for i in sorted(set(where.pop(pair))):", "for i in sorted(set(where.pop(pair)), reverse=True):",
+           "merged from the right"),
+    Mutant(14, "chapter14_bpe.py", "vocab[new_id] = vocab[a] + vocab[b]", "vocab[new_id] = vocab[b] + vocab[a]",
+           "the right token's bytes put first"),
+    Mutant(14, "chapter14_bpe.py", 'return b"".join(parts).decode("utf-8", errors="replace")',
+           'return "".join(p.decode("utf-8", errors="replace") for p in parts)', "every token decoded on its own"),
+    Mutant(14, "chapter14_bpe.py", "    ids = to_byte_ids(text)\n    rank = {}\n",
+           "    ids = to_byte_ids(text)\n    known = {tuple(p): t for p, t in merges}\n    while True:\n"
+           "        found = {p: c for p, c in count_pairs(ids).items() if p in known}\n        if not found:\n"
+           "            return ids\n        best = most_frequent_pair(found)\n        ids = merge_pair(ids, best, known[best])\n"
+           "    rank = {}\n", "merges applied most frequent first"),
+    Mutant(14, "chapter14_bpe.py", "    ids = to_byte_ids(text)\n    rank = {}\n",
+           "    ids = to_byte_ids(text)\n    for pair, new_id in reversed(merges):\n        ids = merge_pair(ids, pair, new_id)\n"
+           "    return ids\n    rank = {}\n", "merges applied from the last learned"),
+    # chapter 15: AdamW, the schedule, clipping, checkpoints
+    Mutant(15, "chapter15_adamw.py", "m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0\n"
+           "        v_hat = v / (1 - beta2**t)", "m_hat = m\n        v_hat = v", "no bias correction"),
+    Mutant(15, "chapter15_adamw.py",  # Adam with L2: the decay goes through m and v, and only there
+           "g, m, v = grads[k], np.asarray(state[\"m\"][k]), np.asarray(state[\"v\"][k])\n"
+           "        m = beta1 * m + (1 - beta1) * g  # first moment: the gradient's running average\n"
+           "        v = beta2 * v + (1 - beta2) * g * g  # second moment: the squared gradient's\n"
+           "        m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0\n"
+           "        v_hat = v / (1 - beta2**t)\n"
+           "        new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)",
+           "g, m, v = grads[k] + weight_decay * w, np.asarray(state[\"m\"][k]), np.asarray(state[\"v\"][k])\n"
+           "        m = beta1 * m + (1 - beta1) * g\n        v = beta2 * v + (1 - beta2) * g * g\n"
+           "        m_hat = m / (1 - beta1**t)\n        v_hat = v / (1 - beta2**t)\n"
+           "        new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps))",
+           "weight decay added to the gradient"),
+    Mutant(15, "chapter15_adamw.py", "new_params[k] = w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)",
+           "new_params[k] = w - lr * (m_hat / np.sqrt(v_hat + eps) + weight_decay * w)", "ε inside the square root"),
+    Mutant(15, "chapter15_adamw.py", "return float(max_lr * (step + 1) / warmup_steps)",
+           "return float(max_lr * step / warmup_steps)", "the schedule off by one step"),
+    Mutant(15, "chapter15_adamw.py", "return {k: g * scale for k, g in grads.items()}, norm",
+           "return {k: g * min(1.0, max_norm / float(np.sqrt(np.sum(g * g)))) for k, g in grads.items()}, norm",
+           "each tensor clipped separately"),
+    Mutant(15, "chapter15_adamw.py", 'state = {"step": int(data["step"]), "m"', 'state = {"step": 0, "m"',
+           "the step count not saved"),
+    Mutant(15, "chapter15_adamw.py", 'state = {"step": int(data["step"]), "m": {k: data[f"m/{k}"].astype(np.float64) '
+           'for k in names},\n             "v": {k: data[f"v/{k}"].astype(np.float64) for k in names}}',
+           'state = {"step": int(data["step"]), "m": {k: np.zeros_like(params[k]) for k in names},\n'
+           '             "v": {k: np.zeros_like(params[k]) for k in names}}', "the moments not saved"),
 ]

@@ -15,10 +15,10 @@ ROOT = answer_key.ROOT
 KEY = answer_key.load(11)
 MISTAKE_NAMES = {  # the audit's short name for each of the key's mistakes, step by step
     "11.1": ["reshape", "interleaved"],
-    "11.2": ["d_model", "one_mask"],
-    "11.3": ["d_model", "one_mask"],
+    "11.2": ["d_model", "one_mask", "no_mask"],
+    "11.3": ["d_model", "one_mask", "no_mask"],
     "11.4": ["reshape"],
-    "11.5": ["no_WO", "d_model", "one_mask", "sequence", "split_reshape", "merge_reshape"],
+    "11.5": ["no_WO", "d_model", "one_mask", "no_mask", "sequence", "split_reshape", "merge_reshape"],
     "11.6": ["transposed"],
     "11.7": ["no_WO_T", "d_model"],
     "11.8": ["value_only", "no_WO_T", "back_d_model"],

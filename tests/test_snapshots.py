@@ -1,15 +1,15 @@
 """The stored snapshots (tests/snapshots/chapterNN.npz) are what solutions/ gives today.
 
 A chapter's tests compare the learner's results with these files instead of with an implementation written
-in the test. When a solution or a builder in tests/tools/snapshots.py changes, the file must be written again:
-``python -m tests.tools.snapshots``.
+in the test. When a solution or a builder in kata/authoring/snapshots.py changes, the file must be written again:
+``python -m kata.authoring.snapshots``.
 """
 
 import numpy as np
 import pytest
 
+from kata.authoring import snapshots as builders
 from kata.judge import snapshots
-from tests.tools import snapshots as builders
 
 
 @pytest.mark.parametrize("chapter", sorted(builders.BUILDERS))
@@ -17,7 +17,7 @@ def test_the_stored_snapshot_is_what_the_solutions_give(chapter):
     """every stored array has the key, shape, dtype and (to snapshots.TOLERANCE) the values the builder makes"""
     stored = snapshots.load(chapter).data
     fresh = builders.build(chapter)
-    again = "regenerate it: python -m tests.tools.snapshots"
+    again = "regenerate it: python -m kata.authoring.snapshots"
     assert sorted(stored) == sorted(fresh), (
         f"chapter {chapter}'s snapshot has other keys than the builder makes ({again}): "
         f"missing {sorted(set(fresh) - set(stored))[:5]}, extra {sorted(set(stored) - set(fresh))[:5]}")

@@ -22,11 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from kata import project  # noqa: E402
 from kata.judge import answer_key  # noqa: E402
 
 EXERCISES = ROOT / "exercises"
 MARKER = re.compile(r"<!--\s*kata:api\s*-->")
-MODULE = re.compile(r"chapter(\d\d)_\w+\.py$")
 SECTIONS = ("Args", "Arguments", "Returns", "Yields", "Raises", "Example", "Examples", "Note", "Notes")
 
 
@@ -157,7 +157,7 @@ def _cell(text: str) -> str:
 def render_module(path: Path, pages: dict[int, str]) -> str:
     """One chapter module's section of the API page."""
     module = path.stem
-    number = int(module[7:9])
+    number = project.chapter_number(module)
     relative = path.relative_to(ROOT).as_posix()
     try:
         source = path.read_text(encoding="utf-8")
@@ -189,7 +189,7 @@ def render_module(path: Path, pages: dict[int, str]) -> str:
 
 def modules() -> list[Path]:
     """Every chapter module in ``exercises/``, in chapter order."""
-    return sorted(p for p in EXERCISES.glob("chapter*.py") if MODULE.search(p.name))
+    return list(project.chapter_files(EXERCISES).values())
 
 
 def render(pages: dict[int, str] | None = None) -> str:

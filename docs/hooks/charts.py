@@ -12,24 +12,12 @@ import io
 
 import matplotlib
 import numpy as np
-from cycler import cycler
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")  # never a window, whatever the environment asks for
+from kata.style import GRID, INK, MASKED, MUTED, PALETTE, STYLE  # the one style of every chart
 
-INK, MUTED, GRID, MASKED = "#1f2328", "#57606a", "#d0d7de", "#eeeeee"
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
-STYLE = {
-    "font.family": "DejaVu Sans", "font.size": 10, "text.color": INK,
-    "axes.titlesize": 11, "axes.titleweight": "bold", "axes.labelsize": 10, "axes.labelcolor": INK,
-    "axes.edgecolor": INK, "axes.linewidth": 0.8, "axes.spines.top": False, "axes.spines.right": False,
-    "axes.prop_cycle": cycler(color=PALETTE), "axes.axisbelow": True, "grid.color": GRID, "grid.linewidth": 0.8,
-    "xtick.color": INK, "ytick.color": INK, "xtick.labelsize": 9, "ytick.labelsize": 9,
-    "figure.titlesize": 13, "figure.titleweight": "bold", "figure.facecolor": "white",
-    "legend.fontsize": 9, "legend.frameon": False, "lines.linewidth": 2.2,
-    "savefig.facecolor": "white", "svg.fonttype": "path", "svg.hashsalt": "transformer-katas",
-}
+matplotlib.use("Agg")  # never a window, whatever the environment asks for
 
 
 def _svg(fig: Figure, title: str) -> str:

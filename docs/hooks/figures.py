@@ -28,6 +28,7 @@ for _path in (ROOT, HERE):
 
 import charts  # noqa: E402
 
+from kata import project  # noqa: E402
 from kata.judge import answer_key  # noqa: E402
 
 MARKER = re.compile(r"<!--\s*kata:figure\s+([\w-]+)\s*-->")
@@ -180,6 +181,16 @@ def draw_rope_12() -> str:
                                      "overlap\nnear (1, 0). Lengths never\nchange.")
 
 
+def draw_schedule_15() -> str:
+    """Chapter 15: the worksheet's schedule (steps 15.3 and 15.4) at every step from 0 to 14."""
+    ch = solution(15)
+    step = answer_key.load(15).step("15.3")
+    kw = {k: step.inputs[k] for k in ("max_lr", "min_lr", "warmup_steps", "total_steps")}
+    return charts.line_chart({"lr_at(step)": [ch.lr_at(s, **kw) for s in range(15)]},
+                             "Warm-up for 4 steps, cosine decay to step 12, then the floor", "step (from 0)",
+                             "learning rate", guide=(kw["min_lr"], "min_lr"))
+
+
 TRAIN_STEPS = 1500  # the docs' run: the default model and settings of `nox -s train`, shortened to build in seconds
 _train_run: dict = {}
 
@@ -248,6 +259,10 @@ FIGURES = {f.name: f for f in (
            "Each pair of features is a point; position m turns the first pair by m radians and the second by "
            "m/100. Two positions that are k apart always sit k·θ apart on each circle, whatever m is: that is "
            "why a query–key score depends on m − n only.", draw_rope_12),
+    Figure("schedule-15", 15, "Line chart of the learning rate at steps 0 to 14: a linear rise, then a cosine fall",
+           "The worksheet's schedule, computed from solutions/ when the site is built: max_lr 0.1, min_lr 0.01, "
+           "warm-up 4 steps, 12 steps in all, steps counted from 0. Step 0 already gets a quarter of the peak; "
+           "steps 3 and 4 both get the peak; from step 12 on the rate stays at the floor.", draw_schedule_15),
     Figure("train-loss", 10, "Line chart of the training loss of nox -s train on the Zen of Python, step by step",
            "loss.png of a shortened reference run, computed from solutions/ when the site is built: the default "
            f"model and settings of nox -s train, {TRAIN_STEPS:,} steps instead of 4,000, seed 0. The thin line is "
@@ -262,7 +277,7 @@ FIGURES = {f.name: f for f in (
 
 def available() -> dict[str, Figure]:
     """The figures whose chapter has a module in ``source()``."""
-    present = {int(p.name[7:9]) for p in (ROOT / source()).glob("chapter[0-9][0-9]_*.py")}
+    present = set(project.chapter_files(ROOT / source()))
     return {name: f for name, f in FIGURES.items() if f.chapter in present}
 
 

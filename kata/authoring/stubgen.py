@@ -1,8 +1,15 @@
 """Write a chapter's stub from its solution.
 
 Same imports, names, signatures and docstrings; every public function body replaced by
-``raise NotImplementedError(...)``; private helpers dropped. A starting point for authors: edit each
-message to name the step and give a nudge, e.g. ``"4.2: divide Q @ K.T by sqrt(d_k)"``.
+``raise NotImplementedError(...)``; private helpers dropped (with the blank lines after them). A starting
+point for authors: edit each message to name the step and give a nudge, e.g. ``"4.2: divide Q @ K.T by
+sqrt(d_k)"``.
+
+The stub passes ``ruff check`` as it is written to ``exercises/`` (``tests/test_stubgen.py`` runs ruff on
+the stub of every chapter): every import the solution has stays, so the stub binds the same names as the
+solution (a later chapter, a notebook or a learner may use them), and an import the stub's own code no
+longer uses (an earlier chapter's function the learner will call, ``math`` for the body they will write)
+is marked ``# noqa: F401 - yours to use``, as in the stubs in ``exercises/``.
 
 Usage: python -m kata.authoring.stubgen solutions/chapter05_forward_pass.py > exercises/chapter05_forward_pass.py
 """
@@ -11,12 +18,40 @@ import ast
 import sys
 from pathlib import Path
 
+UNUSED = "  # noqa: F401 - yours to use"
+
+
+def _bound(alias: ast.alias) -> str:
+    """The name an import binds: ``np`` for ``import numpy as np``, ``os`` for ``import os.path``."""
+    return alias.asname or alias.name.split(".")[0]
+
+
+def _mark_unused_imports(source: str) -> str:
+    """``source`` with ``# noqa: F401 - yours to use`` on every import line whose name its code never uses."""
+    tree = ast.parse(source)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    lines = source.splitlines(keepends=True)
+    marked = set()
+    for node in tree.body:
+        if not isinstance(node, ast.Import | ast.ImportFrom) or (
+                isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            continue
+        for alias in node.names:
+            if _bound(alias) not in used and alias.lineno not in marked and "# noqa" not in lines[alias.lineno - 1]:
+                marked.add(alias.lineno)
+    for number in marked:
+        line = lines[number - 1]
+        ending = line[len(line.rstrip("\r\n")):]
+        lines[number - 1] = line.rstrip("\r\n") + UNUSED + (ending or "\n")
+    return "".join(lines)
+
 
 def stub(source: str) -> str:
     """Return ``source`` with public function bodies (after the docstring) replaced by a raise.
 
     Every edit is a (first line, last line, replacement) on the original line numbers, applied from the
-    bottom up, so no edit shifts the lines of another.
+    bottom up, so no edit shifts the lines of another. A dropped helper takes the blank lines after it along
+    (two blank lines between definitions stay two); an import only the dropped code used is kept and marked.
     """
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
@@ -26,7 +61,13 @@ def stub(source: str) -> str:
             continue
         if node.name.startswith("_"):  # a helper of the solution: the learner writes their own
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            edits.append((first, node.end_lineno, []))
+            last = node.end_lineno
+            while last < len(lines) and not lines[last].strip():
+                last += 1
+            if last == len(lines):  # the last thing in the file: the blank lines before it go too
+                while first > 1 and not lines[first - 2].strip():
+                    first -= 1
+            edits.append((first, last, []))
             continue
         body = node.body
         has_doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
@@ -35,7 +76,7 @@ def stub(source: str) -> str:
         edits.append((start, node.end_lineno, [f'{indent}raise NotImplementedError("{node.name}: not written yet")\n']))
     for first, last, replacement in sorted(edits, reverse=True):
         lines[first - 1:last] = replacement
-    return "".join(lines)
+    return _mark_unused_imports("".join(lines))
 
 
 if __name__ == "__main__":

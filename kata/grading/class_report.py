@@ -174,7 +174,9 @@ def _draw(book: dict) -> dict[str, str]:
     import numpy as np
 
     # Names and titles are text: with mathtext off, ``Ka$$ie`` is drawn as typed (it stopped the report).
-    plt.rcParams.update({"font.size": 9, "svg.fonttype": "path", "svg.hashsalt": "kata", **escape.PLAIN_LABELS})
+    from ..style import STYLE
+
+    plt.rcParams.update({**STYLE, **escape.PLAIN_LABELS})
     rows = book["rows"]
     graded = [r for r in rows if r["status"] == "graded"]
     out = {}

@@ -30,14 +30,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from . import class_report, course, escape, gradebook, lms, reports, roster, runner, similarity, strict, submissions
+from ..process import Drain, kill_tree
+from . import class_report, course, escape, gradebook, lms, reports, roster, similarity, strict, submissions
 from . import points as points_mod
 
 
@@ -129,6 +129,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     class_roster = roster.load(Path(args.roster))
     for system in args.lms or []:  # before anything is graded: the roster must identify learners there
         lms.check(system, class_roster.extra_columns)
+        lms.check_identifiers(system, class_roster.extra_columns, class_roster.learners)
     base = class_roster.path.resolve().parent
     sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
     if not args.allow_shared:
@@ -226,9 +227,13 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 if (source / name).is_file():
                     shutil.copy2(source / name, folder / name)
             results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-            return gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
-                                 note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
-                                 **facts, **common)
+            row = gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
+                                note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
+                                **facts, **common)
+            if row["note"] and (folder / "summary.md").is_file():  # where the learner looks (instructor trial)
+                with open(folder / "summary.md", "a", encoding="utf-8") as f:
+                    f.write(f"\n**Note from the grader:** {escape.markdown(row['note'])}\n")
+            return row
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -271,7 +276,7 @@ def _keep_graded(sub: submissions.Submission, impl: Path, target: Path) -> None:
 def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int], work: Path) -> tuple[Path, list[int]]:
     """The folder to grade and the chapters answered in the learner's notebooks.
 
-    The same extraction as ``nox -s grade -- --notebooks`` (``python -m kata notebooks``): the finished
+    The same extraction as ``nox -s grade`` (``python -m kata notebooks``): the finished
     functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
     of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
     ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.
@@ -361,16 +366,12 @@ def _run_grade(options: list[str], root: Path, limit: float) -> str:
                             start_new_session=True)
     tail: deque[str] = deque(maxlen=20)
 
-    def drain() -> None:
-        for line in iter(proc.stdout.readline, b""):
-            tail.append(line.decode("utf-8", "replace").rstrip())
-
-    reader = threading.Thread(target=drain, daemon=True)
+    reader = Drain(proc.stdout, lambda line: line is not None and tail.append(line.rstrip()))
     reader.start()
     try:
         proc.wait(timeout=limit)
     except subprocess.TimeoutExpired:
-        runner.kill(proc)
+        kill_tree(proc)
         reader.join(timeout=5)
         return f"grading took longer than {limit:g} s and was stopped"
     reader.join(timeout=5)

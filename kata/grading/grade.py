@@ -26,18 +26,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import project
-from ..judge.status import folded
+from ..judge.runner import BUDGET_SPENT, RunResult, part, run_tests
+from ..judge.status import blame, folded, function_status
 from . import course, pristine, reports, strict
 from . import points as points_mod
-from .runner import BUDGET_SPENT, RunResult, part, run_tests
 
 SCHEMA_VERSION = 1
 PRIVATE_DIR = "tests/instructor_checks"
 _SKIP_EVERYWHERE = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", ".benchmarks", ".venv", "venv",
                     ".venv-tools", ".ipynb_checkpoints"}
 # What the judge never reads: the site and its sources, notebooks, training runs, reports, tools' venvs.
+# (scripts/ is copied: a snapshot builder takes its classic mistakes from the chapter's audit script.)
 _SKIP_AT_TOP = {"grade", "gradebook", "site", "build", "node_modules", "docs", "notebooks", "runs", "data",
-                "benchmarks", "scripts"}
+                "benchmarks"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,7 +48,9 @@ def parser() -> argparse.ArgumentParser:
         description="Grade the chapters of an implementation; write grade/results.json, junit.xml, summary.md.",
     )
     p.add_argument("--chapters", metavar="N,N,...", help="grade only these chapters, e.g. 3,4,5 (default: all)")
-    p.add_argument("--impl", default="exercises", help="package name or folder to grade (default: exercises)")
+    p.add_argument("--impl", default=None,
+                   help="package name or folder to grade (default: exercises/, with every function finished in a "
+                        "saved notebook in its place: the one rule the chapter sessions and doctor use)")
     p.add_argument(
         "--fail-under", type=float, metavar="PERCENT", help="exit 1 when the score is below PERCENT (0-100)"
     )
@@ -85,6 +88,8 @@ def parser() -> argparse.ArgumentParser:
                         "results.json, so no answer can be fitted to the inputs; --seed 0 keeps the tests' own)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="judges run at once, each with its worker (default: one per CPU; grade-class sets it)")
+    p.add_argument("--notebooks", action="store_true",
+                   help="the default without --impl (the notebooks' finished functions count); kept for old commands")
     p.add_argument("--repository", help="the repository graded, for the report (default: git's origin, if any)")
     p.add_argument("--commit", help="the commit graded, for the report (default: git's HEAD, if any)")
     return p
@@ -100,6 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         parser().error("--fail-under takes a percentage between 0 and 100")
     root = project.ROOT
+    if args.impl is None:  # the one --impl rule (kata/answers.py): the notebooks' finished functions count
+        from .. import answers
+
+        args.impl = answers.default_impl(root)
+        if args.impl != "exercises":
+            answered = ", ".join(map(str, sorted(answers.from_notebooks(root))))
+            print(f"grading exercises/ with the functions finished in notebooks/ in their place (chapters {answered})")
+            args.impl_label = "exercises and notebooks"
     try:
         with tempfile.TemporaryDirectory(prefix="kata-grade-") as tmp:
             results = grade(root, args, Path(tmp))
@@ -185,7 +198,7 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         "schema_version": SCHEMA_VERSION,
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "checks": "public and private" if args.extra_tests else "public",
-        "implementation": args.impl,
+        "implementation": getattr(args, "impl_label", None) or args.impl,
         **course.submission(learner.parent, args.repository, args.commit),
         "course_version": course.course_version(workspace, points_file),
         "options": {
@@ -257,12 +270,11 @@ def _implementations(args, learner: Path, workspace: Path, packages: Path, chapt
             "or name one with --reference)"
         )
     impls = {}
-    chapter_file = re.compile(r"chapter\d\d_\w+\.py$")
     for c in chapters:
         package = packages / f"isolated_ch{c.number:02d}"
         _copy_package(reference, package)
         for path in learner.glob("*.py"):  # the learner's helpers, if any, without overwriting the reference
-            if not chapter_file.match(path.name) and not (package / path.name).exists():
+            if project.chapter_number(path.name) is None and not (package / path.name).exists():
                 shutil.copy2(path, package / path.name)
         mine = learner / f"{c.module}.py"
         target = package / f"{c.module}.py"
@@ -372,17 +384,14 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
 
 def _blame(chapters: list[dict], uses: dict[str, dict[str, str]]) -> None:
     """Say so when a failing step's chapter calls an earlier chapter's function that fails its own checks."""
-    failing = {name for c in chapters for s in c["steps"] if s["status"] != "passed" for name in s["functions"]}
+    known = function_status((s["status"], s["functions"]) for c in chapters for s in c["steps"])
     for c in chapters:
-        notes = [f"this chapter's code calls {name} (chapter {int(module[7:9])}), which fails its own checks — "
-                 f"fix chapter {int(module[7:9])} first"
-                 for name, module in sorted(uses.get(c["module"], {}).items())
-                 if f"{module}.{name}" in failing and module[7:9].isdigit()]
+        notes = blame(uses.get(c["module"], {}), known)
         if not notes:
             continue
         for s in c["steps"]:
             if s["status"] in ("failed", "error", "timed out") and s["message"]:
-                s["message"] += "".join(f"\n  note      {n}" for n in notes[:3])
+                s["message"] += notes
 
 
 def _withhold(units: list[dict]) -> None:

@@ -26,6 +26,7 @@ import io
 import re
 from pathlib import Path
 
+from . import escape
 from .gradebook import cell, number
 
 SYSTEMS = ("canvas", "moodle", "blackboard")
@@ -62,6 +63,30 @@ def check(system: str, extra_columns: list[str]) -> None:
     if not found:
         raise ValueError(f"--lms {system}: the roster has no column that identifies a learner in {system.title()}: "
                          f"add {REQUIRED[system]} (it has: {', '.join(extra_columns) or 'only student,repo'})")
+
+
+def check_identifiers(system: str, extra_columns: list[str], learners) -> None:
+    """Before grading: every identifier the import file will carry is refused now if it ever would be."""
+    columns = [(column, _find(extra_columns, names)) for column, names in IDENTIFIERS[system]]
+    columns.append(("Section", _find(extra_columns, ("section",)) if system == "canvas" else None))
+    for learner in learners:
+        for column, source in columns:
+            if source:
+                _identifier(learner.extra.get(source, ""), f"{column} (roster line {learner.line})", learner.student,
+                            system)
+
+
+def _identifier(value: str, column: str, student: str, system: str) -> str:
+    """An identifier cell as the roster gives it; one a spreadsheet would run as a formula is refused.
+
+    A learner's other cells get a leading ``'`` (:func:`escape.csv_cell`), but an identifier changed so would
+    no longer match the learner in the LMS: the roster has to be corrected instead.
+    """
+    if escape.csv_cell(value) != value:
+        raise ValueError(f"--lms {system}: {student}'s {column} {value!r} starts with {value[:1]!r}: a spreadsheet "
+                         f"would run it as a formula, and with a quote in front {system.title()} would not match the "
+                         "learner; correct it in the roster")
+    return value
 
 
 def _chapter_max(book: dict) -> dict[int, float]:
@@ -101,13 +126,17 @@ def csv_text(book: dict, system: str) -> str:
                          number(sum(maxima.get(n, 0) for n in chapters))])
         for r in book["rows"]:
             got = {column: r["extra"].get(source, "") if source else "" for column, source in ids}
-            writer.writerow([cell(x) for x in (r["student"], got["ID"], got["SIS User ID"], got["SIS Login ID"],
-                                               r["extra"].get(section, "") if section else "")] + scores(r))
+            ident = [_identifier(got[c], c, r["student"], system) for c in ("ID", "SIS User ID", "SIS Login ID")]
+            writer.writerow([cell(r["student"]), *ident,
+                             _identifier(r["extra"].get(section, "") if section else "", "Section", r["student"],
+                                         system)] + scores(r))
     elif system == "moodle":
         present = [(column, source) for column, source in ids if source]
         writer.writerow(["Full name", *(c for c, _ in present), *grades, total])
         for r in book["rows"]:
-            writer.writerow([cell(r["student"]), *(cell(r["extra"].get(s, "")) for _, s in present), *scores(r)])
+            writer.writerow([cell(r["student"]),
+                             *(_identifier(r["extra"].get(s, ""), c, r["student"], system) for c, s in present),
+                             *scores(r)])
     else:
         last = _find(extra_columns, ("lastname", "surname", "familyname"))
         first = _find(extra_columns, ("firstname", "givenname"))
@@ -116,8 +145,9 @@ def csv_text(book: dict, system: str) -> str:
         for r in book["rows"]:
             writer.writerow([cell(r["extra"].get(last, "") if last else r["student"]),
                              cell(r["extra"].get(first, "") if first else ""),
-                             cell(r["extra"].get(got_ids["Username"], "")),
-                             cell(r["extra"].get(got_ids["Student ID"], "") if got_ids["Student ID"] else ""),
+                             _identifier(r["extra"].get(got_ids["Username"], ""), "Username", r["student"], system),
+                             _identifier(r["extra"].get(got_ids["Student ID"], "") if got_ids["Student ID"] else "",
+                                         "Student ID", r["student"], system),
                              *scores(r)])
     return buf.getvalue()
 

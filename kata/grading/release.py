@@ -6,7 +6,7 @@ the release lists each and writes nothing, unless the file (or its folder) is na
 Rosters, gradebooks, caches and reports are also ignored by git (``.gitignore``), so they never get that far.
 Of what the list ships:
 
-- without ``solutions/``;
+- without ``solutions/`` (nor the snapshot builder, ``kata/authoring/snapshots.py``, which runs them);
 - without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``), the
   snapshots they read (``tests/snapshots/chapterNN.npz``) and ``__init__.py`` stay (the meta tests,
   ``tests/tools/`` and ``.ci/`` run against ``solutions/``);
@@ -40,8 +40,8 @@ _SKIP_TOP = {"grade", "site", "build", "runs"}
 SHIPS = ("docs/", "exercises/", "reference/", "notebooks/", "kata/", "data/", "scripts/", "benchmarks/", "tests/",
          "noxfile.py", "pyproject.toml", "uv.lock", "start.py", "mkdocs.yml", "README.md", "CONTRIBUTING.md",
          "grading.toml", ".gitignore", "conftest.py")
-# The authors' own files: known, and left out of every edition (``belongs``).
-AUTHORS_ONLY = ("solutions/", ".ci/", ".github/", ".kata/")
+# The authors' own files: known, and left out of every edition (``belongs``); the snapshot builder runs solutions/.
+AUTHORS_ONLY = ("solutions/", ".ci/", ".github/", ".kata/", "kata/authoring/snapshots.py")
 
 
 class Refused(ValueError):
@@ -53,6 +53,19 @@ class Refused(ValueError):
             f"{len(paths)} file(s) here are not part of a course and would have gone into the student edition; "
             "nothing was written. Move them out of the repository (a roster or a gradebook belongs outside it), "
             "or name each one to ship with --include PATH:\n" + "\n".join(f"  {p}" for p in paths))
+
+
+class NotCommitted(Refused):
+    """Files inside the course's folders that git does not track: nothing is written."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        ValueError.__init__(
+            self,
+            f"{len(paths)} file(s) inside the course's folders are not committed to git and would have gone into the "
+            "student edition (a roster or a gradebook copied into data/, docs/ or exercises/ looks just like "
+            "this); nothing was written. Commit the ones that belong to the course, move the others out of the "
+            "repository, or name each one to ship with --include PATH:\n" + "\n".join(f"  {p}" for p in paths))
 
 
 def listed(path: str, names: tuple[str, ...] | list[str]) -> bool:
@@ -78,12 +91,9 @@ def parser() -> argparse.ArgumentParser:
 
 def source_files(root: Path) -> list[str]:
     """Every file of the repository, as paths relative to ``root``."""
-    listed = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        capture_output=True, text=True, check=False,
-    ) if (root / ".git").exists() and shutil.which("git") else None
-    if listed is not None and listed.returncode == 0:
-        return sorted(n for n in listed.stdout.split("\0") if n and (root / n).is_file())
+    listed = _git_files(root, "--cached", "--others")
+    if listed is not None:
+        return listed
     found = []
     for path in root.rglob("*"):
         rel = path.relative_to(root)
@@ -93,10 +103,21 @@ def source_files(root: Path) -> list[str]:
     return sorted(found)
 
 
+def _git_files(root: Path, *which: str) -> list[str] | None:
+    """``git ls-files`` of ``root`` (not ignored files only), or None outside git."""
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", *which, "--exclude-standard", "-z"],
+        capture_output=True, text=True, check=False,
+    ) if (root / ".git").exists() and shutil.which("git") else None
+    if listed is None or listed.returncode != 0:
+        return None
+    return sorted(n for n in listed.stdout.split("\0") if n and (root / n).is_file())
+
+
 def belongs(path: str) -> bool:
     """Whether a file goes into the student edition."""
     parts = path.split("/")
-    if not listed(path, SHIPS) or parts[0] in _SKIP_TOP:
+    if not listed(path, SHIPS) or parts[0] in _SKIP_TOP or listed(path, AUTHORS_ONLY):
         return False  # .github/ among them: the edition's only workflow is the grading one, written below
     if parts[0] == "scripts" and parts[-1].startswith("audit_"):
         return False  # a worksheet recomputed from first principles: a solution by another name
@@ -145,7 +166,8 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "", incl
         ``{"written": n, "left_out": [paths], "sections_cut": {path: n}, "included": [paths]}``.
 
     Raises:
-        Refused: files that are neither part of a course nor the authors' own, not named in ``include``.
+        Refused: files that are neither part of a course nor the authors' own, not named in ``include``; or
+            (``NotCommitted``) files inside the course's folders that git does not track, not named either.
         ValueError: ``target`` is not empty, is inside ``root``'s protected folders, or a marker is unclosed.
     """
     target = target.resolve()
@@ -166,6 +188,9 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "", incl
     refused = [f for f in files if not listed(f, SHIPS) and not listed(f, AUTHORS_ONLY) and f not in included]
     if refused:
         raise Refused(refused)
+    uncommitted = [f for f in _git_files(root, "--others") or [] if belongs(f) and not listed(f, include)]
+    if uncommitted:
+        raise NotCommitted(uncommitted)
     left_out = [f for f in files if not belongs(f) and f not in included]
     cut: dict[str, int] = {}
     pending: dict[str, bytes] = {}

@@ -16,6 +16,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from .. import project
 from . import points as points_mod
 
 
@@ -34,13 +35,13 @@ def course_names(root: Path, extra_tests: list[Path] = ()) -> tuple[dict[int, li
     in ``tests/test_chapter*.py`` and in ``extra_tests`` (each file says its chapter with ``CHAPTER = N``).
     """
     steps: dict[int, list[str]] = {}
-    for path in sorted((root / "reference").glob("chapter*.toml")):
+    for path in project.chapter_files(root / "reference", ".toml").values():
         with path.open("rb") as f:
             key = tomllib.load(f)
         if isinstance(key.get("chapter"), int):
             steps[key["chapter"]] = [str(s.get("id")) for s in key.get("steps", [])]
     checks: dict[int, list[str]] = {}
-    for path in [*sorted((root / "tests").glob("test_chapter*.py")), *extra_tests]:
+    for path in [*project.chapter_files(root / "tests", prefix="test_").values(), *extra_tests]:
         chapter, names = _checks_in(path)
         if chapter is not None:
             checks.setdefault(chapter, []).extend(names)

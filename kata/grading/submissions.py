@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .runner import kill
+from ..process import kill_tree
 
 TOKEN_VARIABLE = "KATA_GIT_TOKEN"
 # The course's exercises/ is about 100 KB in 11 files: the limits leave room for a learner's own modules and
@@ -111,7 +111,7 @@ def _git(args: list[str], *, cwd: Path | None, env: dict, until: float, data: by
     try:
         out, err = proc.communicate(data, timeout=left)
     except subprocess.TimeoutExpired:
-        kill(proc)
+        kill_tree(proc)
         proc.communicate()
         raise _GitFailed("timed out") from None
     if proc.returncode != 0:
@@ -195,11 +195,11 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         if path.startswith("notebooks/") and not (path.count("/") == 1 and path.endswith(".ipynb")):
             continue  # only the chapter notebooks: anything else there is never read
         if any(p in ("..", "", ".") for p in path.split("/")):
-            dropped.append(f"{path}: unsafe path")
+            dropped.append(f"{shown_name(path)}: unsafe path")
         elif kind == "blob" and mode in ("100644", "100755"):
             found.append((path, sha, int(size)))
         else:
-            dropped.append(f"{path}: {_KINDS.get(mode, 'special file')}")
+            dropped.append(f"{shown_name(path)}: {_KINDS.get(mode, 'special file')}")
     if not any(path.startswith("exercises/") for path, _, _ in found):
         return Missing(f"no exercises/ folder at commit {commit[:7]}", commit, stamp)
     files, left_out = choose(found)
@@ -225,6 +225,15 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
 
 
 _KINDS = {"120000": "symbolic link", "160000": "submodule"}
+
+
+def shown_name(name: str) -> str:
+    r"""A learner's file or branch name as text a terminal, a CSV cell and a report show as it is written.
+
+    Control characters (a newline, ESC and its colour codes) are written as escapes, ``\n`` and ``\x1b``:
+    a name is data, never a command to the instructor's terminal or a new line in a note.
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
 
 
 def when(timestamp: int, zone: dt.tzinfo | None) -> str:
@@ -253,7 +262,7 @@ def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline:
         if name in ("HEAD", default) or sha == commit or not stamp.isdigit() or int(stamp) <= graded:
             continue
         after = " after the deadline" if deadline is not None and int(stamp) > deadline.timestamp() else ""
-        found.append((int(stamp), f"{name} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
+        found.append((int(stamp), f"{shown_name(name)} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
     return [text for _, text in sorted(found, reverse=True)]
 
 
@@ -267,14 +276,14 @@ def choose(found: list[tuple[str, str, int]]) -> tuple[list[tuple[str, str, int]
     taken, too_big, no_room, total = [], [], [], 0
     for path, sha, size in sorted(found, key=lambda f: (not f[0].endswith(".py"), f[0])):
         if size > MAX_FILE_BYTES:
-            too_big.append(f"{path}: file over the size limit of {_size(MAX_FILE_BYTES)} ({_size(size)})")
+            too_big.append(f"{shown_name(path)}: file over the size limit of {_size(MAX_FILE_BYTES)} ({_size(size)})")
         elif total + size > MAX_TOTAL_BYTES or len(taken) >= MAX_FILES:
             no_room.append(path)
         else:
             taken.append((path, sha, size))
             total += size
     room = f"past the limit of {_size(MAX_TOTAL_BYTES)} or {MAX_FILES} files in all"
-    said = [f"{path}: {room}" for path in no_room[:5]]
+    said = [f"{shown_name(path)}: {room}" for path in no_room[:5]]
     if len(no_room) > 5:
         said.append(f"{len(no_room) - 5} more files: {room}")
     return taken, too_big + said

@@ -6,7 +6,6 @@ through this module, so no number is typed twice.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -16,11 +15,23 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+from .. import project
+from ..project import ROOT
+
 REFERENCE = ROOT / "reference"
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9
-_FILE = re.compile(r"chapter(\d\d)_(\w+)\.toml$")
+REQUIRED = ("chapter", "title", "module", "page")  # the key's top level (``source`` is optional)
+REQUIRED_STEP = ("id", "title", "exact")  # every [[steps]] table (and ``hints``, exactly three)
+HINT_LAYERS = 3  # nudge, formula, worked numbers
+
+
+class AnswerKeyError(ValueError):
+    """A malformed answer key, said in one line naming the file and the step.
+
+    E.g. ``reference/chapter05_forward_pass.toml, step 5.3: no `exact```. The plugin turns it into pytest's
+    one-line ``ERROR:`` instead of a traceback per test.
+    """
 
 
 @dataclass(frozen=True)
@@ -149,54 +160,72 @@ def _is_bool_tree(v: Any) -> bool:
     return isinstance(v, bool)
 
 
-def _step(raw: dict[str, Any], chapter: int, where: str) -> Step:
-    missing = {"id", "title", "exact"} - raw.keys()
-    if missing:
-        raise ValueError(f"{where}: step is missing {sorted(missing)}")
-    sid = raw["id"]
-    mistakes = tuple(
-        Mistake(m["name"], _array(m["value"], f"{where} step {sid} mistake"), m.get("why", ""))
-        for m in raw.get("mistakes", [])
-    )
+def _where(path: Path) -> str:
+    """A key's path as an author types it: relative to the repository when it is inside it."""
+    try:
+        return path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:  # a key outside the course: in reference/ it is still reference/<name>
+        return f"reference/{path.name}" if path.parent.name == "reference" else str(path)
+
+
+def _step(raw: Any, chapter: int, where: str, index: int) -> Step:
+    if not isinstance(raw, dict):
+        raise AnswerKeyError(f"{where}, [[steps]] table {index}: not a table")
+    sid = raw.get("id")
+    if not isinstance(sid, str) or not sid.strip():
+        raise AnswerKeyError(f'{where}, [[steps]] table {index}: no `id` (a string such as "{chapter}.{index}")')
+    here = f"{where}, step {sid}"
+    for name in REQUIRED_STEP[1:]:
+        if name not in raw:
+            raise AnswerKeyError(f"{here}: no `{name}`")
+    hints = raw.get("hints")
+    if (not isinstance(hints, list) or len(hints) != HINT_LAYERS
+            or not all(isinstance(h, str) and h.strip() for h in hints)):
+        found = f"{len(hints)} hint(s)" if isinstance(hints, list) else "no `hints`"
+        raise AnswerKeyError(f"{here}: {found}; every step needs exactly three non-empty `hints` "
+                             "(nudge, formula, worked numbers)")
+    mistakes = []
+    for k, m in enumerate(raw.get("mistakes", []), start=1):
+        for name in ("name", "value"):
+            if not isinstance(m, dict) or name not in m:
+                raise AnswerKeyError(f"{here}, [[steps.mistakes]] {k}: no `{name}`")
+        mistakes.append(Mistake(m["name"], _array(m["value"], f"{here} mistake"), m.get("why", "")))
     return Step(
         id=sid,
         title=raw["title"],
         chapter=chapter,
-        exact=_array(raw["exact"], f"{where} step {sid}"),
+        exact=_array(raw["exact"], here),
         printed=raw.get("printed"),
         source=raw.get("source", ""),
         inputs=raw.get("inputs", {}),
         rtol=float(raw.get("rtol", DEFAULT_RTOL)),
         atol=float(raw.get("atol", DEFAULT_ATOL)),
-        hints=tuple(raw.get("hints", ())),
+        hints=tuple(hints),
         erratum=raw.get("erratum", ""),
         note=raw.get("note", ""),
-        mistakes=mistakes,
+        mistakes=tuple(mistakes),
         own_tolerance="rtol" in raw or "atol" in raw,
     )
 
 
-def chapter_files() -> dict[int, Path]:
-    """Every answer-key file in ``reference/``, by chapter number."""
-    found = {}
-    for path in sorted(REFERENCE.glob("chapter*.toml")):
-        m = _FILE.search(path.name)
-        if m:
-            found[int(m.group(1))] = path
-    return found
-
-
-@cache
-def load(number: int) -> Chapter:
-    """Load chapter ``number``'s answer key (e.g. ``load(4)`` reads ``reference/chapter04_*.toml``)."""
-    files = chapter_files()
-    if number not in files:
-        raise KeyError(f"no answer key for chapter {number} in {REFERENCE}")
-    path = files[number]
-    with path.open("rb") as f:
-        raw = tomllib.load(f)
-    where = path.name
-    steps = tuple(_step(s, number, where) for s in raw.get("steps", []))
+def read(path: Path, number: int | None = None) -> Chapter:
+    """Read one answer-key file; a malformed one raises ``AnswerKeyError`` naming the file and the step."""
+    where = _where(path)
+    if number is None:
+        number = project.chapter_number(path)
+        if number is None:
+            raise AnswerKeyError(f"{where}: an answer key is named reference/chapterNN_<topic>.toml")
+    try:
+        with path.open("rb") as f:
+            raw = tomllib.load(f)
+    except tomllib.TOMLDecodeError as err:
+        raise AnswerKeyError(f"{where}: not valid TOML: {err}") from None
+    for name in REQUIRED:
+        if name not in raw:
+            raise AnswerKeyError(f"{where}: no `{name}` at the top level (a key needs {', '.join(REQUIRED)})")
+    if raw["chapter"] != number:
+        raise AnswerKeyError(f"{where}: `chapter = {raw['chapter']!r}`, but the file is chapter {number}'s")
+    steps = tuple(_step(s, number, where, i) for i, s in enumerate(raw.get("steps", []), start=1))
     return Chapter(
         number=number,
         title=raw["title"],
@@ -206,6 +235,20 @@ def load(number: int) -> Chapter:
         source=raw.get("source", ""),
         steps=steps,
     )
+
+
+def chapter_files() -> dict[int, Path]:
+    """Every answer-key file in ``reference/``, by chapter number."""
+    return project.chapter_files(REFERENCE, ".toml")
+
+
+@cache
+def load(number: int) -> Chapter:
+    """Load chapter ``number``'s answer key (e.g. ``load(4)`` reads ``reference/chapter04_*.toml``)."""
+    files = chapter_files()
+    if number not in files:
+        raise KeyError(f"no answer key for chapter {number} in {REFERENCE}")
+    return read(files[number], number)
 
 
 def chapters() -> list[Chapter]:

@@ -6,6 +6,7 @@ a hint, and the classic mistake the result looks like.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -14,10 +15,14 @@ import numpy as np
 import pytest
 
 from .answer_key import DEFAULT_ATOL, DEFAULT_RTOL, Step, load
+from .gradient import numerical_gradient  # noqa: F401 - the tests' `kata.numerical_gradient`
 
 # Set by `--strict-exact` (the suite's own check that the key's exact values are stored to full float64
 # precision): worksheet steps without a tolerance of their own are compared at rtol 1e-12.
 STRICT_EXACT = False
+# Set by `--kata-record-values` (``nox -s worksheet``): ``expect`` keeps the value each worksheet step gave here,
+# by step id, as JSON-ready data (``kata/judge/stream.py`` sends it with the step's result).
+RECORDED: dict[str, Any] | None = None
 
 
 def _fmt(v: Any) -> str:
@@ -145,6 +150,20 @@ def looks_like(got: np.ndarray, mistakes: Iterable[tuple[str, Any]], rtol: float
     return None
 
 
+def _recordable(value: Any) -> Any:
+    """``value`` as JSON-ready data (arrays as nested lists), or its repr when it has no such form."""
+    def plain(v: Any) -> Any:
+        tolist = getattr(v, "tolist", None)
+        if tolist is not None:
+            return tolist()
+        raise TypeError(type(v).__name__)
+
+    try:
+        return json.loads(json.dumps(value, default=plain))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def expect(
     step: Step,
     got: Any,
@@ -163,6 +182,8 @@ def expect(
         kind: what the docstring promises ``got`` is, checked first: ``"array"``, ``"float"`` or ``"int"``
             (see ``returned``); None for no requirement.
     """
+    if RECORDED is not None:
+        RECORDED[step.id] = _recordable(got)
     got = returned(got, kind, f"{step.id} {step.title}")
     if not isinstance(step.exact, np.ndarray):
         _expect_equal(step, got, inputs)
@@ -317,20 +338,3 @@ def raises_clearly(
     names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
     pytest.fail(f"expected {names}, but the call returned {show(result)} — bad input must not pass silently{tail}",
                 pytrace=False)
-
-
-def numerical_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """Central differences of a scalar function, written here so tests never use the learner's version."""
-    x = np.array(x, dtype=np.float64)
-    grad = np.zeros_like(x)
-    it = np.nditer(x, flags=["multi_index"])
-    for _ in it:
-        i = it.multi_index
-        old = x[i]
-        x[i] = old + eps
-        up = f(x.copy())
-        x[i] = old - eps
-        down = f(x.copy())
-        x[i] = old
-        grad[i] = (up - down) / (2 * eps)
-    return grad

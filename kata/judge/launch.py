@@ -28,10 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..process import kill_tree
+from ..project import ROOT  # the folder holding the kata package
 from ..worker import limits as worker_limits
 
-MACHINERY = Path(__file__).resolve().parents[2]  # the folder holding the kata package
-WORKER = MACHINERY / "kata" / "worker" / "main.py"
+WORKER = ROOT / "kata" / "worker" / "main.py"
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 TMP_BYTES = 64 * 1024**2  # the sandbox's /tmp: a tmpfs is host RAM, so it is small and counts against the learner
 SANDBOXED = "bubblewrap: no network, only the system and Python visible (read-only), no other processes"
@@ -107,16 +108,9 @@ class Launched:
 
     def kill(self) -> None:
         """End it and everything it started; wait for it where this process can."""
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(self.proc.pid, 9)
-            else:  # pragma: no cover - Windows
-                self.proc.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
-        if os.getpid() == self.owner:
-            self.proc.wait()
-        elif self.exit_code(wait=1.0) is None:  # the launcher reaps it; its Popen here must not warn later
+        kill_tree(self.proc, wait=os.getpid() == self.owner)
+        if os.getpid() != self.owner and self.exit_code(wait=1.0) is None:
+            # the launcher reaps it; its Popen here must not warn later
             self.proc.returncode = -9
         self.close_pipes()
 
@@ -150,7 +144,7 @@ def launch() -> Launched:
     home = Path(tempfile.mkdtemp(prefix="kata-worker-"))
     (home / "output.txt").touch(mode=0o600)  # the one file a sandboxed worker may write in its folder
     command = [sys.executable, "-I", "-X", "utf8", str(WORKER),
-               json.dumps({"machinery": str(MACHINERY), "home": str(home)})]
+               json.dumps({"machinery": str(ROOT), "home": str(home)})]
     sandboxed = bool(_sandbox)
     if sandboxed:
         command = _sandboxed(_sandbox, command, home)
@@ -180,7 +174,7 @@ def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
         elif os.path.isdir(system):
             args += ["--ro-bind", system, system]
     keep = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
-            Path(sys.executable).resolve().parent.parent, MACHINERY / "kata"}
+            Path(sys.executable).resolve().parent.parent, ROOT / "kata"}
     keep |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "-packages" in p}
     for folder in sorted(keep, key=lambda p: len(p.parts)):
         if folder.exists() and not any(folder.is_relative_to(s) for s in SYSTEM_FOLDERS):

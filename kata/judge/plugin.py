@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from .. import project
 from . import launch
 
 _NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
@@ -38,7 +38,7 @@ if _wants_a_worker(sys.argv):
     launch.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
 from . import answer_key, proxy  # noqa: E402 - after the worker's launch, on purpose
-from .status import folded  # noqa: E402
+from .status import blame, folded, function_status  # noqa: E402
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 
@@ -60,6 +60,11 @@ class ChapterDoesNotImport(Exception):
     """Raised in place of every test of a chapter whose module fails to import."""
 
 
+def call_timeout() -> float:
+    """The default of ``--call-timeout``: ``$KATA_CALL_TIMEOUT``, else 2 seconds."""
+    return float(os.environ.get("KATA_CALL_TIMEOUT", "2"))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add --impl, --steps, --progress and --kata-results."""
     group = parser.getgroup("kata", "transformer katas")
@@ -76,7 +81,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--call-timeout",
         type=float,
-        default=float(os.environ.get("KATA_CALL_TIMEOUT", "2")),
+        default=call_timeout(),
         help="seconds one call of a learner's function may take before it counts as not returning (default 2)",
     )
     group.addoption(
@@ -116,20 +121,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
     """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
-    if value is None:  # the learner's work wherever it is: exercises/, and the notebooks' answers if any
-        from .. import answers
-
-        value = answers.default_impl()
-    path = Path(value)
-    if ("/" in value or os.sep in value or value.startswith(".")) and path.is_dir():
-        return path.resolve().name, path.resolve().parent
-    for folder in (answer_key.ROOT, *map(Path, filter(None, sys.path))):
-        if (folder / value).is_dir() and value.isidentifier():
-            return value, folder.resolve()
-    spec = importlib.util.find_spec(value) if value.isidentifier() else None
-    if spec is not None and spec.submodule_search_locations:
-        return value, Path(next(iter(spec.submodule_search_locations))).resolve().parent
-    return value, None
+    folder = project.impl_location(value)  # None: the learner's work, with the notebooks' answers if any
+    if folder is None:
+        return value or "exercises", None
+    return folder.name, folder.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -138,6 +133,10 @@ def pytest_configure(config: pytest.Config) -> None:
     root = str(answer_key.ROOT)
     if root not in sys.path:
         sys.path.insert(0, root)
+    try:  # a malformed answer key: one line naming the file and the step, not a traceback for every test
+        answer_key.chapters()
+    except answer_key.AnswerKeyError as err:
+        raise pytest.UsageError(str(err)) from None
     if config.getoption("kata_seed") is not None:  # fresh snapshot inputs too, where the reference is at hand
         from . import snapshots
 
@@ -290,31 +289,14 @@ class KataState:
     # -- which earlier chapter is to blame --------------------------------------------------------------
     def function_status(self) -> dict[str, str]:
         """Each learner function this run called: 'passes', 'fails' (one of its tests did) or 'not started'."""
-        status: dict[str, str] = {}
-        for r in self.results:
-            for name in r.functions:
-                if r.status == "not started":
-                    status.setdefault(name, "not started")
-                elif r.status != "passed":
-                    status[name] = "fails"
-                elif status.get(name) != "fails":
-                    status[name] = "passes"
-        return status
+        return function_status((r.status, r.functions) for r in self.results)
 
     def blame(self, number: int) -> str:
         """A note when the chapter's code uses an earlier chapter's function that fails its own checks."""
         uses = self.worker.uses.get(answer_key.load(number).module, {}) if self.worker else {}
         if not uses:
             return ""
-        known = {**self.remembered(), **self.function_status()}
-        notes = []
-        for name, module in sorted(uses.items()):
-            if known.get(f"{module}.{name}") in ("fails", "not started"):
-                earlier = int(module[len("chapter"):len("chapter") + 2])
-                how = "fails its own checks" if known[f"{module}.{name}"] == "fails" else "is not started"
-                notes.append(f"this chapter's code calls {name} (chapter {earlier}), which {how} — "
-                             f"fix chapter {earlier} first: nox -s chapter{earlier}")
-        return "".join(f"\n  note      {n}" for n in notes[:3])
+        return blame(uses, {**self.remembered(), **self.function_status()})
 
     def _source_digest(self, module: str) -> str | None:
         """The digest of this implementation's file of ``module``: what a remembered status is valid for."""
@@ -452,6 +434,17 @@ def _grouped(results: list[Result]) -> list[tuple[str, list[Result]]]:
 PRINTED_LINES = 12  # of what the learner's code printed, under the first failing check
 
 
+def _waiting_for(group: list[Result]) -> str:
+    """The stubs a check's not-started cases stopped at, from their messages ("12.7 rope_backward")."""
+    names = []
+    for r in group:
+        said = r.message.removeprefix("not started:").split()
+        name = " ".join(said[:2]) if len(said) >= 2 and said[1].rstrip(":").isidentifier() else ""
+        if r.status == "not started" and name and name.rstrip(":") not in names:
+            names.append(name.rstrip(":"))
+    return ", ".join(names) or "a function"
+
+
 def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
                  printed: dict[str, str] | None = None) -> list[str]:
     """The chapter run as its worksheet: a line per step, the first failure in full, a closing count.
@@ -484,6 +477,8 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
                 extra = "  not started" if worst == "not started" else ""
                 if len(group) > 1 and worst != "not started":
                     extra += f"  ({sum(r.status == 'passed' for r in group)}/{len(group)} cases)"
+                if worst == "failed" and not any(r.status == "failed" for r in group):
+                    extra += f"  — the rest waits for {_waiting_for(group)}, not started yet"
                 lines.append(f"  {STATUS_MARK[worst]}       {title}{extra}")
         shown = ("failed", "timed out", "error")
         if number is not None and broken.get(number):

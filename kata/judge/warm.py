@@ -40,7 +40,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from .. import project
+from ..project import ROOT
+
 IDLE = 15 * 60  # seconds without a check after which the warm judge exits
 MAX_REQUEST = 1 << 20
 WAIT = 20.0  # seconds a check waits for a warm judge to take it (it may be warming up) before running cold
@@ -159,6 +161,34 @@ def _read_answer(conn: socket.socket) -> tuple[dict, bool]:
                 return message, started
 
 
+def fork_check(check) -> int:
+    """Run ``check()`` (a chapter check: it returns pytest's exit code) in a fork of this warm process; its pid.
+
+    The fork takes the spare worker over (``launch.handed_over``), exits with the check's code without running
+    any of this process's clean-up, and says what broke if the check raised. The warm judge and the watcher
+    (``kata/learner/watch.py``) both check this way.
+    """
+    from . import launch
+
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            code = int(check())
+        except BaseException:  # noqa: BLE001 - say what broke, then leave without running the parent's code
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    launch.handed_over(pid)  # the check took the spare worker (or lets it go when it ends)
+    return pid
+
+
 def _run_cold(args: list[str]):
     """Replace this process with a plain ``python -m pytest`` (site-packages included)."""
     sys.stdout.flush()
@@ -214,7 +244,7 @@ def warm_up(args: list[str] | None = None) -> None:
     import pytest
 
     if args is None:
-        tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_chapter*.py"))
+        tests = [str(p.relative_to(ROOT)) for p in project.chapter_files(ROOT / "tests", prefix="test_").values()]
         args = [*tests, "-p", "no:cacheprovider"]
     os.chdir(ROOT)
     with open(os.devnull, "w") as devnull:
@@ -304,32 +334,18 @@ class Server:
 
     def fork(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         """Run the check in a child that has the command's terminal, folder and environment."""
-        from . import launch
+        def check() -> int:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (self.wake_r, self.wake_w):
+                os.close(fd)
+            self.listener.close()
+            for other in self.checks.values():
+                other.close()
+            conn.close()
+            return _child(request, fds)
 
-        pid = os.fork()
-        if pid == 0:
-            code = 3
-            try:
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                for fd in (self.wake_r, self.wake_w):
-                    os.close(fd)
-                self.listener.close()
-                for other in self.checks.values():
-                    other.close()
-                conn.close()
-                code = _child(request, fds)
-            except BaseException:  # noqa: BLE001 - say what broke, then leave without running server code
-                import traceback
-
-                traceback.print_exc()
-            finally:
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                finally:
-                    os._exit(code)
-        launch.handed_over(pid)
+        pid = fork_check(check)
         self.checks[pid] = conn
         log(f"check {pid}: pytest {' '.join(map(str, request['argv']))}"[:500])
         try:

@@ -18,19 +18,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from .. import project
+from ..process import Drain
 
 TARGET = 0.5
-
-
-def _reader(stream, lines: queue.Queue) -> None:
-    for raw in iter(stream.readline, b""):
-        lines.put((time.perf_counter(), raw.decode("utf-8", "replace")))
-    lines.put((time.perf_counter(), None))
 
 
 def _wait_for_end(lines: queue.Queue, chapter: int, limit: float) -> float | None:
@@ -60,7 +54,7 @@ def bench_chapter(chapter, saves: int, poll: bool) -> list[float]:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
         proc = subprocess.Popen(cmd, cwd=project.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
         lines: queue.Queue = queue.Queue()
-        threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+        Drain(proc.stdout, lambda line: lines.put((time.perf_counter(), line))).start()
         try:
             if _wait_for_end(lines, chapter.number, 60) is None:
                 raise RuntimeError(f"the watcher never showed chapter {chapter.number}")

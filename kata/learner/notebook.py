@@ -21,7 +21,7 @@ its other functions are written, and checked, before it.
 
 ``nox -s notebooks -- --out DIR`` (``python -m kata notebooks`` in the course's environment) writes the copy
 from the saved notebooks alone (their function definitions, read with ``ast``; no cell is run), for
-``nox -s grade -- --impl DIR/exercises`` (what ``nox -s grade -- --notebooks`` does).
+``nox -s grade -- --impl DIR/exercises`` (what ``nox -s grade`` does without ``--impl``).
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ import dis
 import html
 import importlib
 import inspect
-import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -408,30 +406,27 @@ def owners(chapter, root: Path = project.ROOT) -> dict[str, str | None]:
 
 
 # -- running the checks -----------------------------------------------------------------------------------
-def _python() -> str:
-    return sys.executable
-
-
 def run_checks(chapter, package: Path, tests: list[str] | None) -> dict:
-    """Run the chapter's tests (or these test functions) on ``package``; the plugin's ``--kata-results``."""
+    """Run the chapter's tests (or these test functions) on ``package`` in the judge's child runner.
+
+    Returns:
+        ``{"results": [...], "chapters_not_importing": {chapter: message}}``.
+    """
+    from ..judge.plugin import call_timeout
+    from ..judge.runner import run_tests
+
     key = _digest(package) + "|" + ",".join(tests or ["*"])
     if key in _RUNS:
         return _RUNS[key]
     selection = [f"{chapter.test_file}::{t}" for t in tests] if tests else [chapter.test_file]
     with tempfile.TemporaryDirectory(prefix="kata-check-") as scratch:
-        out = Path(scratch) / "results.json"
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTHONSTARTUP")}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project.ROOT), env.get("PYTHONPATH")]))
-        env["KATA_SHOWN_AS"] = "notebook"
-        proc = subprocess.run(
-            [_python(), "-m", "pytest", *selection, "--impl", str(package), "--kata-results", str(out),
-             "-p", "no:cacheprovider", "-q", "--no-header", "--tb=no", "-o", "addopts="],
-            cwd=project.ROOT, env=env, capture_output=True, text=True, check=False,
-        )
-        if not out.is_file():
-            raise RuntimeError(f"the checks did not run (pytest exit code {proc.returncode}):\n"
-                               f"{(proc.stdout + proc.stderr)[-2000:]}")
-        data = json.loads(out.read_text(encoding="utf-8"))
+        run = run_tests(project.ROOT, selection, impl=str(package), timeout=call_timeout(), stream_dir=Path(scratch),
+                        shown_as="notebook")
+    if not run.results:
+        said = run.problems + [e["message"] for e in run.collect_errors]
+        raise RuntimeError("the checks did not run:\n" + ("\n".join(said) or run.output_tail)[-2000:])
+    data = {"results": [run.results[t["nodeid"]] for t in run.tests if t["nodeid"] in run.results],
+            "chapters_not_importing": {str(k): v for k, v in run.not_importing.items()}}
     _RUNS[key] = data
     return data
 
@@ -440,7 +435,8 @@ def view(chapter, data: dict, names: list[str] | None) -> list[str]:
     """The chapter run's lines (``nox -s chapterN --steps``) for these results, worded for a notebook."""
     from ..judge.plugin import Result, chapter_view
 
-    results = [Result(**r) for r in data["results"]]
+    fields = Result.__dataclass_fields__
+    results = [Result(**{k: v for k, v in r.items() if k in fields}) for r in data["results"]]
     broken = {int(k): v for k, v in data.get("chapters_not_importing", {}).items()}
     lines = chapter_view(results, "yours", broken)
     where = f"notebooks/{chapter.module}.ipynb" + (f": {', '.join(names)}" if names else "")

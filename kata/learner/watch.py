@@ -206,25 +206,14 @@ def start_check(chapter, impl: str):
     """Start one check; return something ``finish`` and ``stop`` understand (a pid or a Popen)."""
     args = pytest_args(chapter, impl)
     sys.stdout.flush()
-    if hasattr(os, "fork"):
-        pid = os.fork()
-        if pid == 0:  # the child: a fresh import of the learner's code, everything else already warm
-            code = 3
-            try:
-                import pytest
+    if hasattr(os, "fork"):  # a fresh import of the learner's code in a fork, everything else already warm
+        def check() -> int:
+            import pytest
 
-                os.chdir(project.ROOT)
-                code = int(pytest.main(args))
-            except BaseException:  # noqa: BLE001 - say what broke, then leave without running parent code
-                import traceback
+            os.chdir(project.ROOT)
+            return pytest.main(args)
 
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
-        launch.handed_over(pid)  # the check took the spare worker (or lets it go when it ends)
-        return pid
+        return warm.fork_check(check)
     return subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=project.ROOT)
 
 

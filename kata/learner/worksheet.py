@@ -12,9 +12,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from .. import answers, project
-from ..grading.runner import run_tests
+from .. import project
 from ..judge.plugin import STATUS_MARK
+from ..judge.runner import run_tests
 from ..judge.status import folded
 
 
@@ -98,12 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     """Print the worksheet with your values; return 0."""
     args = parser().parse_args(argv)
     chapter = project.chapter(project.parse_chapter(args.chapter))
-    chosen = args.impl or answers.default_impl()
-    folder = project.impl_folder(chosen)
-    impl = chosen if (project.ROOT / chosen).is_dir() else str(folder)
+    folder = project.impl_folder(args.impl)  # None: exercises/ with the saved notebooks' answers
     with tempfile.TemporaryDirectory(prefix="kata-worksheet-") as tmp:
         run = run_tests(
-            project.ROOT, [chapter.test_file], impl=impl, timeout=args.timeout, stream_dir=Path(tmp),
+            project.ROOT, [chapter.test_file], impl=str(folder), timeout=args.timeout, stream_dir=Path(tmp),
             record_values=True, extra_args=["-m", "step"],
         )
     by_step: dict[str, list[dict]] = {}  # every test of a step: a step may be checked by several

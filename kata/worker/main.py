@@ -282,9 +282,18 @@ class Server:
         return call_the_judge
 
     def reply(self, header: dict, blobs: list[bytes] = ()) -> None:
-        """Write one message to the judge (the time-out alarm waits until it is written whole)."""
+        """Write one message to the judge (the time-out alarm waits until it is written whole).
+
+        What the learner's code printed is flushed to its file first: the judge reads that file as soon as the
+        answer arrives (a flush after the answer lost the prints of a busy machine's runs).
+        """
         self.replying = True
         try:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:  # noqa: BLE001, S110 - past the output limit: nothing more to say
+                    pass
             self.wire.write_frame(self.out, header, list(blobs))
         finally:
             self.replying = False

@@ -22,59 +22,13 @@ CHAPTER = 1  # kata.check() checks this chapter's functions
 VOCAB = yours(CHAPTER, "VOCAB")
 
 # %% [markdown]
-# ## The idea
-#
-# A language model does one thing over and over: it reads the tokens so far and predicts the next one.
-# Translation, autocomplete, answering questions — all of them can be phrased as "given this sequence,
-# what comes next?". That is **sequence modelling**.
-#
-# The hard part is distance. In "The cat that I saw yesterday sat on the mat", the verb *sat* belongs to
-# *cat*, five words earlier. A model has to carry *cat* across everything in between.
-#
-# **Recurrent networks** (RNNs) read one token at a time and pass a hidden state along, like a note handed
-# down a line of people. Information from *cat* reaches *sat* only after five hand-overs, getting fainter
-# each time, and the hand-overs cannot happen in parallel.
-#
-# **Attention** lets every position look at every other position directly. *Sat* reads *cat* in a single
-# step, whatever the distance, and all positions do their reading at the same time. The price: scoring
-# every pair of positions. In a language model, a position may read only itself and the past (it must not
-# peek at the token it is predicting), so position $i$ scores $i + 1$ pairs.
-#
-# Throughout the course the vocabulary is four tokens, small enough for a pencil:
-#
-# | token | A | B | C | D |
-# | --- | --- | --- | --- | --- |
-# | id | 0 | 1 | 2 | 3 |
-#
+# <!-- kata:page-section "The idea" -->
 
 # %% [markdown]
-# ## The formulas
-#
-# A sequence of $n$ tokens gives $n - 1$ next-token examples — every prefix predicts the token after it:
-#
-# $$(x_1) \to x_2,\quad (x_1, x_2) \to x_3,\quad \dots,\quad (x_1, \dots, x_{n-1}) \to x_n$$
-#
-# ```python
-# [(ids[:k], ids[k]) for k in range(1, len(ids))]
-# ```
-#
-# Hops between positions $i$ and $j$:
-#
-# $$\text{RNN: } |i - j| \qquad\qquad \text{attention: } \begin{cases} 0 & i = j \\ 1 & i \neq j \end{cases}$$
-#
-# Pairs causal attention scores for $n$ tokens:
-#
-# $$1 + 2 + \dots + n = \frac{n(n+1)}{2}$$
-#
+# <!-- kata:page-section "The formulas" -->
 
 # %% [markdown]
-# ## The worksheet
-#
-# The book's first chapter is prose, so this worksheet is made from its facts: the four-token vocabulary,
-# the next-token task, and the *cat … sat* sentence.
-#
-# <!-- kata:worksheet 1 -->
-#
+# <!-- kata:page-section "The worksheet" -->
 
 # %% [markdown]
 # ## Your turn

@@ -21,70 +21,13 @@ import kata
 CHAPTER = 2  # kata.check() checks this chapter's functions
 
 # %% [markdown]
-# ## The idea
-#
-# Every layer of a transformer is matrix arithmetic: embeddings times projection matrices, queries times
-# keys, weights times values. A matrix product mixes its inputs — each output entry is a weighted
-# combination of inputs, and the weights are the numbers training adjusts.
-#
-# This chapter writes the product out as loops, once, so you see every multiply-add. NumPy's `@` does
-# the same arithmetic thousands of times faster; from chapter 3 on you may use it.
-#
-# **Convention.** This course stores one token per *row*: a sequence is a matrix $X$ of shape (seq, d),
-# and a layer is $X W$. The book sometimes writes a column vector on the right ($W x$). The numbers are
-# the same, but the matrix is transposed — step 2.2 shows what changes.
-#
-# Training needs gradients: how much the loss changes when each entry of a matrix changes. For a product
-# there are two rules, and the shapes alone tell you where the transposes go. To check any gradient, nudge
-# one entry up and down and watch the function — **central differences**.
-#
+# <!-- kata:page-section "The idea" -->
 
 # %% [markdown]
-# ## The formulas
-#
-# Matrix product, $A$ of shape $(m, n)$ times $B$ of shape $(n, p)$:
-#
-# $$C_{ij} = \sum_{k=1}^{n} A_{ik} B_{kj}$$
-#
-# ```python
-# for i in range(m):
-#     for j in range(p):
-#         for k in range(n):
-#             C[i, j] += A[i, k] * B[k, j]
-# ```
-#
-# Transpose and dot product:
-#
-# $$(A^\top)_{ij} = A_{ji} \qquad\qquad a \cdot b = \sum_i a_i b_i$$
-#
-# Gradients through $C = AB$, given $\partial L / \partial C$ of shape $(m, p)$:
-#
-# $$\frac{\partial L}{\partial A} = \frac{\partial L}{\partial C}\,B^\top \quad (m, n) \qquad\qquad
-# \frac{\partial L}{\partial B} = A^\top\,\frac{\partial L}{\partial C} \quad (n, p)$$
-#
-# ```python
-# dA = dC @ B.T    # (m, p) @ (p, n) -> (m, n): the shape of A
-# dB = A.T @ dC    # (n, m) @ (m, p) -> (n, p): the shape of B
-# ```
-#
-# Central differences, one entry at a time:
-#
-# $$\frac{\partial f}{\partial X_{ij}} \approx \frac{f(X + \varepsilon E_{ij}) - f(X - \varepsilon E_{ij})}{2\varepsilon}$$
-#
+# <!-- kata:page-section "The formulas" -->
 
 # %% [markdown]
-# ## The worksheet
-#
-# The book's chapter 2 examples, plus a gradient worked with its matrices
-# ($A = I$, $B$ all 0.5, and an upstream gradient $\partial L/\partial C = [[1, 2], [3, 4]]$):
-#
-# <!-- kata:worksheet 2 -->
-#
-# About step 2.2: the book turns the column vector $[1, 0]^\top$ by $R = \begin{bmatrix} 0 & -1 \\ 1 & 0 \end{bmatrix}$
-# into $[0, 1]^\top$, a quarter turn anticlockwise. A row vector on the left, $[1, 0]\,R$, takes
-# combinations of $R$'s *rows* and lands on $[0, -1]$ — a quarter turn the other way. Multiplying by $R^\top$
-# (step 2.6) gives the book's $[0, 1]$. Both are right; they answer different questions.
-#
+# <!-- kata:page-section "The worksheet" -->
 
 # %% [markdown]
 # ## Your turn

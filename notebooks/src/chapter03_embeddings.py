@@ -23,61 +23,13 @@ CHAPTER = 3  # kata.check() checks this chapter's functions
 TOY_EMBEDDINGS = yours(CHAPTER, "TOY_EMBEDDINGS")
 
 # %% [markdown]
-# ## The idea
-#
-# A token is a symbol; "cat" has no arithmetic. Networks need numbers, so each token gets a vector — its
-# **embedding** — and the model does all its work on vectors.
-#
-# The simplest vector is **one-hot**: as long as the vocabulary, all zeros but a 1 in the token's own place.
-# Every pair of one-hot vectors is perpendicular, so they say nothing about which tokens are alike, and
-# they grow with the vocabulary.
-#
-# A **learned embedding table** $E$ of shape $(V, d)$ holds one row of $d$ numbers per token. Looking up
-# token $i$ means taking row $i$ — exactly what multiplying its one-hot vector by $E$ does, without the
-# multiplications. Training moves the rows so that tokens used alike end up pointing alike, which
-# **cosine similarity** measures: 1 for the same direction, 0 for perpendicular, −1 for opposite,
-# whatever the lengths.
-#
-# During training the gradient of the loss with respect to the looked-up rows flows back into the table:
-# row $i$ of the table collects the gradients of every position where token $i$ was used. A token used twice
-# collects two gradients, *added*.
-#
-# The course's toy table has $d = 2$:
-#
-# | token | A | B | C | D |
-# | --- | --- | --- | --- | --- |
-# | embedding | [1, 0] | [0, 1] | [1, 1] | [0, 0] |
-#
+# <!-- kata:page-section "The idea" -->
 
 # %% [markdown]
-# ## The formulas
-#
-# $$\text{one\_hot}(i)_j = [\,j = i\,] \qquad\qquad X = \text{one\_hot}(\text{ids})\,E, \quad X_t = E_{\text{ids}_t}$$
-#
-# ```python
-# X = table[ids]                      # (seq,) ids -> (seq, d) rows
-# ```
-#
-# $$\cos(a, b) = \frac{a \cdot b}{\lVert a \rVert\,\lVert b \rVert}$$
-#
-# The gradient of the table, for every position $t$:
-#
-# $$\frac{\partial L}{\partial E_i} = \sum_{t\,:\,\text{ids}_t = i} \frac{\partial L}{\partial X_t}$$
-#
-# ```python
-# np.add.at(d_table, ids, d_X)        # d_table[ids] += d_X would drop repeated ids
-# ```
-#
+# <!-- kata:page-section "The formulas" -->
 
 # %% [markdown]
-# ## The worksheet
-#
-# <!-- kata:worksheet 3 -->
-#
-# The book gives "cat" = [0.3, 0.7, −0.2], "dog" = [0.4, 0.6, −0.1] and "mat" = [−0.1, 0.2, 0.8] and calls
-# the first two similar and the third different; steps 3.4 and 3.5 put numbers on that. (Dog and mat turn
-# out exactly perpendicular: −0.04 + 0.12 − 0.08 = 0.)
-#
+# <!-- kata:page-section "The worksheet" -->
 
 # %% [markdown]
 # ## Your turn

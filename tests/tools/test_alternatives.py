@@ -37,7 +37,8 @@ def test_every_chapter_is_written_at_least_twice_in_other_styles():
     assert all(k >= 2 for k in counts.values()), f"alternatives per chapter: {counts}"
     for folder in ALTERNATIVES:
         numbers = [c.number for c in held(folder)]
-        assert numbers == list(range(1, len(numbers) + 1)), f"{folder.name} holds chapters {numbers}"
+        # every chapter the course has, in order (chapters written in parallel may leave gaps in the numbers)
+        assert numbers == [c.number for c in CHAPTERS], f"{folder.name} holds chapters {numbers}"
 
 
 def test_the_student_edition_leaves_the_alternatives_out():

@@ -78,7 +78,8 @@ def test_nox_list_offers_only_what_the_edition_holds(edition):
     for name in [f"chapter{n}" for n in chapters] + LEARNER_SESSIONS:
         assert name in sessions, f"nox -l does not list {name}:\n{out}"
     assert [name for name, mark in sessions.items() if mark == "*"] == ["progress"], out
-    for authors in ("selfcheck", "bench", "release", "mutation", "docs-browser", "docs-zensical"):
+    for authors in ("selfcheck", "bench", "release", "mutation", "docs-browser", "docs-zensical",
+                    "notebooks-build"):
         assert authors not in sessions, f"the student edition lists the authors' session {authors}"
 
 

@@ -144,6 +144,8 @@ def test_newer_commits_on_another_branch_are_said(trust):
     assert lou["other_branches"] == [f"work ({made['branch'][:7]}, 2027-03-01T22:00:00+01:00)"]
     assert "newer commits on other branches, not graded" in lou["note"] and made["branch"][:7] in lou["note"]
     assert trust["rows"]["ada"]["other_branches"] == []
+    summary = (trust["out"] / "students" / "lou" / "summary.md").read_text(encoding="utf-8")
+    assert "**Note from the grader:**" in summary and "newer commits on other branches" in summary, summary
 
 
 def test_times_in_the_late_note_are_in_the_deadlines_zone(trust):
@@ -272,6 +274,22 @@ def test_git_is_run_without_a_prompt_for_every_branch(tmp_path):
     assert subprocess.run(["git", "--version"], capture_output=True, check=False).returncode == 0
 
 
+def test_a_file_name_with_control_characters_reaches_no_report_raw(tmp_path):
+    r"""instructor trial: a link named 'evil\n\x1b[32mALL CHECKS PASSED' printed green text into the console"""
+    import os
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    class_repos.git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "exercises")
+    os.symlink("/etc/passwd", repo / "exercises" / "evil\n\x1b[32mALL CHECKS PASSED\x1b[0m=1+1.py")
+    class_repos._commit(repo, "evil name", class_repos.BEFORE)
+    (tmp_path / "t").mkdir()
+    sub = submissions.fetch(str(repo), tmp_path / "t", base=tmp_path)
+    assert sub.dropped == ["exercises/evil\\n\\x1b[32mALL CHECKS PASSED\\x1b[0m=1+1.py: symbolic link"], sub.dropped
+    assert all(c.isprintable() for said in sub.dropped for c in said)
+
+
 def test_an_oversized_file_is_named_as_not_graded(tmp_path, monkeypatch):
     monkeypatch.setattr(submissions, "MAX_FILE_BYTES", 64 * 1024)
     repo = tmp_path / "r"
@@ -327,6 +345,17 @@ def test_an_lms_file_needs_a_roster_column_that_identifies_learners(trust, tmp_p
     path.write_text(f"student,repo,section\nada,{trust['made']['ada']['repo']},S1\n", encoding="utf-8")
     proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--lms", "blackboard", root=trust["course"])
     assert proc.returncode == 2 and "a roster column username" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_lms_identifier_a_spreadsheet_would_run_is_refused_before_grading(trust, tmp_path):
+    """instructor trial: '+kassie' became "'+kassie" in canvas.csv, which Canvas cannot match; now refused, named"""
+    path = tmp_path / "roster.csv"
+    path.write_text(f"student,repo,section,sis_login_id\nada,{trust['made']['ada']['repo']},S1,+kassie\n",
+                    encoding="utf-8")
+    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--lms", "canvas", root=trust["course"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "ada's SIS Login ID (roster line 2) '+kassie' starts with '+'" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from kata import project
 from kata.grading import grade, points
-from kata.grading.runner import RunResult
+from kata.judge.runner import RunResult
 from kata.learner import doctor, hints, watch, worksheet
 
 from .conftest import ROOT, TOOLS, copy_solutions
@@ -366,3 +366,18 @@ def test_the_pass_memory_is_of_the_code_it_saw_not_of_the_chapter(tmp_path):
     failing = [r["message"] for r in on_done if r["status"] == "failed"]
     assert failing, "the planted mistake in chapter 8 was not caught"
     assert not [m for m in failing if "(chapter 7), which is not started" in m], failing[0]
+
+
+def test_a_check_cut_short_by_a_stub_says_which_function_it_waits_for():
+    """a ✗ whose cases either passed or stopped at a stub names that stub (learner trial: a ✗ with no reason)"""
+    from kata.judge.plugin import Result, chapter_view
+
+    cases = [Result(nodeid=f"t::{i}", chapter=None, step=None, title="start must be a whole number", status=s,
+                    message="" if s == "passed" else "not started: 12.7 rope_backward: like apply_rope (4 lines)")
+             for i, s in enumerate(["passed", "not started", "not started"])]
+    line = next(x for x in chapter_view(cases, "x", {}) if "start must be" in x)
+    assert line.split()[0] == "✗" and "(1/3 cases)" in line, line
+    assert "the rest waits for 12.7 rope_backward, not started yet" in line, line
+    failing = [*cases[:2], Result(nodeid="t::9", chapter=None, step=None, title=cases[0].title, status="failed")]
+    line = next(x for x in chapter_view(failing, "x", {}) if "start must be" in x)
+    assert "waits for" not in line, line  # a real failure is shown in full below, not excused

@@ -61,6 +61,30 @@ def test_every_notebook_is_built_from_its_source():
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
+def test_the_notebooks_prose_is_drawn_from_the_page_never_copied(chapter):
+    """a Markdown cell headed like a section of the chapter's page is that section's directive, not a hand copy"""
+    import jupytext
+
+    tools = _scripts_notebooks()
+    titles = {t for t, _ in tools._sections((ROOT / chapter.page).read_text(encoding="utf-8"))} - set(tools.OWN_SECTIONS)
+    source = jupytext.read(ROOT / "notebooks" / "src" / f"{chapter.module}.py", fmt="py:percent")
+    copied = [line[3:] for c in source.cells if c.cell_type == "markdown"
+              for line in c.source.splitlines()[:1] if line.startswith("## ") and line[3:].strip() in titles]
+    assert not copied, (f"notebooks/src/{chapter.module}.py copies the page's sections {copied}: write "
+                        f'<!-- kata:page-section "TITLE" --> instead (scripts/notebooks.py draws it from the page)')
+
+
+def test_a_page_section_directive_names_a_section_of_the_page():
+    """a directive naming a section the page does not have stops the build, naming the chapter and the title"""
+    tools = _scripts_notebooks()
+    chapter = CHAPTERS[0]
+    with pytest.raises(ValueError, match=r'chapter01_\w+: <!-- kata:page-section "No such" -->: .* has no section'):
+        tools.build('# %% [markdown]\n# <!-- kata:page-section "No such" -->\n', chapter)
+    built = json.loads(tools.build('# %% [markdown]\n# <!-- kata:page-section "The idea" -->\n', chapter))
+    assert built["cells"][0]["source"][0] == "## The idea\n"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
 def test_each_notebook_has_the_worksheet_and_a_stub_and_check_per_function(chapter):
     """the worksheet table with every step, each exercise stub verbatim with kata.check(name) right under it"""
     notebook = _notebook(chapter)
@@ -178,6 +202,23 @@ def test_the_saved_notebooks_answers_are_graded_like_files(tmp_path):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     status = {c["chapter"]: c["status"] for c in results["chapters"]}
     assert status == {1: "passed", 2: "not started"}, status
+
+
+def test_grade_without_impl_counts_the_notebooks_like_the_chapter_sessions(tmp_path):
+    """nox -s grade with no --impl: a chapter answered only in its saved notebook passes (instructor trial: 0 %)"""
+    root = course_copy(tmp_path / "course")
+    (root / "grading.toml").write_text("", encoding="utf-8")
+    chapter = answer_key.load(1)
+    nbformat.write(solved(_notebook(chapter), chapter.module), root / "notebooks" / f"{chapter.module}.ipynb")
+    out = tmp_path / "grade"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "kata", "grade", "--chapters", "1,2", "--out", str(out)], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "functions finished in notebooks/ in their place (chapters 1)" in proc.stdout, proc.stdout
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {c["chapter"]: c["status"] for c in results["chapters"]} == {1: "passed", 2: "not started"}
+    assert results["implementation"] == "exercises and notebooks"
 
 
 HELPER_SOFTMAX = textwrap.dedent('''\

@@ -173,6 +173,21 @@ def test_a_release_after_grading_refuses_the_roster_and_the_gradebook(tmp_path):
     assert "notes/marks-2027.xlsx" in written and "included (--include): notes/marks-2027.xlsx" in proc.stdout
     assert not [p for p in written if p.startswith(("class/", "gradebook/")) or ".cache" in p], written
 
+    # an instructor's trial: copies of the gradebook and the roster saved inside the course's own folders
+    for name in ("data/grades-2027.csv", "exercises/class_list.csv", "docs/class-notes.md"):
+        (course / name).parent.mkdir(parents=True, exist_ok=True)
+        (course / name).write_text("ana,ana@example.invalid,80\n", encoding="utf-8")
+    proc = tool("release", str(tmp_path / "edition3"), "--include", "notes", root=course)
+    assert proc.returncode == 2 and "not committed to git" in proc.stdout, proc.stdout + proc.stderr
+    for name in ("data/grades-2027.csv", "exercises/class_list.csv", "docs/class-notes.md"):
+        assert name in proc.stdout, (name, proc.stdout)
+    assert not (tmp_path / "edition3").exists() or not any((tmp_path / "edition3").iterdir())
+    proc = tool("release", str(tmp_path / "edition3"), "--include", "notes", "--include", "docs/class-notes.md",
+                root=course)
+    assert proc.returncode == 2 and "docs/class-notes.md" not in proc.stdout.split("--include PATH", 1)[1], proc.stdout
+    for name in ("data/grades-2027.csv", "exercises/class_list.csv", "docs/class-notes.md"):
+        (course / name).unlink()
+
     shutil.rmtree(course / ".git")  # no git: every file is a candidate, the gradebook and its cache too
     proc = tool("release", str(tmp_path / "edition2"), root=course)
     assert proc.returncode == 2, proc.stdout

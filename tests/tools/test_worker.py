@@ -135,6 +135,7 @@ def test_arrays_numbers_and_containers_cross_as_they_are(worker):
     assert type(f32) is np.float32 and type(i64) is np.int64 and type(flag) is np.bool_
     assert big == float(2**70)
     assert call(worker, "echo", [1, 2]) == [1, 2] and call(worker, "echo", (1, 2)) == (1, 2)
+    assert call(worker, "echo", {256: b"ab", 0: b""}) == {256: b"ab", 0: b""}  # chapter 14's vocabularies
 
 
 def test_a_result_that_is_its_argument_or_a_view_of_it_stays_so(worker):

@@ -19,6 +19,8 @@ def _small(value) -> bool:
         return len(value) <= 2 and all(_small(v) for v in value)
     if isinstance(value, dict):
         return all(_small(v) for v in value.values())
+    if isinstance(value, (str, bytes)):  # a text's size is its length (chapter 14)
+        return len(value) <= LIMIT
     return True
 
 
@@ -27,6 +29,10 @@ def _zeros(value):
         return np.zeros_like(value)
     if isinstance(value, float):
         return 0.0
+    if isinstance(value, int) and not isinstance(value, bool):  # an id or a count (chapter 14)
+        return 0
+    if isinstance(value, (str, bytes)):
+        return value[:0]
     if isinstance(value, tuple):
         return tuple(_zeros(v) for v in value)
     if isinstance(value, list):

@@ -1,6 +1,9 @@
 """Run chapter tests in a child pytest process that whatever the learner's code does cannot break.
 
-- Every result streams to a file (``kata.grading.stream``), so nothing is lost if the child dies.
+The one child runner of the tools that need the results (the grade, the worksheet, a notebook's check);
+the chapter views on a terminal (``nox -s chapterN``, the watcher) run pytest in the foreground instead.
+
+- Every result streams to a file (``kata.judge.stream``), so nothing is lost if the child dies.
 - The child is the judge: the learner's code runs in its worker (``kata/worker``), where each call has
   ``timeout`` seconds; a function that does not return is stopped there and named. A per-test guard
   (pytest-timeout) and a watchdog here catch anything else that stalls a test; a repository's whole
@@ -17,14 +20,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MACHINERY = Path(__file__).resolve().parents[2]  # the folder that holds the kata package
-KEEP_OUTPUT = 16_384  # characters of the child's output kept for diagnostics
+from ..process import Drain, kill_tree
+from ..project import ROOT  # the folder that holds the kata package
+
 GRACE = 2.0  # seconds past the per-test guard before the watchdog steps in (at most)
 BUDGET_SPENT = "not run: time budget spent"
 
@@ -47,29 +49,7 @@ class RunResult:
     protections: list[str] = field(default_factory=list)
     uses: dict[str, dict[str, str]] = field(default_factory=dict)  # chapter module -> earlier functions it uses
     calls: dict[str, set[str]] = field(default_factory=dict)  # nodeid -> learner functions it called
-
-
-class _Drain(threading.Thread):
-    """Reads a pipe to its end and keeps only the last ``KEEP_OUTPUT`` characters."""
-
-    def __init__(self, stream) -> None:
-        super().__init__(daemon=True)
-        self.stream = stream
-        self.chunks: deque[bytes] = deque()
-        self.size = 0
-
-    def run(self) -> None:
-        while True:
-            chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
-            if not chunk:
-                break
-            self.chunks.append(chunk)
-            self.size += len(chunk)
-            while self.size - len(self.chunks[0]) > KEEP_OUTPUT and len(self.chunks) > 1:
-                self.size -= len(self.chunks.popleft())
-
-    def tail(self) -> str:
-        return b"".join(self.chunks)[-KEEP_OUTPUT:].decode("utf-8", "replace")
+    not_importing: dict[int, str] = field(default_factory=dict)  # chapter -> why its module does not import
 
 
 def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), shown_as: str = "") -> dict[str, str]:
@@ -80,7 +60,7 @@ def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), s
     env = dict(os.environ)
     for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_TIMEOUT", "PYTHONSTARTUP"):
         env.pop(name, None)
-    tools = root if (root / "kata" / "__init__.py").is_file() else MACHINERY
+    tools = root if (root / "kata" / "__init__.py").is_file() else ROOT
     paths = [str(p) for p in (*extra_paths, tools)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
@@ -136,7 +116,7 @@ def run_tests(
         cmd = [
             sys.executable, "-m", "pytest",
             "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
-            "-p", "no:cacheprovider", "-p", "kata.grading.stream",
+            "-p", "no:cacheprovider", "-p", "kata.judge.stream",
             "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic", "--tb=no",
             f"--timeout={test_guard(timeout):g}", f"--call-timeout={timeout:g}",
             f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
@@ -157,7 +137,7 @@ def run_tests(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        drain = _Drain(proc.stdout)
+        drain = Drain(proc.stdout)
         drain.start()
         killed = _watch(proc, stream, run, test_guard(timeout), collect_budget, attempt == 1, deadline)
         drain.join(timeout=5)
@@ -213,6 +193,7 @@ def part(run: RunResult, files: list[str]) -> RunResult:
         protections=run.protections,
         uses=run.uses,
         calls={n: c for n, c in run.calls.items() if mine(n)},
+        not_importing=run.not_importing,
     )
 
 
@@ -236,27 +217,15 @@ def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: f
                 collected = True
         now = time.monotonic()
         if deadline is not None and now > deadline:
-            kill(proc)
+            kill_tree(proc)
             return BUDGET_SPENT
         if current is not None and now - since > timeout + min(GRACE, max(0.5, timeout)):
-            kill(proc)
+            kill_tree(proc)
             return f"timed out: still running after {timeout:g} s (the test was stopped from outside)"
         if not collected and now - born > collect_budget:
-            kill(proc)
+            kill_tree(proc)
             return f"timed out: loading the tests took more than {collect_budget:g} s"
     return ""
-
-
-def kill(proc: subprocess.Popen) -> None:
-    """End ``proc`` and the processes it started (its session), and wait for it."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 def _events(stream: Path, offset: int) -> tuple[int, list[dict]]:
@@ -291,6 +260,8 @@ def _apply(event: dict, run: RunResult) -> None:
         run.calls.setdefault(str(body.get("nodeid")), set()).add(str(body.get("function")))
     elif kind == "uses" and isinstance(body.get("uses"), dict):
         run.uses.update(body["uses"])
+    elif kind == "not-importing" and isinstance(body.get("chapters"), dict):
+        run.not_importing.update({int(k): str(v) for k, v in body["chapters"].items()})
 
 
 def _current(stream: Path) -> str | None:

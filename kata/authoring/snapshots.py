@@ -1,4 +1,4 @@
-"""Write the chapters' snapshots from solutions/: ``python -m tests.tools.snapshots``.
+"""Write the chapters' snapshots from solutions/: ``python -m kata.authoring.snapshots``.
 
 Authors only (the student edition has neither this file nor solutions/). Each chapter's builder draws seeded
 inputs, runs the reference implementation on them and stores inputs, results, central-difference gradients
@@ -733,8 +733,363 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
     return data
 
 
+# -- chapter 13 ----------------------------------------------------------------------------------------
+def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
+    """Chapter 13: RMSNorm, SiLU, SwiGLU (and the block) on seeded inputs, numerical gradients, classic mistakes."""
+    from kata.judge import answer_key
+    from solutions import chapter13_modern_block as s
+
+    rng = np.random.default_rng(1313 if seed is None else seed)
+    data: dict[str, np.ndarray] = {}
+
+    def put(prefix, **values):
+        for name, value in values.items():
+            data.update(flatten(value, f"{prefix}/{name}"))
+
+    def rms(x, eps=1e-6):
+        return np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+
+    # 13.3 and 13.7: the gradients the worksheet does not print
+    step = answer_key.load(13).step("13.3")
+    x, g, d_out = step.input("x"), step.input("g"), step.input("d_out")
+    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v)), g))
+    step = answer_key.load(13).step("13.7")
+    args = [step.input(k) for k in ("x", "W_gate", "W_up", "W_down")]
+    R = step.input("d_out")
+    put("ws_13_7", **{k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
+                                                                                 for i in range(4)])[0]), args[j])
+                      for j, k in enumerate(("W_gate", "W_up", "W_down"), start=1)})
+
+    for i, shape in enumerate([(3, 5), (6, 4), (2, 3, 7), (4, 1), (8, 16), (5,)]):
+        x = rng.normal(size=shape) * 2 + 1  # rows with a mean far from 0: LayerNorm's answer is far from ours
+        g = rng.normal(size=shape[-1])
+        xc = x - x.mean(axis=-1, keepdims=True)
+        put(f"rms_norm/{i}", x=x, g=g, out=s.rms_norm(x, g), centred=g * xc / rms(xc),
+            eps_outside=g * x / (np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) + 1e-6),
+            whole_array=g * x / np.sqrt(np.mean(x * x) + 1e-6))
+    x, g = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]]), np.array([1.5, -1.0, 2.0])
+    put("rms_norm_eps", x=x, g=g, out=s.rms_norm(x, g), out_eps=s.rms_norm(x, g, eps=0.5))
+
+    for i, (shape, eps) in enumerate([((3, 5), 1e-6), ((4, 2), 1e-6), ((2, 3, 6), 0.5), ((8, 16), 1e-6)]):
+        x, g, R = rng.normal(size=shape), rng.normal(size=shape[-1]), rng.normal(size=shape)
+        put(f"rms_norm_backward/{i}", x=x, g=g, d_out=R, eps=eps,
+            dx=numerical_gradient(lambda v: np.sum(R * s.rms_norm(v, g, eps=eps)), x),
+            dg=numerical_gradient(lambda v: np.sum(R * s.rms_norm(x, v, eps=eps)), g),
+            direct_path_only=g * R / rms(x, eps))
+
+    x = rng.uniform(-8, 8, size=(4, 6))
+    put("silu", x=x, out=s.silu(x), sigmoid=1 / (1 + np.exp(-x)))
+    x = np.array([-1000.0, -40.0, 40.0, 1000.0])
+    put("silu_stable", out=s.silu(x), slope=s.silu_backward(x, np.ones(4)))
+    x, R = rng.normal(size=(3, 5)) * 3, rng.normal(size=(3, 5))
+    put("silu_backward", x=x, d_out=R, dx=numerical_gradient(lambda v: np.sum(R * s.silu(v)), x),
+        sigmoid_only=R / (1 + np.exp(-x)), no_d_out=s.silu_backward(x, np.ones_like(x)))
+
+    def swiglu_case(seq, d, d_ff):
+        return (rng.normal(size=(seq, d)), rng.normal(size=(d, d_ff)), rng.normal(size=(d, d_ff)),
+                rng.normal(size=(d_ff, d)))
+
+    names = ("x", "W_gate", "W_up", "W_down")
+    for i, (seq, d, d_ff) in enumerate([(3, 4, 6), (1, 3, 2), (8, 16, 12), (2, 1, 3), (3, 2, 1)]):
+        x, Wg, Wu, Wd = swiglu_case(seq, d, d_ff)
+        out, _ = s.swiglu(x, Wg, Wu, Wd)
+        put(f"swiglu/{i}", x=x, W_gate=Wg, W_up=Wu, W_down=Wd, out=out, gate_on_up=(s.silu(x @ Wu) * (x @ Wg)) @ Wd)
+    for i, (seq, d, d_ff) in enumerate([(3, 4, 6), (2, 5, 3), (8, 16, 12)]):
+        args = list(swiglu_case(seq, d, d_ff))
+        R = rng.normal(size=(seq, d))
+        grads = {k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
+                                                                            for i in range(4)])[0]), args[j])
+                 for j, k in enumerate(names)}
+        put(f"swiglu_backward/{i}", **dict(zip(names, args, strict=True)), d_out=R, grads=grads)
+
+    # -- rotary multi-head attention and the pre-norm block ---------------------------------------------------
+    from solutions.chapter12_rope import apply_rope
+
+    keys = ("WQ", "WK", "WV", "WO")
+
+    def attention_params(d):
+        return {k: rng.normal(size=(d, d)) / np.sqrt(d) * (2.0 if k in ("WQ", "WK") else 1.0) for k in keys}
+
+    def heads(M, n):  # (seq, d) -> (n, seq, d / n)
+        return M.reshape(len(M), n, -1).transpose(1, 0, 2)
+
+    def attend(x, p, n, base=10000.0, rotate_v=False, rotate=True, whole=False, scale=None, mask=True):
+        """An oracle written out with NumPy (ch. 12's apply_rope for the rotation): the values mistakes give."""
+        Q, K, V = x @ p["WQ"], x @ p["WK"], x @ p["WV"]
+        if whole:
+            Q, K = apply_rope(Q, base), apply_rope(K, base)
+        Qh, Kh, Vh = heads(Q, n), heads(K, n), heads(V, n)
+        if rotate and not whole:
+            Qh, Kh = apply_rope(Qh, base), apply_rope(Kh, base)
+        if rotate_v:
+            Vh = apply_rope(Vh, base)
+        S = Qh @ Kh.transpose(0, 2, 1) / np.sqrt(scale or Qh.shape[-1])
+        if mask:
+            S = np.where(np.tril(np.ones((len(x), len(x)), dtype=bool)), S, -np.inf)
+        P = np.exp(S - S.max(axis=-1, keepdims=True))
+        P /= P.sum(axis=-1, keepdims=True)
+        return (P @ Vh).transpose(1, 0, 2).reshape(x.shape) @ p["WO"]
+
+    # 13.10 and 13.11: the weights' gradients the worksheet does not print
+    for step_id in ("13.10", "13.11"):
+        step = answer_key.load(13).step(step_id)
+        x = step.input("x")
+        if step_id == "13.10":
+            p, R, fn = {k: step.input(k) for k in keys}, step.input("d_out"), s.rope_multi_head_attention
+        else:
+            p, R = {k: np.array(v, dtype=np.float64) for k, v in step.inputs["params"].items()}, step.input("d_y")
+            fn = s.prenorm_block
+        put(f"ws_{step_id.replace('.', '_')}", **{k: numerical_gradient(
+            lambda v, k=k: np.sum(R * fn(x, {**p, k: v}, 2)[0]), p[k]) for k in p})
+
+    for i, (seq, d, n, base) in enumerate([(5, 8, 2, 10000.0), (3, 4, 1, 10000.0), (8, 16, 4, 10000.0),
+                                           (1, 6, 3, 10000.0), (6, 8, 2, 100.0)]):
+        x, p = rng.normal(size=(seq, d)), attention_params(d)
+        out, _ = s.rope_multi_head_attention(x, p, n, base=base)
+        put(f"attention/{i}", x=x, params=p, n_heads=n, base=base, out=out,
+            rotate_v=attend(x, p, n, base, rotate_v=True),
+            no_rope=attend(x, p, n, base, rotate=False), whole_width=attend(x, p, n, base, whole=True),
+            scale_d_model=attend(x, p, n, base, scale=d), no_mask=attend(x, p, n, base, mask=False),
+            base_10000=attend(x, p, n))
+    x, p = rng.normal(size=(6, 8)), attention_params(8)
+    put("causal", x=x, params=p)
+
+    for i, (seq, d, n, base) in enumerate([(3, 4, 2, 10000.0), (5, 8, 2, 100.0), (4, 6, 1, 10000.0)]):
+        x, p, R = rng.normal(size=(seq, d)), attention_params(d), rng.normal(size=(seq, d))
+        args = {"x": x, **p}
+
+        def attention_loss(a):
+            return np.sum(R * s.rope_multi_head_attention(a["x"], a, n, base=base)[0])
+
+        grads = {k: numerical_gradient(lambda v, k=k: attention_loss({**args, k: v}), args[k]) for k in args}
+        # the rotation not undone: the gradients of the rotated queries and keys taken as dQ and dK
+        Qr, Kr = (apply_rope(heads(x @ p[k], n), base).transpose(1, 0, 2).reshape(seq, d) for k in ("WQ", "WK"))
+        dQr = numerical_gradient(lambda Q: np.sum(R * attend_given(Q, Kr, x @ p["WV"], p["WO"], n)), Qr)
+        dKr = numerical_gradient(lambda K: np.sum(R * attend_given(Qr, K, x @ p["WV"], p["WO"], n)), Kr)
+        dV = numerical_gradient(lambda V: np.sum(R * attend_given(Qr, Kr, V, p["WO"], n)), x @ p["WV"])
+        not_undone = {"x": dQr @ p["WQ"].T + dKr @ p["WK"].T + dV @ p["WV"].T, "WQ": x.T @ dQr, "WK": x.T @ dKr}
+        put(f"attention_backward/{i}", x=x, params=p, n_heads=n, base=base, d_out=R, grads=grads,
+            not_undone=not_undone)
+
+    def random_block(d, d_ff):
+        return {"g1": 1 + 0.3 * rng.normal(size=d), **attention_params(d), "g2": 1 + 0.3 * rng.normal(size=d),
+                "W_gate": rng.normal(size=(d, d_ff)) / np.sqrt(d), "W_up": rng.normal(size=(d, d_ff)) / np.sqrt(d),
+                "W_down": rng.normal(size=(d_ff, d)) / np.sqrt(d_ff)}
+
+    def post_norm(x, p, n):
+        x1 = s.rms_norm(x + s.rope_multi_head_attention(x, p, n)[0], p["g1"])
+        return s.rms_norm(x1 + s.swiglu(x1, p["W_gate"], p["W_up"], p["W_down"])[0], p["g2"])
+
+    def no_residual(x, p, n):
+        a = s.rope_multi_head_attention(s.rms_norm(x, p["g1"]), p, n)[0]
+        return s.swiglu(s.rms_norm(a, p["g2"]), p["W_gate"], p["W_up"], p["W_down"])[0]
+
+    for i, (seq, d, d_ff, n) in enumerate([(4, 8, 12, 2), (8, 16, 8, 4), (2, 4, 3, 1)]):
+        x, p = rng.normal(size=(seq, d)), random_block(d, d_ff)
+        y, _ = s.prenorm_block(x, p, n)
+        put(f"block/{i}", x=x, params=p, n_heads=n, y=y, post_norm=post_norm(x, p, n), no_residual=no_residual(x, p, n),
+            gains_swapped=s.prenorm_block(x, {**p, "g1": p["g2"], "g2": p["g1"]}, n)[0])
+
+    for i, (seq, d, d_ff, n) in enumerate([(3, 4, 6, 2), (5, 8, 6, 4), (4, 6, 5, 1)]):
+        x, p, R = rng.normal(size=(seq, d)), random_block(d, d_ff), rng.normal(size=(seq, d))
+        args = {"x": x, **p}
+
+        def block_loss(a):
+            return np.sum(R * s.prenorm_block(a["x"], {k: a[k] for k in p}, n)[0])
+
+        grads = {k: numerical_gradient(lambda v, k=k: block_loss({**args, k: v}), args[k]) for k in args}
+        # dx without the residual paths: only the gradient through RMSNorm₁ and attention, of dx₁ through the branch
+        h1 = s.rms_norm(x, p["g1"])
+        x1 = x + s.rope_multi_head_attention(h1, p, n)[0]
+        branch2 = numerical_gradient(lambda v: np.sum(R * s.swiglu(s.rms_norm(v, p["g2"]), p["W_gate"], p["W_up"],
+                                                                     p["W_down"])[0]), x1)
+        branch1 = numerical_gradient(lambda v: np.sum(branch2 * s.rope_multi_head_attention(s.rms_norm(v, p["g1"]), p,
+                                                                                             n)[0]), x)
+        put(f"block_backward/{i}", x=x, params=p, n_heads=n, d_y=R, grads=grads, no_residual_path=branch1)
+
+    p = random_block(8, 6)
+    p["WO"], p["W_down"] = np.zeros((8, 8)), np.zeros((6, 8))
+    put("identity", x=rng.normal(size=(5, 8)), params=p, d_y=rng.normal(size=(5, 8)))
+    return data
+
+
+def attend_given(Q, K, V, WO, n):
+    """Causal multi-head attention of given (already rotated) Q, K, V of shape (seq, d_model), then W_O."""
+    seq, d = Q.shape
+    Qh, Kh, Vh = (M.reshape(seq, n, -1).transpose(1, 0, 2) for M in (Q, K, V))
+    S = np.where(np.tril(np.ones((seq, seq), dtype=bool)), Qh @ Kh.transpose(0, 2, 1) / np.sqrt(d // n), -np.inf)
+    P = np.exp(S - S.max(axis=-1, keepdims=True))
+    P /= P.sum(axis=-1, keepdims=True)
+    return (P @ Vh).transpose(1, 0, 2).reshape(seq, d) @ WO
+
+
 BUILDERS = {4: chapter4, 5: chapter5, 6: chapter6, 7: chapter7, 8: chapter8, 9: chapter9, 10: chapter10,
-            11: chapter11, 12: chapter12}
+            11: chapter11, 12: chapter12, 13: chapter13}
+
+
+
+def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
+    """Chapter 14: byte-pair encoding on seeded texts (runs, ties, two- to four-byte characters), classic mistakes.
+
+    Texts are stored as arrays of code points and merges as (k, 3) arrays of (a, b, new_id): a snapshot holds
+    numbers only. The mistakes' values come from scripts/audit_chapter14.py's slow, obvious rules.
+    """
+    from kata.judge.answer_key import ROOT
+    from solutions import chapter14_bpe as s
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import audit_chapter14 as audit
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    rng = np.random.default_rng(1414 if seed is None else seed)
+    data: dict[str, np.ndarray] = {}
+
+    def ints(values):
+        return np.asarray(list(values), dtype=np.int64).reshape(-1)
+
+    def table(merges):
+        return np.asarray([[a, b, t] for (a, b), t in merges], dtype=np.int64).reshape(-1, 3)
+
+    def text(n, alphabet):
+        return "".join(alphabet[int(i)] for i in rng.integers(0, len(alphabet), size=n))
+
+    def points(t):
+        return ints(ord(c) for c in t)
+
+    def counts_table(counts):
+        return np.asarray([[a, b, c] for (a, b), c in sorted(counts.items())], dtype=np.int64).reshape(-1, 3)
+
+    small = "aab é🙂c"  # runs of a, ties, two- and four-byte characters
+    wide = [chr(c) for c in (*range(32, 127), *range(0xA0, 0x180), *range(0x3041, 0x3097), *range(0x4E00, 0x4E40),
+                             *range(0x1F600, 0x1F650), 0x10FFFF)]
+    # to_byte_ids on any Unicode text
+    for i, n in enumerate((0, 1, 7, 30)):
+        t = text(n, wide)
+        data[f"bytes/{i}/text"], data[f"bytes/{i}/ids"] = points(t), ints(s.to_byte_ids(t))
+    # count_pairs on ids with runs
+    for i, (n, k) in enumerate(((0, 3), (1, 3), (2, 2), (13, 2), (40, 3), (60, 5))):
+        ids = [int(x) for x in rng.integers(0, k, size=n) * 40 + 60]
+        data[f"pairs/{i}/ids"] = ints(ids)
+        data[f"pairs/{i}/counts"] = counts_table(s.count_pairs(ids))
+        data[f"pairs/{i}/non_overlapping"] = counts_table(audit.pair_counts(ids, overlapping=False))
+    # most_frequent_pair: ties at the top, stored in a shuffled order
+    for i, (n_pairs, top) in enumerate(((1, 5), (4, 3), (9, 2), (16, 7))):
+        pairs = {(int(a), int(b)) for a, b in rng.integers(0, 300, size=(3 * n_pairs, 2))}
+        pairs = sorted(pairs)[:n_pairs]
+        order = [pairs[int(j)] for j in rng.permutation(len(pairs))]
+        counts = {p: top if j % 2 == 0 else int(rng.integers(1, top)) for j, p in enumerate(order)}
+        data[f"best/{i}/counts"] = np.asarray([[a, b, c] for (a, b), c in counts.items()], dtype=np.int64)
+        data[f"best/{i}/pair"] = ints(s.most_frequent_pair(counts))
+        data[f"best/{i}/largest"] = ints(audit.best(counts, "largest"))
+        data[f"best/{i}/first"] = ints(audit.best(counts, "first"))
+    # merge_pair: a == b runs and a != b pairs
+    for i, (n, k, pair) in enumerate(((0, 2, (1, 1)), (1, 2, (1, 1)), (9, 2, (1, 1)), (25, 3, (0, 2)),
+                                     (40, 2, (0, 0)), (30, 4, (3, 1)), (2, 1, (0, 0)), (12, 3, (2, 1)))):
+        ids = [int(x) for x in rng.integers(0, k, size=n)]
+        if i >= 6:  # the pair at the very end
+            ids[-2:] = pair
+        new = 256 + i
+        data[f"merge/{i}/ids"], data[f"merge/{i}/pair"], data[f"merge/{i}/new_id"] = ints(ids), ints(pair), ints([new])
+        data[f"merge/{i}/out"] = ints(s.merge_pair(ids, pair, new))
+        data[f"merge/{i}/from_right"] = ints(audit.replace(ids, pair, new, from_right=True))
+    # train_bpe: runs, ties, multi-byte characters; the last one runs out of pairs before vocab_size
+    for i, (n, extra, alphabet) in enumerate(((40, 6, small), (120, 20, small), (200, 35, small), (80, 60, small),
+                                               (3, 10, small), (90, 25, "\x01\x01\x01\x02 a"))):
+        t = text(n, alphabet)
+        merges = s.train_bpe(t, 256 + extra)
+        data[f"train/{i}/text"], data[f"train/{i}/vocab_size"] = points(t), ints([256 + extra])
+        data[f"train/{i}/merges"] = table(merges)
+        for name, kw in (("largest", {"tie": "largest"}), ("first", {"tie": "first"}),
+                         ("from_right", {"from_right": True}), ("non_overlapping", {"overlapping": False})):
+            data[f"train/{i}/{name}"] = table(audit.train(t, 256 + extra, **kw))
+        vocab = s.build_vocab(merges)
+        data.update(flatten([ints(vocab[new]) for _, new in merges], f"train/{i}/tokens"))
+        data.update(flatten([ints(vocab[b] + vocab[a]) for (a, b), _ in merges], f"train/{i}/right_first"))
+        # encode and decode other texts with these merges
+        other = text(n // 2 + 5, alphabet)
+        ids = s.encode(other, merges)
+        data[f"train/{i}/other"], data[f"train/{i}/encoded"] = points(other), ints(ids)
+        data[f"train/{i}/by_frequency"] = ints(audit.encode(other, [[list(p), m] for p, m in merges],
+                                                             by_frequency=True))
+        data[f"train/{i}/reversed"] = ints(audit.encode(other, [[list(p), m] for p, m in reversed(merges)]))
+        table_ = audit.token_bytes(merges)
+        data[f"train/{i}/per_token"] = points(audit.decode(ids, table_, per_token=True))
+    # round trips: random Unicode texts, encoded with merges learned on another one
+    for i, n in enumerate((0, 1, 5, 40, 120)):
+        data[f"roundtrip/{i}/text"] = points(text(n, wide))
+    return data
+
+
+BUILDERS[14] = chapter14
+
+
+# -- chapter 15 ----------------------------------------------------------------------------------------
+def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
+    """Chapter 15: AdamW runs, schedules and clipping on other shapes and settings; classic mistakes."""
+    from solutions import chapter15_adamw as s
+
+    rng = np.random.default_rng(1515 if seed is None else seed)
+    data: dict[str, np.ndarray] = {}
+
+    def put(prefix, **values):
+        for name, value in values.items():
+            data.update(flatten(value, f"{prefix}/{name}"))
+
+    def variant(params, grads_seq, lrs, hyper, mode):
+        """The weights after the run with one classic mistake: "uncorrected", "coupled" or "eps_inside"."""
+        b1, b2, eps, lam = hyper["beta1"], hyper["beta2"], hyper["eps"], hyper["weight_decay"]
+        w = {k: p.copy() for k, p in params.items()}
+        m = {k: np.zeros_like(p) for k, p in params.items()}
+        v = {k: np.zeros_like(p) for k, p in params.items()}
+        for t, (grads, lr) in enumerate(zip(grads_seq, lrs, strict=True), start=1):
+            for k in w:
+                g = grads[k] + lam * w[k] if mode == "coupled" else grads[k]
+                m[k] = b1 * m[k] + (1 - b1) * g
+                v[k] = b2 * v[k] + (1 - b2) * g * g
+                m_hat, v_hat = (m[k], v[k]) if mode == "uncorrected" else (m[k] / (1 - b1**t), v[k] / (1 - b2**t))
+                root = np.sqrt(v_hat + eps) if mode == "eps_inside" else np.sqrt(v_hat) + eps
+                w[k] = w[k] - lr * (m_hat / root + (0.0 if mode == "coupled" else lam * w[k]))
+        return w
+
+    cases = [({"W": (3, 5), "b": (5,)}, 3, 1.0, {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}),
+             ({"E": (4, 2, 3), "W": (2, 6), "g": (6,)}, 5, 1.0,
+              {"beta1": 0.8, "beta2": 0.99, "eps": 1e-8, "weight_decay": 0.1}),
+             ({"x": (7,)}, 2, 0.01, {"beta1": 0.9, "beta2": 0.999, "eps": 1e-3, "weight_decay": 0.0}),
+             ({"W1": (5, 3), "W2": (3, 5)}, 4, 100.0, {"beta1": 0.5, "beta2": 0.9, "eps": 1e-6, "weight_decay": 0.5})]
+    for i, (shapes, n_steps, scale, hyper) in enumerate(cases):
+        params = {k: rng.normal(size=shape) for k, shape in shapes.items()}
+        grads_seq = [{k: rng.normal(size=shape) * scale for k, shape in shapes.items()} for _ in range(n_steps)]
+        lrs = [float(x) for x in rng.uniform(0.01, 0.1, size=n_steps)]
+        w, state = params, s.adamw_init(params)
+        for grads, lr in zip(grads_seq, lrs, strict=True):
+            w, state = s.adamw_step(w, grads, state, lr, **hyper)
+        put(f"adamw/{i}", params=params, grads=grads_seq, lrs=np.array(lrs), hyper=hyper, out=w, m=state["m"],
+            v=state["v"],
+            step=state["step"],
+            mistakes={mode: variant(params, grads_seq, lrs, hyper, mode)
+                      for mode in ("uncorrected", "coupled", "eps_inside")})
+
+    schedules = [(3e-4, 3e-5, 10, 50), (1.0, 0.0, 0, 8), (0.5, 0.1, 6, 6), (2e-3, 2e-4, 1, 20), (1e-2, 1e-2, 3, 9)]
+    for i, (max_lr, min_lr, warmup, total) in enumerate(schedules):
+        kw = {"max_lr": max_lr, "min_lr": min_lr, "warmup_steps": warmup, "total_steps": total}
+        steps = np.arange(total + 3)
+        put(f"schedule/{i}", max_lr=max_lr, min_lr=min_lr, warmup=warmup, total=total, steps=steps,
+            lr=np.array([s.lr_at(int(t), **kw) for t in steps]),
+            off_by_one=np.array([0.0 if t == 0 else s.lr_at(int(t) - 1, **kw) for t in steps]))
+
+    clips = [({"W": (3, 5), "b": (5,)}, 1.0), ({"E": (4, 2, 3), "W": (2, 6), "g": (6,)}, 2.5),
+             ({"x": (7,)}, 0.5), ({"W1": (5, 3), "W2": (3, 5), "b": (1,)}, 100.0)]
+    for i, (shapes, max_norm) in enumerate(clips):
+        grads = {k: rng.normal(size=shape) for k, shape in shapes.items()}
+        clipped, norm = s.clip_by_global_norm(grads, max_norm)
+        put(f"clip/{i}", grads=grads, max_norm=max_norm, clipped=clipped, norm=norm,
+            per_tensor={k: s.clip_by_global_norm({k: g}, max_norm)[0][k] for k, g in grads.items()},
+            sum_of_norms=sum(float(np.linalg.norm(g)) for g in grads.values()))
+    return data
+
+
+BUILDERS[15] = chapter15
 
 
 def build(chapter: int, seed: int | None = None) -> dict[str, np.ndarray]:

@@ -1,6 +1,6 @@
 """A pytest plugin for the tools: streams every result to a file the moment it is known.
 
-Loaded with ``-p kata.grading.stream --kata-stream FILE`` next to the kata plugin (root
+Loaded with ``-p kata.judge.stream --kata-stream FILE`` next to the kata plugin (root
 ``conftest.py``), which decides each test's status (passed, failed, not started, error, timed out).
 This plugin only writes those results down, one JSON object per line, flushed at once, so that a
 run which has to be killed (an endless loop that ignores the timeout, a crash) still leaves every
@@ -14,6 +14,8 @@ Events, one per line:
 - ``{"event": "result", "nodeid", "chapter", "step", "title", "status", "message", "got", "functions"}``.
 - ``{"event": "call", "nodeid", "function"}``: a test calls a learner's function (first time only).
 - ``{"event": "protections", "protections": [...]}``: what guarded the learner's process.
+- ``{"event": "uses", "uses": {module: {function: earlier module}}}``: what each chapter uses of earlier ones.
+- ``{"event": "not-importing", "chapters": {chapter: message}}``: the chapters whose module does not import.
 """
 
 from __future__ import annotations
@@ -67,7 +69,9 @@ class Stream:
         self.started: dict[str, float] = {}
         self._protections_said: list[str] = []
         if config.getoption("kata_record_values"):
-            self._record_values()
+            from . import checks
+
+            checks.RECORDED = self.got  # ``expect`` keeps each worksheet step's value there
 
     def emit(self, **event: Any) -> None:
         """Write one event as a JSON line, at once."""
@@ -140,38 +144,18 @@ class Stream:
                 "(an endless loop at module level?)"
             )
 
-    def _record_values(self) -> None:
-        """Wrap the kata's ``expect`` so that the value each worksheet step produced is kept."""
-        import kata
-        from kata import checks
-
-        original = checks.expect
-        got = self.got
-
-        def expect(step, value, **kwargs):  # noqa: ANN001, ANN202 - same signature as kata.checks.expect
-            try:
-                got[step.id] = json.loads(json.dumps(value, default=_jsonable))
-            except (TypeError, ValueError):
-                got[step.id] = repr(value)
-            return original(step, value, **kwargs)
-
-        checks.expect = expect
-        kata.expect = expect
-
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Say which protections applied to the learner's process."""
         worker = self.config.stash[self.kata.STATE].worker
         self._say_protections(worker)
         if worker is not None and worker.uses:
             self.emit(event="uses", uses=worker.uses)
+        state = self.config.stash[self.kata.STATE]
+        broken = {str(k): v for k, v in state.chapters_seen.items() if v}
+        if broken:
+            self.emit(event="not-importing", chapters=broken)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Close the stream."""
         self.file.close()
 
-
-def _jsonable(value: Any) -> Any:
-    tolist = getattr(value, "tolist", None)
-    if tolist is not None:
-        return tolist()
-    raise TypeError(type(value).__name__)

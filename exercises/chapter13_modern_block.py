@@ -1,0 +1,303 @@
+"""Chapter 13: The Modern Block — RMSNorm, SiLU and SwiGLU, and the pre-norm block with rotary attention.
+
+The block today's open models repeat dozens of times. Chapter 10's block normalised with LayerNorm and
+fed a ReLU network; this one swaps in the pieces those models use instead. **RMSNorm** divides each row
+by its root mean square and multiplies by a learned gain ``g``: no mean subtracted, no shift added.
+**SwiGLU** is a feed-forward layer with two input projections: one goes through SiLU, x·σ(x), and
+*gates* the other entry by entry before the output projection. Attention has several heads (chapter 11)
+whose queries and keys are rotated by position (chapter 12). The **pre-norm** block puts them together:
+``x1 = x + attention(rmsnorm(x))``, then ``y = x1 + swiglu(rmsnorm(x1))``. ``rms_norm`` and ``silu``
+return an array, and their backward passes take the input again; SwiGLU, the attention and the block
+return ``(output, cache)``, and their backward passes take the cache back and return the gradients in a
+dict.
+Row-vector convention throughout: one row per position, ``x @ W``.
+
+Worksheet: this course's own; see docs/chapters/13-modern-block.md.
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
+"""
+
+import numpy as np
+
+from .chapter04_attention import causal_mask, scaled_dot_product_attention  # noqa: F401 - yours to use
+from .chapter07_backprop import attention_backward, linear_backward  # noqa: F401 - yours to use
+from .chapter11_multi_head_attention import merge_heads, split_heads  # noqa: F401 - yours to use
+from .chapter12_rope import apply_rope, rope_backward  # noqa: F401 - yours to use
+
+ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
+BLOCK_KEYS = ("g1", "WQ", "WK", "WV", "WO", "g2", "W_gate", "W_up", "W_down")
+
+
+def rms_norm(x: np.ndarray, g: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    r"""Divide every row by its root mean square, then scale each feature by its gain g.
+
+    $$\mathrm{RMSNorm}(x) = g \odot \frac{x}{\sqrt{\frac{1}{d}\sum_i x_i^2 + \epsilon}}$$
+
+    Unlike LayerNorm, nothing is subtracted first (a row keeps its mean) and there is no shift β.
+
+    Args:
+        x: activations, shape (..., d_model); normalised over the last axis, each row on its own.
+        g: gains, shape (d_model,).
+        eps: added to the mean square, inside the square root, so a row of zeros does not divide by zero.
+
+    Returns:
+        Array of the shape of x.
+
+    Raises:
+        ValueError: if x has no feature axis, or an empty one (the message says "feature axis"), or g does
+            not have shape (d_model,) (the message names ``g`` and its shape).
+
+    See docs: chapter 13, steps 13.1 and 13.2.
+    """
+    raise NotImplementedError("13.1 rms_norm: g * x / sqrt(mean of x² over the last axis + eps); nothing subtracted (3 lines)")
+
+
+def rms_norm_backward(
+    x: np.ndarray, g: np.ndarray, d_out: np.ndarray, eps: float = 1e-6
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Gradients of a loss through ``rms_norm``, given the gradient of its output.
+
+    With $r = \sqrt{\overline{x^2} + \epsilon}$, $\hat x = x / r$ and $u = d_{out} \odot g$ (per row):
+
+    $$\frac{\partial L}{\partial x} = \frac{1}{r}\left(u - \hat x\, \overline{u \odot \hat x}\right),\qquad
+      \frac{\partial L}{\partial g} = \sum_{\text{rows}} d_{out} \odot \hat x$$
+
+    (a bar is the mean over the row's d features). The subtracted term is there because every input
+    also moves its row's root mean square r; there is no mean term, since no mean was subtracted.
+
+    Args:
+        x: the input that went into ``rms_norm``, shape (..., d_model).
+        g: its gains, shape (d_model,).
+        d_out: gradient of the loss with respect to the output, shape of x.
+        eps: the same eps as the forward pass.
+
+    Returns:
+        (dx, dg): dx has the shape of x; dg has shape (d_model,), summed over every row.
+
+    Raises:
+        ValueError: if x has no feature axis (as ``rms_norm``), g does not have shape (d_model,) or d_out
+            does not have the shape of x (the message names ``g`` or ``d_out`` and the shapes).
+
+    See docs: chapter 13, step 13.3.
+    """
+    raise NotImplementedError("13.3 rms_norm_backward: r, x_hat = x / r, dg = Σ_rows d_out·x_hat, dx = (u − x_hat·mean(u·x_hat)) / r with u = d_out·g (8 lines)")
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    r"""SiLU (also called swish), entry by entry: x times its own sigmoid.
+
+    $$\mathrm{SiLU}(x) = x\,\sigma(x) = \frac{x}{1 + e^{-x}}$$
+
+    It is smooth, close to ReLU far from 0 (SiLU(5) ≈ 4.97, SiLU(−5) ≈ −0.03) and slightly negative for
+    negative inputs. It must be stable: ``silu([-1000, 1000])`` is ``[0, 1000]``, without overflow (and
+    without NumPy warning about one).
+
+    Args:
+        x: any shape.
+
+    Returns:
+        Array of the shape of x.
+
+    See docs: chapter 13, step 13.4.
+    """
+    raise NotImplementedError("13.4 silu: x * sigmoid(x), written so no exp overflows (2 lines)")
+
+
+def silu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
+    r"""Gradient through SiLU, entry by entry (the product rule on x·σ(x)).
+
+    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y} \odot
+      \sigma(x)\,\bigl(1 + x\,(1 - \sigma(x))\bigr)$$
+
+    Args:
+        x: the input SiLU saw (not its output), any shape.
+        d_out: gradient of the loss with respect to SiLU's output, same shape as x.
+
+    Returns:
+        Gradient with respect to x, same shape as x.
+
+    Raises:
+        ValueError: if x and d_out have different shapes (the message names both).
+
+    See docs: chapter 13, step 13.5.
+    """
+    raise NotImplementedError("13.5 silu_backward: d_out * σ(x) * (1 + x * (1 − σ(x))) (5 lines)")
+
+
+def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarray) -> tuple[np.ndarray, tuple]:
+    r"""The SwiGLU feed-forward layer: a SiLU gate multiplies a second projection, entry by entry.
+
+    $$\mathrm{SwiGLU}(x) = \bigl(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\bigr)\, W_{down}$$
+
+    The gate is the branch that goes through SiLU: ``W_gate``, not ``W_up``. No biases.
+
+    Args:
+        x: the (normalised) input rows, shape (seq, d_model).
+        W_gate: gate projection, shape (d_model, d_ff).
+        W_up: up projection, shape (d_model, d_ff).
+        W_down: down projection, shape (d_ff, d_model).
+
+    Returns:
+        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``swiglu_backward``.
+
+    Raises:
+        ValueError: if x is not 2-D with at least one row and one column, or a weight has the wrong shape
+            (the message names it, ``x``, ``W_gate``, ``W_up`` or ``W_down``, and its shape). W_gate decides
+            d_ff and needs at least one column; d_model = 1 and d_ff = 1 are allowed.
+
+    See docs: chapter 13, step 13.6.
+    """
+    raise NotImplementedError("13.6 swiglu: a = x @ W_gate, b = x @ W_up, h = silu(a) * b, return (h @ W_down, cache) (10 lines)")
+
+
+def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
+    r"""Gradients through ``swiglu``.
+
+    With $a = xW_{gate}$, $b = xW_{up}$, $h = \mathrm{SiLU}(a) \odot b$:
+
+    $$dW_{down} = h^\top d_{out},\quad dh = d_{out} W_{down}^\top,\quad
+      db = dh \odot \mathrm{SiLU}(a),\quad da = \mathrm{SiLU}'(a) \odot dh \odot b,$$
+    $$dW_{up} = x^\top db,\quad dW_{gate} = x^\top da,\quad dx = da\, W_{gate}^\top + db\, W_{up}^\top$$
+
+    Args:
+        d_out: gradient of the loss with respect to the output, shape (seq, d_model).
+        cache: the cache ``swiglu`` returned.
+
+    Returns:
+        A dict of gradient arrays, each shaped like what it is the gradient of: ``"x"``, ``"W_gate"``,
+        ``"W_up"`` and ``"W_down"``.
+
+    Raises:
+        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+
+    See docs: chapter 13, step 13.7.
+    """
+    raise NotImplementedError("13.7 swiglu_backward: dh = d_out @ W_down.T, then the gate and up branches; x fed both (8 lines)")
+
+
+def rope_multi_head_attention(
+    x: np.ndarray, params: dict, n_heads: int, base: float = 10000.0
+) -> tuple[np.ndarray, tuple]:
+    r"""Causal multi-head self-attention with rotary positions on every head's queries and keys.
+
+    $$Q = xW_Q,\ K = xW_K,\ V = xW_V,\qquad
+      \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{\mathrm{RoPE}(Q_h)\,\mathrm{RoPE}(K_h)^\top}{\sqrt{d_{head}}}
+      + M\right) V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O$$
+
+    Chapter 11's attention with chapter 12's rotation inserted: Q and K are cut into heads first
+    (``split_heads``), then each head's d_head-wide queries and keys are rotated (``apply_rope`` with d =
+    d_head, positions 0, 1, …), V is not rotated; the heads attend causally with scale 1/√d_head, and
+    their outputs are put side by side (``merge_heads``) and projected by W_O. Nothing depends on where the
+    sequence starts, only on distances between positions, so there is no ``start``.
+
+    Args:
+        x: the (normalised) input rows, shape (seq, d_model), seq ≥ 1.
+        params: a dict with the keys ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``, each of shape
+            (d_model, d_model); other keys are ignored.
+        n_heads: how many heads, a whole number ≥ 1 that divides d_model into heads of an even width d_head.
+        base: RoPE's base, as in chapter 12: pair i of a head turns by position·base^(−2i/d_head).
+
+    Returns:
+        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for
+        ``rope_multi_head_attention_backward``. Neither x nor params is modified.
+
+    Raises:
+        ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if n_heads
+            is not a whole number ≥ 1, 2.0 and True included (the message names ``n_heads``); if d_model is
+            not divisible by n_heads (the message says "divisible" and names d_model and n_heads with their
+            values); if d_head is odd (the message says "odd" and names d_head); if params is not a dict (the
+            message names ``params`` and the type it got, e.g. list) or lacks a weight (the message names the
+            missing key, e.g. ``WO``); or if a weight is not (d_model, d_model) (the message names it, e.g.
+            ``WK``, and its shape).
+
+    See docs: chapter 13, step 13.8.
+    """
+    raise NotImplementedError("13.8 rope_multi_head_attention: project, split_heads, apply_rope to the Q and K heads, attend causally in each head, merge_heads, @ WO (12 lines)")
+
+
+def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
+    r"""Gradients through ``rope_multi_head_attention``: for the input and all four weights.
+
+    $$dW_O = \mathrm{merged}^\top d_{out},\quad (d\tilde Q_h, d\tilde K_h, dV_h) = \text{chapter 7's attention
+      backward of head } h,\quad dQ_h = \mathrm{RoPE}^{-1}(d\tilde Q_h),\ dK_h = \mathrm{RoPE}^{-1}(d\tilde K_h),$$
+    $$dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV,\qquad
+      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$$
+
+    The attention backward gives the gradients of the *rotated* queries and keys (what attention saw); a
+    rotation's transpose is the rotation back (``rope_backward``), which turns them into the gradients of
+    the heads of Q and K before the projections.
+
+    Args:
+        d_out: gradient of the loss with respect to the output, shape (seq, d_model).
+        cache: the cache ``rope_multi_head_attention`` returned.
+
+    Returns:
+        A dict with the keys ``"x"``, ``"WQ"``, ``"WK"``, ``"WV"`` and ``"WO"``: the gradients, arrays shaped
+        like x and like each weight.
+
+    Raises:
+        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+
+    See docs: chapter 13, step 13.10.
+    """
+    raise NotImplementedError("13.10 rope_multi_head_attention_backward: back through WO, chapter 7's attention_backward in each head, rope_backward on dQ and dK, then the projections (14 lines)")
+
+
+def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, tuple]:
+    r"""One pre-norm block of a modern transformer: RMSNorm, rotary attention, RMSNorm, SwiGLU, two residuals.
+
+    $$x_1 = x + \mathrm{Attention}(\mathrm{RMSNorm}_{g_1}(x)),\qquad
+      y = x_1 + \mathrm{SwiGLU}(\mathrm{RMSNorm}_{g_2}(x_1))$$
+
+    The norms sit on the branches, never on the stream: x and x₁ are added to unnormalised. Attention is
+    ``rope_multi_head_attention`` (base 10000); RMSNorm uses its default eps.
+
+    Args:
+        x: the residual stream, shape (seq, d_model).
+        params: a dict with exactly the keys ``"g1"``, ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"``, ``"g2"``,
+            ``"W_gate"``, ``"W_up"``, ``"W_down"``: g1 and g2 of shape (d_model,); the attention weights
+            (d_model, d_model); W_gate and W_up (d_model, d_ff), W_down (d_ff, d_model).
+        n_heads: the number of attention heads (as ``rope_multi_head_attention``).
+
+    Returns:
+        (y, cache): y has shape (seq, d_model); cache is an opaque tuple for ``prenorm_block_backward``.
+        Neither x nor params is modified.
+
+    Raises:
+        ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if params
+            is not a dict (the message names ``params`` and the type it got, e.g. list); if it does not have
+            exactly those keys (the message names a missing key, e.g. ``g2``, or one that does not belong, e.g.
+            ``bias``); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or ``W_up``, and
+            its shape); or as ``rope_multi_head_attention`` and ``swiglu``.
+
+    See docs: chapter 13, step 13.9.
+    """
+    raise NotImplementedError("13.9 prenorm_block: x1 = x + attention(rms_norm(x, g1)); y = x1 + swiglu(rms_norm(x1, g2)) (8 lines)")
+
+
+def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
+    r"""Gradients through ``prenorm_block``: for the input and every parameter.
+
+    Each residual y = x₁ + F(RMSNorm(x₁)) sends the gradient down two paths, straight through and through
+    the branch, and the two are added:
+
+    $$dx_1 = dy + \mathrm{RMSNorm}_2^\top\big(\mathrm{SwiGLU}^\top(dy)\big),\qquad
+      dx = dx_1 + \mathrm{RMSNorm}_1^\top\big(\mathrm{Attention}^\top(dx_1)\big)$$
+
+    (a ᵀ here is that function's backward pass).
+
+    Args:
+        d_y: gradient of the loss with respect to the block's output, shape (seq, d_model).
+        cache: the cache ``prenorm_block`` returned.
+
+    Returns:
+        A dict with the key ``"x"`` and every key of params, each gradient an array shaped like what it
+        belongs to.
+
+    Raises:
+        ValueError: if d_y does not have the output's shape (the message names ``d_y`` and its shape).
+
+    See docs: chapter 13, step 13.11.
+    """
+    raise NotImplementedError("13.11 prenorm_block_backward: swiglu_backward, rms_norm_backward, add d_y; then attention and the first norm, add dx1 (10 lines)")

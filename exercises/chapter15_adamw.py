@@ -1,0 +1,214 @@
+"""Chapter 15: AdamW, a learning-rate schedule, clipping and checkpoints — how real training runs are driven.
+
+Chapter 8 moved every weight by ``lr × gradient``: one learning rate for all of them, and a step as large as
+the gradient. AdamW keeps two running averages per weight — the gradient's (the first moment, m) and its
+square's (the second moment, v) — and moves each weight by m / √v: about ``lr`` in the direction the
+gradient has kept pointing, whatever the gradient's size. Weight decay shrinks every weight a little on
+every step, apart from the gradient ("decoupled"). Around the optimizer: a schedule that warms the learning
+rate up and then lets it decay along a cosine, clipping that scales all gradients down together when
+their global norm is too large, and checkpoints that save the weights *and* the optimizer's state so that
+a stopped run continues bit for bit.
+
+Parameters and gradients are dicts of arrays, like chapter 10's ``params`` (any keys, any shapes). The
+optimizer's state is a dict ``{"step": t, "m": {...}, "v": {...}}``: t whole steps taken so far, and one
+first and one second moment per parameter, shaped like it.
+
+Worksheet: this course's own (Part II goes beyond the book): see docs/chapters/15-adamw.md.
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so); a float may be any NumPy float or a 0-d array.
+"""
+
+import math  # noqa: F401 - yours to use
+
+import numpy as np  # noqa: F401 - yours to use
+
+FORMAT = "kata-adamw-checkpoint-1"  # the marker every checkpoint of this chapter carries
+
+
+def adamw_init(params: dict) -> dict:
+    r"""The optimizer's state before the first step: no steps taken, both moments zero.
+
+    $$t = 0,\qquad m_k = 0,\qquad v_k = 0 \quad\text{for every parameter } k$$
+
+    Args:
+        params: a dict of arrays, one per parameter (any names, any shapes).
+
+    Returns:
+        The state, a dict ``{"step": 0, "m": {k: zeros}, "v": {k: zeros}}``: ``"step"`` is the int 0, and
+        ``"m"`` and ``"v"`` hold one float64 array of zeros per key of params, shaped like that parameter.
+        params is not modified.
+
+    Raises:
+        ValueError: if params is not a dict (the message says "dict", names ``params`` and the type given, e.g.
+            "list").
+
+    See docs: chapter 15, step 15.1.
+    """
+    raise NotImplementedError("15.1 adamw_init: step 0 and a dict of zeros shaped like each parameter for m and for v (4 lines)")
+
+
+def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: float = 0.9, beta2: float = 0.999,
+               eps: float = 1e-8, weight_decay: float = 0.01) -> tuple[dict, dict]:
+    r"""One AdamW step: moments, bias correction, and weight decay apart from the gradient.
+
+    With t the state's step count plus one (the number of this step, counting from 1), for every parameter:
+
+    $$m \leftarrow \beta_1 m + (1 - \beta_1)\,g, \qquad v \leftarrow \beta_2 v + (1 - \beta_2)\,g^2,$$
+    $$\hat m = \frac{m}{1 - \beta_1^t}, \qquad \hat v = \frac{v}{1 - \beta_2^t}, \qquad
+      w \leftarrow w - \mathrm{lr}\left(\frac{\hat m}{\sqrt{\hat v} + \varepsilon} + \lambda\, w\right)$$
+
+    ε is added *after* the square root; the decay λw uses the weight before this step and never enters m or
+    v (that would be Adam with an L2 penalty, not AdamW). On the first step m̂ = g and v̂ = g², so every
+    weight moves by about lr (plus its decay), whatever the size of its gradient.
+
+    Args:
+        params: a dict of arrays, the weights (any names, any shapes).
+        grads: a dict with exactly the keys of params, each gradient shaped like its parameter.
+        state: the optimizer's state: ``{"step": t, "m": {...}, "v": {...}}`` as ``adamw_init`` or an
+            earlier ``adamw_step`` returned it (t ≥ 0 steps taken; m and v with the keys and shapes of params).
+        lr: the learning rate of this step, a float > 0.
+        beta1: decay of the first moment, 0 ≤ beta1 < 1.
+        beta2: decay of the second moment, 0 ≤ beta2 < 1.
+        eps: added to √v̂, a float ≥ 0.
+        weight_decay: λ, a float ≥ 0 (0 gives plain Adam).
+
+    Returns:
+        (new_params, new_state): new dicts of new float64 arrays, with the keys of params; new_state's
+        ``"step"`` is the int t + 1. Neither params, grads nor state (nor any array in them) is modified.
+
+    Raises:
+        ValueError: if params, grads or state is not a dict (the message says "dict", names the argument, e.g.
+            ``grads``, and the type given, e.g. "list"); if grads lacks a key of params or has one params lacks
+            (the message names the key, e.g. ``b``, and ``grads``); if a gradient's shape is not its
+            parameter's (the message names the key and both shapes); if state lacks ``"step"``, ``"m"`` or
+            ``"v"`` (the message names the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not
+            a dict (the message says "dict", names it, e.g. ``m``, and the type given) or lacks a key of params
+            or has another (the message says ``state`` and names the key); if state's step is not a whole
+            number ≥ 0 (the message names ``step``); or if lr is not > 0 (the message says "lr").
+
+    See docs: chapter 15, steps 15.1 and 15.2.
+    """
+    raise NotImplementedError("15.1 adamw_step: check the keys and shapes, then per parameter: m, v, bias correction, w - lr(m̂/(√v̂+ε) + λw) (20 lines)")
+
+
+def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
+    r"""The learning rate of step ``step``: a linear warm-up, then a cosine decay to a floor.
+
+    Steps count from 0: ``step`` is the number of updates already taken, so the first update is step 0.
+
+    $$\mathrm{lr}(s) = \begin{cases}
+      \mathrm{max\_lr}\cdot\dfrac{s + 1}{\mathrm{warmup}} & s < \mathrm{warmup} \\[1ex]
+      \mathrm{min\_lr} + \tfrac12(\mathrm{max\_lr} - \mathrm{min\_lr})\left(1 + \cos\pi\,
+        \dfrac{s - \mathrm{warmup}}{\mathrm{total} - \mathrm{warmup}}\right)
+        & \mathrm{warmup} \le s < \mathrm{total} \\[1ex]
+      \mathrm{min\_lr} & s \ge \mathrm{total}
+    \end{cases}$$
+
+    So step 0 gets max_lr / warmup (not 0), step warmup − 1 and step warmup both get max_lr, and from step
+    total on the rate stays at min_lr. warmup 0 starts the decay at step 0.
+
+    Args:
+        step: the step, a whole number ≥ 0.
+        max_lr: the peak rate, a float > 0.
+        warmup_steps: how many steps the warm-up takes, a whole number ≥ 0.
+        total_steps: the step where the decay reaches min_lr, a whole number ≥ warmup_steps and ≥ 1.
+        min_lr: the floor, a float with 0 ≤ min_lr ≤ max_lr.
+
+    Returns:
+        The learning rate, a float.
+
+    Raises:
+        ValueError: if step is not a whole number ≥ 0 (the message names ``step``; a bool or a float such as
+            2.0 is refused too); if warmup_steps or total_steps is not a whole number ≥ 0 (the message names
+            it, e.g. ``warmup_steps``);
+            if warmup_steps > total_steps (the message names ``warmup_steps`` and ``total_steps`` and both
+            values); if total_steps < 1 (the message names ``total_steps``); or if max_lr is not > 0 or
+            min_lr is not between 0 and max_lr (the message names ``max_lr`` or ``min_lr``).
+
+    See docs: chapter 15, steps 15.3 and 15.4.
+    """
+    raise NotImplementedError("15.3 lr_at: check the settings; warm-up (step + 1)/warmup, then the cosine, then the floor (16 lines)")
+
+
+def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
+    r"""Scale all gradients down together when their global norm is above ``max_norm``.
+
+    $$\lVert g \rVert = \sqrt{\sum_k \sum_i g_{k,i}^2}, \qquad
+      g_k \leftarrow g_k \cdot \frac{\mathrm{max\_norm}}{\lVert g \rVert}
+      \ \text{ if } \lVert g \rVert > \mathrm{max\_norm}$$
+
+    The norm is of ALL gradients together, as one long vector: every tensor is scaled by the same factor,
+    so the step keeps its direction. At or below max_norm nothing changes.
+
+    Args:
+        grads: a dict of arrays, the gradients (any names, any shapes).
+        max_norm: the largest global norm allowed, a float > 0.
+
+    Returns:
+        (clipped, norm): clipped is a new dict of new float64 arrays with the keys and shapes of grads;
+        norm is the global norm before clipping, a float. grads is not modified.
+
+    Raises:
+        ValueError: if grads is not a dict (the message says "dict", names ``grads`` and the type given, e.g.
+            "list"); or if max_norm is not > 0 (the message says "max_norm" and names the value).
+
+    See docs: chapter 15, steps 15.5 and 15.6.
+    """
+    raise NotImplementedError("15.5 clip_by_global_norm: one norm over every number of every tensor, one factor for all (6 lines)")
+
+
+def save_checkpoint(path: str, params: dict, state: dict) -> None:
+    r"""Save the weights and the optimizer's state to one ``.npz`` file, without pickle.
+
+    The file holds plain arrays only: ``params/<key>``, ``m/<key>``, ``v/<key>`` for every parameter, the
+    step count ``step`` and a marker ``format`` saying the file is a checkpoint of this chapter. A resumed run
+    (``load_checkpoint``, then ``adamw_step``) continues exactly as the unbroken run would have.
+
+    Args:
+        path: where to write, a str ending in ``.npz``.
+        params: a dict of arrays, the weights (keys without ``/``).
+        state: the optimizer's state for params (``{"step": t, "m": {...}, "v": {...}}``).
+
+    Returns:
+        None. Neither params nor state is modified.
+
+    Raises:
+        ValueError: if params or state is not a dict (the message says "dict" and names the argument, e.g.
+            ``params``, and the type given); if a key holds ``/`` (the
+            message names the key); if state lacks ``"step"``, ``"m"`` or ``"v"`` or its moments do not have
+            the keys and shapes of params (the message names what is wrong); or if path does not end in
+            ``.npz`` (the message says ".npz").
+
+    See docs: chapter 15, step 15.7.
+    """
+    raise NotImplementedError("15.7 save_checkpoint: params/<key>, m/<key>, v/<key>, step and a format marker, in one np.savez (12 lines)")
+
+
+def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
+    r"""Read a checkpoint ``save_checkpoint`` wrote: the weights and the optimizer's state, bit for bit.
+
+    Every array of the file is read with ``np.load(path, allow_pickle=False)`` before anything else is
+    checked: a file holding a pickled (object) array is refused, never unpickled (unpickling runs code of the
+    file's choosing).
+
+    Args:
+        path: the checkpoint's file, a str.
+        like: optional, the parameters the run expects (a dict of arrays): every key of like must be in the
+            checkpoint with like's shape, and the checkpoint must hold no other parameter.
+
+    Returns:
+        (params, state): params a dict of float64 arrays; state ``{"step": t, "m": {...}, "v": {...}}``
+        with t an int: exactly the numbers that were saved.
+
+    Raises:
+        ValueError: if the file is not a checkpoint of this chapter — not an ``.npz`` archive (a text file, a
+            single ``.npy`` array), holding a pickled array (the message also says "pickle"), or without the
+            ``format`` marker ``save_checkpoint`` writes (the message says "not a checkpoint" and names path);
+            if like is given and is not a dict (the message says "dict", names ``like`` and the type given);
+            or, with like, if a key of like is missing from the checkpoint or the checkpoint holds one like
+            lacks (the message names the key), or a shape differs (the message names the key and both shapes).
+
+    See docs: chapter 15, step 15.7.
+    """
+    raise NotImplementedError("15.7 load_checkpoint: np.load(path, allow_pickle=False), every array read, the marker checked, then like (25 lines)")

@@ -1,0 +1,86 @@
+"""The run's figures: ``loss.png`` and ``attention.png`` (the docs draw the same ones as SVG).
+
+Part of ``nox -s train`` (``kata/learner/train/__init__.py`` tells the whole story).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .loop import smooth
+
+
+def shown_char(c: str) -> str:
+    """A character as an axis label: a space is ␣, a newline ↵, a tab →."""
+    return {" ": "␣", "\n": "↵", "\t": "→"}.get(c, c)
+
+
+def loss_figure(losses, vocab_size: int, title: str):
+    """Loss by step (thin), its running mean (thick) and the loss of a uniform guess, ln(vocab)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 3.9), layout="constrained")
+    ax = fig.subplots()
+    steps = np.arange(1, len(losses) + 1)
+    window = min(100, max(10, len(losses) // 10))
+    ax.plot(steps, losses, color="#1f77b4", alpha=0.3, linewidth=0.7, label="one window's loss")
+    ax.plot(steps, smooth(losses, window), color="#1f77b4", linewidth=2.2, label=f"mean of the last {window} steps")
+    uniform = math.log(vocab_size)
+    ax.axhline(uniform, color="#8c959f", linewidth=1, linestyle=(0, (4, 3)))
+    ax.annotate(f"uniform guess: ln {vocab_size} ≈ {uniform:.2f}", (1, uniform), xycoords=("axes fraction", "data"),
+                xytext=(-2, 3), textcoords="offset points", ha="right", va="bottom", color="#57606a", fontsize=9)
+    ax.set(xlim=(0, len(losses)), ylim=(0, max(uniform, float(np.max(losses))) * 1.05), xlabel="step",
+           ylabel="cross-entropy (nats per character)", title=title)
+    ax.grid(axis="y", color="#d0d7de", linewidth=0.8)
+    ax.legend(loc="lower left")
+    return fig
+
+
+def attention_figure(text: str, maps: list, title: str):
+    """One heat map per layer: row i is how character i spreads its attention over characters 0 … i."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    labels = [shown_char(c) for c in text]
+    n, layers = len(text), max(1, len(maps))
+    cols = min(layers, 2)
+    rows = math.ceil(layers / cols)
+    fig = Figure(figsize=(3.3 * cols + 0.6, 3.5 * rows + 0.5), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    cmap = matplotlib.colormaps["Blues"].with_extremes(bad="#eeeeee")
+    image = None
+    for number, ax in enumerate(axes):
+        if number >= len(maps):
+            ax.axis("off")
+            if not maps:
+                ax.text(0.5, 0.5, "no attention layers (--layers 0)", ha="center", va="center")
+            continue
+        weights = np.ma.masked_array(maps[number], ~np.tril(np.ones((n, n), dtype=bool)))
+        image = ax.imshow(weights, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_xticks(range(n), labels, fontsize=7)
+        ax.set_yticks(range(n), labels, fontsize=7)
+        ax.tick_params(length=0, top=True, bottom=False, labeltop=True, labelbottom=False)
+        ax.set_title(f"layer {number + 1}", fontsize=10)
+        ax.set_xlabel("attended to (key)", fontsize=8)
+        ax.set_ylabel("attending (query)", fontsize=8)
+        ax.xaxis.set_label_position("top")
+        ax.spines[:].set_visible(False)
+    if image is not None:
+        bar = fig.colorbar(image, ax=list(axes), shrink=0.6, aspect=20)
+        bar.set_label("attention weight")
+        bar.outline.set_visible(False)
+    fig.suptitle(title, fontsize=11, fontweight="bold")
+    return fig
+
+
+def save_png(fig, path: Path) -> None:
+    """Write a figure as a PNG."""
+    import matplotlib
+
+    from ...style import STYLE
+
+    with matplotlib.rc_context(STYLE):
+        fig.savefig(path, format="png", dpi=120, metadata={"Software": None})

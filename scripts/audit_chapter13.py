@@ -1,0 +1,433 @@
+"""Audit chapter 13's worksheet: every exact number and every named mistake's value, from scratch.
+
+Independent of ``solutions/``: each formula is written out again here with Python loops and ``math`` (a
+row at a time, a feature at a time), the way the page asks a learner to work it by hand. The answer key
+``reference/chapter13_modern_block.toml`` must agree with what this prints: its ``inputs``, its ``exact``
+values (to 1e-12), its ``printed`` strings (the exact value rounded to four decimals) and every named
+mistake's value; ``tests/test_audit_chapter13.py`` runs this script and checks all four.
+
+Usage:
+
+    python scripts/audit_chapter13.py           # every step, as TOML lines to compare with the key
+    python scripts/audit_chapter13.py --check   # compare with the answer key; exit 1 on a difference
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+import sys
+import tomllib
+from pathlib import Path
+
+KEY = Path(__file__).resolve().parents[1] / "reference" / "chapter13_modern_block.toml"
+
+EPS = 1e-6  # rms_norm's default eps
+DIGITS = 4  # the worksheet prints four decimals
+
+
+# -- the pieces, by hand ----------------------------------------------------------------------------------
+def matmul(A, B):
+    """Rows of A times columns of B, one sum at a time."""
+    return [[sum(A[i][k] * B[k][j] for k in range(len(B))) for j in range(len(B[0]))] for i in range(len(A))]
+
+
+def transpose(A):
+    """Rows become columns."""
+    return [list(col) for col in zip(*A, strict=True)]
+
+
+def add(A, B):
+    """Entry by entry."""
+    return [[a + b for a, b in zip(ra, rb, strict=True)] for ra, rb in zip(A, B, strict=True)]
+
+
+def times(A, B):
+    """Entry by entry."""
+    return [[a * b for a, b in zip(ra, rb, strict=True)] for ra, rb in zip(A, B, strict=True)]
+
+
+def sigmoid(v: float) -> float:
+    """1 / (1 + e^(−v)); the worksheet's inputs are small, so no overflow."""
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def silu(v: float) -> float:
+    """v·σ(v)."""
+    return v * sigmoid(v)
+
+
+def silu_slope(v: float) -> float:
+    """The derivative of v·σ(v)."""
+    s = sigmoid(v)
+    return s + v * s * (1.0 - s)  # product rule: σ(v)·1 + v·σ'(v), σ' = σ(1 − σ)
+
+
+def rms(row, eps=EPS, outside=False):
+    """√(mean square + ε) of one row (or, the mistake, √(mean square) + ε)."""
+    mean_square = sum(v * v for v in row) / len(row)
+    return math.sqrt(mean_square) + eps if outside else math.sqrt(mean_square + eps)
+
+
+def rms_norm(X, g, eps=EPS, outside=False, centre=False, gain=True):
+    """RMSNorm row by row (g ⊙ x / r), or one of the mistakes the flags name."""
+    out = []
+    for row in X:
+        if centre:  # the LayerNorm mistake: subtract the mean first
+            mu = sum(row) / len(row)
+            row = [v - mu for v in row]
+        r = rms(row, eps, outside)
+        out.append([(g[i] if gain else 1.0) * row[i] / r for i in range(len(row))])
+    return out
+
+
+def rms_norm_dx(X, g, D, eps=EPS, direct_only=False, gain=True, centre=False):
+    """The dx of Σ D ⊙ RMSNorm(X), row by row: dx_k = u_k/r − x_k Σ_j u_j x_j / (d r³), u = D ⊙ g."""
+    out = []
+    for row, drow in zip(X, D, strict=True):
+        d = len(row)
+        u = [drow[i] * (g[i] if gain else 1.0) for i in range(d)]
+        if centre:  # LayerNorm's backward (no β): the mean path too
+            mu = sum(row) / d
+            c = [v - mu for v in row]
+            s = math.sqrt(sum(v * v for v in c) / d + EPS)
+            xh = [v / s for v in c]
+            u_mean = sum(u) / d
+            ux = sum(u[i] * xh[i] for i in range(d)) / d
+            out.append([(u[k] - u_mean - xh[k] * ux) / s for k in range(d)])
+            continue
+        r = rms(row, eps)
+        if direct_only:
+            out.append([u[k] / r for k in range(d)])
+            continue
+        ux = sum(u[j] * row[j] for j in range(d))
+        out.append([u[k] / r - row[k] * ux / (d * r**3) for k in range(d)])
+    return out
+
+
+def swiglu(X, Wg, Wu, Wd, gate_on_up=False):
+    """(SiLU(X Wg) ⊙ X Wu) Wd, or the gate on the other branch."""
+    a, b = matmul(X, Wg), matmul(X, Wu)
+    if gate_on_up:  # the mistake: SiLU on the other branch
+        a, b = b, a
+    h = [[silu(p) * q for p, q in zip(ra, rb, strict=True)] for ra, rb in zip(a, b, strict=True)]
+    return matmul(h, Wd)
+
+
+def swiglu_dx(X, Wg, Wu, Wd, D, no_product_rule=False, ungated_up=False):
+    """The dx of Σ D ⊙ SwiGLU(X), or one of the mistakes the flags name."""
+    a, b = matmul(X, Wg), matmul(X, Wu)
+    dh = matmul(D, transpose(Wd))
+    slope = (lambda v: sigmoid(v)) if no_product_rule else silu_slope
+    da = [[dh[i][j] * b[i][j] * slope(a[i][j]) for j in range(len(a[0]))] for i in range(len(a))]
+    db = [[dh[i][j] * (1.0 if ungated_up else silu(a[i][j])) for j in range(len(a[0]))] for i in range(len(a))]
+    return add(matmul(da, transpose(Wg)), matmul(db, transpose(Wu)))
+
+
+# -- the block: complex-capable forward passes, differentiated by the complex step ---------------------------
+# The backward steps (13.10, 13.11) are not worked out by hand here: they are the forward passes below
+# differentiated by the complex step, dL/dx_k = Im L(x + i·h·e_k) / h with h = 1e-30, exact to rounding
+# (no subtraction, so no cancellation), and independent of any backward formula.
+H = 1e-30
+
+
+def c_rms_norm(X, g, eps=EPS):
+    """RMSNorm row by row, for complex entries too."""
+    out = []
+    for row in X:
+        r = cmath.sqrt(sum(v * v for v in row) / len(row) + eps)
+        out.append([g[i] * row[i] / r for i in range(len(row))])
+    return out
+
+
+def rope(rows, start=0, base=10000.0, sign=1):
+    """Turn pair (2i, 2i+1) of the row at position p = start + m by p·base^(−2i/d) (sign −1: back)."""
+    out = []
+    for m, row in enumerate(rows):
+        d, new = len(row), list(row)
+        for i in range(d // 2):
+            phi = sign * (start + m) * base ** (-2 * i / d)
+            a, b = row[2 * i], row[2 * i + 1]
+            new[2 * i], new[2 * i + 1] = a * math.cos(phi) - b * math.sin(phi), a * math.sin(phi) + b * math.cos(phi)
+        out.append(new)
+    return out
+
+
+def by_heads(M, n_heads, sign=1):
+    """RoPE on each head's columns of a (seq, d_model) matrix, each head on its own (sign −1: back)."""
+    dh = len(M[0]) // n_heads
+    parts = [rope([row[h * dh:(h + 1) * dh] for row in M], sign=sign) for h in range(n_heads)]
+    return [[v for h in range(n_heads) for v in parts[h][i]] for i in range(len(M))]
+
+
+def mha(X, WQ, WK, WV, WO, n_heads, **flags):
+    """Causal multi-head attention with RoPE on each head's queries and keys, or a mistake the flags name."""
+    return attend(matmul(X, WQ), matmul(X, WK), matmul(X, WV), WO, n_heads, **flags)
+
+
+def attend(Q, K, V, WO, n_heads, start=0, rotate=True, rotate_v=False, whole_width=False, scale_d_model=False):
+    """The heads of Q, K, V attend causally (after RoPE unless rotate=False), merged and projected by WO."""
+    d, seq = len(Q[0]), len(Q)
+    dh = d // n_heads
+    if whole_width:  # the mistake: rotate the whole d_model-wide rows, frequencies base^(−2i/d_model)
+        Q, K = rope(Q, start), rope(K, start)
+    merged = [[0.0] * d for _ in range(seq)]
+    for h in range(n_heads):
+        cols = range(h * dh, (h + 1) * dh)
+        q, k, v = ([[row[c] for c in cols] for row in M] for M in (Q, K, V))
+        if rotate and not whole_width:
+            q, k = rope(q, start), rope(k, start)
+        if rotate_v:
+            v = rope(v, start)
+        for i in range(seq):
+            scale = math.sqrt(d if scale_d_model else dh)
+            scores = [sum(q[i][t] * k[j][t] for t in range(dh)) / scale for j in range(i + 1)]  # causal: j ≤ i
+            top = max(s.real for s in scores)  # a constant shift: softmax does not change
+            e = [cmath.exp(s - top) for s in scores]
+            total = sum(e)
+            for t, c in enumerate(cols):
+                merged[i][c] = sum(e[j] / total * v[j][t] for j in range(i + 1))
+    return matmul(merged, WO)
+
+
+def c_swiglu(X, Wg, Wu, Wd):
+    """(SiLU(X Wg) ⊙ X Wu) Wd, for complex entries too."""
+    a, b = matmul(X, Wg), matmul(X, Wu)
+    h = [[p / (1 + cmath.exp(-p)) * q for p, q in zip(ra, rb, strict=True)] for ra, rb in zip(a, b, strict=True)]
+    return matmul(h, Wd)
+
+
+def block(X, P, n_heads, post_norm=False, residual=True, **attention):
+    """x₁ = x + A(RMSNorm(x)); y = x₁ + F(RMSNorm(x₁)); or post-norm, or without the residuals."""
+    if post_norm:  # the mistake: the norm after each residual addition
+        x1 = c_rms_norm(add(X, mha(X, P["WQ"], P["WK"], P["WV"], P["WO"], n_heads, **attention)), P["g1"])
+        return c_rms_norm(add(x1, c_swiglu(x1, P["W_gate"], P["W_up"], P["W_down"])), P["g2"])
+    a = mha(c_rms_norm(X, P["g1"]), P["WQ"], P["WK"], P["WV"], P["WO"], n_heads, **attention)
+    x1 = add(X, a) if residual else a
+    f = c_swiglu(c_rms_norm(x1, P["g2"]), P["W_gate"], P["W_up"], P["W_down"])
+    return add(x1, f) if residual else f
+
+
+def vjp(f, X, D):
+    """The gradient of Σ D ⊙ f(X) with respect to X, by the complex step, one entry of X at a time."""
+    grad = [[0.0] * len(X[0]) for _ in X]
+    for i in range(len(X)):
+        for j in range(len(X[0])):
+            Xc = [[complex(v) for v in row] for row in X]
+            Xc[i][j] += 1j * H
+            Y = f(Xc)
+            grad[i][j] = sum(D[a][b] * Y[a][b] for a in range(len(Y)) for b in range(len(Y[0]))).imag / H
+    return grad
+
+
+def real(M):
+    """Real parts of a matrix (the forward passes above return complex numbers)."""
+    return [[complex(v).real for v in row] for row in M]
+
+
+# -- the worksheet ------------------------------------------------------------------------------------------
+X1 = [[1.0, 2.0, 2.0, 4.0], [2.0, -2.0, 2.0, -2.0]]
+G1 = [1.0, 0.5, 2.0, 1.0]
+X2 = [[0.001, 0.001, -0.001, -0.001]]
+G2 = [1.0, 1.0, 1.0, 1.0]
+X3, D3 = [[1.0, 2.0, 2.0, 4.0]], [[0.0, 1.0, 0.0, 0.0]]
+Z = [-2.0, -1.0, 0.0, 1.0, 2.0]
+XS = [[1.0, -1.0], [2.0, 1.0]]
+W_GATE = [[1.0, 0.0, 1.0], [0.0, 1.0, -1.0]]
+W_UP = [[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]]
+W_DOWN = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+DS = [[1.0, 0.0], [0.0, 1.0]]
+
+
+def steps() -> dict[str, dict]:
+    """Every step: its inputs, its exact value and the value of every mistake the key names."""
+    sw = {"x": XS, "W_gate": W_GATE, "W_up": W_UP, "W_down": W_DOWN}
+    return {**pieces(sw), **block_steps()}
+
+
+def pieces(sw: dict) -> dict[str, dict]:
+    """Steps 13.1–13.7: RMSNorm, SiLU and SwiGLU."""
+    return {
+        "13.1": {"inputs": {"x": X1, "g": G1}, "exact": rms_norm(X1, G1), "mistakes": {
+            "the mean subtracted first: that is LayerNorm (with β = 0), not RMSNorm": rms_norm(X1, G1, centre=True),
+            "the gain g left out": rms_norm(X1, G1, gain=False),
+            "one root mean square for the whole array instead of one per row":
+                [[G1[i] * v / rms([w for r in X1 for w in r]) for i, v in enumerate(row)] for row in X1],
+        }},
+        "13.2": {"inputs": {"x": X2, "g": G2}, "exact": rms_norm(X2, G2), "mistakes": {
+            "ε added outside the square root (to the root mean square instead of the mean square)":
+                rms_norm(X2, G2, outside=True),
+            "ε left out: every row would come out with root mean square exactly 1":
+                rms_norm(X2, G2, eps=0.0),
+        }},
+        "13.3": {"inputs": {"x": X3, "g": G1, "d_out": D3}, "exact": rms_norm_dx(X3, G1, D3), "mistakes": {
+            "only the direct path g·d_out/r: r also depends on x": rms_norm_dx(X3, G1, D3, direct_only=True),
+            "the gain g left out of the backward": rms_norm_dx(X3, G1, D3, gain=False),
+            "LayerNorm's backward (a mean path RMSNorm does not have)": rms_norm_dx(X3, G1, D3, centre=True),
+        }},
+        "13.4": {"inputs": {"x": Z}, "exact": [silu(v) for v in Z], "mistakes": {
+            "the sigmoid σ(x) alone, not x·σ(x)": [sigmoid(v) for v in Z],
+            "ReLU instead of SiLU": [max(v, 0.0) for v in Z],
+        }},
+        "13.5": {"inputs": {"x": Z, "d_out": [1.0] * 5}, "exact": [silu_slope(v) for v in Z], "mistakes": {
+            "σ(x) only: the product rule's second term x·σ(x)(1 − σ(x)) left out": [sigmoid(v) for v in Z],
+            "the sigmoid's own slope σ(x)(1 − σ(x))": [sigmoid(v) * (1 - sigmoid(v)) for v in Z],
+            "SiLU itself instead of its slope": [silu(v) for v in Z],
+        }},
+        "13.6": {"inputs": sw, "exact": swiglu(XS, W_GATE, W_UP, W_DOWN), "mistakes": {
+            "the gate on the wrong branch: SiLU(x W_up) ⊙ x W_gate": swiglu(XS, W_GATE, W_UP, W_DOWN, gate_on_up=True),
+            "no gate: SiLU(x W_gate) W_down (the up branch left out)":
+                matmul([[silu(v) for v in row] for row in matmul(XS, W_GATE)], W_DOWN),
+        }},
+        "13.7": {"inputs": {**sw, "d_out": DS}, "exact": swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS), "mistakes": {
+            "σ(a) as SiLU's slope: the product rule's second term left out":
+                swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, no_product_rule=True),
+            "the up branch's gradient not multiplied by the gate SiLU(a)":
+                swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, ungated_up=True),
+            "only the gate branch: x also feeds W_up": matmul(
+                [[dh * b * silu_slope(a) for dh, b, a in zip(rdh, rb, ra, strict=True)]
+                 for rdh, rb, ra in zip(matmul(DS, transpose(W_DOWN)), matmul(XS, W_UP), matmul(XS, W_GATE),
+                                        strict=True)], transpose(W_GATE)),
+        }},
+    }
+
+
+I4 = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
+XB = [[2.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [1.0, -1.0, -1.0, 1.0]]  # every row: root mean square 1
+ATTENTION = {"WQ": I4, "WK": I4, "WV": I4, "WO": [[0.5 * v for v in row] for row in I4]}
+SWAP = [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]]
+BLOCK = {"g1": [1.0] * 4, **ATTENTION, "g2": [1.0] * 4, "W_gate": I4, "W_up": SWAP,
+         "W_down": [[0.5 * v for v in row] for row in I4]}
+DB = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
+N_HEADS = 2
+
+
+def block_steps() -> dict[str, dict]:
+    """Steps 13.8–13.11: rotary multi-head attention and the pre-norm block, forward and backward."""
+    W = [ATTENTION[k] for k in ("WQ", "WK", "WV", "WO")]
+
+    def attention(X, **flags):
+        return mha(X, *W, N_HEADS, **flags)
+
+    def sub_attention(X):  # x ↦ A(RMSNorm(x)): the attention path of the block, without its residual
+        return attention(c_rms_norm(X, BLOCK["g1"]))
+
+    def sub_ffn(X):  # x₁ ↦ F(RMSNorm(x₁))
+        return c_swiglu(c_rms_norm(X, BLOCK["g2"]), BLOCK["W_gate"], BLOCK["W_up"], BLOCK["W_down"])
+
+    # The gradients reaching the rotated queries and keys (W_Q = W_K = W_V = I, so Q = K = V = x): a learner
+    # who forgets to rotate them back gets these as dQ and dK. Rotated back, they add up to 13.10's exact dx.
+    Qr = Kr = by_heads(XB, N_HEADS)
+
+    def core(Q, K, V):
+        return attend(Q, K, V, ATTENTION["WO"], N_HEADS, rotate=False)
+
+    dQr, dKr, dV = vjp(lambda Q: core(Q, Kr, XB), Qr, DB), vjp(lambda K: core(Qr, K, XB), Kr, DB), vjp(
+        lambda V: core(Qr, Kr, V), XB, DB)
+    x1 = real(add(XB, sub_attention(XB)))
+    dx1_ffn = vjp(sub_ffn, x1, DB)  # the gradient reaching x₁ through RMSNorm₂ and SwiGLU only
+    dx1 = add(DB, dx1_ffn)
+    params = {"x": XB, **ATTENTION}
+    return {
+        "13.8": {"inputs": params, "exact": real(attention(XB)), "mistakes": {
+            "RoPE applied to the values too": real(attention(XB, rotate_v=True)),
+            "no RoPE: the heads attend by content alone": real(attention(XB, rotate=False)),
+            "RoPE over the whole d_model row before splitting into heads (frequencies of the wrong width)":
+                real(attention(XB, whole_width=True)),
+            "scaled by √d_model instead of √d_head": real(attention(XB, scale_d_model=True)),
+        }},
+        "13.9": {"inputs": {"x": XB, "params": BLOCK}, "exact": real(block(XB, BLOCK, N_HEADS)), "mistakes": {
+            "post-norm (the norm after each residual) instead of pre-norm":
+                real(block(XB, BLOCK, N_HEADS, post_norm=True)),
+            "no residual connections: y = F(RMSNorm(A(RMSNorm(x))))": real(block(XB, BLOCK, N_HEADS, residual=False)),
+            "no RoPE in the block's attention": real(block(XB, BLOCK, N_HEADS, rotate=False)),
+        }},
+        "13.10": {"inputs": {**params, "d_out": DB}, "exact": vjp(attention, XB, DB), "mistakes": {
+            "the rotation not undone: the gradients of the rotated queries and keys used as dQ and dK":
+                add(add(dQr, dKr), dV),
+            "the rotation applied again instead of undone (rope instead of rope_backward)":
+                add(add(by_heads(dQr, N_HEADS), by_heads(dKr, N_HEADS)), dV),
+        }},
+        "13.11": {"inputs": {"x": XB, "params": BLOCK, "d_y": DB},
+                  "exact": vjp(lambda X: block(X, BLOCK, N_HEADS), XB, DB), "mistakes": {
+            "the residual path missing from the backward (dx = only the gradient through RMSNorm₁ and attention)":
+                vjp(sub_attention, XB, dx1),
+            "the residual path missing from the backward (dx₁ = only the gradient through RMSNorm₂ and SwiGLU)":
+                add(dx1_ffn, vjp(sub_attention, XB, dx1_ffn)),
+            "the residual path missing from the backward (both residual paths dropped)":
+                vjp(sub_attention, XB, dx1_ffn),
+        }},
+    }
+
+
+def printed(value):
+    """The exact value as the worksheet prints it: four decimals, and never "-0.0000"."""
+    if isinstance(value, list):
+        return [printed(v) for v in value]
+    text = f"{value:.{DIGITS}f}"
+    return text[1:] if text == "-" + f"{0:.{DIGITS}f}" else text
+
+
+def flat(value) -> list[float]:
+    """Every number of a nested list (or dict of them), in order."""
+    if isinstance(value, dict):
+        return [v for k in sorted(value) for v in flat(value[k])]
+    if isinstance(value, list):
+        return [v for item in value for v in flat(item)]
+    return [float(value)]
+
+
+def close(a, b) -> bool:
+    """Same length and every number equal to 1e-12 (relative) or 1e-15 (absolute)."""
+    a, b = flat(a), flat(b)
+    return len(a) == len(b) and all(math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-15) for x, y in zip(a, b, strict=True))
+
+
+def check() -> list[str]:
+    """Every difference between the audit and the key: steps, inputs, exact values, printed strings, mistakes."""
+    key = {s["id"]: s for s in tomllib.loads(KEY.read_text(encoding="utf-8"))["steps"]}
+    audited = steps()
+    problems = [f"{sid}: in the key but not audited" for sid in key if sid not in audited]
+    for sid, want in audited.items():
+        step = key.get(sid)
+        if step is None:
+            problems.append(f"{sid}: missing from the key")
+            continue
+        inputs = step.get("inputs", {})
+        if sorted(inputs) != sorted(want["inputs"]):
+            problems.append(f"{sid}: the key's inputs {sorted(inputs)} but the audit's {sorted(want['inputs'])}")
+        for name, value in want["inputs"].items():
+            if name in inputs and (flat(inputs[name]) != flat(value) or (isinstance(value, dict)
+                                                                          and sorted(inputs[name]) != sorted(value))):
+                problems.append(f"{sid}: input {name} is {inputs[name]} but the audit uses {value}")
+        if not close(step["exact"], want["exact"]):
+            problems.append(f"{sid}: exact {step['exact']} but the audit computes {want['exact']}")
+        if step.get("printed") != printed(want["exact"]):
+            problems.append(f"{sid}: printed {step.get('printed')} but the audit rounds to {printed(want['exact'])}")
+        mistakes = {m["name"]: m["value"] for m in step.get("mistakes", [])}
+        if sorted(mistakes) != sorted(want["mistakes"]):
+            problems.append(f"{sid}: the key names the mistakes {sorted(mistakes)}, "
+                            f"the audit {sorted(want['mistakes'])}")
+        for name, value in want["mistakes"].items():
+            if name in mistakes and not close(mistakes[name], value):
+                problems.append(f"{sid}: mistake {name!r} is {mistakes[name]} but the audit computes {value}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    """Print every step's printed and exact values and its mistakes, as TOML lines; or check the key."""
+    if "--check" in argv:
+        problems = check()
+        print("\n".join(problems) or f"{KEY.name}: every input, exact, printed and mistake value agrees with the audit")
+        return 1 if problems else 0
+    for step_id, step in steps().items():
+        print(f"# {step_id}")
+        print(f"printed = {printed(step['exact'])}".replace("'", '"'))
+        print(f"exact = {step['exact']!r}")
+        for name, value in step["mistakes"].items():
+            print(f"#   mistake {name!r}\nvalue = {value!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,238 @@
+"""Audit of chapter 14's worksheet (byte-pair encoding): every `exact`, `printed` and mistake value of the key.
+
+Written from the rules on the page, independent of ``solutions/``: tokens are kept as tuples of bytes (a
+merge glues two byte strings together) and every round recounts the whole text with plain loops, the slow
+and obvious way, so the answer key cannot inherit a bug of the reference's incremental counting.
+
+    python scripts/audit_chapter14.py           # print every step's exact value, printed text and mistakes
+    python scripts/audit_chapter14.py --check   # compare with reference/chapter14_bpe.toml; exit 1 on a difference
+
+``tests/test_audit_chapter14.py`` runs ``--check``.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+KEY = Path(__file__).resolve().parents[1] / "reference" / "chapter14_bpe.toml"
+
+# the worksheet's inputs (the page's tables)
+TEXT = "aaabéaaabac"  # 11 characters, 12 bytes: é is two
+VOCAB_SIZE = 259  # three merges
+WORD = "abaabé"  # encoded with the three merges, then decoded
+
+
+# -- the rules, one at a time ---------------------------------------------------------------------------------
+def byte_ids(text):
+    """The UTF-8 bytes as ints."""
+    return [b for b in text.encode("utf-8")]
+
+
+def pair_counts(ids, overlapping=True):
+    """{(a, b): count} in the order first seen.
+
+    A run counts every adjacent position (overlapping=True, right) or only non-overlapping pairs read left to
+    right (the mistake).
+    """
+    counts = {}
+    i = 0
+    while i + 1 < len(ids):
+        pair = (ids[i], ids[i + 1])
+        counts[pair] = counts.get(pair, 0) + 1
+        skip = not overlapping and ids[i] == ids[i + 1]
+        i += 2 if skip else 1
+    return counts
+
+
+def best(counts, tie="smallest"):
+    """The highest count; among ties the smallest pair (right), the largest, or the first seen (mistakes)."""
+    top = max(counts.values())
+    tied = [p for p, c in counts.items() if c == top]  # in the order first seen
+    if tie == "smallest":
+        return sorted(tied)[0]
+    if tie == "largest":
+        return sorted(tied)[-1]
+    return tied[0]
+
+
+def replace(ids, pair, new, from_right=False):
+    """Merge ``pair`` into ``new`` without overlap, scanning from the left (right) or the right (mistake)."""
+    seq = list(reversed(ids)) if from_right else list(ids)
+    want = (pair[1], pair[0]) if from_right else pair
+    out, i = [], 0
+    while i < len(seq):
+        if i + 1 < len(seq) and (seq[i], seq[i + 1]) == want:
+            out.append(new)
+            i += 2
+        else:
+            out.append(seq[i])
+            i += 1
+    return list(reversed(out)) if from_right else out
+
+
+def train(text, vocab_size, overlapping=True, tie="smallest", from_right=False):
+    """Recount the whole text every round; one merge per new id."""
+    ids = byte_ids(text)
+    merges = []
+    for new in range(256, vocab_size):
+        counts = pair_counts(ids, overlapping)
+        if not counts:
+            break
+        pair = best(counts, tie)
+        merges.append([list(pair), new])
+        ids = replace(ids, pair, new, from_right)
+    return merges
+
+
+def token_bytes(merges, right_first=False):
+    """Each merge's token as a byte string: left token's bytes, then the right one's (or the mistake)."""
+    table = {i: bytes([i]) for i in range(256)}
+    for (a, b), new in merges:
+        table[new] = table[b] + table[a] if right_first else table[a] + table[b]
+    return table
+
+
+def encode(text, merges, by_frequency=False):
+    """Every merge once, in the order learned (right), or the most frequent known pair first (the mistake)."""
+    ids = byte_ids(text)
+    if not by_frequency:
+        for pair, new in merges:
+            ids = replace(ids, tuple(pair), new)
+        return ids
+    known = {tuple(p): new for p, new in merges}
+    while True:
+        counts = {p: c for p, c in pair_counts(ids).items() if p in known}
+        if not counts:
+            return ids
+        pair = best(counts)
+        ids = replace(ids, pair, known[pair])
+
+
+def decode(ids, table, per_token=False):
+    """Join the bytes, then decode once (right), or decode every token on its own (the mistake)."""
+    if per_token:
+        return "".join(table[i].decode("utf-8", errors="replace") for i in ids)
+    return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
+
+
+def as_table(counts):
+    """A dict of counts as the key stores it: [[a, b], count] sorted by pair."""
+    return [[list(p), c] for p, c in sorted(counts.items())]
+
+
+# -- the worksheet ------------------------------------------------------------------------------------------
+def audit() -> dict[str, dict]:
+    """Every step: its exact value and its mistakes' values, computed from the rules above."""
+    ids = byte_ids(TEXT)
+    merges = train(TEXT, VOCAB_SIZE)
+    first = replace(ids, (97, 97), 256)
+    table = token_bytes(merges)
+    word_ids = encode(WORD, merges)
+    return {
+        "14.1": {"exact": ids, "mistakes": {}},
+        "14.2": {"exact": as_table(pair_counts(ids)),
+                 "mistakes": {"non-overlapping": as_table(pair_counts(ids, overlapping=False))}},
+        "14.3": {"exact": list(best(pair_counts(first))),
+                 "inputs": [[list(p), c] for p, c in pair_counts(first).items()],
+                 "mistakes": {"largest": list(best(pair_counts(first), "largest")),
+                              "first": list(best(pair_counts(first), "first"))}},
+        "14.4": {"exact": first, "mistakes": {"from the right": replace(ids, (97, 97), 256, from_right=True)}},
+        "14.5": {"exact": merges,
+                 "mistakes": {"largest": train(TEXT, VOCAB_SIZE, tie="largest"),
+                              "first": train(TEXT, VOCAB_SIZE, tie="first"),
+                              "from the right": train(TEXT, VOCAB_SIZE, from_right=True),
+                              "non-overlapping": train(TEXT, VOCAB_SIZE, overlapping=False)}},
+        "14.6": {"exact": [list(table[new]) for _, new in merges],
+                 "mistakes": {"right first": [list(token_bytes(merges, right_first=True)[new]) for _, new in merges]}},
+        "14.7": {"exact": word_ids, "mistakes": {"by frequency": encode(WORD, merges, by_frequency=True)}},
+        "14.8": {"exact": decode(word_ids, table), "mistakes": {"per token": decode(word_ids, table, per_token=True)}},
+    }
+
+
+def printed(sid: str, exact):
+    """What the worksheet prints for a step: ids as numbers, pairs with their counts, tokens as text."""
+    if sid == "14.2":
+        return [f"({a}, {b}): {c}" for (a, b), c in exact]
+    if sid == "14.5":
+        return [f"({a}, {b}) → {new}" for (a, b), new in exact]
+    if sid == "14.6":
+        return [bytes(b).decode("utf-8", errors="replace") for b in exact]
+    if sid == "14.8":
+        return exact
+    return [str(i) for i in exact]
+
+
+# which key mistake (by name) each audit mistake is
+NAMES = {
+    ("14.2", "non-overlapping"): "a run counted without overlap: \"aaa\" holds (a, a) once instead of twice",
+    ("14.3", "largest"): "ties broken another way: the largest pair, or the first one counted, instead of the smallest",
+    ("14.4", "from the right"): "merged from the right: \"aaa\" became \"a\" + \"aa\" instead of \"aa\" + \"a\"",
+    ("14.5", "largest"): "ties broken another way: the largest pair, or the first one counted, instead of the smallest",
+    ("14.5", "from the right"): "merged from the right: \"aaa\" became \"a\" + \"aa\" instead of \"aa\" + \"a\"",
+    ("14.6", "right first"): "the right token's bytes put first",
+    ("14.7", "by frequency"): "merges applied most frequent first in this text instead of in the order learned",
+    ("14.8", "per token"): "every token decoded on its own: the two bytes of é split into two �",
+}
+
+
+def check() -> list[str]:
+    """Differences between the key and the audit (an empty list when they agree)."""
+    with KEY.open("rb") as f:
+        key = {s["id"]: s for s in tomllib.load(f)["steps"]}
+    problems = []
+    found = audit()
+    if sorted(found) != sorted(key):
+        problems.append(f"steps: key {sorted(key)}, audit {sorted(found)}")
+    for sid, step in found.items():
+        k = key.get(sid, {})
+        if k.get("exact") != step["exact"]:
+            problems.append(f"{sid} exact: key {k.get('exact')!r}, audit {step['exact']!r}")
+        if k.get("printed") != printed(sid, step["exact"]):
+            problems.append(f"{sid} printed: key {k.get('printed')!r}, audit {printed(sid, step['exact'])!r}")
+        mistakes = {m["name"]: m["value"] for m in k.get("mistakes", [])}
+        for label, value in step["mistakes"].items():
+            name = NAMES.get((sid, label))
+            if name is None:
+                if value != step["exact"] and label not in ("first", "non-overlapping"):
+                    problems.append(f"{sid}: the audit's mistake {label!r} has no name in NAMES")
+                continue
+            if value == step["exact"]:
+                problems.append(f"{sid}: mistake {label!r} gives the right answer")
+            elif mistakes.get(name) != value:
+                problems.append(f"{sid} mistake {name!r}: key {mistakes.get(name)!r}, audit {value!r}")
+        unknown = set(mistakes) - {NAMES[(sid, label)] for label in step["mistakes"] if (sid, label) in NAMES}
+        if unknown:
+            problems.append(f"{sid}: the key lists mistakes the audit does not compute: {sorted(unknown)}")
+    inputs = key.get("14.3", {}).get("inputs", {}).get("counts")
+    if inputs != found["14.3"]["inputs"]:
+        problems.append(f"14.3 inputs.counts: key {inputs!r}, audit {found['14.3']['inputs']!r}")
+    # the two tie rules the mistake names agree on the worksheet; so do a run counted either way in training
+    if found["14.3"]["mistakes"]["first"] != found["14.3"]["mistakes"]["largest"]:
+        problems.append("14.3: the largest pair and the first counted differ: the mistake's name says they agree")
+    if found["14.5"]["mistakes"]["first"] != found["14.5"]["mistakes"]["largest"]:
+        problems.append("14.5: the largest pair and the first counted differ: the mistake's name says they agree")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    """Print the audit, or compare it with the key (``--check``)."""
+    if "--check" in argv:
+        problems = check()
+        for p in problems:
+            print(p)
+        print("the key agrees with the audit" if not problems else f"{len(problems)} differences")
+        return 1 if problems else 0
+    for sid, step in audit().items():
+        print(f"{sid}: exact {step['exact']!r}")
+        print(f"       printed {printed(sid, step['exact'])!r}")
+        for label, value in step["mistakes"].items():
+            print(f"       mistake {label}: {value!r}")
+        if "inputs" in step:
+            print(f"       inputs {step['inputs']!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,177 @@
+"""Audit of chapter 15's worksheet (AdamW, the schedule, clipping, a resumed run): every `exact` and mistake value.
+
+Written from the formulas on the page with Python's ``math``, ``fractions`` and plain loops over the weights,
+independent of ``solutions/`` and of NumPy, so the answer key cannot inherit a bug of the reference.
+
+    python scripts/audit_chapter15.py           # print every step's exact value, printed digits and mistakes
+    python scripts/audit_chapter15.py --check   # compare with reference/chapter15_adamw.toml; exit 1 on a difference
+
+``tests/test_audit_chapter15.py`` runs ``--check``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import tomllib
+from fractions import Fraction
+from pathlib import Path
+
+KEY = Path(__file__).resolve().parents[1] / "reference" / "chapter15_adamw.toml"
+
+# the worksheet's inputs (the page's tables)
+W0 = [0.5, -1.0]  # the two weights before step 1
+G1 = [0.0001, -4.0]  # the gradient of step 1: one tiny, one large
+G2 = [0.0003, 2.0]  # the gradient of step 2: the second weight's has turned round
+LR, BETA1, BETA2, EPS, DECAY = 0.1, 0.9, 0.999, 1e-8, 0.1
+MAX_LR, MIN_LR, WARMUP, TOTAL = 0.1, 0.01, 4, 12
+WARM_STEPS = [0, 1, 3]  # 15.3
+DECAY_STEPS = [4, 6, 8, 12, 20]  # 15.4
+GRADS = {"W": [3.0, 4.0], "b": [12.0]}  # 15.5, 15.6: the global norm is 13
+MAX_NORM = 1.0
+
+
+# -- AdamW, weight by weight -----------------------------------------------------------------------------------
+def adamw(w, grads, *, correct=True, coupled=False, eps_inside=False, restart_at=None, forget_moments_at=None):
+    """The weights after len(grads) steps; each keyword plants one classic mistake.
+
+    correct=False: no bias correction; coupled: the decay added to the gradient (Adam with L2);
+    eps_inside: √(v̂ + ε); restart_at=k: the step count lost at step k (bias correction starts again at t = 1);
+    forget_moments_at=k: m and v lost at step k (start again from 0, the step count kept).
+    """
+    w = list(w)
+    m, v, t = [0.0] * len(w), [0.0] * len(w), 0
+    for s, g in enumerate(grads):
+        if restart_at == s:
+            t = 0
+        if forget_moments_at == s:
+            m, v = [0.0] * len(w), [0.0] * len(w)
+        t += 1
+        for i in range(len(w)):
+            gi = g[i] + DECAY * w[i] if coupled else g[i]
+            m[i] = BETA1 * m[i] + (1 - BETA1) * gi
+            v[i] = BETA2 * v[i] + (1 - BETA2) * gi * gi
+            m_hat = m[i] / (1 - BETA1**t) if correct else m[i]
+            v_hat = v[i] / (1 - BETA2**t) if correct else v[i]
+            root = math.sqrt(v_hat + EPS) if eps_inside else math.sqrt(v_hat) + EPS
+            w[i] = w[i] - LR * (m_hat / root + (0.0 if coupled else DECAY * w[i]))
+    return w
+
+
+def adamw_mistakes(grads):
+    """The classic mistakes' weights after len(grads) steps, named as in the key."""
+    return {
+        "no bias correction: m / (√v + ε) with m and v still biased towards 0": adamw(W0, grads, correct=False),
+        "weight decay added to the gradient (Adam with an L2 penalty, not AdamW)": adamw(W0, grads, coupled=True),
+        "ε inside the square root: √(v̂ + ε) instead of √v̂ + ε": adamw(W0, grads, eps_inside=True),
+    }
+
+
+# -- the schedule ------------------------------------------------------------------------------------------------
+def lr_at(step):
+    """The page's schedule, steps counted from 0."""
+    if step < WARMUP:
+        return MAX_LR * (step + 1) / WARMUP
+    if step >= TOTAL:
+        return MIN_LR
+    progress = (step - WARMUP) / (TOTAL - WARMUP)
+    return MIN_LR + 0.5 * (MAX_LR - MIN_LR) * (1 + math.cos(math.pi * progress))
+
+
+def lr_off_by_one(step):
+    """Steps counted from 1 where the page counts from 0: step s gets what step s − 1 should."""
+    return MAX_LR * step / WARMUP if step - 1 < WARMUP else lr_at(step - 1)
+
+
+# -- clipping, in fractions (every number here is a ratio of whole numbers) ---------------------------------------
+def clip(grads, max_norm, per_tensor=False):
+    """The clipped gradients; per_tensor: each tensor scaled by its own norm (the mistake)."""
+    out = {}
+    total = math.sqrt(sum(Fraction(x) ** 2 for g in grads.values() for x in g))
+    for k, g in grads.items():
+        norm = math.sqrt(sum(Fraction(x) ** 2 for x in g)) if per_tensor else total
+        out[k] = [float(Fraction(x) * Fraction(max_norm) / Fraction(norm)) if norm > max_norm else x for x in g]
+    return out
+
+
+def audit() -> dict[str, dict]:
+    """{step id: {"exact": value, "mistakes": {name: value}}}, the names as in the key."""
+    steps: dict[str, dict] = {}
+    steps["15.1"] = {"exact": adamw(W0, [G1]), "mistakes": adamw_mistakes([G1])}
+    steps["15.2"] = {"exact": adamw(W0, [G1, G2]), "mistakes": adamw_mistakes([G1, G2])}
+    off = "the schedule off by one step: steps counted from 1, so step s gets what step s − 1 should"
+    steps["15.3"] = {"exact": [lr_at(s) for s in WARM_STEPS],
+                     "mistakes": {off: [lr_off_by_one(s) for s in WARM_STEPS]}}
+    steps["15.4"] = {"exact": [lr_at(s) for s in DECAY_STEPS],
+                     "mistakes": {off: [lr_off_by_one(s) for s in DECAY_STEPS]}}
+    squares = sum(Fraction(x) ** 2 for g in GRADS.values() for x in g)
+    steps["15.5"] = {"exact": math.sqrt(squares), "mistakes": {
+        "the tensors' norms added (5 + 12) instead of one norm of all the numbers together":
+            sum(math.sqrt(sum(Fraction(x) ** 2 for x in g)) for g in GRADS.values())}}
+    steps["15.6"] = {"exact": clip(GRADS, MAX_NORM)["W"], "mistakes": {
+        "each tensor clipped separately, by its own norm, instead of all by the global norm":
+            clip(GRADS, MAX_NORM, per_tensor=True)["W"]}}
+    steps["15.7"] = {"exact": adamw(W0, [G1, G2]), "mistakes": {
+        "the step count not saved: the resumed run's bias correction starts again at t = 1":
+            adamw(W0, [G1, G2], restart_at=1),
+        "the moments not saved: the resumed run starts m and v again from 0":
+            adamw(W0, [G1, G2], forget_moments_at=1)}}
+    return steps
+
+
+def printed(value):
+    """How the worksheet prints a value: 4 decimals (a whole number as it is)."""
+    if isinstance(value, list):
+        return [printed(v) for v in value]
+    if value == int(value):
+        return str(int(value))
+    return f"{value:.4f}"
+
+
+def flat(value):
+    """Every number of a nested list, in order."""
+    return [x for v in value for x in flat(v)] if isinstance(value, list) else [float(value)]
+
+
+def check() -> list[str]:
+    """Every difference between the audit and the key (exact values to 1e-12, every mistake present)."""
+    key = {s["id"]: s for s in tomllib.loads(KEY.read_text(encoding="utf-8"))["steps"]}
+    problems = []
+    for sid, want in audit().items():
+        step = key.get(sid)
+        if step is None:
+            problems.append(f"{sid}: missing from the key")
+            continue
+        got, audited = flat(step["exact"]), flat(want["exact"])
+        if len(got) != len(audited) or any(not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
+                                           for a, b in zip(got, audited, strict=True)):
+            problems.append(f"{sid}: exact {step['exact']} but the audit computes {want['exact']}")
+        mistakes = {m["name"]: m["value"] for m in step.get("mistakes", [])}
+        for name, value in want["mistakes"].items():
+            if name not in mistakes:
+                problems.append(f"{sid}: the key lacks the mistake {name!r}")
+            elif len(flat(mistakes[name])) != len(flat(value)) or any(
+                    not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
+                    for a, b in zip(flat(mistakes[name]), flat(value), strict=True)):
+                problems.append(f"{sid}: mistake {name!r} is {mistakes[name]} but the audit computes {value}")
+        for name in mistakes:
+            if name not in want["mistakes"]:
+                problems.append(f"{sid}: the key's mistake {name!r} is not audited")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    """Print the audit, or check the key against it."""
+    if "--check" in argv:
+        problems = check()
+        print("\n".join(problems) or f"{KEY.name}: every exact and mistake value agrees with the audit")
+        return 1 if problems else 0
+    for sid, step in audit().items():
+        print(f"[{sid}]\nprinted = {printed(step['exact'])}\nexact = {step['exact']!r}")
+        for name, value in step["mistakes"].items():
+            print(f"  mistake {name!r}: {value!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

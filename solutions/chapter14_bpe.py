@@ -1,0 +1,332 @@
+"""Chapter 14: Byte-Pair Encoding — a vocabulary learned from text, one merge of two tokens at a time.
+
+Chapter 1 cut text at spaces and looked every word up in a fixed vocabulary; a word it had never seen had no
+id. Byte-pair encoding starts from the 256 possible bytes instead, so every text has an encoding: the text
+becomes its UTF-8 bytes, ids 0 to 255 (a character outside ASCII takes two to four of them). Training counts
+every pair of neighbouring ids, gives the most frequent pair a new id (256, 257, …) and replaces it in the
+text, then counts again: each merge is one new token, and the list of merges, in the order they were
+learned, is the tokenizer. Encoding a new text replays the merges in that order; decoding joins every
+token's bytes and decodes them together as UTF-8.
+
+The conventions, stated once and used by every function below:
+
+- counting: every adjacent position counts, so the run "aaa" holds the pair (a, a) twice;
+- merging: left to right, without overlap, so merging (a, a) turns "aaa" into "aa"+"a", never "a"+"aa";
+- ties: among pairs of equal count, the smallest pair wins, comparing (first id, second id) as numbers.
+
+Worksheet: this course's own (Part II goes beyond the book): the text "aaabéaaabac", three merges found with
+a pencil; see docs/chapters/14-bpe.md.
+"""
+
+import heapq
+from itertools import pairwise
+
+N_BYTES = 256  # ids 0..255 are the bytes themselves; the first merge gets id 256
+
+
+def to_byte_ids(text: str) -> list[int]:
+    r"""The text's UTF-8 bytes, each as an id from 0 to 255: the tokens before any merge.
+
+    $$\mathrm{ids} = [\,b_0, b_1, \dots, b_{n-1}\,], \qquad b_0 b_1 \dots b_{n-1} = \mathrm{utf8}(\mathrm{text})$$
+
+    A character outside ASCII becomes two to four ids ("é" is 195, 169; "🙂" four ids), so there are as many
+    ids as the text has bytes, not characters (``list(text.encode("utf-8"))`` does it; ``ord`` of each
+    character gives code points, not bytes).
+
+    Args:
+        text: any str, the empty one too.
+
+    Returns:
+        A list of ints, one per UTF-8 byte, each from 0 to 255.
+
+    Raises:
+        TypeError: if text is not a str (bytes, a list, None: the message says "str" and names the type
+            that came).
+
+    See docs: chapter 14, step 14.1.
+    """
+    _check_text(text)
+    return list(text.encode("utf-8"))
+
+
+def count_pairs(ids: list[int]) -> dict[tuple[int, int], int]:
+    r"""How often every pair of neighbouring ids occurs: every adjacent position counts.
+
+    $$\mathrm{count}(a, b) = \#\{\,i : \mathrm{ids}[i] = a,\ \mathrm{ids}[i+1] = b\,\}$$
+
+    A run overlaps itself: [97, 97, 97] ("aaa") holds the pair (97, 97) twice, at positions 0 and 1.
+
+    Args:
+        ids: a list of ints (fewer than two give no pairs).
+
+    Returns:
+        A dict from the pair, a tuple (a, b) of ints, to its count, an int ≥ 1; pairs that do not occur are
+        absent. ids is not modified.
+
+    See docs: chapter 14, step 14.2.
+    """
+    counts: dict[tuple[int, int], int] = {}
+    for pair in pairwise(ids):  # every adjacent position, overlapping runs included
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def most_frequent_pair(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
+    r"""The pair with the highest count; among equal counts, the smallest pair.
+
+    $$\mathrm{best} = \min\{\,(a, b) : \mathrm{count}(a, b) = \max \mathrm{count}\,\}$$
+
+    "Smallest" compares the pairs as tuples of numbers: first ids first, then second ids, so (97, 98) comes
+    before (256, 97) and (97, 99). The order the pairs were counted in, or stored in the dict, plays no part.
+
+    Args:
+        counts: a dict from pairs (a, b) of ints to counts, as ``count_pairs`` returns.
+
+    Returns:
+        The winning pair, a tuple (a, b) of two ints. counts is not modified.
+
+    Raises:
+        ValueError: if counts is empty (the message says "no pairs").
+
+    See docs: chapter 14, step 14.3.
+    """
+    if not counts:
+        raise ValueError("most_frequent_pair needs at least one pair: counts is empty, there are no pairs")
+    return min(counts, key=lambda pair: (-counts[pair], pair))
+
+
+def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    r"""Replace every occurrence of ``pair`` by ``new_id``, reading left to right, without overlap.
+
+    $$[\dots, a, b, \dots] \;\to\; [\dots, \mathrm{new\_id}, \dots]$$
+
+    Scan from the left: where ids[i], ids[i+1] is the pair, write new_id and jump past both; otherwise keep
+    ids[i] and step on by one. So a run overlaps nothing: merging (97, 97) turns [97, 97, 97] into
+    [new_id, 97] and [97, 97, 97, 97] into [new_id, new_id].
+
+    Args:
+        ids: a list of ints.
+        pair: a tuple (a, b) of two ints.
+        new_id: the int that replaces each occurrence.
+
+    Returns:
+        A new list of ints, shorter by the number of occurrences replaced; ids is not modified.
+
+    See docs: chapter 14, step 14.4.
+    """
+    a, b = pair
+    out = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
+            out.append(new_id)
+            i += 2  # past both: the right one cannot start another occurrence
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
+    r"""Learn ``vocab_size - 256`` merges from a text: count, merge the most frequent pair, repeat.
+
+    $$\text{for } t = 256, 257, \dots, \mathrm{vocab\_size} - 1:\quad
+    (a, b) = \mathrm{most\_frequent\_pair}(\mathrm{count\_pairs}(\mathrm{ids})),\quad
+    \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
+
+    Start from ``to_byte_ids(text)``; every round counts every adjacent position (runs overlap), takes the
+    most frequent pair (ties: the smallest pair) and merges it left to right without overlap, giving it the
+    next id: 256, then 257, and so on. A merged token pairs up again in later rounds, so a token may stand
+    for many bytes. A pair seen once is still merged. Training stops early, with fewer merges, when the text
+    has no pair left (it is down to one token, or empty); ``vocab_size`` 256 learns no merge.
+
+    (The result is the same as recounting every round; the reference updates the counts of the pairs around
+    each merge instead, so that 256 merges of half a million bytes take seconds.)
+
+    Args:
+        text: the training text, a str.
+        vocab_size: the size of the vocabulary wanted, an int ≥ 256: the 256 bytes plus one id per merge.
+
+    Returns:
+        The merges in the order learned: a list of ((a, b), new_id), each pair a tuple of two ints, new_id
+        256, 257, … in turn.
+
+    Raises:
+        TypeError: if text is not a str (as ``to_byte_ids``).
+        ValueError: if vocab_size is not a whole number ≥ 256 (the message says "vocab_size" and "256" and
+            names the value; a bool or a float such as 300.0 is refused too).
+
+    See docs: chapter 14, step 14.5.
+    """
+    ids = to_byte_ids(text)
+    _check_vocab_size(vocab_size)
+    n = len(ids)
+    nxt = [i + 1 for i in range(n)]  # the next live position after i (n: none)
+    prv = [i - 1 for i in range(n)]  # the previous live position before i (-1: none)
+    counts: dict[tuple[int, int], int] = {}
+    where: dict[tuple[int, int], list[int]] = {}  # pair -> positions it started at (some may be stale)
+
+    def add(pair, i):
+        counts[pair] = counts.get(pair, 0) + 1
+        where.setdefault(pair, []).append(i)
+
+    def remove(pair):
+        left = counts[pair] - 1
+        if left:
+            counts[pair] = left
+        else:
+            del counts[pair]
+
+    for i, pair in enumerate(pairwise(ids)):
+        add(pair, i)
+    merges = []
+    for new_id in range(N_BYTES, vocab_size):
+        if not counts:
+            break  # one token left (or none): nothing to merge
+        pair = most_frequent_pair(counts)
+        a, b = pair
+        for i in sorted(set(where.pop(pair))):  # left to right; an occurrence a merge used up is skipped
+            j = nxt[i]  # a live position after i: where holds only positions that had a right neighbour
+            if ids[i] != a or ids[j] != b:
+                continue
+            h, k = prv[i], nxt[j]
+            remove(pair)
+            if h >= 0:
+                remove((ids[h], a))
+                add((ids[h], new_id), h)
+            if k < n:
+                remove((b, ids[k]))
+                add((new_id, ids[k]), i)
+                prv[k] = i
+            ids[i], ids[j] = new_id, -1
+            nxt[i] = k
+        merges.append((pair, new_id))
+    return merges
+
+
+def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
+    r"""Every id's bytes: the 256 single bytes, then each merge's two tokens joined, in the order learned.
+
+    $$\mathrm{vocab}[i] = \mathtt{bytes([i])}\ (i < 256), \qquad
+    \mathrm{vocab}[\mathrm{new\_id}] = \mathrm{vocab}[a] + \mathrm{vocab}[b]$$
+
+    Left token's bytes first, then the right one's: a merge of (256, 257) with vocab[256] = b"aa" and
+    vocab[257] = b"ab" stands for b"aaab".
+
+    Args:
+        merges: a list of ((a, b), new_id) as ``train_bpe`` returns, each pair made of ids already in the
+            vocabulary.
+
+    Returns:
+        A dict from every id (0 to 255 and each new_id) to its bytes; merges is not modified.
+
+    See docs: chapter 14, step 14.6.
+    """
+    vocab = {i: bytes([i]) for i in range(N_BYTES)}
+    for (a, b), new_id in merges:
+        vocab[new_id] = vocab[a] + vocab[b]
+    return vocab
+
+
+def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
+    r"""A text's token ids: its UTF-8 bytes, then every merge applied in the order it was learned.
+
+    $$\mathrm{ids} = \mathrm{to\_byte\_ids}(\mathrm{text}); \qquad
+    \text{for } ((a, b), t) \text{ in merges, in order}:\
+    \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
+
+    The order is the list's, the order training learned the merges in, whatever the pairs' counts in this
+    text: a later merge may build on an earlier one's token, never the other way round. Each merge replaces
+    left to right without overlap, as ``merge_pair`` does. Encoding the training text gives the tokens that
+    training ended with.
+
+    (The reference keeps the pairs in a heap ordered by (merge rank, position), so that a long text costs one
+    pass per token rather than one pass per merge; the result is the same.)
+
+    Args:
+        text: a str.
+        merges: a list of ((a, b), new_id) in the order learned, as ``train_bpe`` returns.
+
+    Returns:
+        A list of ints; merges is not modified.
+
+    Raises:
+        TypeError: if text is not a str (as ``to_byte_ids``).
+
+    See docs: chapter 14, step 14.7.
+    """
+    ids = to_byte_ids(text)
+    rank = {}
+    for r, (pair, new_id) in enumerate(merges):
+        rank.setdefault(tuple(pair), (r, new_id))  # a pair learned twice: the first merge wins, as in order
+    n = len(ids)
+    nxt = [i + 1 for i in range(n)]
+    prv = [i - 1 for i in range(n)]
+    heap = [(rank[p][0], i) for i, p in enumerate(pairwise(ids)) if p in rank]
+    heapq.heapify(heap)
+
+    def push(i):
+        """Queue the pair starting at i if a merge knows it.
+
+        Its rank is later than the merge just made: a pair holding the new token was learned after it.
+        """
+        if i < 0 or nxt[i] >= n:
+            return
+        found = rank.get((ids[i], ids[nxt[i]]))
+        if found is not None:
+            heapq.heappush(heap, (found[0], i))
+
+    while heap:
+        r, i = heapq.heappop(heap)
+        j = nxt[i]
+        (a, b), new_id = merges[r]
+        if ids[i] != a or ids[j] != b:  # j < n: the pair at i had a right neighbour, and i still holds a
+            continue  # stale: this occurrence was used up by an earlier merge
+        k = nxt[j]
+        ids[i], ids[j] = new_id, -1
+        nxt[i] = k
+        if k < n:
+            prv[k] = i
+        push(prv[i])
+        push(i)
+    return [t for t in ids if t != -1]
+
+
+def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
+    r"""The text of a list of token ids: every token's bytes joined first, then decoded once as UTF-8.
+
+    $$\mathrm{text} = \mathrm{utf8}^{-1}\big(\mathrm{vocab}[\mathrm{ids}_0] + \mathrm{vocab}[\mathrm{ids}_1]
+    + \dots\big)$$
+
+    Join the bytes before decoding: a character's bytes may lie in two tokens (195 and 169 are "é" only
+    together), and decoding each token on its own would turn both halves into "�". Bytes that are not valid
+    UTF-8 become "�" (U+FFFD; ``errors="replace"``) rather than raising, so any list of known ids decodes.
+
+    Args:
+        ids: a list of ints.
+        vocab: a dict from id to bytes, as ``build_vocab`` returns.
+
+    Returns:
+        A str; ids and vocab are not modified.
+
+    Raises:
+        ValueError: if an id is not in vocab (the message says "unknown" and names the id).
+
+    See docs: chapter 14, step 14.8.
+    """
+    parts = []
+    for i in ids:
+        if i not in vocab:
+            raise ValueError(f"decode got the unknown id {i}: the vocabulary has no such token")
+        parts.append(vocab[i])
+    return b"".join(parts).decode("utf-8", errors="replace")
+
+
+def _check_text(text) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+
+def _check_vocab_size(vocab_size) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < N_BYTES:
+        raise ValueError(f"vocab_size must be a whole number ≥ 256 (the bytes themselves), got {vocab_size!r}")

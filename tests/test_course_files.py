@@ -1,0 +1,406 @@
+"""A chapter is its files and its entries in the course's shared lists: each one is here, or a test names it.
+
+For every chapter ``kata/project.py`` finds (an answer key in ``reference/`` and a test file), in the words of
+CONTRIBUTING.md's "What a chapter is":
+
+- its files: stub, solution, key, tests, page, notebook source and built notebook, the snapshot its tests
+  read, and for a Part II chapter its audit script and the audit's test;
+- its entries: the page in mkdocs.yml's nav (in its part's section), at least one planted mistake in
+  tests/mutants.py, a snapshot builder in BUILDERS when its tests read a snapshot, a row in CONTRIBUTING.md's
+  mutation table, a line in docs/index.md's table of chapters (in its part's section);
+- grading.toml names only real chapters, steps and tests;
+- README.md and docs/index.md state only the chapter counts the course has.
+
+Every check is a function returning one message per missing entry, naming the chapter and the entry; each is
+shown to fail (with that message) on a copy of the list with the entry taken out.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kata import project
+from tests.mutants import MUTANTS, Mutant
+
+ROOT = project.ROOT
+CHAPTERS = project.chapters()
+PART_TITLES = {1: "Part I: the book", 2: "Part II: beyond the book"}
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15}
+
+
+def _builders() -> dict:
+    """The snapshot builders by chapter (``BUILDERS`` of the authors' snapshot writer)."""
+    from kata.authoring.snapshots import BUILDERS
+
+    return BUILDERS
+
+
+def part(chapter) -> int:
+    """1 for a chapter of the book (its key's ``source`` starts "Book chapter"), 2 for one beyond it."""
+    return 1 if chapter.source.startswith("Book chapter") else 2
+
+
+def _read(relative: str) -> str:
+    return (ROOT / relative).read_text(encoding="utf-8")
+
+
+def reads_a_snapshot(test_source: str) -> bool:
+    """Whether a chapter's test file reads its stored snapshot (``snapshot(CHAPTER)``, ``snapshots.load``)."""
+    for node in ast.walk(ast.parse(test_source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name == "snapshot" or (name == "load" and isinstance(f, ast.Attribute)
+                                      and isinstance(f.value, ast.Name) and f.value.id == "snapshots"):
+                return True
+    return False
+
+
+# -- the files ---------------------------------------------------------------------------------------------
+def files(chapter, root: Path = ROOT) -> dict[str, str]:
+    """{path: what it is} of every file the chapter must have."""
+    nn, module = f"{chapter.number:02d}", chapter.module
+    found = {
+        f"exercises/{module}.py": "the stubs (python -m kata.authoring.stubgen solutions/... > exercises/...)",
+        f"solutions/{module}.py": "the reference implementation",
+        f"reference/{module}.toml": "the answer key",
+        f"tests/test_{module}.py": "the tests",
+        chapter.page: "the page (the key's `page`)",
+        f"notebooks/src/{module}.py": f"the notebook's source (nox -s notebooks-build -- --scaffold {chapter.number})",
+        f"notebooks/{module}.ipynb": "the notebook (nox -s notebooks-build)",
+    }
+    test_file = root / f"tests/test_{module}.py"
+    if test_file.is_file() and reads_a_snapshot(test_file.read_text(encoding="utf-8")):
+        found[f"tests/snapshots/chapter{nn}.npz"] = f"the snapshot its tests read (python -m kata.authoring.snapshots " \
+                                                    f"{chapter.number})"
+    if part(chapter) == 2:
+        found[f"scripts/audit_chapter{nn}.py"] = "the audit that computes the key's exact values (Part II)"
+        found[f"tests/test_audit_chapter{nn}.py"] = "the test that runs the audit's --check (Part II)"
+    return found
+
+
+def missing_files(chapter, root: Path = ROOT) -> list[str]:
+    return [f"chapter {chapter.number}: {path} is missing: {what}"
+            for path, what in files(chapter, root).items() if not (root / path).is_file()]
+
+
+# -- mkdocs.yml's nav --------------------------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """YAML with mkdocs' ``!!python/name:`` tags read as nothing (only the nav is wanted)."""
+
+
+_Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+
+
+def nav_sections(mkdocs_yml: str) -> dict[str, str]:
+    """{page under docs/: the title of the top-level nav section holding it ("" at the top level)}."""
+    found: dict[str, str] = {}
+
+    def walk(entries, section: str) -> None:
+        for entry in entries or []:
+            if isinstance(entry, str):
+                found[entry] = section
+                continue
+            for title, value in entry.items():
+                if isinstance(value, list):
+                    walk(value, section or title)
+                elif isinstance(value, str):
+                    found[value] = section
+
+    walk(yaml.load(mkdocs_yml, Loader=_Loader).get("nav"), "")
+    return found
+
+
+def nav_problems(chapter, mkdocs_yml: str) -> list[str]:
+    page = chapter.page.removeprefix("docs/")
+    sections = nav_sections(mkdocs_yml)
+    want = PART_TITLES[part(chapter)]
+    if page not in sections:
+        return [f"chapter {chapter.number}'s page {chapter.page} is not in mkdocs.yml's nav "
+                f"(add it under \"{want}\")"]
+    if sections[page] != want:
+        return [f"chapter {chapter.number}'s page {chapter.page} is in mkdocs.yml's nav under "
+                f"\"{sections[page]}\", not under \"{want}\""]
+    return []
+
+
+# -- tests/mutants.py --------------------------------------------------------------------------------------
+def mutant_problems(chapter, mutants: list[Mutant]) -> list[str]:
+    solution = f"{chapter.module}.py"
+    mine = [m for m in mutants if m.chapter == chapter.number]
+    if not mine:
+        return [f"chapter {chapter.number} has no planted mistake in tests/mutants.py "
+                f"(add Mutant({chapter.number}, \"{solution}\", old, new, named) for each classic mistake)"]
+    return [f"tests/mutants.py: a mutant of chapter {chapter.number} ({m.named!r}) plants into {m.file}, "
+            f"not into chapter {chapter.number}'s solution {solution}" for m in mine if m.file != solution]
+
+
+# -- snapshot builders -------------------------------------------------------------------------------------
+def builder_problems(chapter, builders: dict, root: Path = ROOT) -> list[str]:
+    test_file = root / chapter.test_file
+    if reads_a_snapshot(test_file.read_text(encoding="utf-8")) and chapter.number not in builders:
+        return [f"chapter {chapter.number}'s tests read a snapshot, but kata/authoring/snapshots.py has no builder for "
+                f"it: add chapter{chapter.number} to BUILDERS"]
+    return []
+
+
+# -- CONTRIBUTING.md's mutation table ----------------------------------------------------------------------
+def mutation_table_rows(contributing: str) -> set[int]:
+    section = contributing.split("## Mutation testing", 1)[-1]
+    return {int(m) for m in re.findall(r"^\|\s*(\d+)\s*\|(?:\s*[\d,]+\s*\|){4}\s*[\d.]+%\s*\|\s*$", section, re.M)}
+
+
+def mutation_table_problems(chapter, contributing: str) -> list[str]:
+    if chapter.number in mutation_table_rows(contributing):
+        return []
+    return [f"chapter {chapter.number} has no row in CONTRIBUTING.md's mutation table "
+            f"(run nox -s mutation -- {chapter.number} and add its figures)"]
+
+
+# -- docs/index.md's table of chapters ---------------------------------------------------------------------
+def index_sections(index_md: str) -> dict[str, str]:
+    """{linked page under docs/: the ## heading of the section of docs/index.md linking it}."""
+    found = {}
+    for heading, body in re.findall(r"^## ([^\n]+)\n(.*?)(?=^## |\Z)", index_md, re.M | re.S):
+        for target in re.findall(r"\]\(([^)#\s]+)", body):
+            found.setdefault(target, heading.strip())
+    return found
+
+
+def index_problems(chapter, index_md: str) -> list[str]:
+    page = chapter.page.removeprefix("docs/")
+    sections = index_sections(index_md)
+    want = PART_TITLES[part(chapter)]
+    if page not in sections:
+        return [f"chapter {chapter.number}'s page {chapter.page} is not in docs/index.md's table of chapters "
+                f"(add a row under \"## {want}\")"]
+    if sections[page] != want:
+        return [f"chapter {chapter.number}'s page {chapter.page} is linked in docs/index.md under "
+                f"\"## {sections[page]}\", not under \"## {want}\""]
+    return []
+
+
+# -- grading.toml ------------------------------------------------------------------------------------------
+def _test_names(chapter, root: Path = ROOT) -> set[str]:
+    tree = ast.parse((root / chapter.test_file).read_text(encoding="utf-8"))
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+
+
+def grading_problems(grading_toml: str, chapters=CHAPTERS, root: Path = ROOT) -> list[str]:
+    config = tomllib.loads(grading_toml)
+    by_number = {c.number: c for c in chapters}
+    steps = {s.id for c in chapters for s in c.steps}
+    problems = []
+    for key in config.get("chapters", {}):
+        if not str(key).isdigit() or int(key) not in by_number:
+            problems.append(f"grading.toml [chapters] {key!r}: there is no chapter {key} "
+                            f"(chapters: {', '.join(map(str, by_number))})")
+    for key in config.get("steps", {}):
+        if key not in steps:
+            problems.append(f"grading.toml [steps] {key!r}: no answer key has a step {key}")
+    for key in config.get("checks", {}):
+        number, _, name = key.rpartition(":")
+        if number:
+            chapter = by_number.get(int(number)) if number.isdigit() else None
+            if chapter is None:
+                problems.append(f"grading.toml [checks] {key!r}: there is no chapter {number}")
+            elif name not in _test_names(chapter, root):
+                problems.append(f"grading.toml [checks] {key!r}: chapter {number}'s tests ({chapter.test_file}) "
+                                f"have no {name}")
+        elif not any(name in _test_names(c, root) for c in chapters):
+            problems.append(f"grading.toml [checks] {key!r}: no chapter's tests have a test of that name")
+    return problems
+
+
+# -- chapter counts in README.md and docs/index.md ---------------------------------------------------------
+def count_problems(name: str, text: str, chapters=CHAPTERS) -> list[str]:
+    """Every "N chapters" a page states must be the number of Part I chapters, said in a Part I sentence.
+
+    Part II grows a chapter at a time, so no page counts it (or the whole course): the lists of chapters are
+    mkdocs.yml's nav and docs/index.md's table, both checked above.
+    """
+    book = sum(part(c) == 1 for c in chapters)
+    problems = []
+    words = "|".join(NUMBER_WORDS)
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        for m in re.finditer(rf"\b({words}|\d+)\s+(?:short\s+)?chapters\b", sentence, re.I):
+            said = m.group(1).lower()
+            n = NUMBER_WORDS.get(said) or int(said)
+            if "Part I" not in sentence or "Part II" in sentence[:m.start()] or n != book:
+                problems.append(f"{name} says \"{m.group(0)}\": the course has {book} chapters in Part I (the book) "
+                                f"and {len(chapters) - book} in Part II; count only Part I, in a sentence about it")
+    return problems
+
+
+# -- the checks --------------------------------------------------------------------------------------------
+IDS = {"ids": lambda c: f"chapter{c.number}"}
+
+
+def test_chapters_are_found():
+    """kata/project.py finds chapters, numbered 1, 2, … with the book's before those beyond it"""
+    numbers = [c.number for c in CHAPTERS]
+    assert numbers == list(range(1, len(numbers) + 1)), f"chapters found: {numbers}"
+    parts = [part(c) for c in CHAPTERS]
+    assert parts == sorted(parts), f"a chapter of the book after one beyond it: {list(zip(numbers, parts, strict=True))}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
+def test_every_chapter_has_all_its_files(chapter):
+    """stub, solution, key, tests, page, notebook source and notebook, snapshot, audit (Part II)"""
+    assert not missing_files(chapter), "\n".join(missing_files(chapter))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
+def test_every_chapter_page_is_in_the_nav_of_its_part(chapter):
+    """mkdocs.yml's nav lists the page under 'Part I: the book' or 'Part II: beyond the book'"""
+    problems = nav_problems(chapter, _read("mkdocs.yml"))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
+def test_every_chapter_has_a_planted_mistake(chapter):
+    """tests/mutants.py plants at least one mistake into the chapter's solution"""
+    problems = mutant_problems(chapter, MUTANTS)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
+def test_every_chapter_whose_tests_read_a_snapshot_has_a_builder(chapter):
+    """BUILDERS (kata/authoring/snapshots.py) writes the snapshot a chapter's tests read"""
+    problems = builder_problems(chapter, _builders())
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
+def test_every_chapter_has_a_row_in_the_mutation_table(chapter):
+    """CONTRIBUTING.md's mutation table has the chapter's figures"""
+    problems = mutation_table_problems(chapter, _read("CONTRIBUTING.md"))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
+def test_every_chapter_is_in_the_home_pages_table_of_its_part(chapter):
+    """docs/index.md links the page in its part's section"""
+    problems = index_problems(chapter, _read("docs/index.md"))
+    assert not problems, "\n".join(problems)
+
+
+def test_grading_toml_names_real_chapters_steps_and_tests():
+    """every [chapters], [steps] and [checks] key of grading.toml is a chapter, a step, a test there is"""
+    problems = grading_problems(_read("grading.toml"))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/index.md", "docs/notation.md"])
+def test_no_page_counts_chapters_the_course_does_not_have(name):
+    """a page may say how many chapters Part I has (the book's); nothing counts Part II or the whole course"""
+    problems = count_problems(name, _read(name))
+    assert not problems, "\n".join(problems)
+
+
+# -- each check fails, naming the missing entry ------------------------------------------------------------
+def _chapter(number: int):
+    return next(c for c in CHAPTERS if c.number == number)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    """a copy of chapter 12 without its notebook source and its audit script: both named"""
+    chapter = _chapter(12)
+    for path in files(chapter):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes((ROOT / path).read_bytes())
+    assert missing_files(chapter, tmp_path) == []
+    (tmp_path / "notebooks/src/chapter12_rope.py").unlink()
+    (tmp_path / "scripts/audit_chapter12.py").unlink()
+    (tmp_path / "tests/snapshots/chapter12.npz").unlink()
+    problems = missing_files(chapter, tmp_path)
+    assert [p.split(":")[1].strip() for p in problems] == [
+        "notebooks/src/chapter12_rope.py is missing", "tests/snapshots/chapter12.npz is missing",
+        "scripts/audit_chapter12.py is missing"], problems
+    assert all(p.startswith("chapter 12: ") for p in problems)
+
+
+def test_a_page_missing_from_the_nav_is_named():
+    """mkdocs.yml without chapter 12's line: 'chapter 12's page docs/chapters/12-rope.md is not in mkdocs.yml's nav'"""
+    text = _read("mkdocs.yml")
+    line = next(x for x in text.splitlines() if x.strip().endswith("chapters/12-rope.md"))
+    assert nav_problems(_chapter(12), text.replace(line + "\n", "")) == [
+        "chapter 12's page docs/chapters/12-rope.md is not in mkdocs.yml's nav (add it under \"Part II: beyond "
+        "the book\")"]
+    moved = text.replace(line + "\n", "").replace("  - Errata: errata.md", line.replace("      -", "  -") +
+                                                   "\n  - Errata: errata.md")
+    assert nav_problems(_chapter(12), moved) == [
+        "chapter 12's page docs/chapters/12-rope.md is in mkdocs.yml's nav under \"\", not under \"Part II: beyond "
+        "the book\""]
+
+
+def test_a_chapter_without_a_planted_mistake_is_named():
+    """tests/mutants.py without chapter 11's mutants, or with one pointed at another file: named"""
+    assert mutant_problems(_chapter(11), [m for m in MUTANTS if m.chapter != 11]) == [
+        "chapter 11 has no planted mistake in tests/mutants.py (add Mutant(11, \"chapter11_multi_head_attention.py\", "
+        "old, new, named) for each classic mistake)"]
+    stray = Mutant(11, "chapter12_rope.py", "a", "b", "a stray")
+    assert mutant_problems(_chapter(11), [*MUTANTS, stray]) == [
+        "tests/mutants.py: a mutant of chapter 11 ('a stray') plants into chapter12_rope.py, not into chapter 11's "
+        "solution chapter11_multi_head_attention.py"]
+
+
+def test_a_chapter_without_a_snapshot_builder_is_named():
+    """BUILDERS without chapter 12: named; a chapter whose tests read no snapshot needs none"""
+    builders = {k: v for k, v in _builders().items() if k != 12}
+    assert builder_problems(_chapter(12), builders) == [
+        "chapter 12's tests read a snapshot, but kata/authoring/snapshots.py has no builder for it: add chapter12 to "
+        "BUILDERS"]
+    assert not reads_a_snapshot(_read(_chapter(1).test_file)) and builder_problems(_chapter(1), {}) == []
+
+
+def test_a_chapter_without_a_mutation_table_row_is_named():
+    """CONTRIBUTING.md without chapter 12's row: named"""
+    text = _read("CONTRIBUTING.md")
+    row = next(x for x in text.splitlines() if x.startswith("| 12 |"))
+    assert mutation_table_problems(_chapter(12), text.replace(row + "\n", "")) == [
+        "chapter 12 has no row in CONTRIBUTING.md's mutation table (run nox -s mutation -- 12 and add its figures)"]
+
+
+def test_a_chapter_missing_from_the_home_page_is_named():
+    """docs/index.md without chapter 11's row, or with it in Part I's table: named"""
+    text = _read("docs/index.md")
+    row = next(x for x in text.splitlines() if "(chapters/11-multi-head-attention.md)" in x)
+    assert index_problems(_chapter(11), text.replace(row + "\n", "")) == [
+        "chapter 11's page docs/chapters/11-multi-head-attention.md is not in docs/index.md's table of chapters "
+        "(add a row under \"## Part II: beyond the book\")"]
+    first = next(x for x in text.splitlines() if "(chapters/01-sequences.md)" in x)
+    moved = text.replace(row + "\n", "").replace(first, first + "\n" + row)
+    assert index_problems(_chapter(11), moved) == [
+        "chapter 11's page docs/chapters/11-multi-head-attention.md is linked in docs/index.md under "
+        "\"## Part I: the book\", not under \"## Part II: beyond the book\""]
+
+
+def test_grading_toml_entries_that_name_nothing_are_named():
+    """a [checks] key naming no test, a [steps] key naming no step, a [chapters] key naming no chapter"""
+    text = "\n".join([
+        "[chapters]", "10 = 30", "99 = 10",
+        "[steps]", '"4.3" = 2', '"12.99" = 2',
+        "[checks]", '"12:test_rope_backward_matches_central_differences" = 2', '"12:test_that_does_not_exist" = 2',
+        'test_nowhere_at_all = 2', ""])
+    assert grading_problems(text) == [
+        f"grading.toml [chapters] '99': there is no chapter 99 (chapters: {', '.join(str(c.number) for c in CHAPTERS)})",
+        "grading.toml [steps] '12.99': no answer key has a step 12.99",
+        "grading.toml [checks] '12:test_that_does_not_exist': chapter 12's tests (tests/test_chapter12_rope.py) have "
+        "no test_that_does_not_exist",
+        "grading.toml [checks] 'test_nowhere_at_all': no chapter's tests have a test of that name"]
+
+
+def test_a_hard_coded_chapter_count_is_named():
+    """'Ten chapters lead from …' (the old README) and 'Part I is twelve chapters' are named"""
+    assert count_problems("README.md", "Ten chapters lead from next-token prediction to a transformer.") != []
+    assert count_problems("x.md", "Part I, the book, is twelve chapters long.")[0].startswith(
+        "x.md says \"twelve chapters\": the course has 10 chapters in Part I")
+    assert count_problems("x.md", "Part I, the book, is ten chapters long.") == []
