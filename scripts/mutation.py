@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kata import project  # noqa: E402
-from kata.judge import answer_key  # noqa: E402
+from kata.judge import answer_key, runner  # noqa: E402
 
 EQUIVALENT = ROOT / "tests" / "mutation_equivalent.toml"
 
@@ -186,15 +186,15 @@ def baseline(chapter: answer_key.Chapter, work: Path, python: str) -> tuple[dict
     """Run the chapter's tests on an unmutated copy: the functions each test reaches, and its duration."""
     package = work / "baseline" / "solutions"
     shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
-    results, junit = work / "baseline.json", work / "baseline.xml"
+    results, junit = work / "baseline.jsonl", work / "baseline.xml"
     proc = subprocess.run([python, "-m", "pytest", chapter.test_file, "--impl", str(package), "-q",
-                           "-p", "no:cacheprovider", "--kata-results", str(results), "--junitxml", str(junit)],
+                           "-p", "no:cacheprovider", *runner.stream_options(results), "--junitxml", str(junit)],
                           cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.exit(f"chapter {chapter.number}'s tests fail on the unmutated solutions:\n{proc.stdout[-3000:]}")
     graph = call_graph()
     reached = {}
-    for r in json.loads(results.read_text(encoding="utf-8"))["results"]:
+    for r in runner.read(results).results.values():
         functions = set()
         for qualified in r["functions"]:
             module, _, function = qualified.rpartition(".")
@@ -216,10 +216,10 @@ def run_mutant(mutant: Mutant, tests: list[str], work: Path, python: str, timeou
     package = folder / "solutions"
     shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
     (package / f"{mutant.module}.py").write_text(mutant.source, encoding="utf-8")
-    results = folder / "results.json"
+    results = folder / "results.jsonl"
     try:
         proc = subprocess.run([python, "-m", "pytest", *tests, "--impl", str(package), "-x", "-q", "-p",
-                               "no:cacheprovider", "--kata-results", str(results), "--timeout", str(int(timeout))],
+                               "no:cacheprovider", *runner.stream_options(results), "--timeout", str(int(timeout))],
                               cwd=ROOT, capture_output=True, text=True, check=False, timeout=timeout * 4)
     except subprocess.TimeoutExpired:
         mutant.status, mutant.killed_by = "timeout", "the whole run took too long"
@@ -229,8 +229,7 @@ def run_mutant(mutant: Mutant, tests: list[str], work: Path, python: str, timeou
         else:
             mutant.status = "killed"
             try:
-                data = json.loads(results.read_text(encoding="utf-8"))
-                bad = next(r for r in data["results"] if r["status"] != "passed")
+                bad = next(r for r in runner.read(results).results.values() if r["status"] != "passed")
                 mutant.killed_by = f"{bad['nodeid'].split('::')[-1]} ({bad['status']})"
                 if bad["status"] == "timed out":
                     mutant.status = "timeout"
@@ -250,7 +249,7 @@ class MutantLoop:
 
     A job's ``tests`` are node ids or test functions' names; without ``tests``, every test collected. With
     ``"every": true`` all of them run, failing or not, and the job's result carries each test's result as the
-    judge records it (``results``: status, message…, as ``--kata-results`` writes them): what
+    judge records it (``results``: status, message…, as ``kata.judge.stream`` writes them): what
     ``tests/test_suite_proves.py`` reads of its planted mistakes.
     """
 

@@ -3,21 +3,20 @@
 Every test fails on the untouched stubs, passes on solutions/, and catches and names the planted
 mistakes in tests/mutants.py.
 
-Each run is a separate pytest process with `--impl`, reading the machine-readable results the kata
-plugin writes with `--kata-results`; a chapter's planted mistakes are checked one after another in one pytest
+Each run is a separate pytest process with `--impl`, reading the results the judge streams
+(`kata.judge.stream`, read back by `kata.judge.runner.read`); a chapter's planted mistakes are checked one after another in one pytest
 process (scripts/mutation.py's loop, as `nox -s mutation` checks mutmut's mutants: the worker restarted on each
 copy, the tests' random inputs put back), every test of the chapter on each. With `--chapter N` the runs on
 the stubs and the solutions are of chapter N's tests only.
 """
 
-import json
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from kata.judge import answer_key
+from kata.judge import answer_key, runner
 from scripts import mutation
 from tests.mutants import MUTANTS
 
@@ -38,24 +37,23 @@ def chapter_tests(config: pytest.Config) -> list[str]:
 
 
 def run_chapters(impl: str, out, files=CHAPTER_TESTS, *options: str) -> dict:
-    """Run chapter tests against `impl` in a fresh process; return the plugin's JSON results."""
+    """Run chapter tests against `impl` in a fresh process; return their results, exit code and output."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *files, *options, "--impl", str(impl), "--kata-results", str(out),
+        [sys.executable, "-m", "pytest", *files, *options, "--impl", str(impl), *runner.stream_options(out),
          "-q", "-p", "no:cacheprovider", "--timeout", "120"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )
-    assert out.exists(), f"pytest wrote no results:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    data = json.loads(out.read_text(encoding="utf-8"))
-    data["returncode"] = proc.returncode
-    data["output"] = proc.stdout
-    return data
+    run = runner.read(out) if out.exists() else runner.RunResult()
+    assert run.tests, f"pytest collected nothing:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return {"results": list(run.results.values()), "returncode": proc.returncode, "output": proc.stdout,
+            "chapters_not_importing": {str(k): v for k, v in run.not_importing.items()}}
 
 
 @pytest.fixture(scope="module")
 def on_solutions(request, tmp_path_factory):
     # --strict-exact: the key's exact values must agree with the reference to 1e-12, so a value typed from
     # a rounded printout (off by 1e-9, inside the learners' tolerance) is caught here.
-    return run_chapters("solutions", tmp_path_factory.mktemp("solutions") / "results.json",
+    return run_chapters("solutions", tmp_path_factory.mktemp("solutions") / "results.jsonl",
                         chapter_tests(request.config), "--strict-exact")
 
 
@@ -63,7 +61,7 @@ def on_solutions(request, tmp_path_factory):
 def on_stubs(request, tmp_path_factory):
     # --tb=no, as a chapter run and the grader have it: a stub's "not started" is the same either way, and
     # pytest drawing hundreds of NotImplementedError tracebacks nobody reads was most of this run.
-    return run_chapters("exercises", tmp_path_factory.mktemp("stubs") / "results.json",
+    return run_chapters("exercises", tmp_path_factory.mktemp("stubs") / "results.jsonl",
                         chapter_tests(request.config), "--tb=no")
 
 
@@ -149,7 +147,7 @@ def test_a_chapter_that_does_not_import_costs_only_its_own_checks(tmp_path):
     target = package / "chapter02_matrices.py"
     target.write_text(target.read_text(encoding="utf-8") + "\ndef oops(:\n", encoding="utf-8")
     files = [answer_key.load(n).test_file for n in (1, 2, 3)]
-    data = run_chapters(package, tmp_path / "results.json", files)
+    data = run_chapters(package, tmp_path / "results.jsonl", files)
     by_chapter = {n: [r for r in data["results"] if r["chapter"] == n] for n in (1, 2, 3)}
     assert all(r["status"] == "passed" for r in by_chapter[1] + by_chapter[3]), "chapters 1 and 3 should pass"
     assert by_chapter[2] and all(r["status"] == "error" for r in by_chapter[2])

@@ -14,6 +14,7 @@ import pytest
 
 from kata import project
 from kata.grading import grade, points
+from kata.judge import runner
 from kata.judge.runner import RunResult
 from kata.learner import doctor, hints, watch, worksheet
 
@@ -354,15 +355,14 @@ def test_the_pass_memory_is_of_the_code_it_saw_not_of_the_chapter(tmp_path):
 
     def run(impl, test, out):
         subprocess.run([sys.executable, "-m", "pytest", f"tests/{test}", "--impl", str(impl), "-q",
-                        "-o", f"cache_dir={cache}", "--kata-results", str(out)],
+                        "-o", f"cache_dir={cache}", *runner.stream_options(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
                        env={**os.environ, "KATA_WARM": "0"})
-        import json
-        return json.loads(out.read_text(encoding="utf-8"))["results"]
+        return list(runner.read(out).results.values())
 
-    on_stubs = run(stubs, "test_chapter07_backprop.py", tmp_path / "7.json")
+    on_stubs = run(stubs, "test_chapter07_backprop.py", tmp_path / "7.jsonl")
     assert {r["status"] for r in on_stubs} == {"not started"}
-    on_done = run(done, "test_chapter08_batch_training.py", tmp_path / "8.json")
+    on_done = run(done, "test_chapter08_batch_training.py", tmp_path / "8.jsonl")
     failing = [r["message"] for r in on_done if r["status"] == "failed"]
     assert failing, "the planted mistake in chapter 8 was not caught"
     assert not [m for m in failing if "(chapter 7), which is not started" in m], failing[0]
