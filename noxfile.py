@@ -305,7 +305,7 @@ def notebooks(session: nox.Session) -> None:
 def notebooks_build(session: nox.Session) -> None:
     """Build notebooks/*.ipynb from notebooks/src/ (jupytext): `-- --check` only compares, `-- --scaffold N` starts one.
 
-    Run it after changing a stub, an answer key or a notebook source (tests/tools/test_notebooks.py fails until
+    Run it after changing a stub, an answer key or a notebook source (tests/tools/learner/test_notebooks.py fails until
     the notebooks are rebuilt). `nox -s notebooks` is the learners' other session: their saved answers, for grading.
     """
     install(session, "test", "notebook")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, copy_repository, copy_solutions, tool
+from ..conftest import ROOT, copy_repository, copy_solutions, tool
 
 pytestmark = pytest.mark.slow
 

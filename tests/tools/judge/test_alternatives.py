@@ -19,7 +19,7 @@ import pytest
 from kata.grading import release
 from kata.judge import answer_key, runner
 
-HERE = Path(__file__).resolve().parent / "alternatives"
+HERE = Path(__file__).resolve().parents[1] / "alternatives"
 ROOT = answer_key.ROOT
 ALTERNATIVES = sorted(p for p in HERE.iterdir() if (p / "__init__.py").is_file())
 CHAPTERS = answer_key.chapters()

@@ -21,7 +21,7 @@ import pytest
 
 from kata.grading import release
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 pytestmark = pytest.mark.slow
 FORBIDDEN = re.compile(r"solutions/|--impl solutions|selfcheck|No module named 'solutions'")

@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHECKED = re.compile(r"^chapter (\d+): (\d+)/(\d+) steps, (\d+)/(\d+) checks", re.M)
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from kata.grading import release
 
-from .conftest import ROOT, copy_repository, git, tool
+from ..conftest import ROOT, copy_repository, git, tool
 
 pytestmark = pytest.mark.slow
 WORKFLOW = ROOT / ".github" / "workflows" / "grade.yml"

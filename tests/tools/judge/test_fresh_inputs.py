@@ -12,7 +12,7 @@ import pytest
 
 from kata.judge import snapshots
 
-from .conftest import copy_solutions, tool
+from ..conftest import copy_solutions, tool
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,8 @@ import pytest
 
 from kata.grading import gradebook, roster, schema, submissions
 
+from ..conftest import ROOT, tool
 from . import class_repos
-from .conftest import ROOT, tool
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """A class of learners' git repositories, built from ``solutions/`` and ``exercises/`` for ``grade-class``.
 
-Used by ``tests/tools/test_grade_class.py`` and ``benchmarks/bench_grade_class.py``. Every repository is a
+Used by ``tests/tools/grading/test_grade_class.py`` and ``benchmarks/bench_grade_class.py``. Every repository is a
 real local git repository with ``exercises/`` (and, for one learner, edited tests, ``conftest.py`` and
 ``grading.toml``), committed at fixed committer dates around ``DEADLINE``.
 """
@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEADLINE = "2027-03-01T23:59:00+01:00"
 BEFORE = "2027-02-20T10:00:00+01:00"
 JUST_BEFORE = "2027-03-01T22:00:00+01:00"
