@@ -16,12 +16,13 @@ import sys
 
 import pytest
 
+from kata import project
 from kata.judge import answer_key, runner
 from scripts import mutation
 from tests.mutants import MUTANTS
 
 ROOT = answer_key.ROOT
-CHAPTER_TESTS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_chapter*.py"))
+CHAPTER_TESTS = [str(p.relative_to(ROOT)) for p in project.chapter_files(ROOT / "tests", prefix="test_").values()]
 
 
 def chapters_run(config: pytest.Config) -> list[answer_key.Chapter]:

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kata import project
+
 ROOT = Path(__file__).resolve().parents[3]
 DEADLINE = "2027-03-01T23:59:00+01:00"
 BEFORE = "2027-02-20T10:00:00+01:00"
@@ -124,7 +126,7 @@ def build(folder: Path, which: tuple[str, ...] | None = None) -> dict[str, dict]
         repo = _new(folder / "eve")
         _exercises(repo, "exercises")
         (repo / "tests").mkdir()
-        for test in (ROOT / "tests").glob("test_chapter*.py"):
+        for test in project.chapter_files(ROOT / "tests", prefix="test_").values():
             (repo / "tests" / test.name).write_text(TAMPERED_TEST.replace("CHAPTER = 4", f"CHAPTER = {int(test.name[12:14])}"),
                                                     encoding="utf-8")
         (repo / "conftest.py").write_text(TAMPERED_CONFTEST, encoding="utf-8")

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from kata import project
+
 from ..conftest import ROOT, copy_repository, copy_solutions, tool
 
 pytestmark = pytest.mark.slow
@@ -307,7 +309,7 @@ def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
     shutil.copytree(ROOT / "solutions", impl / "_real", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(Path(__file__).parent / "attacks" / "worksheet_only.py", impl / "_worksheet_only.py")
     (impl / "__init__.py").write_text("")
-    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+    for path in project.chapter_files(ROOT / "solutions").values():
         (impl / path.name).write_text(
             f"from ._worksheet_only import wrap\nfrom ._real import {path.stem} as _real\n\nwrap(globals(), _real)\n")
     proc = tool("grade", "--impl", str(impl), "--out", str(tmp_path / "out"), timeout=600)
@@ -328,7 +330,7 @@ def test_worksheet_sized_answers_earn_nothing_in_chapter_11(tmp_path):
     assert "LIMIT = 2" in cheat
     (impl / "_worksheet_only.py").write_text(cheat.replace("LIMIT = 2", "LIMIT = 4"), encoding="utf-8")
     (impl / "__init__.py").write_text("")
-    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+    for path in project.chapter_files(ROOT / "solutions").values():
         (impl / path.name).write_text(
             f"from ._worksheet_only import wrap\nfrom ._real import {path.stem} as _real\n\nwrap(globals(), _real)\n")
     proc = tool("grade", "--impl", str(impl), "--chapters", "11", "--out", str(tmp_path / "out"), timeout=600)
