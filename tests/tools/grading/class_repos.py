@@ -127,7 +127,7 @@ def build(folder: Path, which: tuple[str, ...] | None = None) -> dict[str, dict]
         _exercises(repo, "exercises")
         (repo / "tests").mkdir()
         for test in project.chapter_files(ROOT / "tests", prefix="test_").values():
-            (repo / "tests" / test.name).write_text(TAMPERED_TEST.replace("CHAPTER = 4", f"CHAPTER = {int(test.name[12:14])}"),
+            (repo / "tests" / test.name).write_text(TAMPERED_TEST.replace("CHAPTER = 4", f"CHAPTER = {project.chapter_number(test.name)}"),
                                                     encoding="utf-8")
         (repo / "conftest.py").write_text(TAMPERED_CONFTEST, encoding="utf-8")
         (repo / "grading.toml").write_text("[grade]\nstep_points = 100\n", encoding="utf-8")

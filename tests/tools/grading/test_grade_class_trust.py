@@ -246,7 +246,7 @@ def test_a_learner_cut_by_the_time_budget_still_says_what_guarded_their_code(tmp
     course = class_repos.course_copy(tmp_path / "course")
     (course / "grading.toml").write_text("[grade]\nbudget = 4\n", encoding="utf-8")
     impl = tmp_path / "stalls"
-    from .conftest import copy_solutions
+    from ..conftest import copy_solutions
 
     copy_solutions(impl, {"chapter01_sequences": STALL})
     out = tmp_path / "out"
