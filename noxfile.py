@@ -49,24 +49,27 @@ def authors_session(*args, **kwargs):
     return args[0] if args and callable(args[0]) else (lambda function: function)
 
 
-def install(session: nox.Session, *groups: str) -> None:
+def install(session: nox.Session, *groups: str, compile_bytecode: bool = False) -> None:
     """Install dependency groups, at the versions uv.lock pins, once per environment.
 
     Every session installs from the lock (``uv sync --locked``), so learners, the grader and CI run the same
     NumPy, pytest and matplotlib; `nox -s lock` refreshes it. A warm chapter run skips the installer while the
     environment already holds these groups at this lock (a stamp of the groups and the lock's digest).
+    ``compile_bytecode``: compile every installed module once, at install (the suite starts Python processes
+    by the thousand, and where PYTHONDONTWRITEBYTECODE is set each would compile pytest and NumPy afresh).
     """
     location = getattr(session.virtualenv, "location", None)
     if location is None:  # `nox --no-venv`: the caller's environment, as it is
         return
     lock = ROOT / "uv.lock"
-    digest = hashlib.sha256(" ".join(sorted(groups)).encode() + lock.read_bytes()).hexdigest()
+    said = " ".join(sorted(groups)) + (" (compiled)" if compile_bytecode else "")
+    digest = hashlib.sha256(said.encode() + lock.read_bytes()).hexdigest()
     stamp = Path(location) / ".kata-installed"
     if stamp.exists() and stamp.read_text() == digest:
         return
     session.run_install(
         "uv", "sync", "--locked", "--no-install-project", "--no-default-groups",
-        *(f"--group={group}" for group in groups),
+        *(f"--group={group}" for group in groups), *(["--compile-bytecode"] if compile_bytecode else []),
         env={"UV_PROJECT_ENVIRONMENT": location},
         external=True, silent=True)
     stamp.write_text(digest)
@@ -115,15 +118,51 @@ def progress(session: nox.Session) -> None:
     pytest(session, *files, "--progress", *session.posargs, success_codes=[0, 1])
 
 
+SUITE_GROUPS = ("test", "docs", "lint", "classroom", "browser", "mutation", "notebook", "suite")
+
+
+def suite(session: nox.Session, *args: str) -> None:
+    """The project's own tests (``python -m pytest``) on ``solutions/``, spread over every core (pytest-xdist).
+
+    A test module stays in one process (its fixtures are made once); the root conftest.py says which tests may
+    go their own way and hands the long ones out first. The course's own modules are compiled once into
+    build/pycache (``PYTHONPYCACHEPREFIX``), never into the source folders, even where PYTHONDONTWRITEBYTECODE
+    would have every one of the suite's Python processes compile them afresh.
+    """
+    install(session, *SUITE_GROUPS, compile_bytecode=True)
+    session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
+    session.env["PYTHONPYCACHEPREFIX"] = str(ROOT / "build" / "pycache")
+    session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: unset (the prefix keeps the source folders clean)
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions",
+                "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", *args)
+
+
 @authors_session
 def selfcheck(session: nox.Session) -> None:
-    """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict."""
-    install(session, "test", "docs", "lint", "classroom", "browser", "mutation", "notebook")
-    session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
+    """The project's own test suite: lint, solutions pass, stubs fail, key and sync hold, docs build --strict.
+
+    `-- --chapter 4`: chapter 4's share only (its key, sync, pages, snapshots, notebook, stubs failing,
+    solutions passing, its mutants, its heavy proofs too). The heaviest proofs are `nox -s proofs`'s.
+    """
+    install(session, *SUITE_GROUPS, compile_bytecode=True)
     session.run("ruff", "check", ".")
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", *session.posargs)
-    session.env["NO_MKDOCS_2_WARNING"] = "1"
-    session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "build/site")
+    if any(arg == "--chapter" or arg.startswith("--chapter=") for arg in session.posargs):
+        suite(session, *session.posargs)  # the site is of no chapter: the whole run builds it
+        return
+    # The docs are built once, --strict, into build/site, by tests/test_docs_site.py (beside the other tests),
+    # which then scans that build.
+    session.env["KATA_SITE"] = str(ROOT / "build" / "site")
+    suite(session, "-m", "not proof", *session.posargs)
+
+
+@authors_session(default=False)
+def proofs(session: nox.Session) -> None:
+    """The suite's heaviest proofs, left out of selfcheck to keep it quick; `.ci/run` runs both.
+
+    Every listed equivalent mutant still survives, the tampering attacks earn nothing, a class graded in
+    shards merges into the same gradebook, and the like: the tests marked `proof`.
+    """
+    suite(session, "-m", "proof", *session.posargs)
 
 
 @authors_session(default=False)
@@ -152,9 +191,16 @@ def lint(session: nox.Session) -> None:
 
 @authors_session(default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio."""
+    """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio.
+
+    `-- suite`: the project's own suite instead (selfcheck, one chapter's share, proofs, docs-browser: what
+    `.ci/run` runs), each one's minutes against its budget (benchmarks/bench_suite.py; `-- suite --help`).
+    """
     install(session, "test")
-    session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)
+    if session.posargs[:1] == ["suite"]:
+        session.run("python", "benchmarks/bench_suite.py", *session.posargs[1:])
+    else:
+        session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)
 
 
 @nox.session(default=False)
@@ -259,7 +305,7 @@ def notebooks(session: nox.Session) -> None:
 def notebooks_build(session: nox.Session) -> None:
     """Build notebooks/*.ipynb from notebooks/src/ (jupytext): `-- --check` only compares, `-- --scaffold N` starts one.
 
-    Run it after changing a stub, an answer key or a notebook source (tests/tools/test_notebooks.py fails until
+    Run it after changing a stub, an answer key or a notebook source (tests/tools/learner/test_notebooks.py fails until
     the notebooks are rebuilt). `nox -s notebooks` is the learners' other session: their saved answers, for grading.
     """
     install(session, "test", "notebook")

@@ -1,6 +1,6 @@
 """Benchmark: `nox -s grade-class` over a class twice; the second run, with nothing changed, against the first.
 
-Builds the test class of tests/tools/class_repos.py (six graded learners: all right, chapter 4 wrong, an
+Builds the test class of tests/tools/grading/class_repos.py (six graded learners: all right, chapter 4 wrong, an
 endless softmax, a syntax error, tampered tests, a late fix; three with nothing to grade) in a temporary
 folder, snapshots the course there, and runs `python -m kata grade-class` on it twice with the same --out:
 the first grades everyone, the second finds every commit and course file unchanged and takes each grade
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.tools import class_repos  # noqa: E402 - after the path is set
+from tests.tools.grading import class_repos  # noqa: E402 - after the path is set
 
 
 def run(course: Path, roster: Path, out: Path, args: argparse.Namespace) -> float:

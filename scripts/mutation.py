@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kata import project  # noqa: E402
-from kata.judge import answer_key  # noqa: E402
+from kata.judge import answer_key, runner  # noqa: E402
 
 EQUIVALENT = ROOT / "tests" / "mutation_equivalent.toml"
 
@@ -89,6 +89,8 @@ def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
         os.chdir(cwd)
     counters: dict[str, int] = defaultdict(int)
     seen: dict[tuple, int] = defaultdict(int)
+    around: dict[int, tuple[str, str] | None] = {}  # a function's node -> the module's text before and after it
+    whole = module.code
     out = []
     for m in mutations:
         func = m.contained_by_top_level_function
@@ -96,7 +98,16 @@ def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
             continue
         name = func.name.value
         counters[name] += 1
-        source = module.deep_replace(m.original_node, m.mutated_node).code
+        if id(func) not in around:
+            text = module.code_for_node(func)
+            at = whole.find(text)
+            once = at >= 0 and whole.find(text, at + 1) < 0
+            around[id(func)] = (whole[:at], whole[at + len(text):]) if once else None
+        if around[id(func)] is not None:  # the function's own text, mutated, between the module's others: what
+            before, after = around[id(func)]  # the whole module's deep_replace writes, in a fraction of its time
+            source = before + module.code_for_node(func.deep_replace(m.original_node, m.mutated_node)) + after
+        else:
+            source = module.deep_replace(m.original_node, m.mutated_node).code
         if source == code:
             continue
         before, after = code.splitlines(), source.splitlines()
@@ -175,15 +186,15 @@ def baseline(chapter: answer_key.Chapter, work: Path, python: str) -> tuple[dict
     """Run the chapter's tests on an unmutated copy: the functions each test reaches, and its duration."""
     package = work / "baseline" / "solutions"
     shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
-    results, junit = work / "baseline.json", work / "baseline.xml"
+    results, junit = work / "baseline.jsonl", work / "baseline.xml"
     proc = subprocess.run([python, "-m", "pytest", chapter.test_file, "--impl", str(package), "-q",
-                           "-p", "no:cacheprovider", "--kata-results", str(results), "--junitxml", str(junit)],
+                           "-p", "no:cacheprovider", *runner.stream_options(results), "--junitxml", str(junit)],
                           cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.exit(f"chapter {chapter.number}'s tests fail on the unmutated solutions:\n{proc.stdout[-3000:]}")
     graph = call_graph()
     reached = {}
-    for r in json.loads(results.read_text(encoding="utf-8"))["results"]:
+    for r in runner.read(results).results.values():
         functions = set()
         for qualified in r["functions"]:
             module, _, function = qualified.rpartition(".")
@@ -205,10 +216,10 @@ def run_mutant(mutant: Mutant, tests: list[str], work: Path, python: str, timeou
     package = folder / "solutions"
     shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
     (package / f"{mutant.module}.py").write_text(mutant.source, encoding="utf-8")
-    results = folder / "results.json"
+    results = folder / "results.jsonl"
     try:
         proc = subprocess.run([python, "-m", "pytest", *tests, "--impl", str(package), "-x", "-q", "-p",
-                               "no:cacheprovider", "--kata-results", str(results), "--timeout", str(int(timeout))],
+                               "no:cacheprovider", *runner.stream_options(results), "--timeout", str(int(timeout))],
                               cwd=ROOT, capture_output=True, text=True, check=False, timeout=timeout * 4)
     except subprocess.TimeoutExpired:
         mutant.status, mutant.killed_by = "timeout", "the whole run took too long"
@@ -218,8 +229,7 @@ def run_mutant(mutant: Mutant, tests: list[str], work: Path, python: str, timeou
         else:
             mutant.status = "killed"
             try:
-                data = json.loads(results.read_text(encoding="utf-8"))
-                bad = next(r for r in data["results"] if r["status"] != "passed")
+                bad = next(r for r in runner.read(results).results.values() if r["status"] != "passed")
                 mutant.killed_by = f"{bad['nodeid'].split('::')[-1]} ({bad['status']})"
                 if bad["status"] == "timed out":
                     mutant.status = "timeout"
@@ -236,6 +246,11 @@ class MutantLoop:
     run, up to the first failure. Starting pytest, NumPy and the plugin once per shard instead of once per
     mutant makes a run several times faster. Between mutants the test modules' random generators and private
     caches (``_trained``…) are put back as they were, so every mutant sees the inputs a fresh run would.
+
+    A job's ``tests`` are node ids or test functions' names; without ``tests``, every test collected. With
+    ``"every": true`` all of them run, failing or not, and the job's result carries each test's result as the
+    judge records it (``results``: status, message…, as ``kata.judge.stream`` writes them): what
+    ``tests/test_suite_proves.py`` reads of its planted mistakes.
     """
 
     def __init__(self, jobs: list[dict]) -> None:
@@ -286,18 +301,21 @@ class MutantLoop:
                 else:
                     setattr(module, name, copy.deepcopy(value))
             self.failed = None
-            selected = []
-            for test in job["tests"]:  # a node id, or a test function's name (every case of it)
+            selected = [] if "tests" in job else list(session.items)
+            for test in job.get("tests", ()):  # a node id, or a test function's name (every case of it)
                 selected += [items[test]] if test in items else [
                     item for item in session.items if item.name.split("[")[0] == test]
+            first = len(state.results)
             for item in selected:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
-                if self.failed is not None:
+                if self.failed is not None and not job.get("every"):
                     break
             status = "survived" if self.failed is None else ("timeout" if self.failed[1] == "timed out" else "killed")
             self.results.append({"name": job["name"], "status": status,
                                  "killed_by": "" if self.failed is None else f"{self.failed[0]} ({self.failed[1]})",
                                  "seconds": time.monotonic() - start})
+            if job.get("every"):
+                self.results[-1]["results"] = [dict(vars(r)) for r in state.results[first:]]
             Path(job["out"]).write_text(json.dumps(self.results), encoding="utf-8")
         return True
 
@@ -312,6 +330,29 @@ def run_shard(path: str) -> int:
     pytest.main([*tests, "--impl", spec["jobs"][0]["folder"] + "/solutions", "-q", "-p", "no:cacheprovider",
                  "--timeout", str(int(spec["timeout"])), "-o", "console_output_style=classic"], plugins=[loop])
     return 0
+
+
+def copy_with(folder: Path, module: str, source: str) -> Path:
+    """A copy of solutions/ in ``folder``/solutions with ``module``'s file replaced by ``source``; ``folder``."""
+    shutil.copytree(ROOT / "solutions", folder / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "solutions" / f"{module}.py").write_text(source, encoding="utf-8")
+    return folder
+
+
+def run_in_one_process(jobs: list[dict], files: list[str], work: Path, timeout: float = 120,
+                       python: str = sys.executable) -> tuple[dict[str, dict], subprocess.CompletedProcess]:
+    """Check ``jobs`` (``MutantLoop``'s: name, folder, tests…) in one pytest process over ``files``; wait for it.
+
+    Returns ({job name: its result}, the finished process); a job missing from the results did not run.
+    """
+    out = work / "results.json"
+    spec = work / "spec.json"
+    spec.write_text(json.dumps({"jobs": [{**job, "out": str(out)} for job in jobs], "timeout": timeout,
+                                "files": files}), encoding="utf-8")
+    proc = subprocess.run([python, __file__, "--shard", str(spec)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=max(1800, 4 * timeout), check=False)
+    results = json.loads(out.read_text(encoding="utf-8")) if out.exists() else []
+    return {r["name"]: r for r in results}, proc
 
 
 def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, args: argparse.Namespace) -> None:

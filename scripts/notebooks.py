@@ -5,17 +5,23 @@ a Markdown cell) is what authors edit and review; ``notebooks/chapterNN_<topic>.
 no outputs. Three directives are expanded on the way, so that no stub, no number and no paragraph of the
 chapter's page is typed twice:
 
+- a code cell ``# kata:setup`` becomes the cell that finds the course folder and imports what the stubs use
+  (the stub file's own imports; its constants and the earlier chapters' functions through ``yours``);
+
 - a Markdown line ``<!-- kata:worksheet N -->`` becomes the worksheet table from the answer key (the same
   table as the chapter page's, ``docs/hooks/answer_key.py``);
 - a code cell ``# kata:stub NAME`` becomes the stub of NAME exactly as it is in ``exercises/`` (signature,
   docstring, ``raise NotImplementedError``);
 - a Markdown cell ``<!-- kata:page-section "TITLE" -->`` becomes the section ``## TITLE`` of the chapter's page
   (its prose, formulas and worksheet; admonitions as quotes, no figures, links made relative to notebooks/),
-  so the notebook's idea and formulas are the page's and never drift from it.
+  so the notebook's idea and formulas are the page's and never drift from it;
+- a Markdown cell ``<!-- kata:your-turn -->`` becomes "Your turn": for every function of the stub file, in its
+  order, a heading, its stub (as ``# kata:stub NAME``) and a check cell, then a check of the
+  whole chapter; a function added to the stubs is in the notebook at the next build.
 
 ``--check`` changes nothing and exits 1 naming each notebook that is out of date (``tests/test_notebooks.py``
 runs it in selfcheck). ``--scaffold N`` writes a first source for chapter N from its page (idea, formulas,
-worksheet) and its stubs (a stub cell and a check cell per function), to edit from there.
+worksheet) and those directives, to edit from there.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from kata import project  # noqa: E402
 STUB = re.compile(r"^#\s*kata:stub\s+(\w+)\s*$")
 WORKSHEET = re.compile(r"<!--\s*kata:worksheet\s+(\d+)\s*-->")
 SECTION = re.compile(r'^<!--\s*kata:page-section\s+"([^"]+)"\s*-->$')
+SETUP = re.compile(r"^#\s*kata:setup\s*$")
+YOUR_TURN = re.compile(r"^<!--\s*kata:your-turn\s*-->$")
 # The page's sections a notebook does not draw: it has its own "Your turn" (a stub cell and a check cell per
 # function); hints, mistakes, errata and the recap stay on the page, which the notebook links to.
 OWN_SECTIONS = ("Your turn", "Hints", "Common mistakes", "Errata", "Recap")
@@ -67,6 +75,15 @@ def build(source: str, chapter) -> str:
 
     notebook = jupytext.reads(source, fmt="py:percent")
     code = stubs(chapter)
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and SETUP.match(cell.source.strip()):
+            cell.source = setup_code(chapter)
+        if cell.cell_type == "markdown" and YOUR_TURN.match(cell.source.strip()):
+            cells += your_turn(chapter)
+        else:
+            cells.append(cell)
+    notebook.cells = cells
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "code":
             m = STUB.match(cell.source.strip())
@@ -155,27 +172,15 @@ def page_section(chapter, title: str) -> str:
     return f"## {title}\n\n" + _for_notebook(found[title], chapter)
 
 
-def scaffold(chapter) -> str:
-    """A first py:percent source for a chapter."""
-    import jupytext
-    import nbformat.v4 as nbf
-
-    page = (ROOT / chapter.page).read_text(encoding="utf-8")
+def setup_code(chapter) -> str:
+    """The notebook's first code cell: find the course folder, import what the chapter's stubs import."""
     exercise = (ROOT / "exercises" / f"{chapter.module}.py").read_text(encoding="utf-8")
-    tree = ast.parse(exercise)
-    cells = [nbf.new_markdown_cell(
-        f"# Chapter {chapter.number} — {chapter.title}\n\n"
-        f"The notebook way through chapter {chapter.number}: read, work the worksheet with a pencil, then fill "
-        f"in each function below and run the check cell under it (`kata.check(...)`): the same steps, "
-        f"worksheet numbers and diagnoses as `nox -s chapter{chapter.number}`. Run the cells in order, "
-        f"starting with the next one. The whole page, with hints and common mistakes: "
-        f"[{chapter.page}](../{chapter.page}).")]
     setup = ["# Run this first: it finds the course folder (the one holding kata/) and imports what the stubs use.",
              "import pathlib", "import sys", "",
              "sys.path.insert(0, str(next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] "
              "if (p / \"kata\").is_dir())))", ""]
     absolute, theirs = [], []
-    for node in tree.body:
+    for node in ast.parse(exercise).body:
         if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
             absolute.append(ast.get_source_segment(exercise, node))
         elif isinstance(node, ast.ImportFrom):
@@ -188,17 +193,22 @@ def scaffold(chapter) -> str:
     setup += ["", f"CHAPTER = {chapter.number}  # kata.check() checks this chapter's functions"]
     if theirs:
         quoted = ", ".join(f'"{n}"' for n in theirs)
+        call = f"{', '.join(theirs)} = yours(CHAPTER, {quoted})"
+        if len(call) > 120:
+            call = f"{', '.join(theirs)} = yours(\n    CHAPTER, {quoted})"
         setup += ["# The chapter's constants and the earlier chapters' functions it uses: yours, from exercises/ "
-                  "or your notebooks", f"{', '.join(theirs)} = yours(CHAPTER, {quoted})"]
-    cells.append(nbf.new_code_cell("\n".join(setup)))
-    for title, _ in _sections(page):
-        if title in OWN_SECTIONS:
-            continue
-        cells.append(nbf.new_markdown_cell(f'<!-- kata:page-section "{title}" -->'))
-    cells.append(nbf.new_markdown_cell(
+                  "or your notebooks", call]
+    return "\n".join(setup)
+
+
+def your_turn(chapter) -> list:
+    """The cells of "Your turn": a heading, the stub and a check cell per function, then the chapter's check."""
+    import nbformat.v4 as nbf
+
+    cells = [nbf.new_markdown_cell(_wrap(
         "## Your turn\n\nEach function's docstring is its full specification, shapes included. Replace the "
         "`raise NotImplementedError(...)` with your code, run the cell, then run the check under it: "
-        "✓ passed, ✗ failed, · not started, ⧗ timed out, ! error (crashed or does not import)."))
+        "✓ passed, ✗ failed, · not started, ⧗ timed out, ! error (crashed or does not import)."))]
     for name, source in stubs(chapter).items():
         step = re.search(r'NotImplementedError\(\s*"([\d./]+) ', source)
         cells.append(nbf.new_markdown_cell(f"### `{name}`" + (f" — step {step.group(1)}" if step else "")))
@@ -209,10 +219,32 @@ def scaffold(chapter) -> str:
         f"{chapter.number}` shows them. Your answers count where you save them: `nox -s grade -- --notebooks` "
         "grades the saved notebooks."))
     cells.append(nbf.new_code_cell("kata.check()"))
-    for cell in cells:  # the paragraphs written here, wrapped like the pages (a page's own lines stay as they are)
-        if cell.cell_type == "markdown" and not cell.source.startswith(("## The", "<!--")):
-            cell.source = "\n\n".join(textwrap.fill(p, 110) if not p.startswith(("#", "`")) else p
-                                       for p in cell.source.split("\n\n"))
+    return cells
+
+
+def _wrap(text: str) -> str:
+    """The paragraphs written here, wrapped like the pages (headings and code spans at a line's start stay)."""
+    return "\n\n".join(textwrap.fill(p, 110) if not p.startswith(("#", "`")) else p for p in text.split("\n\n"))
+
+
+def scaffold(chapter) -> str:
+    """A first py:percent source for a chapter: its title, the setup, the page's sections, "Your turn"."""
+    import jupytext
+    import nbformat.v4 as nbf
+
+    page = (ROOT / chapter.page).read_text(encoding="utf-8")
+    cells = [nbf.new_markdown_cell(_wrap(
+        f"# Chapter {chapter.number} — {chapter.title}\n\n"
+        f"The notebook way through chapter {chapter.number}: read, work the worksheet with a pencil, then fill "
+        f"in each function below and run the check cell under it (`kata.check(...)`): the same steps, "
+        f"worksheet numbers and diagnoses as `nox -s chapter{chapter.number}`. Run the cells in order, "
+        f"starting with the next one. The whole page, with hints and common mistakes: "
+        f"[{chapter.page}](../{chapter.page})."))]
+    cells.append(nbf.new_code_cell("# kata:setup"))
+    for title, _ in _sections(page):
+        if title not in OWN_SECTIONS:
+            cells.append(nbf.new_markdown_cell(f'<!-- kata:page-section "{title}" -->'))
+    cells.append(nbf.new_markdown_cell("<!-- kata:your-turn -->"))
     text = jupytext.writes(nbf.new_notebook(cells=cells), fmt="py:percent")
     return re.sub(r"\A# ---\n(?:#.*\n)*?# ---\n\n", "", text)  # no header: jupytext's version would churn
 

@@ -21,6 +21,7 @@ CHAPTERS = answer_key.chapters()
 STEPS = [s for c in CHAPTERS for s in c.steps]
 
 
+@pytest.mark.every_chapter
 def test_there_is_an_answer_key():
     """reference/ holds at least one chapter"""
     assert CHAPTERS, "no reference/chapterNN_<topic>.toml found"

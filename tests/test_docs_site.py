@@ -1,6 +1,7 @@
 """The built docs site: offline, complete, and generated from the sources it describes.
 
-The site is built once per run with MkDocs (``--strict``) into a temporary folder, then scanned:
+The site is built once per run with MkDocs (``--strict``) into a temporary folder (under ``nox -s selfcheck``:
+into build/site, named in ``KATA_SITE``; the session builds the docs no other way), then scanned:
 it must reference no other host, every local reference must exist, the Errata page must carry every
 erratum of the answer keys, the API page every function of ``exercises/``, and the figures must be
 drawn at build time, never committed. The reader's view (maths typeset, diagrams drawn, console clean)
@@ -17,17 +18,23 @@ from pathlib import Path
 
 import pytest
 
+from kata import project
 from kata.judge import answer_key
 from scripts import site_scan
 
 ROOT = answer_key.ROOT
 DOCS = ROOT / "docs"
+pytestmark = pytest.mark.slow  # the docs are built first, every figure drawn
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    """The site, built from the working tree exactly as `nox -s selfcheck` builds it."""
-    out = tmp_path_factory.mktemp("site")
+    """The site, built from the working tree with `mkdocs build --strict`.
+
+    Into ``KATA_SITE`` where it is set (`nox -s selfcheck` sets build/site: the run's one build of the docs),
+    else into a temporary folder.
+    """
+    out = Path(os.environ["KATA_SITE"]) if os.environ.get("KATA_SITE") else tmp_path_factory.mktemp("site")
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
@@ -96,7 +103,7 @@ def test_the_api_page_shows_every_function_of_exercises(site):
     """every public function in exercises/chapter*.py has its entry, with its signature, on the API page"""
     page = (site / "api.html").read_text(encoding="utf-8")
     missing = []
-    for path in sorted((ROOT / "exercises").glob("chapter*.py")):
+    for path in project.chapter_files(ROOT / "exercises").values():
         for name in re.findall(r"^def ([a-zA-Z]\w*)\(", path.read_text(encoding="utf-8"), re.M):
             if f'id="api-{path.stem}-{name}"' not in page:
                 missing.append(f"{path.stem}.{name}")

@@ -23,10 +23,11 @@ import re
 
 import pytest
 
+from kata import project
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
-TEST_FILES = sorted((ROOT / "tests").glob("test_chapter*.py"))
+TEST_FILES = list(project.chapter_files(ROOT / "tests", prefix="test_").values())
 
 
 def stub_docstrings(module: str) -> dict[str, str]:

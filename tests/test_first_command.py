@@ -23,6 +23,8 @@ from tests.test_readme import _fresh_machine_commands, _fresh_machine_section
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3"
+pytestmark = pytest.mark.slow
+
 
 
 def _system_python_ok() -> bool:

@@ -6,9 +6,6 @@ or that a test now kills must be removed, so the list never hides a real gap.
 """
 
 import importlib.util
-import json
-import shutil
-import subprocess
 import sys
 from functools import cache
 
@@ -22,6 +19,7 @@ mutation = importlib.util.module_from_spec(_spec)
 sys.modules["kata_mutation"] = mutation  # dataclasses look their module up there
 _spec.loader.exec_module(mutation)
 ENTRIES = mutation.equivalents()
+pytestmark = pytest.mark.spread  # each chapter's entries are checked in a process of their own (`nox -s proofs`)
 
 
 @cache
@@ -47,6 +45,7 @@ def test_every_entry_is_complete():
     assert len(keys) == len(set(keys)), "an entry is listed twice"
 
 
+@pytest.mark.proof
 @pytest.mark.parametrize("chapter", sorted({e["chapter"] for e in ENTRIES}))
 def test_every_entry_is_still_a_mutant_and_still_survives(chapter, tmp_path):
     """mutmut still makes each listed mutant of solutions/, and the chapter's tests that reach it all pass on it"""
@@ -58,19 +57,12 @@ def test_every_entry_is_still_a_mutant_and_still_survives(chapter, tmp_path):
     jobs = []
     for k, e in enumerate(entries):  # one pytest process checks them all, as `nox -s mutation` does
         mutant = find(e)[0]
-        folder = tmp_path / f"m{k}"
-        shutil.copytree(ROOT / "solutions", folder / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
-        (folder / "solutions" / f"{mutant.module}.py").write_text(mutant.source, encoding="utf-8")
+        folder = mutation.copy_with(tmp_path / f"m{k}", mutant.module, mutant.source)
         tests = mutation.tests_reaching(number, mutant.function)
         assert tests, f"no test of chapter {chapter} reaches {mutant.function}: {entry_id(e)} is a gap, not an equivalent"
-        jobs.append({"name": mutant.name, "folder": str(folder), "tests": tests, "out": str(tmp_path / "out.json")})
-    spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"jobs": jobs, "timeout": 120, "files": [number.test_file]}), encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "mutation.py"), "--shard", str(spec)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800, check=False)
-    out = tmp_path / "out.json"
-    assert out.exists(), f"the mutants were not run:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-    results = {r["name"]: r for r in json.loads(out.read_text(encoding="utf-8"))}
+        jobs.append({"name": mutant.name, "folder": str(folder), "tests": tests})
+    results, proc = mutation.run_in_one_process(jobs, [number.test_file], tmp_path)
+    assert results, f"the mutants were not run:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     killed = [f"{name} ({r['killed_by']})" for name, r in results.items() if r["status"] != "survived"]
     assert len(results) == len(jobs), f"only {len(results)} of {len(jobs)} mutants were run"
     assert not killed, ("a test now kills these, so they are not equivalent: remove them from "

@@ -16,10 +16,11 @@ import ast
 
 import pytest
 
+from kata import project
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
-TEST_FILES = sorted((ROOT / "tests").glob("test_chapter*.py"))
+TEST_FILES = list(project.chapter_files(ROOT / "tests", prefix="test_").values())
 # Bookkeeping that every function uses, not the work of any one of them.
 GENERIC = {".asarray", ".array", ".zeros", ".ones", ".zeros_like", ".copy", ".astype", "len()", "float()",
            "int()", "list()", "range()", "isinstance()", "tuple()", "enumerate()", "zip()", "sorted()", "str()",
@@ -58,7 +59,7 @@ class _NoChecks(ast.NodeTransformer):
 def stub_work() -> dict[str, set[str]]:
     """Public function name -> the operations its solution uses, through the solution functions it calls."""
     own, names = {}, {}
-    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+    for path in project.chapter_files(ROOT / "solutions").values():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef):
                 body = _NoChecks().visit(ast.parse(ast.unparse(node)).body[0])

@@ -30,12 +30,14 @@ def _load(path: Path, name: str):
     return module
 
 
+@pytest.mark.every_chapter
 def test_every_block_is_written_out_and_in_sync_with_the_answer_key():
     """`python scripts/pages.py --check`: no page differs from a fresh rendering of its blocks"""
     stale = _load(ROOT / "scripts" / "pages.py", "kata_scripts_pages").stale(write=False)
     assert not stale, f"out of date: {[p.relative_to(ROOT).as_posix() for p in stale]}; run python scripts/pages.py"
 
 
+@pytest.mark.every_chapter
 def test_no_marker_is_left_without_its_block():
     """every opening marker has its closing one, with the generated text between them"""
     hook = _load(DOCS / "hooks" / "answer_key.py", "kata_docs_hook_answer_key_test")

@@ -13,11 +13,12 @@ import sys
 
 import pytest
 
+from kata import project
 from kata.authoring import stubgen
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
-SOLUTIONS = sorted((ROOT / "solutions").glob("chapter*.py"))
+SOLUTIONS = list(project.chapter_files(ROOT / "solutions").values())
 
 
 def ruff(source: str, as_file: str) -> subprocess.CompletedProcess:

@@ -3,51 +3,70 @@
 Every test fails on the untouched stubs, passes on solutions/, and catches and names the planted
 mistakes in tests/mutants.py.
 
-Each run is a separate pytest process with `--impl`, reading the machine-readable results the kata
-plugin writes with `--kata-results`.
+Each run is a separate pytest process with `--impl`, reading the results the judge streams
+(`kata.judge.stream`, read back by `kata.judge.runner.read`); a chapter's planted mistakes are checked one after another in one pytest
+process (scripts/mutation.py's loop, as `nox -s mutation` checks mutmut's mutants: the worker restarted on each
+copy, the tests' random inputs put back), every test of the chapter on each. With `--chapter N` the runs on
+the stubs and the solutions are of chapter N's tests only.
 """
 
-import json
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from kata.judge import answer_key
+from kata import project
+from kata.judge import answer_key, runner
+from scripts import mutation
 from tests.mutants import MUTANTS
 
 ROOT = answer_key.ROOT
-CHAPTER_TESTS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_chapter*.py"))
+CHAPTER_TESTS = [str(p.relative_to(ROOT)) for p in project.chapter_files(ROOT / "tests", prefix="test_").values()]
+
+
+def chapters_run(config: pytest.Config) -> list[answer_key.Chapter]:
+    """The chapters of this run: those of `--chapter N`, else every one."""
+    wanted = set(config.getoption("chapter", default=None) or [])
+    return [c for c in answer_key.chapters() if not wanted or c.number in wanted]
+
+
+def chapter_tests(config: pytest.Config) -> list[str]:
+    """The chapter test files of this run (every one without `--chapter`)."""
+    files = {c.test_file for c in chapters_run(config)}
+    return [f for f in CHAPTER_TESTS if f in files]
 
 
 def run_chapters(impl: str, out, files=CHAPTER_TESTS, *options: str) -> dict:
-    """Run chapter tests against `impl` in a fresh process; return the plugin's JSON results."""
+    """Run chapter tests against `impl` in a fresh process; return their results, exit code and output."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *files, *options, "--impl", str(impl), "--kata-results", str(out),
+        [sys.executable, "-m", "pytest", *files, *options, "--impl", str(impl), *runner.stream_options(out),
          "-q", "-p", "no:cacheprovider", "--timeout", "120"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )
-    assert out.exists(), f"pytest wrote no results:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    data = json.loads(out.read_text(encoding="utf-8"))
-    data["returncode"] = proc.returncode
-    data["output"] = proc.stdout
-    return data
+    run = runner.read(out) if out.exists() else runner.RunResult()
+    assert run.tests, f"pytest collected nothing:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return {"results": list(run.results.values()), "returncode": proc.returncode, "output": proc.stdout,
+            "chapters_not_importing": {str(k): v for k, v in run.not_importing.items()}}
 
 
 @pytest.fixture(scope="module")
-def on_solutions(tmp_path_factory):
+def on_solutions(request, tmp_path_factory):
     # --strict-exact: the key's exact values must agree with the reference to 1e-12, so a value typed from
     # a rounded printout (off by 1e-9, inside the learners' tolerance) is caught here.
-    return run_chapters("solutions", tmp_path_factory.mktemp("solutions") / "results.json", CHAPTER_TESTS,
-                        "--strict-exact")
+    return run_chapters("solutions", tmp_path_factory.mktemp("solutions") / "results.jsonl",
+                        chapter_tests(request.config), "--strict-exact")
 
 
 @pytest.fixture(scope="module")
-def on_stubs(tmp_path_factory):
-    return run_chapters("exercises", tmp_path_factory.mktemp("stubs") / "results.json")
+def on_stubs(request, tmp_path_factory):
+    # --tb=no, as a chapter run and the grader have it: a stub's "not started" is the same either way, and
+    # pytest drawing hundreds of NotImplementedError tracebacks nobody reads was most of this run.
+    return run_chapters("exercises", tmp_path_factory.mktemp("stubs") / "results.jsonl",
+                        chapter_tests(request.config), "--tb=no")
 
 
+@pytest.mark.every_chapter
 def test_every_chapter_test_passes_on_the_solutions(on_solutions):
     """solutions/ passes every chapter test, worksheet steps at rtol 1e-12 (the key's values are exact)"""
     results = on_solutions["results"]
@@ -57,6 +76,7 @@ def test_every_chapter_test_passes_on_the_solutions(on_solutions):
     assert on_solutions["returncode"] == 0
 
 
+@pytest.mark.every_chapter
 def test_no_chapter_test_passes_on_the_untouched_stubs(on_stubs):
     """every test, step or check, fails on the stubs, and every one shows as 'not started'"""
     results = on_stubs["results"]
@@ -68,25 +88,51 @@ def test_no_chapter_test_passes_on_the_untouched_stubs(on_stubs):
     assert not other, "on the stubs every test should read 'not started':\n" + "\n".join(other)
 
 
-def test_every_chapter_has_steps_on_both_runs(on_solutions, on_stubs):
+@pytest.mark.every_chapter
+def test_every_chapter_has_steps_on_both_runs(request, on_solutions, on_stubs):
     """both runs saw every chapter's every step"""
-    for chapter in answer_key.chapters():
+    for chapter in chapters_run(request.config):
         for data in (on_solutions, on_stubs):
             seen = {r["step"] for r in data["results"] if r["chapter"] == chapter.number and r["step"]}
             assert seen == {s.id for s in chapter.steps}, f"chapter {chapter.number}: steps run {sorted(seen)}"
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
-def test_a_planted_mistake_fails_and_is_named(mutant, tmp_path):
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """``planted(n)``: {index in MUTANTS: the results of chapter n's tests on that mistake}, one process a chapter.
+
+    Each mistake is written into a copy of solutions/ of its own, and scripts/mutation.py's loop runs every
+    test of the chapter on each copy in turn (``"every"``: on past the first failure), as a fresh pytest
+    process with ``--impl`` that copy would.
+    """
+    done: dict[int, dict[int, dict]] = {}
+
+    def run(number: int) -> dict[int, dict]:
+        if number not in done:
+            work = tmp_path_factory.mktemp(f"planted{number}")
+            chapter, jobs = answer_key.load(number), []
+            for k, m in enumerate(MUTANTS):
+                text = (ROOT / "solutions" / m.file).read_text(encoding="utf-8")
+                if m.chapter == number and text.count(m.old) == 1:
+                    folder = mutation.copy_with(work / f"m{k}", m.file.removesuffix(".py"), text.replace(m.old, m.new))
+                    jobs.append({"name": str(k), "folder": str(folder), "every": True})
+            results, proc = mutation.run_in_one_process(jobs, [chapter.test_file], work)
+            assert len(results) == len(jobs), (f"only {len(results)} of chapter {number}'s {len(jobs)} planted "
+                                               f"mistakes were run:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            done[number] = {int(name): r for name, r in results.items()}
+        return done[number]
+
+    return run
+
+
+@pytest.mark.parametrize("mutant", [pytest.param(m, marks=pytest.mark.xdist_group(f"planted-chapter{m.chapter}"))
+                                    for m in MUTANTS], ids=lambda m: m.id)
+def test_a_planted_mistake_fails_and_is_named(mutant, planted):
     """a copy of solutions/ with one classic mistake fails a test and the failure names it"""
-    package = tmp_path / "mutant"
-    shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
-    target = package / mutant.file
-    text = target.read_text(encoding="utf-8")
+    text = (ROOT / "solutions" / mutant.file).read_text(encoding="utf-8")
     assert text.count(mutant.old) == 1, f"{mutant.file} must contain the mutated text exactly once: {mutant.old!r}"
-    target.write_text(text.replace(mutant.old, mutant.new), encoding="utf-8")
-    chapter = answer_key.load(mutant.chapter)
-    data = run_chapters(package, tmp_path / "results.json", [chapter.test_file])
+    data = planted(mutant.chapter)[MUTANTS.index(mutant)]
+    assert data["results"], f"no test of chapter {mutant.chapter} ran on the mistake '{mutant.named}'"
     failed = [r for r in data["results"] if r["status"] in ("failed", "error", "timed out")]
     assert failed, f"no test caught the mistake '{mutant.named}'"
     named = [r for r in failed if f"looks like: {mutant.named}".lower() in r["message"].lower()
@@ -102,7 +148,7 @@ def test_a_chapter_that_does_not_import_costs_only_its_own_checks(tmp_path):
     target = package / "chapter02_matrices.py"
     target.write_text(target.read_text(encoding="utf-8") + "\ndef oops(:\n", encoding="utf-8")
     files = [answer_key.load(n).test_file for n in (1, 2, 3)]
-    data = run_chapters(package, tmp_path / "results.json", files)
+    data = run_chapters(package, tmp_path / "results.jsonl", files)
     by_chapter = {n: [r for r in data["results"] if r["chapter"] == n] for n in (1, 2, 3)}
     assert all(r["status"] == "passed" for r in by_chapter[1] + by_chapter[3]), "chapters 1 and 3 should pass"
     assert by_chapter[2] and all(r["status"] == "error" for r in by_chapter[2])

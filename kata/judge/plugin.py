@@ -7,14 +7,14 @@
 - Chapter modules are imported lazily, one per test module, so a broken chapter costs only its checks.
 - A stub's ``NotImplementedError`` shows as "not started", with no traceback.
 - ``--steps`` prints a chapter as its worksheet; ``--progress`` prints every chapter as a table;
-  ``--kata-results FILE`` writes every result as JSON (for grading and tools); ``--kata-seed N`` draws
-  the checks' random inputs afresh (the instructor's grading run).
+  ``--kata-seed N`` draws the checks' random inputs afresh (the instructor's grading run). The tools read
+  the results from ``kata.judge.stream`` (``--kata-stream FILE``), the one result format, through
+  ``kata.judge.runner``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -66,7 +66,7 @@ def call_timeout() -> float:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add --impl, --steps, --progress and --kata-results."""
+    """Add --impl, --steps, --progress and the judge's options."""
     group = parser.getgroup("kata", "transformer katas")
     group.addoption(
         "--impl",
@@ -77,7 +77,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--steps", action="store_true", help="print the run as the chapter's worksheet")
     group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
-    group.addoption("--kata-results", metavar="FILE", help="write every test's result as JSON to FILE")
     group.addoption(
         "--call-timeout",
         type=float,
@@ -320,7 +319,7 @@ class KataState:
         return found
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Remember which functions pass, with the file they were in (for the notes above); write --kata-results."""
+        """Remember which functions pass, with the file they were in (for the notes above)."""
         cache = getattr(self.config, "cache", None)
         if cache is not None and self.worker is not None:
             stored = cache.get("kata/functions", {})
@@ -328,14 +327,6 @@ class KataState:
             for key, status in self.function_status().items():
                 stored[key] = {"status": status, "source": self._source_digest(key.rsplit(".", 1)[0])}
             cache.set("kata/functions", stored)
-        path = self.config.getoption("kata_results")
-        if path:
-            data = {
-                "implementation": self.impl,
-                "chapters_not_importing": {str(k): v for k, v in self.chapters_seen.items() if v},
-                "results": [r.__dict__ for r in self.results],
-            }
-            Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def _shown_as(folder: Path, impl: str) -> dict[str, str]:

@@ -116,11 +116,11 @@ def run_tests(
         cmd = [
             sys.executable, "-m", "pytest",
             "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
-            "-p", "no:cacheprovider", "-p", "kata.judge.stream",
+            "-p", "no:cacheprovider", *stream_options(stream),
             "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic", "--tb=no",
             f"--timeout={test_guard(timeout):g}", f"--call-timeout={timeout:g}",
             f"--timeout-method={'signal' if hasattr(signal, 'SIGALRM') else 'thread'}",
-            f"--impl={impl}", f"--kata-stream={stream}",
+            f"--impl={impl}",
         ]
         if record_values:
             cmd.append("--kata-record-values")
@@ -235,6 +235,22 @@ def _events(stream: Path, offset: int) -> tuple[int, list[dict]]:
     end = data.rfind(b"\n") + 1
     events = [json.loads(line) for line in data[:end].splitlines() if line.strip()]
     return offset + end, events
+
+
+def stream_options(stream: Path) -> list[str]:
+    """The pytest options that stream every result to ``stream`` (read it back with ``read``)."""
+    return ["-p", "kata.judge.stream", f"--kata-stream={stream}"]
+
+
+def read(stream: Path) -> RunResult:
+    """What a finished run streamed to ``stream`` (``--kata-stream``): its tests and their results.
+
+    For a tool that starts pytest itself because it needs pytest's own options (a cache folder, ``--junitxml``,
+    a plugin of its own); everything else calls ``run_tests``.
+    """
+    run = RunResult()
+    _read(stream, run)
+    return run
 
 
 def _read(stream: Path, run: RunResult) -> None:

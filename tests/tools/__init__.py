@@ -1,1 +1,1 @@
-"""Tests of the learner's and instructor's tools (kata/learner, kata/grading)."""
+"""Tests of the tools, one folder per part of kata/: judge/, worker/, grading/, learner/."""

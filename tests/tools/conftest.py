@@ -23,10 +23,6 @@ if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: builds and runs a whole student edition (still part of selfcheck)")
-
-
 def tool(*args: str, root: Path = ROOT, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``python -m kata ARGS`` with the tools of ``root``, in ``root``."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")}

@@ -18,9 +18,10 @@ import subprocess
 
 import pytest
 
+from kata import project
 from kata.grading import release
 
-from .conftest import ROOT, copy_repository, git, tool
+from ..conftest import ROOT, copy_repository, git, tool
 
 pytestmark = pytest.mark.slow
 WORKFLOW = ROOT / ".github" / "workflows" / "grade.yml"
@@ -77,7 +78,7 @@ def test_the_edition_has_no_solutions_and_the_grading_workflow(course):
     assert not (course / "solutions").exists()
     assert not list((course / "scripts").glob("audit_*")), "an audit script recomputes a worksheet: a solution"
     assert sorted(p.name for p in (course / "tests").iterdir()) == sorted(
-        ["__init__.py", "snapshots", *(p.name for p in (ROOT / "tests").glob("test_chapter*.py"))]
+        ["__init__.py", "snapshots", *(p.name for p in project.chapter_files(ROOT / "tests", prefix="test_").values())]
     )
     assert sorted(p.name for p in (course / "tests" / "snapshots").iterdir()) == sorted(
         p.name for p in (ROOT / "tests" / "snapshots").glob("chapter*.npz"))

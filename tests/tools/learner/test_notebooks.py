@@ -35,6 +35,7 @@ from kata.learner import notebook as nb_tools
 from .notebook_tools import CHECKED, ROOT, check_outputs, course_copy, execute, solved, solved_before
 
 CHAPTERS = answer_key.chapters()
+pytestmark = pytest.mark.spread  # no test here shares a fixture: under pytest-xdist each may run anywhere
 nbformat = pytest.importorskip("nbformat", reason="the notebook dependency group (pyproject.toml) is not installed")
 
 
@@ -49,6 +50,7 @@ def _notebook(chapter):
     return nbformat.read(ROOT / "notebooks" / f"{chapter.module}.ipynb", as_version=4)
 
 
+@pytest.mark.every_chapter
 def test_every_notebook_is_built_from_its_source():
     """`python scripts/notebooks.py --check`: every .ipynb is what jupytext builds from notebooks/src/ today"""
     tools = _scripts_notebooks()

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from ..conftest import ROOT, copy_solutions, tool
 from . import class_repos
-from .conftest import ROOT, copy_solutions, tool
 
 pytestmark = pytest.mark.slow
 

@@ -227,7 +227,7 @@ def test_the_report_lists_the_protections(worker):
 
 def test_sealed_the_worker_sees_neither_the_course_nor_other_files(worker, tmp_path):
     """in the sandbox, the course's reference, answer key and tests, and other files, are not there at all"""
-    from .conftest import ROOT
+    from ..conftest import ROOT
 
     if not any(p.startswith("bubblewrap") for p in worker.protections):
         pytest.skip("no sandbox on this machine: the report says 'no sandbox' (tested in test_attacks.py)")

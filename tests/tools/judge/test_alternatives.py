@@ -9,7 +9,6 @@ run per alternative over all ten chapters: about 4 s each, 8 s for the file, on 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from kata.grading import release
-from kata.judge import answer_key
+from kata.judge import answer_key, runner
 
-HERE = Path(__file__).resolve().parent / "alternatives"
+HERE = Path(__file__).resolve().parents[1] / "alternatives"
 ROOT = answer_key.ROOT
 ALTERNATIVES = sorted(p for p in HERE.iterdir() if (p / "__init__.py").is_file())
 CHAPTERS = answer_key.chapters()
@@ -51,13 +50,13 @@ def test_the_student_edition_leaves_the_alternatives_out():
 def test_every_check_passes_on_an_alternative_implementation(folder, tmp_path):
     """every check of every chapter the alternative holds passes on it, run as a learner's code is run"""
     files = [c.test_file for c in held(folder)]
-    out = tmp_path / "results.json"
+    out = tmp_path / "results.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     env["KATA_WARM"] = "0"
-    proc = subprocess.run([sys.executable, "-m", "pytest", *files, "--impl", str(folder), "--kata-results", str(out),
+    proc = subprocess.run([sys.executable, "-m", "pytest", *files, "--impl", str(folder), *runner.stream_options(out),
                            "-p", "no:cacheprovider", "-q", "--steps", "-o", "addopts="],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert out.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = json.loads(out.read_text(encoding="utf-8"))["results"]
+    results = list(runner.read(out).results.values())
     failed = [r for r in results if r["status"] != "passed"]
     assert results and not failed, f"{folder.name}: {len(failed)} checks fail:\n" + proc.stdout[-6000:]

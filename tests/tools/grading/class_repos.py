@@ -1,6 +1,6 @@
 """A class of learners' git repositories, built from ``solutions/`` and ``exercises/`` for ``grade-class``.
 
-Used by ``tests/tools/test_grade_class.py`` and ``benchmarks/bench_grade_class.py``. Every repository is a
+Used by ``tests/tools/grading/test_grade_class.py`` and ``benchmarks/bench_grade_class.py``. Every repository is a
 real local git repository with ``exercises/`` (and, for one learner, edited tests, ``conftest.py`` and
 ``grading.toml``), committed at fixed committer dates around ``DEADLINE``.
 """
@@ -12,7 +12,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from kata import project
+
+ROOT = Path(__file__).resolve().parents[3]
 DEADLINE = "2027-03-01T23:59:00+01:00"
 BEFORE = "2027-02-20T10:00:00+01:00"
 JUST_BEFORE = "2027-03-01T22:00:00+01:00"
@@ -124,8 +126,8 @@ def build(folder: Path, which: tuple[str, ...] | None = None) -> dict[str, dict]
         repo = _new(folder / "eve")
         _exercises(repo, "exercises")
         (repo / "tests").mkdir()
-        for test in (ROOT / "tests").glob("test_chapter*.py"):
-            (repo / "tests" / test.name).write_text(TAMPERED_TEST.replace("CHAPTER = 4", f"CHAPTER = {int(test.name[12:14])}"),
+        for test in project.chapter_files(ROOT / "tests", prefix="test_").values():
+            (repo / "tests" / test.name).write_text(TAMPERED_TEST.replace("CHAPTER = 4", f"CHAPTER = {project.chapter_number(test.name)}"),
                                                     encoding="utf-8")
         (repo / "conftest.py").write_text(TAMPERED_CONFTEST, encoding="utf-8")
         (repo / "grading.toml").write_text("[grade]\nstep_points = 100\n", encoding="utf-8")

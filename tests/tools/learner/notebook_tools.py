@@ -6,7 +6,9 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from kata import project
+
+ROOT = Path(__file__).resolve().parents[3]
 CHECKED = re.compile(r"^chapter (\d+): (\d+)/(\d+) steps, (\d+)/(\d+) checks", re.M)
 
 
@@ -43,8 +45,8 @@ def solved_before(chapter: int, folder: Path) -> Path:
     import shutil
 
     shutil.copytree(ROOT / "exercises", folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for path in sorted((ROOT / "solutions").glob("chapter[0-9][0-9]_*.py")):
-        if int(path.name[7:9]) < chapter:
+    for number, path in project.chapter_files(ROOT / "solutions").items():
+        if number < chapter:
             shutil.copy2(path, folder / path.name)
     return folder
 

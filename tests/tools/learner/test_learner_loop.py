@@ -17,7 +17,10 @@ from kata.grading import grade, points
 from kata.judge.runner import RunResult
 from kata.learner import doctor, hints, watch, worksheet
 
-from .conftest import ROOT, TOOLS, copy_solutions
+from ..conftest import ROOT, TOOLS, copy_solutions
+
+pytestmark = pytest.mark.slow
+
 
 
 # -- watch ---------------------------------------------------------------------------------------------
@@ -190,54 +193,6 @@ def test_a_step_with_a_failing_test_is_not_ticked_on_the_worksheet(tmp_path, mon
     assert f"{n}/{n} worksheet values match; {n - 1}/{n} steps pass every check of theirs." in out
 
 
-def test_the_grade_and_the_screen_fold_a_step_alike():
-    """for every mix of a step's test statuses, the grade's step status is what the screen and worksheet show"""
-    import itertools
-
-    from kata.judge.plugin import STATUS_MARK, Result, chapter_view
-    from kata.judge.status import STATUSES
-
-    chapter = project.chapter(4)
-    step = chapter.steps[2]
-    for n in (1, 2, 3):
-        for mix in itertools.product(STATUSES, repeat=n):
-            run = RunResult(tests=[{"nodeid": f"t::{i}", "step": step.id, "title": step.title} for i in range(n)],
-                            results={f"t::{i}": {"nodeid": f"t::{i}", "status": s} for i, s in enumerate(mix)})
-            graded = grade._chapter(chapter, run, points.Points())
-            in_grade = next(s["status"] for s in graded["steps"] if s["id"] == step.id)
-            ws_lines = worksheet.lines_for(chapter, {step.id: [{"status": s} for s in mix]}, str)
-            on_worksheet = next(line for line in ws_lines if f" {step.id} " in line).split()[0]
-            as_cases = [Result(nodeid=f"t::{i}", chapter=None, step=None, title="one check", status=s)
-                        for i, s in enumerate(mix)]
-            on_screen = next(line for line in chapter_view(as_cases, "x", {}) if "one check" in line).split()[0]
-            assert STATUS_MARK[in_grade] == on_worksheet == on_screen, (mix, in_grade, on_worksheet, on_screen)
-
-
-def test_the_worksheet_marks_a_step_as_the_chapter_view_does():
-    """for every mix of its tests' statuses, a step's worksheet mark is ✓ only when the chapter view shows only ✓"""
-    import itertools
-
-    from kata.judge.plugin import STATUS_MARK, Result, chapter_view
-
-    chapter = project.chapter(4)
-    step = chapter.steps[2]
-    statuses = list(STATUS_MARK)
-    for n in (1, 2, 3):
-        for mix in itertools.product(statuses, repeat=n):
-            results = [Result(nodeid=f"t::{i}", chapter=4, step=step.id, title=step.title, status=s)
-                       for i, s in enumerate(mix)]
-            shown = [line[2] for line in chapter_view(results, "x", {})
-                     if line[4:].startswith(f"{step.id:<5} {step.title}")]  # the step's lines: "  ✓ 4.3   ..."
-            assert len(shown) == n
-            ws_lines = worksheet.lines_for(chapter, {step.id: [dict(r.__dict__) for r in results]}, str)
-            mark = next(line for line in ws_lines if f" {step.id} " in line).split()[0]
-            assert (mark == "✓") == all(m == "✓" for m in shown), (mix, mark, shown)
-            as_cases = [Result(nodeid=f"t::{i}", chapter=None, step=None, title="one check", status=s)
-                        for i, s in enumerate(mix)]  # the chapter view's own fold of several cases into one mark
-            folded = next(line for line in chapter_view(as_cases, "x", {}) if "one check" in line).split()[0]
-            assert mark == folded, (mix, mark, folded)
-
-
 # -- doctor ----------------------------------------------------------------------------------------------
 def test_doctor_names_versions_files_and_what_to_run(capsys):
     """doctor prints the versions, every chapter's file, and the next command"""
@@ -336,33 +291,6 @@ def test_the_first_failing_check_shows_what_the_code_printed(tmp_path):
     assert "  your code printed:\n    debug: i = 1 j = 6\n" in proc.stdout, proc.stdout[-3000:]
     # a distance is a whole number: no float64 label, no tolerance
     assert "expected  5  (a whole number)\n    got       6\n    hint" in proc.stdout, proc.stdout[-3000:]
-
-
-def test_the_pass_memory_is_of_the_code_it_saw_not_of_the_chapter(tmp_path):
-    """after a run on stubs, a run on a folder whose chapter 7 is complete never blames chapter 7 as not started"""
-    cache = tmp_path / "cache"
-    stubs = tmp_path / "stubs"
-    shutil.copytree(ROOT / "exercises", stubs, ignore=shutil.ignore_patterns("__pycache__"))
-    done = copy_solutions(tmp_path / "done", {"chapter08_batch_training": (
-        "_right = batch_gradients\n\n\n"
-        "def batch_gradients(*args, **kwargs):\n"
-        "    loss, grads = _right(*args, **kwargs)\n"
-        "    return loss, {k: 2 * g for k, g in grads.items()}\n")})
-
-    def run(impl, test, out):
-        subprocess.run([sys.executable, "-m", "pytest", f"tests/{test}", "--impl", str(impl), "-q",
-                        "-o", f"cache_dir={cache}", "--kata-results", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-                       env={**os.environ, "KATA_WARM": "0"})
-        import json
-        return json.loads(out.read_text(encoding="utf-8"))["results"]
-
-    on_stubs = run(stubs, "test_chapter07_backprop.py", tmp_path / "7.json")
-    assert {r["status"] for r in on_stubs} == {"not started"}
-    on_done = run(done, "test_chapter08_batch_training.py", tmp_path / "8.json")
-    failing = [r["message"] for r in on_done if r["status"] == "failed"]
-    assert failing, "the planted mistake in chapter 8 was not caught"
-    assert not [m for m in failing if "(chapter 7), which is not started" in m], failing[0]
 
 
 def test_a_check_cut_short_by_a_stub_says_which_function_it_waits_for():

@@ -15,7 +15,7 @@ import pytest
 
 from kata.learner import generate, train
 
-from .conftest import copy_solutions, tool
+from ..conftest import copy_solutions, tool
 
 STEPS = 1000
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .conftest import copy_repository, git, tool
+from ..conftest import copy_repository, git, tool
 
 TAMPERED = '''"""All green, whatever the code does."""
 

@@ -1,6 +1,6 @@
 """Right only at the worksheet's sizes: the reference's answer when no array is larger than LIMIT, else zeros.
 
-Written by ``tests/tools/test_attacks.py`` into an implementation package as ``_worksheet_only.py``, with
+Written by ``tests/tools/judge/test_attacks.py`` into an implementation package as ``_worksheet_only.py``, with
 the reference copied beside it as ``_real/``; each chapter file is two lines that wrap the real one.
 """
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from kata import project
 from kata.grading import release
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 pytestmark = pytest.mark.slow
 FORBIDDEN = re.compile(r"solutions/|--impl solutions|selfcheck|No module named 'solutions'")
@@ -74,7 +75,7 @@ def test_nox_list_offers_only_what_the_edition_holds(edition):
     out = clean(nox(edition, "-l"), "nox -l")
     sessions = {name: mark for mark, name in re.findall(r"^([*-]) (\S+) ->", out, re.M)}
     assert sessions, out
-    chapters = sorted(int(p.name[7:9]) for p in (edition / "reference").glob("chapter*.toml"))
+    chapters = list(project.chapter_files(edition / "reference", ".toml"))
     for name in [f"chapter{n}" for n in chapters] + LEARNER_SESSIONS:
         assert name in sessions, f"nox -l does not list {name}:\n{out}"
     assert [name for name, mark in sessions.items() if mark == "*"] == ["progress"], out
@@ -93,7 +94,7 @@ def test_bare_nox_shows_the_progress(edition):
 
 def test_every_chapter_session_is_the_expected_start(edition):
     """`nox -s chapter1 … chapterN`: every step not started, nothing fails to import, nox's failure explained"""
-    chapters = sorted(int(p.name[7:9]) for p in (edition / "reference").glob("chapter*.toml"))
+    chapters = list(project.chapter_files(edition / "reference", ".toml"))
     proc = nox(edition, "-s", *[f"chapter{n}" for n in chapters])
     out = clean(proc, "the chapter sessions")
     assert proc.returncode != 0

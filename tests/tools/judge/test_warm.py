@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import copy_repository, copy_solutions
+from ..conftest import copy_repository, copy_solutions
 
 pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and hasattr(socket, "send_fds")),
                                 reason="the warm judge is Linux only; elsewhere every check runs as plain pytest")

@@ -1,6 +1,6 @@
 """`nox -s grade-class`: a whole class graded in one run on the instructor's side, as each learner deserves.
 
-A class of real local git repositories (tests/tools/class_repos.py) is graded from a snapshot of the
+A class of real local git repositories (tests/tools/grading/class_repos.py) is graded from a snapshot of the
 course with `--jobs 4`, a deadline and a fixed seed: everything right, chapter 4 wrong, a softmax that never
 returns, a syntax error in chapter 2, edited tests and conftest.py, a fix made after the deadline, and three
 repositories with nothing to grade. Chapters 1, 2 and 4 keep it fast while proving every property.
@@ -23,12 +23,14 @@ import pytest
 from kata.grading import gradebook, roster, schema, strict, submissions
 from kata.judge import answer_key
 
+from ..conftest import ROOT, tool, undocumented_fields
 from . import class_repos
-from .conftest import ROOT, tool, undocumented_fields
 
 CHAPTERS = "1,2,4"
 COMMON = ("--chapters", CHAPTERS, "--deadline", class_repos.DEADLINE, "--seed", "7")
 VOLATILE = ("cached", "seconds")
+pytestmark = pytest.mark.slow
+
 
 
 def grade_class(course: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:

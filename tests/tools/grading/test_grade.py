@@ -14,7 +14,10 @@ import pytest
 
 from kata.grading import schema
 
-from .conftest import ROOT, copy_solutions, tool, undocumented_fields
+from ..conftest import ROOT, copy_solutions, tool, undocumented_fields
+
+pytestmark = pytest.mark.slow
+
 
 LOOP_FOREVER = '''
 _kata_real_causal_mask = causal_mask

@@ -8,10 +8,14 @@ copies), the stored snapshots are drawn afresh too, their expected values comput
 import json
 
 import numpy as np
+import pytest
 
 from kata.judge import snapshots
 
-from .conftest import copy_solutions, tool
+from ..conftest import copy_solutions, tool
+
+pytestmark = pytest.mark.slow
+
 
 
 def test_a_seed_draws_fresh_snapshots_and_none_keeps_the_stored_ones():

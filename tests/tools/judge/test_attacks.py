@@ -7,6 +7,9 @@ An implementation right only at the worksheet's sizes must earn at most 10 % of 
 
 Some tricks reach past the worker into the file system or other processes; only a sandbox stops those
 (``SANDBOX_ONLY``). Where bubblewrap is not installed, the report must say so instead (CI installs it).
+
+The attacks are graded all together (sixteen grades, about a minute on two cores): those tests are proofs,
+run by ``nox -s proofs`` (``.ci/run`` runs it), not by ``nox -s selfcheck``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, copy_repository, copy_solutions, tool
+from kata import project
+
+from ..conftest import ROOT, copy_repository, copy_solutions, tool
 
 pytestmark = pytest.mark.slow
 
@@ -244,6 +249,7 @@ def graded(tmp_path_factory):
     return courses, results, before
 
 
+@pytest.mark.proof
 def test_the_honest_mistake_costs_points(graded):
     """the baseline: forgetting 1/√d_k loses points in chapters 4 and 5, and solutions/ earns them all"""
     _, results, _ = graded
@@ -251,6 +257,7 @@ def test_the_honest_mistake_costs_points(graded):
     assert results["honest"]["total"]["points"] < results["solutions"]["total"]["points"]
 
 
+@pytest.mark.proof
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_no_trick_earns_more_than_the_honest_code(graded, attack):
     """a tampering implementation earns no more than the same code with the trick removed"""
@@ -268,6 +275,7 @@ def _sandboxed(results: dict) -> bool:
     return any(p.startswith("bubblewrap") for p in results["protections"])
 
 
+@pytest.mark.proof
 def test_the_course_copy_is_untouched_by_every_attack(graded):
     """sealed, no attack could change the tests, the answer key or the judge of the course it was graded from"""
     courses, results, before = graded
@@ -284,6 +292,7 @@ def test_ci_installs_the_sandbox():
     assert "bubblewrap" in run and run.index("bubblewrap") < run.index("-s selfcheck")
 
 
+@pytest.mark.proof
 def test_every_report_names_the_protections_that_applied(graded):
     """results.json says what guarded the learner's process (a separate worker, its limits, a sandbox)"""
     _, results, _ = graded
@@ -300,7 +309,7 @@ def test_worksheet_sized_answers_earn_at_most_a_tenth(tmp_path):
     shutil.copytree(ROOT / "solutions", impl / "_real", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(Path(__file__).parent / "attacks" / "worksheet_only.py", impl / "_worksheet_only.py")
     (impl / "__init__.py").write_text("")
-    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+    for path in project.chapter_files(ROOT / "solutions").values():
         (impl / path.name).write_text(
             f"from ._worksheet_only import wrap\nfrom ._real import {path.stem} as _real\n\nwrap(globals(), _real)\n")
     proc = tool("grade", "--impl", str(impl), "--out", str(tmp_path / "out"), timeout=600)
@@ -321,7 +330,7 @@ def test_worksheet_sized_answers_earn_nothing_in_chapter_11(tmp_path):
     assert "LIMIT = 2" in cheat
     (impl / "_worksheet_only.py").write_text(cheat.replace("LIMIT = 2", "LIMIT = 4"), encoding="utf-8")
     (impl / "__init__.py").write_text("")
-    for path in sorted((ROOT / "solutions").glob("chapter*.py")):
+    for path in project.chapter_files(ROOT / "solutions").values():
         (impl / path.name).write_text(
             f"from ._worksheet_only import wrap\nfrom ._real import {path.stem} as _real\n\nwrap(globals(), _real)\n")
     proc = tool("grade", "--impl", str(impl), "--chapters", "11", "--out", str(tmp_path / "out"), timeout=600)

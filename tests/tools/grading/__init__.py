@@ -1,0 +1,1 @@
+"""Tests of kata/grading: grade, grade-class, the gradebook, releases and the student edition."""

@@ -1,0 +1,1 @@
+"""Tests of kata/learner: the learner's loop, notebooks, nox -s train."""

@@ -1,0 +1,1 @@
+"""Tests of kata/worker: the process the learner's code runs in."""
