@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .corpus import TrainError
-from .gradcheck import _wrong, numerical
 from .gpt_model import GPT_BLOCK_KEYS, flat, init_model, logits_of, loss_and_grads
+from .gradcheck import _wrong, numerical
 
 TINY = {"vocab": 7, "d_model": 8, "n_heads": 2, "d_ff": 6, "layers": 2}
 

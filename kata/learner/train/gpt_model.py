@@ -120,8 +120,10 @@ def shapes(vocab: int, d_model: int, d_ff: int, layers: int) -> dict[str, tuple]
 
 
 def init_model(vocab: int, d_model: int, d_ff: int, layers: int, seed: int) -> dict:
-    """Starting parameters: gains 1; each matrix normal with variance 1/fan-in, the two that write into the stream
-    (``WO``, ``W_down``) also shrunk by √(2·layers) so the stream does not grow with depth; embeddings N(0, 1).
+    """Starting parameters: gains 1, embeddings N(0, 1), each matrix normal with variance 1/fan-in.
+
+    The two matrices that write into the stream (``WO``, ``W_down``) are also shrunk by √(2·layers), so the
+    stream does not grow with depth.
 
     (No chapter has an ``init_params`` for this model; the choice is the usual one, e.g. GPT-2's.)
     """
@@ -209,8 +211,10 @@ def loss_and_grads(ch, model: dict, n_heads: int, windows: np.ndarray) -> tuple[
 
 
 def model_arrays(model: dict, settings: GptSettings, merges: list) -> dict[str, np.ndarray]:
-    """What a GPT's model.npz holds: the parameters (flat names), the BPE merges as rows (a, b, new id),
-    ``n_heads`` and the format marker. Plain arrays: ``np.load(..., allow_pickle=False)`` reads it."""
+    """What a GPT's model.npz holds: the parameters (flat names), the merges, ``n_heads``, ``context``, a marker.
+
+    The BPE merges are rows (a, b, new id). Plain arrays: ``np.load(..., allow_pickle=False)`` reads it.
+    """
     arrays = {name: np.array(a) for name, a in flat(model).items()}
     arrays["merges"] = np.array([(a, b, t) for (a, b), t in merges], dtype=np.int64).reshape(-1, 3)
     arrays["n_heads"] = np.array(settings.n_heads)
