@@ -21,6 +21,14 @@ Shakespeare shipped in ``data/`` (``--corpus book``) or any UTF-8 text file (``-
    a prompt with a saved model. The same ``--seed`` gives the same run on the same machine (NumPy is held to
    one thread, so sums are always added up in the same order).
 
+**``--model gpt``** (``docs/train-gpt.md``) runs the same way, one child process under the same watchdog, on your
+chapters 11–15 instead of chapter 10: your BPE (chapter 14) tokenizes Python's own documentation, your pre-norm
+blocks (chapter 13, with 11 and 12 inside) make a GPT in chapter 16's layout (``gpt_model.py`` joins them: the
+embedding, the final norm, the unembedding and the loss), its gradients are checked first (``gpt_check.py``), and
+your AdamW, schedule, clipping and checkpoints (chapter 15) train it (``gpt_loop.py``); this process shows the
+progress and writes ``runs/gpt/`` (``gpt_run.py``). ``--resume`` continues a stopped run exactly;
+``nox -s generate`` streams its text with your chapter 16 and the KV cache (``gpt_child.py``).
+
 How your code is called. It is not graded here, so the tool may import it directly, but an endless loop in it
 must not hang the tool silently. So your chapter 10 runs in a *child process* that imports it directly and
 does the whole training; this process shows the progress and draws the figures. The child re-arms
@@ -68,6 +76,7 @@ from .model import (
     model_from_arrays,
     npz_key,
     paths,
+    read_model_file,
     shapes,
     shown_path,
 )
@@ -78,8 +87,8 @@ __all__ = [
     'attention_figure', 'attention_maps', 'backward_order', 'chapter10', 'check_gradients', 'check_init',
     'child_main', 'describe', 'get', 'learner_frames', 'learning_rate', 'load_corpus', 'load_model',
     'loss_figure', 'main', 'model_arrays', 'model_from_arrays', 'npz_key', 'numerical', 'parser', 'paths',
-    'sample', 'save_png', 'shapes', 'shown_char', 'shown_path', 'smooth', 'smoothed_tail', 'tiny_model',
-    'train_model', 'zen',
+    'read_model_file', 'sample', 'save_png', 'shapes', 'shown_char', 'shown_path', 'smooth', 'smoothed_tail',
+    'tiny_model', 'train_model', 'zen',
 ]
 
 
