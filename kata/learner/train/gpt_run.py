@@ -85,7 +85,6 @@ def main_gpt(args, progress, say) -> int:
     job = {"mode": "train-gpt", "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "settings": s.as_dict(), "out": str(out.resolve()), "resume": args.resume,
            "stop_at": args.stop_at}
-    out.mkdir(parents=True, exist_ok=True)
     child = Child(job, args.timeout)
     state = {"checkpoint": None}
     try:
@@ -110,6 +109,7 @@ def main_gpt(args, progress, say) -> int:
         print(f"\nstopped after step {done['stopped']} as --stop-at asked; the checkpoint is in {out}/: "
               f"`nox -s train -- --model gpt --resume{_name(args)}` continues it")
         return 0
+    out.mkdir(parents=True, exist_ok=True)
     _write_run(out, s, args, info, done, rate, started)
     last = done["evals"][-1]
     floor = info["unigram_entropy"]
