@@ -34,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nox -s generate --", description="Continue a prompt with a trained model.")
     p.add_argument("run", help="a run folder written by nox -s train (runs/<name>), or its model.npz")
     p.add_argument("--prompt", default="", help="the text to continue (default: the run's prompt)")
-    p.add_argument("--n", type=int, default=200, help="characters to add (default 200)")
+    p.add_argument("--n", type=int, default=200, help="characters to add (a GPT: tokens; default 200)")
     p.add_argument("--temperature", type=float, default=0.0,
                    help="0 (default): the most likely character each time; T > 0: draw from softmax(logits / T)")
     p.add_argument("--seed", type=int, default=0, help="seed of the draws when the temperature is above 0")

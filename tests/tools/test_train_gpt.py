@@ -178,7 +178,8 @@ def test_the_learners_edition_trains_the_learners_code(tmp_path):
     (["--model", "gpt", "--resume", "--steps", "5"], "leave out --steps"),
     (["--model", "gpt", "--steps", "10", "--warmup", "2", "--stop-at", "10"], "--stop-at must be a step from 1 to 9"),
     (["--vocab-size", "300"], "--vocab-size is an option of --model gpt"),
-], ids=["corpus", "heads", "no checkpoint", "resume with settings", "stop-at", "chapter10"])
+    (["--model", "gpt", "--sample-every", "5"], "--sample-every is an option of --model chapter10"),
+], ids=["corpus", "heads", "no checkpoint", "resume with settings", "stop-at", "chapter10", "sample-every"])
 def test_options_that_cannot_work_are_refused_with_a_reason(tmp_path, capsys, args, words):
     """bad options stop with exit 2 and say what is wrong, before anything runs"""
     assert train.main([*args, "--runs", str(tmp_path / "runs")]) == 2

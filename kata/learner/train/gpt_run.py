@@ -59,6 +59,9 @@ def main_gpt(args, progress, say) -> int:
     started = time.perf_counter()
     out = Path(args.runs) / (args.name or "gpt")
     try:
+        if args.sample_every:
+            raise TrainError("--sample-every is an option of --model chapter10 (a GPT samples at every evaluation: "
+                             "--eval-every)")
         if args.resume:
             if _given(args):
                 raise TrainError(f"--resume continues with the stopped run's settings; leave out {_given(args)[0]}")
