@@ -43,7 +43,8 @@ def test_a_run_writes_run_json_with_the_evaluations_the_tokenizer_and_the_unigra
             "checkpoint.json"} <= {p.name for p in folder.iterdir()}
     info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert info["settings"]["steps"] == 20 and info["settings"]["vocab_size"] == 260
-    assert [e["step"] for e in info["evals"]] == [10, 20]
+    assert [e["step"] for e in info["evals"]] == [0, 10, 20]
+    assert info["evals"][0]["val_loss"] > info["evals"][-1]["val_loss"], "20 steps lower the validation loss"
     for e in info["evals"]:
         assert {"step", "train_loss", "val_loss"} <= set(e) and 0 < e["val_loss"] < 10
     assert info["tokens_per_s"] > 0

@@ -117,8 +117,8 @@ def schedule_figure(rates: list[float], warmup: int):
     ax.plot(np.arange(len(rates)), rates, color="#2ca02c")
     if 0 < warmup < len(rates):
         ax.axvline(warmup, color="#8c959f", linewidth=1, linestyle=(0, (4, 3)))
-        ax.annotate(f"warm-up ends (step {warmup})", (warmup, max(rates)), xytext=(4, -12),
-                    textcoords="offset points", color="#57606a", fontsize=9)
+        ax.annotate(f"warm-up ends (step {warmup})", (warmup, 0), xytext=(4, 4), textcoords="offset points",
+                    va="bottom", color="#57606a", fontsize=9)
     ax.set(xlim=(0, len(rates)), ylim=(0, max(rates) * 1.1), xlabel="step", ylabel="learning rate",
            title="The schedule: lr_at for every step")
     ax.grid(axis="y", color="#d0d7de", linewidth=0.8)

@@ -7,8 +7,9 @@ r"""Training a GPT: the corpus through your BPE, AdamW steps with your chapter 1
   generator seeded with ``(seed, step)``, so step s draws the same windows however the run got there), the loss
   and gradients of ``gpt_model.loss_and_grads``, then your ``clip_by_global_norm``, ``lr_at`` and
   ``adamw_step``.
-- **Evaluations** every ``eval_every`` steps and at the end: the mean loss on fixed windows of each split (the
-  same windows every time, so the curves are comparable), and a greedy sample from the prompt.
+- **Evaluations** before the first step, every ``eval_every`` steps and at the end: the mean loss on fixed
+  windows of each split (the same windows every time, so the curves are comparable), and a greedy sample from
+  the prompt.
 - **Checkpoints** at every evaluation: your ``save_checkpoint`` writes ``checkpoint.npz`` (the weights and
   AdamW's state), and ``checkpoint.json`` beside it holds the settings, the merges and the evaluations so far.
   A step depends only on the weights, the state and the step number, so ``--resume`` continues a stopped run
@@ -213,6 +214,17 @@ def train_gpt(ch, s: GptSettings, tokens: Tokens, folder: Path, report=lambda ev
     vocab = ch.c14.build_vocab(tokens.merges)
     first, done_tokens = int(state["step"]), 0
     began_session = seconds
+
+    def evaluate(step: int) -> None:
+        model = nested(params)
+        entry = {"step": step, "train_loss": mean_loss(ch, model, s.n_heads, train_windows),
+                 "val_loss": mean_loss(ch, model, s.n_heads, val_windows), "seconds": round(seconds, 3)}
+        evals.append(entry)
+        text = ch.c14.decode(greedy(ch, model, s.n_heads, prompt, SAMPLE_TOKENS, s.context), vocab)
+        report({"event": "eval", **entry, "sample": text})
+
+    if resume is None:
+        evaluate(0)  # where the random start stands: about ln(vocab), above the unigram line
     for step in range(first, s.steps):
         began = time.perf_counter()
         lr = float(ch.c15.lr_at(step, max_lr=s.lr, warmup_steps=s.warmup, total_steps=s.steps, min_lr=s.min_lr))
@@ -230,12 +242,7 @@ def train_gpt(ch, s: GptSettings, tokens: Tokens, folder: Path, report=lambda ev
                 "train_seconds": seconds, "session_seconds": seconds - began_session, "session_tokens": done_tokens})
         last = step + 1 == s.steps
         if (step + 1) % s.eval_every == 0 or last:
-            model = nested(params)
-            entry = {"step": step + 1, "train_loss": mean_loss(ch, model, s.n_heads, train_windows),
-                     "val_loss": mean_loss(ch, model, s.n_heads, val_windows), "seconds": round(seconds, 3)}
-            evals.append(entry)
-            text = ch.c14.decode(greedy(ch, model, s.n_heads, prompt, SAMPLE_TOKENS, s.context), vocab)
-            report({"event": "eval", **entry, "sample": text})
+            evaluate(step + 1)
         if (step + 1) % s.eval_every == 0 or last or step + 1 == stop_at:
             save_progress(ch, folder, s, tokens, params, state, evals, seconds)
             report({"event": "checkpoint", "step": step + 1})
