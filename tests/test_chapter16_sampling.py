@@ -151,7 +151,7 @@ def test_softmax_with_temperature_on_other_sizes(ch, case):
 
 @pytest.mark.parametrize("case", range(SNAP.count("top_k")))
 def test_top_k_filter_on_other_sizes_and_ties(ch, case):
-    """top_k_filter on 7, 12 and 30 tokens (k = 3, 1, 10), and a tie at the boundary (the lower index kept)"""
+    """top_k_filter on 7, 12 and 30 tokens (k = 3, 1, 10), and ties at the boundary in 6 and 40 (lower index kept)"""
     k = f"top_k/{case}"
     p, n = SNAP[f"{k}/probs"], SNAP.number(f"{k}/k")
     close(ch.top_k_filter(p, n), SNAP[f"{k}/out"], f"top_k_filter, {len(p)} tokens, k = {n}", kind="array",
@@ -162,7 +162,7 @@ def test_top_k_filter_on_other_sizes_and_ties(ch, case):
 
 @pytest.mark.parametrize("case", range(SNAP.count("top_p")))
 def test_top_p_filter_on_other_sizes_and_ties(ch, case):
-    """top_p_filter on 7, 12, 30, 5 tokens (p = 0.5, 0.9, 0.75, 0.3) and ties of 0.2 (the lower indices first)"""
+    """top_p_filter on 7, 12, 30, 5 tokens (p = 0.5, 0.9, 0.75, 0.3) and ties among 6 and 40 (the lower indices first)"""
     k = f"top_p/{case}"
     probs, p = SNAP[f"{k}/probs"], SNAP.number(f"{k}/p")
     close(ch.top_p_filter(probs, p), SNAP[f"{k}/out"], f"top_p_filter, {len(probs)} tokens, p = {p}", kind="array",
@@ -213,6 +213,10 @@ def test_sample_index_never_returns_a_token_of_probability_zero_even_at_the_end(
     for u in (0.5, 0.999999, 1 - 1e-16):
         close(returned(ch.sample_index(p, u), "int", f"sample_index({p.tolist()}, {u})"), 1,
               f"sample_index({p.tolist()}, u = {u!r}): token 1, the last of non-zero probability")
+    tenths, u = np.array([0.1] * 10 + [0.0]), float(np.nextafter(1.0, 0.0))  # ten 0.1s add up to just below 1
+    close(returned(ch.sample_index(tenths, u), "int", "sample_index"), 9,
+          f"sample_index(ten 0.1s and a 0, u = {u!r}): the running sums end at 0.9999999999999999, not above u, so "
+          "the answer is the last token of non-zero probability, 9 (not 10, whose probability is 0)")
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("choose")))

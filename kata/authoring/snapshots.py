@@ -1140,17 +1140,27 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         z = rng.normal(size=n) * 3
         put(f"temperature/{i}", logits=z, temperature=T, out=s.softmax_with_temperature(z, T),
             multiplied=softmax(z * T), ignored=softmax(z))
-    for i, (n, k) in enumerate([(7, 3), (12, 1), (30, 10), (6, 5)]):
+
+    def tied(n):
+        """Probabilities from three values, shuffled: ties everywhere, in more tokens than a sort keeps stable."""
+        p = rng.permutation(np.resize([4.0, 2.0, 1.0], n))
+        return p / p.sum()
+
+    for i, (n, k) in enumerate([(7, 3), (12, 1), (30, 10), (6, 5), (40, 18)]):
         p = rng.dirichlet(np.ones(n))
         if i == 3:  # a tie at the boundary: tokens 1 and 4 share the 3rd … the lower index is kept
             p = np.array([0.3, 0.1, 0.25, 0.05, 0.1, 0.2])
+        if i == 4:  # 40 tokens in three tied groups of 14, 13, 13: k = 18 cuts through the second
+            p = tied(n)
         order = np.argsort(-p, kind="stable")
         put(f"top_k/{i}", probs=p, k=k, out=s.top_k_filter(p, k), no_renorm=keep(p, order[:k], False),
             first_k=keep(p, np.arange(k)), tie_upper=keep(p, np.r_[order[:k - 1], order[k:k + 1]]))
-    for i, (n, top) in enumerate([(7, 0.5), (12, 0.9), (30, 0.75), (5, 0.3), (6, 0.65)]):
+    for i, (n, top) in enumerate([(7, 0.5), (12, 0.9), (30, 0.75), (5, 0.3), (6, 0.65), (40, 0.7)]):
         p = rng.dirichlet(np.ones(n))
         if i == 4:  # ties: 0.2 three times, the lower indices first
             p = np.array([0.2, 0.1, 0.2, 0.2, 0.25, 0.05])
+        if i == 5:  # 40 tokens in three tied groups: p = 0.7 cuts through the second
+            p = tied(n)
         order = np.argsort(-p, kind="stable")
         c = np.cumsum(p[order])
         n_keep = min(int(np.searchsorted(c, top)) + 1, n)
