@@ -365,7 +365,7 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
         The len(us) new ids (the prompt not included), a list of Python ints. Nothing given is modified.
 
     Raises:
-        ValueError: if prompt_ids has no id (the message names ``prompt_ids``); or as ``gpt_forward`` and
+        ValueError: if prompt_ids is empty (the message names ``prompt_ids``); or as ``gpt_forward`` and
             ``choose_next``.
 
     See docs: chapter 16, step 16.9.
