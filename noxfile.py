@@ -191,7 +191,7 @@ def lint(session: nox.Session) -> None:
 
 @authors_session(default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmark a warm chapter run against the floor of a bare pytest run; prints the ratio.
+    """Benchmark a warm chapter run against a bare pytest run, and the capstone (KV cache, BPE, tokens/s): ratios.
 
     `-- suite`: the project's own suite instead (selfcheck, one chapter's share, proofs, docs-browser: what
     `.ci/run` runs), each one's minutes against its budget (benchmarks/bench_suite.py; `-- suite --help`).
@@ -199,8 +199,9 @@ def bench(session: nox.Session) -> None:
     install(session, "test")
     if session.posargs[:1] == ["suite"]:
         session.run("python", "benchmarks/bench_suite.py", *session.posargs[1:])
-    else:
-        session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)
+        return
+    session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)
+    session.run("python", "benchmarks/bench_gpt.py", env={"PYTHONPATH": str(ROOT)})
 
 
 @nox.session(default=False)
@@ -268,7 +269,7 @@ def worksheet(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def train(session: nox.Session) -> None:
-    """Train a transformer made of your chapter 10 functions on real text: `nox -s train` (`-- --help`)."""
+    """Train a transformer of your chapter 10 on real text: `nox -s train` (`-- --model gpt`: chapters 11-16)."""
     _kata_tool(session, "train", "train")
 
 

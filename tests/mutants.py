@@ -225,4 +225,25 @@ MUTANTS = [
            'for k in names},\n             "v": {k: data[f"v/{k}"].astype(np.float64) for k in names}}',
            'state = {"step": int(data["step"]), "m": {k: np.zeros_like(params[k]) for k in names},\n'
            '             "v": {k: np.zeros_like(params[k]) for k in names}}', "the moments not saved"),
+    Mutant(16, "chapter16_sampling.py", "return softmax(z / temperature)", "return softmax(z * temperature)",
+           "temperature multiplied instead of divided"),
+    Mutant(16, "chapter16_sampling.py", "    return kept / kept.sum()  # renormalise: the kept probabilities sum to 1 again",
+           "    return kept", "no renormalisation after filtering"),
+    Mutant(16, "chapter16_sampling.py", 'n = min(int(np.searchsorted(running, p, side="left")) + 1, len(q))',
+           'n = max(int(np.searchsorted(running, p, side="left")), 1)', "the top-p boundary token dropped"),
+    Mutant(16, "chapter16_sampling.py", "    kept[order[:n]] = q[order[:n]]\n    return kept / kept.sum()",
+           "    kept[order[:n]] = q[order[:n]]\n    return kept", "no renormalisation after filtering"),
+    Mutant(16, "chapter16_sampling.py", 'i = int(np.searchsorted(c, u, side="right"))',
+           'i = int(np.searchsorted(c, u, side="left"))', "u ≤ c instead of u < c"),
+    Mutant(16, "chapter16_sampling.py", 'order = np.argsort(-p, kind="stable")', "order = np.arange(len(p))",
+           "the first k tokens kept"),
+    Mutant(16, "chapter16_sampling.py",  # the new query and key both turned as if they were the first positions
+           "n_heads), start=t)  # (n_heads, m, d_head), from position t\n"
+           "    K_new = apply_rope(split_heads(x @ W[\"WK\"], n_heads), start=t)",
+           "n_heads), start=0)  # (n_heads, m, d_head), from position t\n"
+           "    K_new = apply_rope(split_heads(x @ W[\"WK\"], n_heads), start=0)", "positions restarted at 0 in the cache"),
+    Mutant(16, "chapter16_sampling.py", "K = np.concatenate([K_old, K_new], axis=1)",
+           "K = np.concatenate([apply_rope(K_old), K_new], axis=1)", "the cached keys rotated again"),
+    Mutant(16, "chapter16_sampling.py", "mask = np.arange(t + m)[None, :] <= t + np.arange(m)[:, None]",
+           "mask = np.arange(t + m)[None, :] < t + m + np.zeros((m, 1))", "the new rows not masked among themselves"),
 ]

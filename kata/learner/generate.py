@@ -8,16 +8,25 @@ a child process with a time limit (as in ``nox -s train``). Temperature 0 (the d
 character each time, like chapter 10's ``generate``; a temperature T > 0 draws from softmax(logits / T), more
 varied as T grows (``--seed`` makes the draw repeatable). The text goes to standard output, everything else
 to standard error.
+
+A GPT's run (``nox -s train -- --model gpt``) is continued by *your* chapter 16 instead: the prompt through your
+BPE ``encode``, one prefill with ``gpt_forward``, then one token at a time from the KV cache, each chosen by your
+``choose_next`` (``--temperature``, ``--top-k``, ``--top-p``; its uniform draws from a generator seeded with
+``--seed``), and printed as it comes (``kata/learner/train/gpt_child.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import json
 import math
 import sys
 from pathlib import Path
 
 from . import train
+from .train.gpt_model import is_gpt, model_from_arrays
+from .train.gpt_run import GENERATE_CHAPTERS, chapters_of
 
 
 def parser() -> argparse.ArgumentParser:
@@ -25,10 +34,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nox -s generate --", description="Continue a prompt with a trained model.")
     p.add_argument("run", help="a run folder written by nox -s train (runs/<name>), or its model.npz")
     p.add_argument("--prompt", default="", help="the text to continue (default: the run's prompt)")
-    p.add_argument("--n", type=int, default=200, help="characters to add (default 200)")
+    p.add_argument("--n", type=int, default=200, help="characters to add (a GPT: tokens; default 200)")
     p.add_argument("--temperature", type=float, default=0.0,
                    help="0 (default): the most likely character each time; T > 0: draw from softmax(logits / T)")
     p.add_argument("--seed", type=int, default=0, help="seed of the draws when the temperature is above 0")
+    p.add_argument("--top-k", type=int, default=None, help="a GPT (--model gpt) only: draw among the k likeliest")
+    p.add_argument("--top-p", type=float, default=None, help="a GPT (--model gpt) only: draw among the likeliest "
+                   "tokens whose probabilities add up to p (nucleus sampling)")
     p.add_argument("--impl", default="", help="package name or folder whose transformer_forward runs "
                    "(default: the one the run was trained with, if it is there, else exercises)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds one call into your code may take")
@@ -43,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
             raise train.TrainError(f"--n must be 0 or more, got {args.n}")
         if not (math.isfinite(args.temperature) and args.temperature >= 0):
             raise train.TrainError(f"--temperature must be 0 or more, got {args.temperature}")
+        path, arrays = train.read_model_file(Path(args.run))
+        if is_gpt(arrays):
+            return _gpt(args, path, arrays)
+        if args.top_k is not None or args.top_p is not None:
+            raise train.TrainError("--top-k and --top-p are for a GPT (nox -s train -- --model gpt)")
         path, run, vocab, context = train.load_model(Path(args.run))
         prompt = args.prompt or run.get("settings", {}).get("prompt", "") or vocab[0]
         unknown = sorted({c for c in prompt if c not in vocab})
@@ -78,6 +95,61 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         child.close()
     print(event["text"])
+    return 0
+
+
+def _gpt(args, path: Path, arrays: dict) -> int:
+    """Stream a GPT's continuation of the prompt, token by token, from your chapter 16 (``gpt_child.generate_gpt``)."""
+    try:
+        model_from_arrays(arrays)  # refuse a damaged file here, before the child starts
+    except train.TrainError as err:
+        print(f"error: {path} does not fit this tool: {err}", file=sys.stderr)
+        return 2
+    try:
+        if args.top_k is not None and args.top_k < 1:
+            raise train.TrainError(f"--top-k must be 1 or more, got {args.top_k}")
+        if args.top_p is not None and not 0 < args.top_p <= 1:
+            raise train.TrainError(f"--top-p must be above 0 and at most 1, got {args.top_p}")
+        run_json = path.parent / "run.json"
+        run = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
+        prompt = args.prompt or run.get("settings", {}).get("prompt", "") or "A"
+        impl = args.impl or run.get("impl", "exercises")
+        try:
+            folder, modules, shown = chapters_of(impl, GENERATE_CHAPTERS)
+        except train.TrainError:
+            if args.impl:
+                raise
+            folder, modules, shown = chapters_of("exercises", GENERATE_CHAPTERS)
+    except (train.TrainError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    how = "greedy" if args.temperature == 0 else (
+        f"temperature {args.temperature:g}" + (f", top-k {args.top_k}" if args.top_k else "")
+        + (f", top-p {args.top_p:g}" if args.top_p else "") + f", seed {args.seed}")
+    print(f"{path} (a GPT) with {shown}/ chapter 16's gpt_forward and KV cache, {how}:", file=sys.stderr)
+    job = {"mode": "generate-gpt", "folder": str(folder), "modules": modules, "shown_folder": shown,
+           "timeout": args.timeout, "model": str(path), "prompt": prompt, "n": args.n,
+           "temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p, "seed": args.seed}
+    child = train.Child(job, args.timeout)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    try:
+        while True:
+            event = child.next(started=False)
+            if event.get("event") == "failed":
+                raise train.TrainError(event["message"])
+            if event.get("event") == "token":
+                sys.stdout.write(decoder.decode(bytes(event["bytes"])))
+                sys.stdout.flush()
+            if event.get("event") == "done":
+                break
+    except train.TrainError as err:
+        print(f"\nerror: {err}", file=sys.stderr)
+        return 1
+    finally:
+        child.close()
+    sys.stdout.write(decoder.decode(b"", final=True) + "\n")
     return 0
 
 

@@ -21,6 +21,14 @@ Shakespeare shipped in ``data/`` (``--corpus book``) or any UTF-8 text file (``-
    a prompt with a saved model. The same ``--seed`` gives the same run on the same machine (NumPy is held to
    one thread, so sums are always added up in the same order).
 
+**``--model gpt``** (``docs/train-gpt.md``) runs the same way, one child process under the same watchdog, on your
+chapters 11–15 instead of chapter 10: your BPE (chapter 14) tokenizes Python's own documentation, your pre-norm
+blocks (chapter 13, with 11 and 12 inside) make a GPT in chapter 16's layout (``gpt_model.py`` joins them: the
+embedding, the final norm, the unembedding and the loss), its gradients are checked first (``gpt_check.py``), and
+your AdamW, schedule, clipping and checkpoints (chapter 15) train it (``gpt_loop.py``); this process shows the
+progress and writes ``runs/gpt/`` (``gpt_run.py``). ``--resume`` continues a stopped run exactly;
+``nox -s generate`` streams its text with your chapter 16 and the KV cache (``gpt_child.py``).
+
 How your code is called. It is not graded here, so the tool may import it directly, but an endless loop in it
 must not hang the tool silently. So your chapter 10 runs in a *child process* that imports it directly and
 does the whole training; this process shows the progress and draws the figures. The child re-arms
@@ -51,6 +59,8 @@ from ... import project
 from .child import GRACE, STARTUP, THREADS, Child, Guarded, child_main, describe, learner_frames
 from .corpus import BOOK, MAX_VOCAB, Corpus, TrainError, load_corpus, zen
 from .figures import attention_figure, loss_figure, save_png, shown_char
+from .gpt_model import GptSettings
+from .gpt_run import main_gpt
 from .gradcheck import ATOL, RTOL, H, backward_order, check_gradients, numerical, tiny_model
 from .loop import ATTENTION_CHARS, FINAL_CHARS, attention_maps, check_init, sample, smooth, smoothed_tail, train_model
 from .model import (
@@ -66,6 +76,7 @@ from .model import (
     model_from_arrays,
     npz_key,
     paths,
+    read_model_file,
     shapes,
     shown_path,
 )
@@ -76,8 +87,8 @@ __all__ = [
     'attention_figure', 'attention_maps', 'backward_order', 'chapter10', 'check_gradients', 'check_init',
     'child_main', 'describe', 'get', 'learner_frames', 'learning_rate', 'load_corpus', 'load_model',
     'loss_figure', 'main', 'model_arrays', 'model_from_arrays', 'npz_key', 'numerical', 'parser', 'paths',
-    'sample', 'save_png', 'shapes', 'shown_char', 'shown_path', 'smooth', 'smoothed_tail', 'tiny_model',
-    'train_model', 'zen',
+    'read_model_file', 'sample', 'save_png', 'shapes', 'shown_char', 'shown_path', 'smooth', 'smoothed_tail',
+    'tiny_model', 'train_model', 'zen',
 ]
 
 
@@ -95,32 +106,69 @@ def chapter10(impl: str) -> tuple[Path, str, str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line of ``nox -s train -- ...``."""
-    d = Settings()
+    """The command line of ``nox -s train -- ...`` (``--model gpt``: ``gpt_run.py``)."""
+    d, g = Settings(), GptSettings()
     p = argparse.ArgumentParser(
-        prog="nox -s train --", description="Train a transformer made of your chapter 10 functions on real text.",
+        prog="nox -s train --", description="Train a transformer made of your chapter 10 functions on real text "
+        "(--model gpt: a GPT made of your chapters 11-15, on Python's own documentation).",
         epilog="Then: nox -s generate -- runs/<name> --prompt TEXT --n 200.")
-    p.add_argument("--corpus", default="zen", help="zen (default: the Zen of Python), book (a few pages of "
-                   "Shakespeare in data/), or the path of a UTF-8 text file")
+    p.add_argument("--model", choices=("chapter10", "gpt"), default="chapter10", help="chapter10 (default: "
+                   "chapter 10's transformer, one character per token) or gpt (chapters 11-15: BPE, pre-norm RoPE "
+                   "SwiGLU blocks, AdamW; docs/train-gpt.md)")
+    p.add_argument("--corpus", default=None, help="zen (default: the Zen of Python), book (a few pages of "
+                   "Shakespeare in data/), or the path of a UTF-8 text file; --model gpt: pydoc, Python's own "
+                   "documentation")
     p.add_argument("--impl", default="exercises", help="package name or folder to train (default: exercises)")
-    p.add_argument("--steps", type=int, default=d.steps, help=f"training steps, one window each (default {d.steps})")
-    p.add_argument("--lr", type=float, default=d.lr, help=f"Adam's learning rate (default {d.lr:g}; it falls to a "
-                   "tenth over the second half)")
-    p.add_argument("--d-model", type=int, default=d.d_model, help=f"width of the stream (default {d.d_model})")
-    p.add_argument("--d-ff", type=int, default=0, help="width of the feed-forward layer (default 4 × d_model)")
-    p.add_argument("--layers", type=int, default=d.layers, help=f"number of blocks (default {d.layers})")
-    p.add_argument("--context", type=int, default=d.context, help=f"characters per window (default {d.context})")
-    p.add_argument("--seed", type=int, default=d.seed, help=f"seed: same seed, same run (default {d.seed})")
-    p.add_argument("--prompt", default="", help="prompt of the samples (default: Beautiful for zen, else the "
-                   "corpus's first word)")
+    p.add_argument("--steps", type=int, default=None, help=f"training steps (default {d.steps}; gpt {g.steps})")
+    p.add_argument("--lr", type=float, default=None, help=f"the learning rate (default {d.lr:g}, Adam's, falling to "
+                   f"a tenth over the second half; gpt {g.lr:g}, AdamW's peak)")
+    p.add_argument("--d-model", type=int, default=None, help=f"width of the stream (default {d.d_model}; gpt "
+                   f"{g.d_model})")
+    p.add_argument("--d-ff", type=int, default=None, help=f"width of the feed-forward layer (default 4 × d_model; "
+                   f"gpt {g.d_ff})")
+    p.add_argument("--layers", type=int, default=None, help=f"number of blocks (default {d.layers}; gpt {g.layers})")
+    p.add_argument("--context", type=int, default=None, help=f"tokens per window (default {d.context}; gpt "
+                   f"{g.context})")
+    p.add_argument("--seed", type=int, default=None, help=f"seed: same seed, same run (default {d.seed})")
+    p.add_argument("--prompt", default=None, help="prompt of the samples (default: Beautiful for zen, else the "
+                   f"corpus's first word; gpt {g.prompt!r})")
     p.add_argument("--sample-every", type=int, default=0, help="steps between samples (default: an eighth of "
                    "the steps)")
-    p.add_argument("--name", default="", help="the run's folder name under --runs (default: the corpus's name)")
+    gpt = p.add_argument_group("--model gpt only")
+    gpt.add_argument("--vocab-size", type=int, default=None, help=f"BPE vocabulary (default {g.vocab_size})")
+    gpt.add_argument("--heads", type=int, default=None, help=f"attention heads (default {g.n_heads})")
+    gpt.add_argument("--batch", type=int, default=None, help=f"windows per step (default {g.batch})")
+    gpt.add_argument("--warmup", type=int, default=None, help=f"warm-up steps (default {g.warmup})")
+    gpt.add_argument("--min-lr", type=float, default=None, help=f"the floor of the cosine (default {g.min_lr:g})")
+    gpt.add_argument("--eval-every", type=int, default=None, help=f"steps between evaluations and checkpoints "
+                     f"(default {g.eval_every})")
+    gpt.add_argument("--resume", action="store_true", help="continue the stopped run in runs/<name>/ from its "
+                     "checkpoint, exactly")
+    gpt.add_argument("--stop-at", type=int, default=None, help="stop after this step with a checkpoint, as if "
+                     "interrupted (--resume continues)")
+    p.add_argument("--name", default="", help="the run's folder name under --runs (default: the corpus's name; "
+                   "gpt: gpt)")
     p.add_argument("--runs", default="runs", help="where run folders go (default: runs)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds one call into your code may take "
                    "(default 30)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+GPT_ONLY = ("vocab_size", "heads", "batch", "warmup", "min_lr", "eval_every", "stop_at")
+
+
+def _chapter10_defaults(args) -> None:
+    """Fill the options left out with chapter 10's defaults; refuse the options only --model gpt has."""
+    for name in GPT_ONLY:
+        if getattr(args, name) is not None:
+            raise TrainError(f"--{name.replace('_', '-')} is an option of --model gpt")
+    if args.resume:
+        raise TrainError("--resume is an option of --model gpt")
+    d = Settings()
+    for name in ("corpus", "steps", "lr", "d_model", "d_ff", "layers", "context", "seed", "prompt"):
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(d, name))
 
 
 def _validate(args) -> None:
@@ -158,8 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.child:
         return child_main()
+    if args.model == "gpt":
+        return main_gpt(args, _progress, _say)
     started = time.perf_counter()
     try:
+        _chapter10_defaults(args)
         _validate(args)
         corpus = load_corpus(args.corpus, args.context)
         folder, module, shown_folder = chapter10(args.impl)

@@ -18,6 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -86,11 +87,13 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
     inner = frames[-1]
     where = f"{shown_folder}/{Path(inner.filename).name}:{inner.lineno} in {inner.name}"
     head = f"{type(err).__name__}: {err}".strip()
+    number = project.chapter_number(Path(inner.filename).name) or project.chapter_number(
+        Path(frames[0].filename).name) or 10
     if isinstance(err, NotImplementedError):
-        return (f"chapter 10 is not finished: {frames[0].name} stops at {where}\n  {head}\n"
-                "Train once `nox -s chapter10` passes every step.")
+        return (f"chapter {number} is not finished: {frames[0].name} stops at {where}\n  {head}\n"
+                f"Train once `nox -s chapter{number}` passes every step.")
     return (f"{frames[0].name} raised {head}\n  at {where}: {(inner.line or '').strip()}\n"
-            f"  while {doing}. `nox -s chapter10` checks every function on its own.")
+            f"  while {doing}. `nox -s chapter{number}` checks every function on its own.")
 
 
 def child_main() -> int:
@@ -105,7 +108,7 @@ def child_main() -> int:
     folder = Path(job["folder"])
     sys.path.insert(0, str(folder.parent))
     log = open(job["log"], "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
-    doing = "importing your chapter 10"
+    doing = "importing your chapter 10" if "module" in job else "importing your chapters"
     last_beat = [0.0]
 
     def beat() -> None:
@@ -118,6 +121,19 @@ def child_main() -> int:
         import importlib
 
         faulthandler.dump_traceback_later(job["timeout"], exit=True, file=log)
+        if job["mode"] in ("train-gpt", "generate-gpt"):
+            from .gpt_child import gpt_job
+
+            chapters = SimpleNamespace(**{key: Guarded(importlib.import_module(f"{folder.name}.{name}"),
+                                                       job["timeout"], log, beat)
+                                          for key, name in job["modules"].items()})
+            status = {"doing": doing}
+            try:
+                gpt_job(chapters, job, send, status)
+            finally:
+                doing = status["doing"]
+            faulthandler.cancel_dump_traceback_later()
+            return 0
         module = importlib.import_module(f"{folder.name}.{job['module']}")
         ch = Guarded(module, job["timeout"], log, beat)
         if job["mode"] == "train":

@@ -84,3 +84,71 @@ def save_png(fig, path: Path) -> None:
 
     with matplotlib.rc_context(STYLE):
         fig.savefig(path, format="png", dpi=120, metadata={"Software": None})
+
+
+def gpt_loss_figure(evals: list[dict], unigram: float, title: str):
+    """A GPT's training and validation loss at every evaluation, the unigram entropy and one nat below it."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 3.9), layout="constrained")
+    ax = fig.subplots()
+    steps = [e["step"] for e in evals]
+    ax.plot(steps, [e["train_loss"] for e in evals], color="#1f77b4", marker="o", markersize=3, label="training")
+    ax.plot(steps, [e["val_loss"] for e in evals], color="#d62728", marker="o", markersize=3, label="validation")
+    for level, text, style in ((unigram, f"unigram entropy ≈ {unigram:.2f}", (0, (4, 3))),
+                               (unigram - 1, "one nat below it", (0, (1, 2)))):
+        ax.axhline(level, color="#8c959f", linewidth=1, linestyle=style)
+        ax.annotate(text, (1, level), xycoords=("axes fraction", "data"), xytext=(-2, 3), textcoords="offset points",
+                    ha="right", va="bottom", color="#57606a", fontsize=9)
+    top = max(unigram, *(e["train_loss"] for e in evals), *(e["val_loss"] for e in evals))
+    ax.set(xlim=(0, max(steps)), ylim=(0, top * 1.05), xlabel="step",
+           ylabel="cross-entropy (nats per token)", title=title)
+    ax.grid(axis="y", color="#d0d7de", linewidth=0.8)
+    ax.legend(loc="lower left")
+    return fig
+
+
+def schedule_figure(rates: list[float], warmup: int):
+    """The learning rate of every step: the linear warm-up, then the cosine down to the floor."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 2.8), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(np.arange(len(rates)), rates, color="#2ca02c")
+    if 0 < warmup < len(rates):
+        ax.axvline(warmup, color="#8c959f", linewidth=1, linestyle=(0, (4, 3)))
+        ax.annotate(f"warm-up ends (step {warmup})", (warmup, 0), xytext=(4, 4), textcoords="offset points",
+                    va="bottom", color="#57606a", fontsize=9)
+    ax.set(xlim=(0, len(rates)), ylim=(0, max(rates) * 1.1), xlabel="step", ylabel="learning rate",
+           title="The schedule: lr_at for every step")
+    ax.grid(axis="y", color="#d0d7de", linewidth=0.8)
+    return fig
+
+
+def head_attention_figure(tokens: list[str], maps: list, title: str):
+    """One heat map per head of every layer (a row per layer): row i is how token i spreads its attention."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    labels = [shown_char(t) if len(t) == 1 else t.replace(" ", "␣").replace("\n", "↵") for t in tokens]
+    n = len(tokens)
+    layers, heads = len(maps), len(maps[0]) if maps else 1
+    fig = Figure(figsize=(2.6 * heads + 0.8, 2.8 * layers + 0.7), layout="constrained")
+    axes = fig.subplots(layers, heads, squeeze=False)
+    cmap = matplotlib.colormaps["Blues"].with_extremes(bad="#eeeeee")
+    image = None
+    for layer, row in enumerate(axes):
+        for head, ax in enumerate(row):
+            weights = np.ma.masked_array(np.asarray(maps[layer][head]), ~np.tril(np.ones((n, n), dtype=bool)))
+            image = ax.imshow(weights, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
+            ax.set_xticks(range(n), labels, fontsize=6, rotation=90)
+            ax.set_yticks(range(n), labels, fontsize=6)
+            ax.tick_params(length=0, top=True, bottom=False, labeltop=True, labelbottom=False)
+            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=9)
+            ax.spines[:].set_visible(False)
+    if image is not None:
+        bar = fig.colorbar(image, ax=list(axes.ravel()), shrink=0.6, aspect=20)
+        bar.set_label("attention weight")
+        bar.outline.set_visible(False)
+    fig.suptitle(title, fontsize=11, fontweight="bold")
+    return fig

@@ -196,6 +196,25 @@ def load_model(folder: Path) -> tuple[Path, dict, list[str], int]:
     Raises:
         TrainError: no such file, not an .npz, pickled arrays, or arrays that do not make a model.
     """
+    path, arrays = read_model_file(folder)
+    try:
+        model, vocab = model_from_arrays(arrays)
+    except TrainError as err:
+        raise TrainError(f"{path} does not fit this tool: {err}") from None
+    run_json = path.parent / "run.json"
+    try:
+        run = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
+    except ValueError:
+        run = {}
+    return path, run, vocab, int(np.shape(model.params["pos_emb"])[0])
+
+
+def read_model_file(folder: Path) -> tuple[Path, dict]:
+    """A run folder's (or a model.npz's) path and arrays, read without pickle.
+
+    Raises:
+        TrainError: no such file, not an .npz, or pickled arrays.
+    """
     folder = Path(folder)
     path = folder / "model.npz" if folder.is_dir() else folder
     if not path.exists():
@@ -213,13 +232,4 @@ def load_model(folder: Path) -> tuple[Path, dict, list[str], int]:
         raise TrainError(f"{path} is not a model written by nox -s train (not a NumPy .npz file: {err})") from None
     except Exception as err:  # noqa: BLE001 - zipfile.BadZipFile and friends
         raise TrainError(f"{path} is not a model written by nox -s train ({type(err).__name__}: {err})") from None
-    try:
-        model, vocab = model_from_arrays(arrays)
-    except TrainError as err:
-        raise TrainError(f"{path} does not fit this tool: {err}") from None
-    run_json = path.parent / "run.json"
-    try:
-        run = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
-    except ValueError:
-        run = {}
-    return path, run, vocab, int(np.shape(model.params["pos_emb"])[0])
+    return path, arrays

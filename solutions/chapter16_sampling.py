@@ -1,0 +1,506 @@
+"""Chapter 16: Sampling and the KV Cache — choosing the next token, and generating without recomputing.
+
+A language model gives one score (a logit) per token of its vocabulary for the next position. Turning the
+scores into a choice is **sampling**: divide the logits by a **temperature** (below 1 sharpens, above 1
+flattens) and take their softmax; optionally keep only the **top k** tokens, or the smallest set of most
+likely tokens whose probabilities add up to **p** (top-p, "nucleus"), renormalised; then pick one with a
+uniform draw u through the inverse of the cumulative distribution. Temperature 0 is **greedy**: the
+argmax. Every draw here is an explicit ``u`` in [0, 1), so every result is reproducible.
+
+Generating token after token with the full forward recomputes every earlier position's keys and values
+again and again. A **KV cache** keeps, per block, the keys (already rotated) and values of the positions
+seen so far: the prompt is fed once (prefill), then each new token is one row through the model, its query
+attending to the cached keys and its own, with RoPE at its true position (``start`` = how many are cached).
+The logits come out the same as the full forward's, at a fraction of the work.
+
+The model is chapter 13's pre-norm block repeated: a dict ``model`` with ``"tok_emb"`` (vocab, d_model),
+``"blocks"`` (a list of chapter 13 block dicts, keys ``BLOCK_KEYS``), ``"g_final"`` (d_model,), the final
+RMSNorm's gain, and ``"W_out"`` (d_model, vocab), the unembedding; no position embedding (RoPE, base 10000,
+gives positions). One block's cache is a dict ``{"K": (n_heads, t, d_head), "V": (n_heads, t, d_head)}``
+holding t positions, or None for none yet.
+
+Worksheet: this course's own (Part II goes beyond the book): see docs/chapters/16-sampling.md.
+
+Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
+documented fails its checks, saying so; ids may be a list of ints); a float may be any NumPy float or a
+0-d array; a whole number is a Python or NumPy int (not a bool, not a float).
+"""
+
+import math
+
+import numpy as np
+
+from .chapter04_attention import scaled_dot_product_attention, softmax
+from .chapter11_multi_head_attention import merge_heads, split_heads
+from .chapter12_rope import apply_rope
+from .chapter13_modern_block import BLOCK_KEYS, rms_norm, swiglu
+
+ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
+MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
+
+
+def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarray:
+    r"""Probabilities of the next token: the softmax of the logits divided by the temperature.
+
+    $$p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}}$$
+
+    T = 1 is the model's own distribution; T < 1 sharpens it (towards the argmax), T > 1 flattens it
+    (towards uniform). Divide, never multiply: z·T would sharpen where it should flatten.
+
+    Args:
+        logits: one score per token of the vocabulary, shape (vocab,), every entry finite.
+        temperature: T, a finite number > 0.
+
+    Returns:
+        Probabilities, float64, shape (vocab,), summing to 1. logits is not modified.
+
+    Raises:
+        ValueError: if logits is not 1-D with at least one entry or has an entry that is not finite (the
+            message names ``logits``), or if temperature is not a finite number > 0: 0, negative, nan and
+            inf are refused (the message names ``temperature``).
+
+    See docs: chapter 16, step 16.1.
+    """
+    z = _logits(logits)
+    _temperature(temperature, allow_zero=False)
+    return softmax(z / temperature)  # (vocab,)
+
+
+def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
+    r"""Keep the k most likely tokens, zero the others, and renormalise.
+
+    $$\tilde p_i = \frac{p_i\,[i \in \mathrm{top}_k]}{\sum_{j \in \mathrm{top}_k} p_j}$$
+
+    Ties at the boundary: the token with the lower index is kept (a stable sort on −p). With k at least the
+    vocabulary's size every token is kept.
+
+    Args:
+        probs: a distribution, shape (vocab,): every entry finite and ≥ 0, summing to 1 (within 1e-6).
+        k: how many tokens to keep, a whole number ≥ 1.
+
+    Returns:
+        A new distribution, float64, shape (vocab,), summing to 1, zero outside the k kept tokens. probs is
+        not modified.
+
+    Raises:
+        ValueError: if probs is not such a distribution (the message names ``probs``) or k is not a whole
+            number ≥ 1 (the message names ``k``).
+
+    See docs: chapter 16, step 16.2.
+    """
+    p = _probs(probs)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"top_k_filter: k must be a whole number >= 1, got {k!r}")
+    order = np.argsort(-p, kind="stable")  # most likely first; ties keep the lower index first
+    kept = np.zeros_like(p)
+    kept[order[:k]] = p[order[:k]]
+    return kept / kept.sum()  # renormalise: the kept probabilities sum to 1 again
+
+
+def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
+    r"""Nucleus filtering: keep the smallest set of most likely tokens whose probabilities reach p.
+
+    Sort the tokens by probability, largest first (ties: the lower index first), and keep the prefix up to
+    and including the first token at which the running sum is ≥ p — the token that crosses p is kept —
+    then renormalise:
+
+    $$n = \min\{\,n : p_{(1)} + \dots + p_{(n)} \ge p\,\},\qquad
+      \tilde p_{(i)} = \frac{p_{(i)}\,[i \le n]}{\sum_{j \le n} p_{(j)}}$$
+
+    With p = 1 every token of non-zero probability is kept (if rounding leaves the whole sum just below p,
+    every token is kept).
+
+    Args:
+        probs: a distribution (as ``top_k_filter``), shape (vocab,).
+        p: the mass to reach, a number with 0 < p ≤ 1.
+
+    Returns:
+        A new distribution, float64, shape (vocab,), summing to 1, zero outside the kept tokens. probs is
+        not modified.
+
+    Raises:
+        ValueError: if probs is not a distribution (the message names ``probs``) or p is not a number with
+            0 < p ≤ 1, nan included (the message names ``p``).
+
+    See docs: chapter 16, step 16.3.
+    """
+    q = _probs(probs)
+    if not _number(p) or not 0 < p <= 1:
+        raise ValueError(f"top_p_filter: p must be a number with 0 < p <= 1, got {p!r}")
+    order = np.argsort(-q, kind="stable")  # most likely first
+    running = np.cumsum(q[order])  # (vocab,)
+    n = min(int(np.searchsorted(running, p, side="left")) + 1, len(q))  # the first sum >= p is kept
+    kept = np.zeros_like(q)
+    kept[order[:n]] = q[order[:n]]
+    return kept / kept.sum()
+
+
+def sample_index(probs: np.ndarray, u: float) -> int:
+    r"""Draw a token by the inverse of the cumulative distribution: the first index whose running sum passes u.
+
+    $$i = \min\{\, i : u < c_i \,\},\qquad c_i = p_0 + p_1 + \dots + p_i$$
+
+    The comparison is strict: u exactly on a boundary c_i belongs to the next token, so token i is drawn for
+    u in [c_{i−1}, c_i), a slice as wide as p_i, and a token of probability 0 is never drawn. If rounding
+    leaves u ≥ the last running sum, the answer is the last index with a non-zero probability.
+
+    Args:
+        probs: a distribution (as ``top_k_filter``), shape (vocab,).
+        u: the uniform draw, a number with 0 ≤ u < 1.
+
+    Returns:
+        The index drawn, a Python int in 0 … vocab − 1.
+
+    Raises:
+        ValueError: if probs is not a distribution (the message names ``probs``) or u is not a number with
+            0 ≤ u < 1, nan included (the message names ``u``).
+
+    See docs: chapter 16, step 16.4.
+    """
+    q = _probs(probs)
+    _uniform(u)
+    c = np.cumsum(q)  # (vocab,)
+    i = int(np.searchsorted(c, u, side="right"))  # the first i with u < c[i]
+    if i == len(q):  # rounding: u at or beyond the total
+        i = int(np.flatnonzero(q)[-1])
+    return i
+
+
+def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: int | None = None,
+                top_p: float | None = None) -> int:
+    r"""Choose the next token from the logits: greedy at temperature 0, otherwise a filtered draw.
+
+    $$T = 0:\ i = \arg\max_i z_i, \qquad T > 0:\ i = \mathrm{sample}\bigl(\mathrm{top\_p}(\mathrm{top\_k}(
+      \mathrm{softmax}(z / T))),\ u\bigr)$$
+
+    At temperature 0 the answer is the argmax (the first index on ties) and u, top_k and top_p are not used.
+    Otherwise: ``softmax_with_temperature``, then ``top_k_filter`` if top_k is given, then ``top_p_filter``
+    if top_p is given, then ``sample_index`` with u.
+
+    Args:
+        logits: shape (vocab,), every entry finite.
+        u: the uniform draw, 0 ≤ u < 1 (not used at temperature 0).
+        temperature: a finite number ≥ 0 (default 1.0); 0 means greedy.
+        top_k: None (no top-k filter) or a whole number ≥ 1.
+        top_p: None (no top-p filter) or a number with 0 < top_p ≤ 1.
+
+    Returns:
+        The chosen token's index, a Python int in 0 … vocab − 1.
+
+    Raises:
+        ValueError: if logits is not 1-D, non-empty and finite (the message names ``logits``); if temperature
+            is negative or not finite (the message names ``temperature``); or as ``top_k_filter``,
+            ``top_p_filter`` and ``sample_index`` for top_k, top_p and u.
+
+    See docs: chapter 16, step 16.5.
+    """
+    z = _logits(logits)
+    _temperature(temperature, allow_zero=True)
+    if temperature == 0:
+        return int(np.argmax(z))  # greedy: the first maximum
+    probs = softmax_with_temperature(z, temperature)
+    if top_k is not None:
+        probs = top_k_filter(probs, top_k)
+    if top_p is not None:
+        probs = top_p_filter(probs, top_p)
+    return sample_index(probs, u)
+
+
+def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
+    r"""Causal multi-head rotary attention for new rows, reading and extending one block's KV cache.
+
+    The new rows sit at positions t … t+m−1 after the t cached ones. Their queries and keys are cut into
+    heads and rotated from position t (chapter 12's ``start = t``); the keys and values are appended to the
+    cache's (the cached keys are stored already rotated and are not rotated again):
+
+    $$K = [K_{cache};\ \mathrm{RoPE}_t(x W_K)],\quad V = [V_{cache};\ x W_V],\qquad
+      \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{\mathrm{RoPE}_t(Q_h) K_h^\top}{\sqrt{d_{head}}} + M\right)
+      V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O$$
+
+    M lets new row i (position t+i) see every cached position and the new rows 0 … i, not those after it.
+    The output rows equal rows t … t+m−1 of chapter 13's ``rope_multi_head_attention`` over all t+m rows.
+
+    Args:
+        x_new: the (normalised) new rows, shape (m, d_model), m ≥ 1.
+        params: a dict with the keys ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"``, each (d_model, d_model); other
+            keys are ignored.
+        n_heads: how many heads, a whole number ≥ 1 dividing d_model into heads of an even width d_head.
+        cache: None (no position seen yet, t = 0) or a dict ``{"K": ..., "V": ...}`` of two arrays of shape
+            (n_heads, t, d_head), the keys already rotated.
+
+    Returns:
+        (out, new_cache): out has shape (m, d_model); new_cache is a new dict ``{"K", "V"}`` of new arrays of
+        shape (n_heads, t+m, d_head). Neither x_new, params nor cache is modified.
+
+    Raises:
+        ValueError: if x_new is not 2-D with at least one row (the message names ``x_new`` and its shape); if
+            n_heads is not a whole number ≥ 1 (the message names ``n_heads``), does not divide d_model (the
+            message says "divisible") or leaves an odd d_head (the message says "odd"); if params is not a
+            dict, lacks a weight or has one of the wrong shape (the message names it, e.g. ``WO``); or if
+            cache is neither None nor such a dict: not a dict, without ``K`` or ``V``, or an array of another
+            shape (the message names ``cache`` and, where it is one, ``K`` or ``V`` and the shapes).
+
+    See docs: chapter 16, step 16.6.
+    """
+    x = np.asarray(x_new, dtype=np.float64)
+    _rows(x, "x_new")
+    d_head = _heads(x.shape[1], n_heads)
+    W = _weights(params, ATTENTION_KEYS, x.shape[1], "params")
+    K_old, V_old = _cache(cache, n_heads, d_head)
+    t, m = K_old.shape[1], len(x)
+    Q = apply_rope(split_heads(x @ W["WQ"], n_heads), start=t)  # (n_heads, m, d_head), from position t
+    K_new = apply_rope(split_heads(x @ W["WK"], n_heads), start=t)  # rotated once, here, and stored rotated
+    K = np.concatenate([K_old, K_new], axis=1)  # (n_heads, t+m, d_head)
+    V = np.concatenate([V_old, split_heads(x @ W["WV"], n_heads)], axis=1)  # values are not rotated
+    mask = np.arange(t + m)[None, :] <= t + np.arange(m)[:, None]  # (m, t+m): row i sees positions 0 … t+i
+    heads = [scaled_dot_product_attention(q, k, v, mask=mask)[0] for q, k, v in zip(Q, K, V, strict=True)]
+    return merge_heads(np.stack(heads)) @ W["WO"], {"K": K, "V": V}  # (m, d_model)
+
+
+def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
+    r"""Chapter 13's pre-norm block for new rows, its attention reading and extending the block's KV cache.
+
+    $$x_1 = x + \mathrm{AttentionWithCache}(\mathrm{RMSNorm}_{g_1}(x)),\qquad
+      y = x_1 + \mathrm{SwiGLU}(\mathrm{RMSNorm}_{g_2}(x_1))$$
+
+    Only the attention looks at other positions; the norms and SwiGLU work row by row, so the new rows need
+    nothing else from before. RMSNorm uses its default eps.
+
+    Args:
+        x_new: the residual stream's new rows, shape (m, d_model), m ≥ 1.
+        params: a dict with exactly the keys ``BLOCK_KEYS`` (as chapter 13's ``prenorm_block``): g1 and g2
+            (d_model,), WQ, WK, WV, WO (d_model, d_model), W_gate and W_up (d_model, d_ff), W_down
+            (d_ff, d_model).
+        n_heads: as ``attention_with_cache``.
+        cache: this block's cache, as ``attention_with_cache``.
+
+    Returns:
+        (y, new_cache): y has shape (m, d_model); new_cache as ``attention_with_cache`` returns it. Neither
+        x_new, params nor cache is modified.
+
+    Raises:
+        ValueError: if x_new is not 2-D with at least one row (the message names ``x_new``); if params is not
+            a dict or does not have exactly those keys (the message names a missing key, e.g. ``g2``, or one
+            that does not belong); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or
+            ``W_up``); or as ``attention_with_cache`` and chapter 13's ``swiglu``.
+
+    See docs: chapter 16, step 16.7.
+    """
+    x = np.asarray(x_new, dtype=np.float64)
+    _rows(x, "x_new")
+    _block(params, x.shape[1], "params")
+    a, new_cache = attention_with_cache(rms_norm(x, params["g1"]), params, n_heads, cache)
+    x1 = x + a  # the stream itself is never normalised
+    f, _ = swiglu(rms_norm(x1, params["g2"]), params["W_gate"], params["W_up"], params["W_down"])
+    return x1 + f, new_cache
+
+
+def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> tuple[np.ndarray, list]:
+    r"""The whole model on new token ids, after the positions its caches hold: logits for every new row.
+
+    $$x = E[\mathrm{ids}],\qquad x \leftarrow \mathrm{Block}_\ell(x)\ \ (\ell = 1 \dots L,\ \text{each with its
+      cache}),\qquad \mathrm{logits} = \mathrm{RMSNorm}_{g_{final}}(x)\, W_{out}$$
+
+    With caches None it is the full forward over the sequence (the prefill); with the caches a call returned,
+    the ids continue that sequence at positions t, t+1, … .
+
+    Args:
+        ids: the new token ids, shape (m,), m ≥ 1: a 1-D array of ints (or a list of ints), each 0 ≤ id < vocab.
+        model: a dict with the keys ``"tok_emb"`` (vocab, d_model), ``"blocks"`` (a non-empty list of block
+            dicts, as ``block_with_cache``), ``"g_final"`` (d_model,) and ``"W_out"`` (d_model, vocab).
+        n_heads: as ``attention_with_cache``.
+        caches: None (nothing seen yet) or a list with one cache per block (each as ``attention_with_cache``).
+
+    Returns:
+        (logits, new_caches): logits has shape (m, vocab), row i the scores of the token after position t+i;
+        new_caches is a new list with one new cache per block, each holding t+m positions. Neither ids, model
+        nor caches is modified.
+
+    Raises:
+        ValueError: if ids is not 1-D with at least one whole number (the message names ``ids``) or has an id
+            outside 0 … vocab − 1 (the message names the id); if model is not a dict or lacks a key (the
+            message names it, e.g. ``W_out``); if tok_emb, g_final or W_out has the wrong shape or blocks is
+            not a non-empty list (the message names it); if caches is neither None nor a list with one entry
+            per block (the message names ``caches`` and both lengths); or as ``block_with_cache``.
+
+    See docs: chapter 16, step 16.8.
+    """
+    E, blocks, g_final, W_out = _model(model)
+    idx = _ids(ids, len(E), "ids")
+    if caches is None:
+        caches = [None] * len(blocks)
+    if not isinstance(caches, (list, tuple)) or len(caches) != len(blocks):
+        got = len(caches) if isinstance(caches, (list, tuple)) else type(caches).__name__
+        raise ValueError(f"caches must be None or a list with one cache per block ({len(blocks)}), got {got}")
+    x = E[idx]  # (m, d_model)
+    new_caches = []
+    for params, cache in zip(blocks, caches, strict=True):
+        x, cache = block_with_cache(x, params, n_heads, cache)
+        new_caches.append(cache)
+    return rms_norm(x, g_final) @ W_out, new_caches  # (m, vocab)
+
+
+def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0, top_k: int | None = None,
+             top_p: float | None = None) -> list[int]:
+    r"""Generate len(us) tokens after a prompt: prefill once, then one token at a time from the KV cache.
+
+    $$(z, C) = \mathrm{gpt\_forward}(\mathrm{prompt}),\qquad
+      i_n = \mathrm{choose\_next}(z_{\text{last}}, u_n),\qquad (z, C) = \mathrm{gpt\_forward}([i_n], C)$$
+
+    The prompt goes through ``gpt_forward`` once with caches None; each new token is ``choose_next`` of the
+    last row of the latest logits with the next u (and temperature, top_k, top_p), and is then fed alone with
+    the caches. The result is what the full forward over the prompt and the tokens so far would choose at
+    every step.
+
+    Args:
+        prompt_ids: the prompt, at least one id (as ``gpt_forward``'s ids).
+        model: as ``gpt_forward``.
+        n_heads: as ``attention_with_cache``.
+        us: the uniform draws, one per token to generate, each 0 ≤ u < 1 (a list or a 1-D array; may be empty).
+        temperature: as ``choose_next``.
+        top_k: as ``choose_next``.
+        top_p: as ``choose_next``.
+
+    Returns:
+        The len(us) new ids (the prompt not included), a list of Python ints. Nothing given is modified.
+
+    Raises:
+        ValueError: if prompt_ids is empty (the message names ``prompt_ids``); or as ``gpt_forward`` and
+            ``choose_next``.
+
+    See docs: chapter 16, step 16.9.
+    """
+    if np.size(prompt_ids) < 1:
+        raise ValueError("generate: prompt_ids must hold at least one id")
+    logits, caches = gpt_forward(prompt_ids, model, n_heads)  # prefill: the whole prompt at once
+    out = []
+    for n, u in enumerate(us):
+        out.append(choose_next(logits[-1], u, temperature, top_k, top_p))
+        if n + 1 < len(us):  # the last token needs no forward after it
+            logits, caches = gpt_forward([out[-1]], model, n_heads, caches)
+    return out
+
+
+# -- checks and helpers (not part of the exercise) -----------------------------------------------------
+def _number(value) -> bool:
+    """A real number: a Python or NumPy int or float, or a 0-d array of one; never a bool."""
+    return not isinstance(value, (bool, np.bool_)) and np.ndim(value) == 0 and np.isrealobj(value) and \
+        np.issubdtype(np.asarray(value).dtype, np.number)
+
+
+def _logits(logits) -> np.ndarray:
+    z = np.asarray(logits, dtype=np.float64)
+    if z.ndim != 1 or len(z) < 1:
+        raise ValueError(f"logits must be 1-D (vocab,) with at least one entry, got shape {z.shape}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("logits has an entry that is not finite (nan or inf)")
+    return z
+
+
+def _probs(probs) -> np.ndarray:
+    q = np.asarray(probs, dtype=np.float64)
+    if q.ndim != 1 or len(q) < 1:
+        raise ValueError(f"probs must be 1-D (vocab,) with at least one entry, got shape {q.shape}")
+    if not np.all(np.isfinite(q)) or np.any(q < 0) or abs(q.sum() - 1.0) > 1e-6:
+        raise ValueError(f"probs must be a distribution: finite, >= 0 and summing to 1 (sum {q.sum()!r})")
+    return q
+
+
+def _temperature(temperature, allow_zero: bool) -> None:
+    if not _number(temperature) or not math.isfinite(temperature) or temperature < 0 or \
+            (temperature == 0 and not allow_zero):
+        bound = ">= 0 (0 is greedy)" if allow_zero else "> 0"
+        raise ValueError(f"temperature must be a finite number {bound}, got {temperature!r}")
+
+
+def _uniform(u) -> None:
+    if not _number(u) or not 0 <= u < 1:
+        raise ValueError(f"sample_index: u must be a number with 0 <= u < 1, got {u!r}")
+
+
+def _rows(x: np.ndarray, what: str) -> None:
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"{what} must be 2-D (m, d_model) with at least one row, got shape {x.shape}")
+
+
+def _heads(d_model: int, n_heads) -> int:
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
+    if d_model % n_heads:
+        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: heads must be equally wide")
+    d_head = d_model // n_heads
+    if d_head % 2:
+        raise ValueError(f"d_head = d_model / n_heads = {d_head} is odd: RoPE turns a head's features in pairs")
+    return d_head
+
+
+def _shape(a, shape: tuple, what: str) -> None:
+    if np.shape(a) != tuple(shape):
+        raise ValueError(f"{what} has shape {np.shape(a)}, expected {tuple(shape)}")
+
+
+def _weights(params, keys: tuple, d_model: int, what: str) -> dict:
+    if not isinstance(params, dict):
+        raise ValueError(f"{what} must be a dict with the keys {list(keys)}, got {type(params).__name__}")
+    missing = [k for k in keys if k not in params]
+    if missing:
+        raise ValueError(f"{what} lacks {', '.join(missing)}: attention needs {', '.join(keys)}")
+    for k in keys:
+        _shape(params[k], (d_model, d_model), f"{what}[{k!r}]")
+    return {k: np.asarray(params[k], dtype=np.float64) for k in keys}
+
+
+def _block(params, d_model: int, what: str) -> None:
+    if not isinstance(params, dict):
+        raise ValueError(f"{what} must be a dict with the keys {list(BLOCK_KEYS)}, got {type(params).__name__}")
+    missing = [k for k in BLOCK_KEYS if k not in params]
+    if missing:
+        raise ValueError(f"{what} lacks {', '.join(missing)}")
+    extra = sorted(str(k) for k in params if k not in BLOCK_KEYS)
+    if extra:
+        raise ValueError(f"{what} has keys a block does not use: {', '.join(extra)}")
+    for key in ("g1", "g2"):  # the other weights are checked where they are used, by name
+        _shape(params[key], (d_model,), f"{what}[{key!r}]")
+
+
+def _cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
+    if cache is None:
+        empty = np.zeros((n_heads, 0, d_head))
+        return empty, empty
+    if not isinstance(cache, dict) or "K" not in cache or "V" not in cache:
+        got = f"keys {sorted(map(str, cache))}" if isinstance(cache, dict) else type(cache).__name__
+        raise ValueError(f"cache must be None or a dict with the keys K and V, got {got}")
+    K, V = np.asarray(cache["K"], dtype=np.float64), np.asarray(cache["V"], dtype=np.float64)
+    if K.ndim != 3 or K.shape[0] != n_heads or K.shape[2] != d_head:
+        raise ValueError(f"cache K has shape {K.shape}, expected (n_heads, t, d_head) = ({n_heads}, t, {d_head})")
+    if V.shape != K.shape:
+        raise ValueError(f"cache V has shape {V.shape}, expected K's shape {K.shape}")
+    return K, V
+
+
+def _ids(ids, vocab: int, what: str) -> np.ndarray:
+    a = np.asarray(ids)
+    if a.ndim != 1 or len(a) < 1 or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{what} must be a 1-D array of whole numbers with at least one id, got {ids!r}")
+    bad = [int(i) for i in a if not 0 <= i < vocab]
+    if bad:
+        raise ValueError(f"{what}: id {bad[0]} is outside the vocabulary 0 … {vocab - 1}")
+    return a
+
+
+def _model(model) -> tuple:
+    if not isinstance(model, dict):
+        raise ValueError(f"model must be a dict with the keys {list(MODEL_KEYS)}, got {type(model).__name__}")
+    missing = [k for k in MODEL_KEYS if k not in model]
+    if missing:
+        raise ValueError(f"model lacks {', '.join(missing)}")
+    E = np.asarray(model["tok_emb"], dtype=np.float64)
+    if E.ndim != 2 or E.shape[0] < 1 or E.shape[1] < 1:
+        raise ValueError(f"model['tok_emb'] must be 2-D (vocab, d_model), got shape {E.shape}")
+    vocab, d_model = E.shape
+    blocks = model["blocks"]
+    if not isinstance(blocks, (list, tuple)) or len(blocks) < 1:
+        raise ValueError(f"model['blocks'] must be a non-empty list of block dicts, got {type(blocks).__name__}")
+    _shape(model["g_final"], (d_model,), "model['g_final']")
+    _shape(model["W_out"], (d_model, vocab), "model['W_out']")
+    return E, blocks, np.asarray(model["g_final"], dtype=np.float64), np.asarray(model["W_out"], dtype=np.float64)

@@ -1,0 +1,189 @@
+"""`nox -s train -- --model gpt` and `nox -s generate` of a GPT (kata/learner/train/gpt_*.py), run as a learner runs them.
+
+One tiny run of the reference (a 260-token vocabulary, d_model 8, 20 steps) is shared by the tests of what a run
+writes; a stopped and resumed run must end with exactly its parameters. The checks before training run on copies
+of solutions/ with one planted mistake. The full default run is `python benchmarks/bench_gpt.py` for its speed,
+and `nox -s train -- --model gpt --impl solutions` itself for its loss (docs/train-gpt.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kata.learner import train
+from kata.learner.train.gpt_check import check_gpt_gradients
+
+from ..conftest import copy_solutions, tool
+
+TINY = ["--model", "gpt", "--impl", "solutions", "--vocab-size", "260", "--d-model", "8", "--heads", "2",
+        "--layers", "1", "--d-ff", "8", "--context", "8", "--batch", "2", "--steps", "20", "--warmup", "2",
+        "--eval-every", "10"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A tiny reference run: (its folder, the tool's output)."""
+    runs = tmp_path_factory.mktemp("runs")
+    proc = tool("train", *TINY, "--runs", str(runs), "--name", "tiny", timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return runs / "tiny", proc.stdout
+
+
+def test_a_run_writes_run_json_with_the_evaluations_the_tokenizer_and_the_unigram_floor(run):
+    """run.json: settings, evals (step, train_loss, val_loss), tokens_per_s, tokenizer, unigram_entropy"""
+    folder, out = run
+    assert {"run.json", "loss.png", "schedule.png", "attention.png", "model.npz", "checkpoint.npz",
+            "checkpoint.json"} <= {p.name for p in folder.iterdir()}
+    info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert info["settings"]["steps"] == 20 and info["settings"]["vocab_size"] == 260
+    assert [e["step"] for e in info["evals"]] == [0, 10, 20]
+    assert info["evals"][0]["val_loss"] > info["evals"][-1]["val_loss"], "20 steps lower the validation loss"
+    for e in info["evals"]:
+        assert {"step", "train_loss", "val_loss"} <= set(e) and 0 < e["val_loss"] < 10
+    assert info["tokens_per_s"] > 0
+    assert info["tokenizer"]["vocab_size"] == 260 and 1.0 < info["tokenizer"]["bytes_per_token"] < 1.2
+    assert 2.0 < info["unigram_entropy"] < np.log(260), info["unigram_entropy"]
+    assert re.search(r"✓ all \d+ gradient numbers of a tiny GPT match central differences", out), out
+    assert "step    10  train" in out and "validation" in out
+
+
+@pytest.mark.parametrize("name", ["loss.png", "schedule.png", "attention.png"])
+def test_the_figures_are_pngs_with_something_drawn(run, name):
+    """loss.png, schedule.png and attention.png are PNG files whose pixels are not all one colour"""
+    import matplotlib.image
+
+    path = run[0] / name
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is not a PNG file"
+    pixels = matplotlib.image.imread(path)
+    assert pixels.ndim == 3 and pixels.shape[0] > 150 and pixels.shape[1] > 400, pixels.shape
+    assert float(pixels[..., :3].std()) > 0.05, f"{name} is (nearly) blank"
+
+
+def test_a_stopped_and_resumed_run_ends_with_the_same_parameters(run, tmp_path):
+    """--stop-at 10, then --resume: every parameter equal to the unbroken run's, bit for bit, and the same evals"""
+    stopped = tool("train", *TINY, "--runs", str(tmp_path), "--name", "tiny", "--stop-at", "10", timeout=240)
+    assert stopped.returncode == 0, stopped.stdout[-3000:] + stopped.stderr[-3000:]
+    assert "stopped after step 10" in stopped.stdout and not (tmp_path / "tiny" / "run.json").exists()
+    resumed = tool("train", "--model", "gpt", "--impl", "solutions", "--resume", "--runs", str(tmp_path), "--name",
+                   "tiny", timeout=240)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    with np.load(run[0] / "model.npz", allow_pickle=False) as a, \
+            np.load(tmp_path / "tiny" / "model.npz", allow_pickle=False) as b:
+        assert set(a.files) == set(b.files)
+        for key in a.files:
+            assert np.array_equal(a[key], b[key]), f"{key} differs after resuming"
+    first = json.loads((run[0] / "run.json").read_text(encoding="utf-8"))["evals"]
+    again = json.loads((tmp_path / "tiny" / "run.json").read_text(encoding="utf-8"))["evals"]
+    assert [(e["step"], e["train_loss"], e["val_loss"]) for e in first] == \
+           [(e["step"], e["train_loss"], e["val_loss"]) for e in again]
+
+
+def test_the_model_feeds_chapter_16_and_generate_streams_text(run):
+    """model.npz is plain arrays in chapter 16's layout; generate writes the prompt and more, from the cache"""
+    with np.load(run[0] / "model.npz", allow_pickle=False) as npz:
+        assert {"tok_emb", "blocks.0.WQ", "blocks.0.W_down", "g_final", "W_out", "merges"} <= set(npz.files)
+        assert npz["tok_emb"].shape == (260, 8) and npz["W_out"].shape == (8, 260)
+    proc = tool("generate", str(run[0]), "--prompt", "A list is", "--temperature", "0.8", "--top-p", "0.9",
+                "--n", "30", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("A list is") and len(proc.stdout) > len("A list is") + 10, proc.stdout
+    assert "KV cache" in proc.stderr and "top-p 0.9" in proc.stderr and "solutions/" in proc.stderr
+
+
+def test_the_same_seed_draws_the_same_text(run):
+    """generate with one --seed twice writes the same text; a temperature-0 run is greedy"""
+    a, b = (tool("generate", str(run[0]), "--temperature", "1", "--seed", "3", "--n", "20") for _ in range(2))
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout
+
+
+def _chapters(folder, name):
+    sys.path.insert(0, str(folder.parent))
+    return SimpleNamespace(c11=importlib.import_module(f"{name}.chapter11_multi_head_attention"),
+                           c12=importlib.import_module(f"{name}.chapter12_rope"),
+                           c13=importlib.import_module(f"{name}.chapter13_modern_block"))
+
+
+def _forget(folder, name):
+    sys.path.remove(str(folder.parent))
+    for module in [n for n in sys.modules if n == name or n.startswith(f"{name}.")]:
+        del sys.modules[module]
+
+
+@pytest.mark.parametrize("name, code, said", [
+    ("dg_without_x_hat",
+     "_right = rms_norm_backward\n\n\n"
+     "def rms_norm_backward(x, g, d_out, eps=1e-6):\n"
+     "    dx, dg = _right(x, g, d_out, eps)\n"
+     "    return dx, np.sum(d_out, axis=tuple(range(np.ndim(d_out) - 1)))  # forgot x_hat\n",
+     r"the gradient of g_final is wrong: look at rms_norm_backward: its dg disagrees"),
+    ("swiglu_dx_without_up",
+     "_right = swiglu_backward\n\n\n"
+     "def swiglu_backward(d_out, cache):\n"
+     "    grads = _right(d_out, cache)\n"
+     "    return {**grads, 'x': 2 * grads['x']}\n",
+     r"the gradient of \S+ is wrong: look at swiglu_backward: its x disagrees"),
+    ("residual_dropped",
+     "_right = prenorm_block_backward\n\n\n"
+     "def prenorm_block_backward(d_y, cache):\n"
+     "    grads = _right(d_y, cache)\n"
+     "    return {**grads, 'x': grads['x'] - d_y}  # the residual path of the input dropped\n",
+     r"look at prenorm_block_backward: its x disagrees with central differences of prenorm_block, on its own "
+     r"\(the layer functions inside it are right"),
+], ids=["rms_norm_backward", "swiglu_backward", "prenorm_block_backward"])
+def test_a_wrong_layer_is_named_before_training(tmp_path, name, code, said):
+    """a planted mistake in one chapter 13 function: the check names that function, not the first gradient it spoils"""
+    folder = copy_solutions(tmp_path / name, {"chapter13_modern_block": code})
+    try:
+        with pytest.raises(train.TrainError) as err:
+            check_gpt_gradients(_chapters(folder, name))
+    finally:
+        _forget(folder, name)
+    assert "gradient check failed, before training" in str(err.value)
+    assert re.search(said, str(err.value)), str(err.value)
+
+
+def test_the_tool_stops_a_run_with_a_wrong_gradient_and_writes_nothing(tmp_path):
+    """through the command: exit 1, the message names rms_norm_backward, no run folder is filled"""
+    folder = copy_solutions(tmp_path / "broken", {"chapter13_modern_block": (
+        "_right = rms_norm_backward\n\n\n"
+        "def rms_norm_backward(x, g, d_out, eps=1e-6):\n"
+        "    dx, dg = _right(x, g, d_out, eps)\n"
+        "    return dx, 2 * dg\n")})
+    proc = tool("train", *TINY[:2], "--impl", str(folder), "--runs", str(tmp_path / "runs"), timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "look at rms_norm_backward" in proc.stderr, proc.stderr
+    assert "step " not in proc.stdout and not (tmp_path / "runs").exists(), "nothing is trained or written"
+
+
+def test_the_learners_edition_trains_the_learners_code(tmp_path):
+    """with no --impl the capstone runs exercises/ (the untouched stubs: chapter 13 is not finished), never solutions/"""
+    proc = tool("train", "--model", "gpt", "--runs", str(tmp_path / "runs"), timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "made of exercises/ chapters 11–15" in proc.stdout, proc.stdout
+    assert re.search(r"chapter 13 is not finished: \w+ stops at exercises/chapter13_modern_block\.py:\d+",
+                     proc.stderr), proc.stderr
+    assert "solutions" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "gpt", "--corpus", "zen"], "--model gpt trains on --corpus pydoc"),
+    (["--model", "gpt", "--heads", "3"], "must split into --heads 3 heads"),
+    (["--model", "gpt", "--resume"], "--resume: there is no checkpoint in"),
+    (["--model", "gpt", "--resume", "--steps", "5"], "leave out --steps"),
+    (["--model", "gpt", "--steps", "10", "--warmup", "2", "--stop-at", "10"], "--stop-at must be a step from 1 to 9"),
+    (["--vocab-size", "300"], "--vocab-size is an option of --model gpt"),
+    (["--model", "gpt", "--sample-every", "5"], "--sample-every is an option of --model chapter10"),
+], ids=["corpus", "heads", "no checkpoint", "resume with settings", "stop-at", "chapter10", "sample-every"])
+def test_options_that_cannot_work_are_refused_with_a_reason(tmp_path, capsys, args, words):
+    """bad options stop with exit 2 and say what is wrong, before anything runs"""
+    assert train.main([*args, "--runs", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err, err
+
