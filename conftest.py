@@ -4,7 +4,7 @@ Options must be defined here, at the repository root, for `pytest --impl ...` to
 the learner's. The rest is the authors' suite's (inert in a chapter run and in the student edition):
 
 - ``--chapter N`` (repeatable; ``nox -s selfcheck -- --chapter 4``) keeps chapter N's share of whatever was
-  collected: its chapter test file (and audit), every test parametrized by that chapter (a chapter of the answer
+  collected: its chapter test file, every test parametrized by that chapter (a chapter of the answer
   key, one of its steps, a planted mutant of it, ``chapter=N``, its module, test file or page), and the quick
   tests marked ``every_chapter``, which check all chapters at once.
 - Under pytest-xdist (``-n logical --dist loadgroup``, as ``nox -s selfcheck`` runs it) a test module stays in one
@@ -30,7 +30,7 @@ import pytest
 
 pytest_plugins = ["kata.judge.plugin"]
 
-CHAPTER_FILE = re.compile(r"(?:^|/)test_(?:audit_)?chapter(\d+)(?:_\w+)?\.py$")
+CHAPTER_FILE = re.compile(r"(?:^|/)test_chapter(\d+)(?:_\w+)?\.py$")
 CHAPTER_TEXT = re.compile(r"(?<![A-Za-z])chapter(\d\d)(?=[_.]|$)|(?:^|/)chapters/(\d\d)-")
 MARKERS = (
     "slow: takes seconds, not milliseconds (a whole grade, a notebook run, a student edition); still part of "
@@ -122,7 +122,7 @@ def chapters_in(value, name: str = "") -> set[int]:
 
 
 def chapters_of(item: pytest.Item) -> set[int]:
-    """The chapters a test is about: its chapter test file's (or audit's), and those of its parameters."""
+    """The chapters a test is about: its chapter test file's, and those of its parameters."""
     found = set()
     m = CHAPTER_FILE.search(item.nodeid.split("::")[0])
     if m:

@@ -1,18 +1,25 @@
 """Audit chapter 11's worksheet: every exact value and every named mistake, in plain NumPy, from first principles.
 
-Independent of ``solutions/`` and of ``kata/``: each head is cut out of the projections by explicit column
-slices, its scores and softmax are written out with loops over positions, and the backward pass is the chain
-rule written entry by entry for the one softmax row at a time. ``python scripts/audit_chapter11.py`` prints
-the values for ``reference/chapter11_multi_head_attention.toml`` (``repr`` precision and the 4-decimal
-printed strings); ``tests/test_audit_chapter11.py`` runs ``audit()`` and checks the key holds the same.
+Independent of ``solutions/`` (``kata/authoring/audit.py`` only compares): each head is cut out of the
+projections by explicit column slices, its scores and softmax are written out with loops over positions, and
+the backward pass is the chain rule written entry by entry for the one softmax row at a time.
+``python scripts/audit_chapter11.py`` prints the values for ``reference/chapter11_multi_head_attention.toml``
+(``repr`` precision and the 4-decimal printed strings); ``--check`` compares them with the key
+(``tests/test_audits.py`` runs it).
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
+
+CHAPTER = 11
 
 # -- the worksheet: three tokens A B C, d_model 4, two heads of d_head 2 ---------------------------------
 X = np.array([[1.0, 0.0, 0.0, 1.0],   # A
@@ -134,8 +141,8 @@ def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=Tru
             "dx_value_path": matmul(dV, WV.T)}
 
 
-def audit() -> dict[str, dict]:
-    """Every step's exact value and the values of its named mistakes, keyed by step id."""
+def computed() -> dict[str, dict]:
+    """Every step's exact value, its own inputs and the values of its mistakes by the audit's labels."""
     args = (X, WQ, WK, WV, WO, N_HEADS)
     f = forward(*args)
     root_d_model = math.sqrt(X.shape[1])
@@ -184,20 +191,77 @@ def printed(a, decimals=4):
     return [printed(v, decimals) for v in a]
 
 
-def main() -> int:
-    """Print every step's inputs, exact value, printed strings and mistakes."""
-    for sid, step in audit().items():
-        print(f"[{sid}]")
-        for key, value in step.items():
-            if key == "mistakes":
-                for name, v in value.items():
-                    print(f"  mistake {name} = {np.asarray(v).tolist()!r}")
-            else:
-                print(f"  {key} = {np.asarray(value).tolist()!r}")
-            if key == "exact":
-                print(f"  printed = {printed(value)}".replace("'", '"'))
-    return 0
+# the key's name of each of the audit's mistakes, step by step
+NAMES = {
+    ('11.1', 'reshape'):
+        'a reshape straight to (n_heads, seq, d_head), without the transpose: positions and heads mixed',
+    ('11.1', 'interleaved'):
+        'every n_heads-th column (interleaved) instead of a block of d_head neighbouring columns',
+    ('11.2', 'd_model'):
+        'scaled by √d_model = 2 instead of √d_head = √2',
+    ('11.2', 'one_mask'):
+        'the causal mask in head 0 only: head 1 looked ahead',
+    ('11.2', 'no_mask'):
+        'no causal mask in any head: every position looked ahead',
+    ('11.3', 'd_model'):
+        'scaled by √d_model = 2 instead of √d_head = √2',
+    ('11.3', 'one_mask'):
+        'the causal mask in head 0 only: head 1 looked ahead',
+    ('11.3', 'no_mask'):
+        'no causal mask in any head: every position looked ahead',
+    ('11.4', 'reshape'):
+        'a reshape straight to (seq, d_model), without the transpose: positions and heads mixed',
+    ('11.5', 'no_WO'):
+        'W_O forgotten: the merged heads returned as they are',
+    ('11.5', 'd_model'):
+        'scaled by √d_model = 2 instead of √d_head = √2',
+    ('11.5', 'one_mask'):
+        'the causal mask in head 0 only: head 1 looked ahead',
+    ('11.5', 'no_mask'):
+        'no causal mask in any head: every position looked ahead',
+    ('11.5', 'sequence'):
+        'heads split along the sequence axis: each head got a block of positions with every feature',
+    ('11.5', 'split_reshape'):
+        'Q, K and V split by a reshape without the transpose: positions and heads mixed',
+    ('11.5', 'merge_reshape'):
+        'the heads merged by a reshape without the transpose: positions and heads mixed',
+    ('11.6', 'transposed'):
+        'transposed: d_outᵀ · merged instead of mergedᵀ · d_out',
+    ('11.7', 'no_WO_T'):
+        'W_O forgotten on the way back: d merged = d_out instead of d_out W_Oᵀ',
+    ('11.7', 'd_model'):
+        'scaled by √d_model = 2 instead of √d_head = √2 (the forward weights are off, so the gradient is too)',
+    ('11.8', 'value_only'):
+        'only the value path: dx = dV W_Vᵀ, the query and key paths left out',
+    ('11.8', 'no_WO_T'):
+        'W_O forgotten on the way back: d merged = d_out instead of d_out W_Oᵀ',
+    ('11.8', 'back_d_model'):
+        '√d_model instead of √d_head on the way back (the forward pass was right)',
+}
+
+INPUTS = {"11.1": ("X",), "11.2": ("Qh", "Kh", "Vh"), "11.3": ("Qh", "Kh", "Vh"), "11.4": ("H",)}
+
+
+def audit() -> dict[str, dict]:
+    """Every step as the key holds it: its inputs, its exact value and each mistake under the key's name."""
+    found = computed()
+    found["11.3"].update({name: found["11.2"][name] for name in ("Qh", "Kh", "Vh")})  # 11.3 reads 11.2's heads
+    steps = {}
+    for sid, step in found.items():
+        if sid.startswith("_"):
+            steps[sid] = step
+            continue
+        inputs = {name: step[name] for name in INPUTS.get(sid, ())}
+        if sid == "11.1":
+            inputs["n_heads"] = N_HEADS
+        if sid == "11.5":
+            inputs.update(x=X, WQ=WQ, WK=WK, WV=WV, WO=WO, n_heads=N_HEADS)
+        if sid in ("11.6", "11.7", "11.8"):
+            inputs["d_out"] = D_OUT
+        steps[sid] = {"inputs": inputs, "exact": step["exact"],
+                      "mistakes": {NAMES[(sid, label)]: value for label, value in step["mistakes"].items()}}
+    return steps
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, audit, printed))

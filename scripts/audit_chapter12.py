@@ -6,17 +6,19 @@ independent of ``solutions/`` and of NumPy, so the answer key cannot inherit a b
     python scripts/audit_chapter12.py           # print every step's exact value, printed digits and mistakes
     python scripts/audit_chapter12.py --check   # compare with reference/chapter12_rope.toml; exit 1 on a difference
 
-``tests/test_audit_chapter12.py`` runs ``--check``.
+``tests/test_audits.py`` runs ``--check`` (``kata/authoring/audit.py`` compares).
 """
 
 from __future__ import annotations
 
 import math
 import sys
-import tomllib
 from pathlib import Path
 
-KEY = Path(__file__).resolve().parents[1] / "reference" / "chapter12_rope.toml"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
+
+CHAPTER = 12
 BASE = 10000.0
 
 # the worksheet's inputs (the page's tables)
@@ -132,46 +134,5 @@ def printed(value):
     return f"{value:.5g}" if float(text) == int(float(text)) else text
 
 
-def flat(value):
-    """Every number of a nested list, in order."""
-    return [x for v in value for x in flat(v)] if isinstance(value, list) else [float(value)]
-
-
-def check() -> list[str]:
-    """Every difference between the audit and the key (exact values to 1e-12, every mistake present)."""
-    key = {s["id"]: s for s in tomllib.loads(KEY.read_text(encoding="utf-8"))["steps"]}
-    problems = []
-    for sid, want in audit().items():
-        step = key.get(sid)
-        if step is None:
-            problems.append(f"{sid}: missing from the key")
-            continue
-        got, audited = flat(step["exact"]), flat(want["exact"])
-        if len(got) != len(audited) or any(not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
-                                           for a, b in zip(got, audited, strict=True)):
-            problems.append(f"{sid}: exact {step['exact']} but the audit computes {want['exact']}")
-        mistakes = {m["name"]: m["value"] for m in step.get("mistakes", [])}
-        for name, value in want["mistakes"].items():
-            if name not in mistakes:
-                problems.append(f"{sid}: the key lacks the mistake {name!r}")
-            elif any(not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
-                     for a, b in zip(flat(mistakes[name]), flat(value), strict=True)):
-                problems.append(f"{sid}: mistake {name!r} is {mistakes[name]} but the audit computes {value}")
-    return problems
-
-
-def main(argv: list[str]) -> int:
-    """Print the audit, or check the key against it."""
-    if "--check" in argv:
-        problems = check()
-        print("\n".join(problems) or f"{KEY.name}: every exact and mistake value agrees with the audit")
-        return 1 if problems else 0
-    for sid, step in audit().items():
-        print(f"[{sid}]\nprinted = {printed(step['exact'])}\nexact = {step['exact']!r}")
-        for name, value in step["mistakes"].items():
-            print(f"  mistake {name!r}: {value!r}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, audit, printed))

@@ -4,7 +4,7 @@ Independent of ``solutions/``: each formula is written out again here with Pytho
 row at a time, a feature at a time), the way the page asks a learner to work it by hand. The answer key
 ``reference/chapter13_modern_block.toml`` must agree with what this prints: its ``inputs``, its ``exact``
 values (to 1e-12), its ``printed`` strings (the exact value rounded to four decimals) and every named
-mistake's value; ``tests/test_audit_chapter13.py`` runs this script and checks all four.
+mistake's value; ``tests/test_audits.py`` runs ``--check`` (``kata/authoring/audit.py`` compares).
 
 Usage:
 
@@ -17,10 +17,12 @@ from __future__ import annotations
 import cmath
 import math
 import sys
-import tomllib
 from pathlib import Path
 
-KEY = Path(__file__).resolve().parents[1] / "reference" / "chapter13_modern_block.toml"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
+
+CHAPTER = 13
 
 EPS = 1e-6  # rms_norm's default eps
 DIGITS = 4  # the worksheet prints four decimals
@@ -368,66 +370,5 @@ def printed(value):
     return text[1:] if text == "-" + f"{0:.{DIGITS}f}" else text
 
 
-def flat(value) -> list[float]:
-    """Every number of a nested list (or dict of them), in order."""
-    if isinstance(value, dict):
-        return [v for k in sorted(value) for v in flat(value[k])]
-    if isinstance(value, list):
-        return [v for item in value for v in flat(item)]
-    return [float(value)]
-
-
-def close(a, b) -> bool:
-    """Same length and every number equal to 1e-12 (relative) or 1e-15 (absolute)."""
-    a, b = flat(a), flat(b)
-    return len(a) == len(b) and all(math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-15) for x, y in zip(a, b, strict=True))
-
-
-def check() -> list[str]:
-    """Every difference between the audit and the key: steps, inputs, exact values, printed strings, mistakes."""
-    key = {s["id"]: s for s in tomllib.loads(KEY.read_text(encoding="utf-8"))["steps"]}
-    audited = steps()
-    problems = [f"{sid}: in the key but not audited" for sid in key if sid not in audited]
-    for sid, want in audited.items():
-        step = key.get(sid)
-        if step is None:
-            problems.append(f"{sid}: missing from the key")
-            continue
-        inputs = step.get("inputs", {})
-        if sorted(inputs) != sorted(want["inputs"]):
-            problems.append(f"{sid}: the key's inputs {sorted(inputs)} but the audit's {sorted(want['inputs'])}")
-        for name, value in want["inputs"].items():
-            if name in inputs and (flat(inputs[name]) != flat(value) or (isinstance(value, dict)
-                                                                          and sorted(inputs[name]) != sorted(value))):
-                problems.append(f"{sid}: input {name} is {inputs[name]} but the audit uses {value}")
-        if not close(step["exact"], want["exact"]):
-            problems.append(f"{sid}: exact {step['exact']} but the audit computes {want['exact']}")
-        if step.get("printed") != printed(want["exact"]):
-            problems.append(f"{sid}: printed {step.get('printed')} but the audit rounds to {printed(want['exact'])}")
-        mistakes = {m["name"]: m["value"] for m in step.get("mistakes", [])}
-        if sorted(mistakes) != sorted(want["mistakes"]):
-            problems.append(f"{sid}: the key names the mistakes {sorted(mistakes)}, "
-                            f"the audit {sorted(want['mistakes'])}")
-        for name, value in want["mistakes"].items():
-            if name in mistakes and not close(mistakes[name], value):
-                problems.append(f"{sid}: mistake {name!r} is {mistakes[name]} but the audit computes {value}")
-    return problems
-
-
-def main(argv: list[str]) -> int:
-    """Print every step's printed and exact values and its mistakes, as TOML lines; or check the key."""
-    if "--check" in argv:
-        problems = check()
-        print("\n".join(problems) or f"{KEY.name}: every input, exact, printed and mistake value agrees with the audit")
-        return 1 if problems else 0
-    for step_id, step in steps().items():
-        print(f"# {step_id}")
-        print(f"printed = {printed(step['exact'])}".replace("'", '"'))
-        print(f"exact = {step['exact']!r}")
-        for name, value in step["mistakes"].items():
-            print(f"#   mistake {name!r}\nvalue = {value!r}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, steps, printed))

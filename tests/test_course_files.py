@@ -82,7 +82,6 @@ def files(chapter, root: Path = ROOT) -> dict[str, str]:
                                                     f"{chapter.number})"
     if part(chapter) == 2:
         found[f"scripts/audit_chapter{nn}.py"] = "the audit that computes the key's exact values (Part II)"
-        found[f"tests/test_audit_chapter{nn}.py"] = "the test that runs the audit's --check (Part II)"
     return found
 
 

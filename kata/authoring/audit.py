@@ -1,0 +1,125 @@
+"""An answer key held to its audit: the one comparison behind every ``scripts/audit_chapterNN.py``.
+
+A Part II chapter's audit recomputes its worksheet from the formulas on the page, with plain loops, ``math`` or
+small NumPy products, never with ``solutions/``; the answer key must say what the audit computes. Each audit
+script defines
+
+- ``audit() -> {step id: {"exact": value, "mistakes": {the key's mistake name: value}, ...}}``, where a step
+  may also give ``"inputs"`` (``{name: value}``: then the key's inputs are exactly those, equal) and
+  ``"printed"`` (the worksheet's strings, when they are not ``printed(exact)``); a step id starting with ``_``
+  is the audit's own and not compared;
+- ``printed(exact)``: the worksheet's strings for an exact value (or ``"printed"`` in every step),
+
+and ends with ``sys.exit(audit.main(sys.argv[1:], CHAPTER, audit, printed))``:
+
+    python scripts/audit_chapter12.py           # print every step: printed, exact, mistakes
+    python scripts/audit_chapter12.py --check   # compare with the answer key; exit 1 naming each difference
+
+``tests/test_audits.py`` runs every audit's ``--check``. Numbers agree to 1e-12 (relative) or 1e-15
+(absolute); anything else (ids, strings, the names of mistakes) must be equal.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable
+from numbers import Real
+from pathlib import Path
+
+from .. import project
+
+REL, ABS = 1e-12, 1e-15
+
+
+def key_file(chapter: int, root: Path = project.ROOT) -> Path:
+    """The answer key of a chapter: ``reference/chapterNN_<topic>.toml``."""
+    found = project.chapter_files(root / "reference", ".toml")
+    if chapter not in found:
+        raise SystemExit(f"there is no answer key for chapter {chapter} in {root / 'reference'}")
+    return found[chapter]
+
+
+def plain(value):
+    """A value as the key stores it: arrays and tuples as nested lists, NumPy numbers as Python's."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def same(a, b) -> bool:
+    """Equal as the key must be: numbers to 1e-12 (relative) or 1e-15 (absolute), the rest exactly."""
+    a, b = plain(a), plain(b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, Real) and isinstance(b, Real):
+        return math.isclose(a, b, rel_tol=REL, abs_tol=ABS)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return sorted(a) == sorted(b) and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def compare(key: Path, audited: dict[str, dict], printed: Callable | None = None) -> list[str]:
+    """Every difference between an answer key and its audit; an empty list when they agree."""
+    steps = {s["id"]: s for s in tomllib.loads(key.read_text(encoding="utf-8")).get("steps", [])}
+    audited = {sid: step for sid, step in audited.items() if not sid.startswith("_")}
+    problems = [f"{sid}: in the key but not audited" for sid in steps if sid not in audited]
+    for sid, want in audited.items():
+        step = steps.get(sid)
+        if step is None:
+            problems.append(f"{sid}: audited but missing from the key")
+            continue
+        inputs = step.get("inputs", {})
+        if "inputs" in want:
+            problems += [f"{sid}: the key's input {name!r} is not audited" for name in inputs
+                         if name not in want["inputs"]]
+        for name, value in want.get("inputs", {}).items():
+            if name not in inputs:
+                problems.append(f"{sid}: the key has no input {name!r} (the audit uses {plain(value)!r})")
+            elif not same(inputs[name], value):
+                problems.append(f"{sid}: input {name!r} is {inputs[name]!r} but the audit uses {plain(value)!r}")
+        if not same(step.get("exact"), want["exact"]):
+            problems.append(f"{sid}: exact {step.get('exact')!r} but the audit computes {plain(want['exact'])!r}")
+        shown = want["printed"] if "printed" in want or printed is None else printed(want["exact"])
+        if step.get("printed") != shown:
+            problems.append(f"{sid}: printed {step.get('printed')!r} but the audit prints {shown!r}")
+        mistakes = {m.get("name"): m.get("value") for m in step.get("mistakes", [])}
+        for name, value in want["mistakes"].items():
+            if name not in mistakes:
+                problems.append(f"{sid}: the key lacks the mistake {name!r}")
+            elif not same(mistakes[name], value):
+                problems.append(f"{sid}: mistake {name!r} is {mistakes[name]!r} "
+                                f"but the audit computes {plain(value)!r}")
+            if same(value, want["exact"]):
+                problems.append(f"{sid}: the audit's mistake {name!r} gives the right answer")
+        problems += [f"{sid}: the key's mistake {name!r} is not audited" for name in mistakes
+                     if name not in want["mistakes"]]
+    return problems
+
+
+def main(argv: list[str], chapter: int, audit: Callable[[], dict], printed: Callable | None = None) -> int:
+    """Print every step of the audit, or (``--check``) compare the key with it: 0 when they agree, else 1."""
+    key = key_file(chapter)
+    if "--check" in argv:
+        problems = compare(key, audit(), printed)
+        print("\n".join(problems) or f"{key.name}: every value agrees with the audit")
+        return 1 if problems else 0
+    for sid, step in audit().items():
+        print(f"[{sid}]")
+        if not sid.startswith("_"):
+            print(f"printed = {step['printed'] if 'printed' in step or printed is None else printed(step['exact'])!r}")
+        for name, value in step.items():
+            if name in ("printed", "mistakes", "inputs"):
+                continue
+            print(f"{name} = {plain(value)!r}")
+        for name, value in step.get("inputs", {}).items():
+            print(f"  input {name} = {plain(value)!r}")
+        for name, value in step.get("mistakes", {}).items():
+            print(f"  mistake {name!r}: {plain(value)!r}")
+    return 0

@@ -1,0 +1,83 @@
+"""Every Part II answer key says what its audit computes (``scripts/audit_chapterNN.py``, ``kata/authoring/audit.py``).
+
+The audits work from the formulas, apart from ``solutions/``: each is run as a script with ``--check``, which
+compares every input, exact value, printed string and named mistake of the key with its own (numbers to 1e-12).
+The comparison itself is shown able to fail on a key with one planted difference of each kind.
+"""
+
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from kata import project
+from kata.authoring import audit
+
+ROOT = project.ROOT
+AUDITS = {int(m[1]): p for p in sorted((ROOT / "scripts").glob("audit_chapter*.py"))
+          if (m := re.fullmatch(r"audit_chapter(\d\d)\.py", p.name))}
+
+
+@pytest.mark.parametrize("script", list(AUDITS.values()), ids=lambda p: p.stem)
+def test_the_answer_key_agrees_with_its_audit(script):
+    """python scripts/audit_chapterNN.py --check finds no difference"""
+    proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("script", list(AUDITS.values()), ids=lambda p: p.stem)
+def test_the_audit_prints_every_step_of_its_key(script):
+    """run without --check, the audit prints each step of the chapter's key"""
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    number = int(script.stem.removeprefix("audit_chapter"))
+    for step in project.chapter(number).steps:
+        assert f"[{step.id}]" in proc.stdout, step.id
+
+
+PLANTED = {  # (what is changed in the key, the difference the comparison must name)
+    "exact": (lambda s: s.update(exact=[0.5, 0.26]), "exact"),
+    "printed": (lambda s: s.update(printed=["0.5000", "0.2501"]), "printed"),
+    "a mistake's value": (lambda s: s["mistakes"][0].update(value=[0.0, 1.0]), "mistake 'halved'"),
+    "a mistake left out": (lambda s: s.update(mistakes=[]), "lacks the mistake 'halved'"),
+    "an input": (lambda s: s["inputs"].update(x=[1.0, 2.0]), "input 'x'"),
+    "an input too many": (lambda s: s["inputs"].update(y=[1.0]), "input 'y' is not audited"),
+}
+
+
+@pytest.mark.parametrize("change", list(PLANTED), ids=str)
+def test_the_comparison_names_a_planted_difference(change, tmp_path):
+    """a key that differs from its audit in one place fails, naming the step and what differs"""
+    audited = {"1.1": {"inputs": {"x": [1.0, 0.5]}, "exact": [0.5, 0.25], "printed": ["0.5000", "0.2500"],
+                       "mistakes": {"halved": [0.25, 0.125]}}}
+    step = {"id": "1.1", "inputs": {"x": [1.0, 0.5]}, "exact": [0.5, 0.25], "printed": ["0.5000", "0.2500"],
+            "mistakes": [{"name": "halved", "value": [0.25, 0.125]}]}
+    key = tmp_path / "chapter01_planted.toml"
+
+    def write(s):
+        lines = [f'id = "{s["id"]}"', f"exact = {s['exact']}", f"printed = {s['printed']!r}".replace("'", '"')]
+        lines += [f"inputs.{k} = {v}" for k, v in s["inputs"].items()]
+        lines += [f'[[steps.mistakes]]\nname = "{m["name"]}"\nvalue = {m["value"]}' for m in s["mistakes"]]
+        key.write_text("[[steps]]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        assert tomllib.loads(key.read_text(encoding="utf-8"))["steps"][0]["id"] == "1.1"
+
+    write(step)
+    assert audit.compare(key, audited) == []
+    edit, named = PLANTED[change]
+    edit(step)
+    write(step)
+    problems = audit.compare(key, audited)
+    assert problems and all(p.startswith("1.1: ") for p in problems), problems
+    assert any(named in p for p in problems), problems
+
+
+def test_a_mistake_that_gives_the_right_answer_is_refused(tmp_path):
+    """an audited mistake equal to the exact value cannot tell a learner anything: the comparison says so"""
+    key = tmp_path / "chapter01_planted.toml"
+    key.write_text('[[steps]]\nid = "1.1"\nexact = [1.0]\nprinted = ["1"]\n[[steps.mistakes]]\nname = "same"\n'
+                   "value = [1.0]\n", encoding="utf-8")
+    problems = audit.compare(key, {"1.1": {"exact": [1.0], "printed": ["1"], "mistakes": {"same": [1.0]}}})
+    assert problems == ["1.1: the audit's mistake 'same' gives the right answer"]
