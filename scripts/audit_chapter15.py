@@ -83,6 +83,11 @@ def lr_off_by_one(step):
     return MAX_LR * step / WARMUP if step - 1 < WARMUP else lr_at(step - 1)
 
 
+def lr_warm_too_long(step):
+    """The warm-up tested with s ≤ warmup: step warmup is still warming up, past the peak."""
+    return MAX_LR * (step + 1) / WARMUP if step <= WARMUP else lr_at(step)
+
+
 # -- clipping, in fractions (every number here is a ratio of whole numbers) ---------------------------------------
 def clip(grads, max_norm, per_tensor=False):
     """The clipped gradients; per_tensor: each tensor scaled by its own norm (the mistake)."""
@@ -102,8 +107,11 @@ def audit() -> dict[str, dict]:
     off = "the schedule off by one step: steps counted from 1, so step s gets what step s − 1 should"
     steps["15.3"] = {"exact": [lr_at(s) for s in WARM_STEPS],
                      "mistakes": {off: [lr_off_by_one(s) for s in WARM_STEPS]}}
+    too_long = ("the warm-up one step too long: s ≤ warmup instead of s < warmup, so step warmup gets "
+                "max_lr·(warmup + 1)/warmup, above the peak")
     steps["15.4"] = {"exact": [lr_at(s) for s in DECAY_STEPS],
-                     "mistakes": {off: [lr_off_by_one(s) for s in DECAY_STEPS]}}
+                     "mistakes": {off: [lr_off_by_one(s) for s in DECAY_STEPS],
+                                  too_long: [lr_warm_too_long(s) for s in DECAY_STEPS]}}
     squares = sum(Fraction(x) ** 2 for g in GRADS.values() for x in g)
     steps["15.5"] = {"exact": math.sqrt(squares), "mistakes": {
         "the tensors' norms added (5 + 12) instead of one norm of all the numbers together":
