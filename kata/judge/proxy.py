@@ -457,13 +457,15 @@ class Worker:
                 f"new array (`x = x - m`, not `x -= m`; or start from `x = x.copy()`), or put back every "
                 "entry you change. The caller's arrays are left as they were.")
         edited = answer.get("edited")
-        if edited and isinstance(edited, list):
-            first = str(edited[0])[:80]
+        if edited and isinstance(edited, list) and isinstance(edited[0], list) and len(edited[0]) == 2:
+            first, kind = (str(part)[:80] for part in edited[0])
+            how = {"list": f"a new list (`out = []`, then `out.append(...)`; or work on `list({first})`)",
+                   "dict": f"a new dict (`new = dict({first})`, and a new inner dict or array for anything "
+                           "you change inside it)"}.get(kind, "new lists and dicts")
             raise ChangedItsInput(
-                f"{what} changed its argument `{first}` in place: an item of the list or dict it was given was "
-                "added, removed or replaced. Build a new one (`out = []`, then `out.append(...)`), or change a "
-                f"copy (`list({first})`, `dict({first})`), and leave `{first}` as it came. The caller's `{first}` "
-                "is left as it was.")
+                f"{what} changed its argument `{first}` in place: an item of the {kind} it was given was added, "
+                f"removed or replaced. Build {how}, and leave `{first}` as it came. The caller's `{first}` is "
+                "left as it was.")
         try:
             value = wire.decode(answer["ok"], blobs, resolve)
         except wire.WireError as err:

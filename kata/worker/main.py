@@ -259,7 +259,7 @@ class Server:
             return names[o] if isinstance(o, int) and o < len(names) else str(o)
 
         self.reply_value(result, arrays, changed, {str(i): name(o) for i, o in enumerate(owners) if i in changed},
-                         [name(o) for o in edited])
+                         [[name(o), layouts[o].kind.__name__] for o in edited])
 
     @staticmethod
     def parameter_names(fn, count: int) -> list[str]:
@@ -274,11 +274,11 @@ class Server:
         return names[:count] + [f"argument {i + 1}" for i in range(len(names), count)]
 
     def reply_value(self, value, arrays: list, changed: list[int] = (), names: dict | None = None,
-                    edited: list[str] = ()) -> None:
+                    edited: list[list[str]] = ()) -> None:
         """Answer with ``value`` as plain data (handles for what is not).
 
         ``changed`` are the argument arrays the call changed in place; ``edited`` names the arguments whose
-        lists or dicts it changed (an item added, removed or replaced).
+        lists or dicts it changed (an item added, removed or replaced), each as [name, "list" or "dict" …].
         """
         encoder = self.wire.Encoder(lambda obj: self.keep(obj, arrays), alias=lambda a: self.alias(a, arrays))
         tree = {"t": "f"} if callable(value) and not isinstance(value, type) else encoder.encode(value)
