@@ -401,3 +401,16 @@ def test_failed_checks_show_their_messages_without_pytest_checks_frame_or_the_re
         "FAILURE: decode([195]) gave '', expected '�'",
     ]
     assert _checks_failed("E   assert 1 == 2") == "E   assert 1 == 2", "anything else is shown as it came"
+
+
+def test_whole_numbers_for_whole_numbers_are_shown_without_float64_or_a_tolerance():
+    from kata.judge import answer_key, checks
+
+    ids = answer_key.load(14).step("14.1")
+    with pytest.raises(pytest.fail.Exception) as info:
+        checks.expect(ids, [97, 97, 97, 98, 233, 97, 97, 97, 98, 97, 99])
+    assert "(whole numbers)" in str(info.value) and "tolerance" not in str(info.value), str(info.value)
+    norm = answer_key.load(15).step("15.5")  # a float that happens to be whole: its float64 label stays
+    with pytest.raises(pytest.fail.Exception) as info:
+        checks.expect(norm, 17.0)
+    assert "(exact float64)" in str(info.value) and "tolerance rtol" in str(info.value), str(info.value)
