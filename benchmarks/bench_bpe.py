@@ -7,7 +7,7 @@ meets it by updating the counts of the pairs around each merge instead of recoun
 merge. Encoding the same text replays the 256 merges (the reference: one heap of pairs, not one pass per
 merge). The benchmark checks that the encoding is what training ended with: decode(encode(text)) == text.
 
-Usage: python benchmarks/bench_bpe.py [--impl solutions] [--vocab-size 512]
+Usage: python benchmarks/bench_bpe.py [--impl exercises] [--vocab-size 512]
 This is not a test: it prints numbers and exits 0, whatever they are.
 """
 
@@ -34,7 +34,8 @@ def corpus() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Time training and encoding once each; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default="solutions", help="package holding chapter14_bpe (default: solutions)")
+    parser.add_argument("--impl", default="solutions" if (ROOT / "solutions").is_dir() else "exercises",
+                        help="package holding chapter14_bpe (default: solutions/ where it is, else your exercises/)")
     parser.add_argument("--vocab-size", type=int, default=512)
     args = parser.parse_args(argv)
     bpe = importlib.import_module(f"{args.impl}.chapter14_bpe")

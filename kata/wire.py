@@ -11,7 +11,8 @@ or tagged objects:
 ``{"t": "a"}``      a NumPy array: blob ``b`` holds its ``.npy`` bytes (read with allow_pickle=False)
 ``{"t": "n"}``      a NumPy scalar (float64, int64, bool_, …): a 0-d ``.npy`` blob
 ``{"t": "y"}``      a ``bytes`` value (a token's bytes, chapter 14): blob ``b`` holds it as it is
-``{"t": "l"}``      a list of values ``v``; ``"u"`` a tuple; ``"d"`` a dict (keys ``k``, values ``v``)
+``{"t": "l"}``      a list of values ``v``; ``"u"`` a tuple; ``"d"`` a dict (keys ``k``, values ``v``; a
+                    ``Counter``, ``OrderedDict`` or ``defaultdict`` arrives as a plain dict)
 ``{"t": "h"}``      a handle: an object that is not plain data stays in the worker; ``id`` names it
 ``{"t": "r"}``      (worker to judge) this result *is* the judge's argument array number ``i``
 ``"r"``, ``"v"``    (worker to judge, on an array) it is argument array ``r`` itself, or a view of argument
@@ -27,6 +28,7 @@ connections pickle too. This module is the small part of such a library that is 
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import math
@@ -41,6 +43,9 @@ MAX_DEPTH = 64  # nesting of lists, tuples and dicts
 MAX_ITEMS = 1_000_000  # values in one message
 ARRAY_KINDS = "biufc"  # booleans, integers, floats, complex numbers: what a kata function computes
 _LEN = struct.Struct("<I")
+# the standard library's dicts go as dicts (a learner's ``Counter`` of pairs is the dict it promised); a class
+# of the learner's own, a dict or not, stays in the worker behind a handle
+PLAIN_DICTS = (collections.Counter, collections.OrderedDict, collections.defaultdict)
 
 
 class WireError(Exception):
@@ -199,7 +204,7 @@ class Encoder:
             return {"t": "n", "b": self.blob(array_bytes(np.asarray(value)))}
         if t is list or t is tuple:
             return {"t": "l" if t is list else "u", "v": [self.encode(v, depth + 1) for v in value]}
-        if t is dict:
+        if t is dict or t in PLAIN_DICTS:
             return {"t": "d", "k": [self.encode(k, depth + 1) for k in value],
                     "v": [self.encode(v, depth + 1) for v in value.values()]}
         return self.handle(value)

@@ -27,8 +27,10 @@ WORD = "abaabé"  # encoded with the three merges, then decoded
 
 
 # -- the rules, one at a time ---------------------------------------------------------------------------------
-def byte_ids(text):
-    """The UTF-8 bytes as ints."""
+def byte_ids(text, code_points=False):
+    """The UTF-8 bytes as ints (right), or each character's code point (the mistake: é is 233, one id)."""
+    if code_points:
+        return [ord(c) for c in text]
     return [b for b in text.encode("utf-8")]
 
 
@@ -59,15 +61,19 @@ def best(counts, tie="smallest"):
     return tied[0]
 
 
-def replace(ids, pair, new, from_right=False):
-    """Merge ``pair`` into ``new`` without overlap, scanning from the left (right) or the right (mistake)."""
+def replace(ids, pair, new, from_right=False, overlap=False):
+    """Merge ``pair`` into ``new`` without overlap, scanning from the left (right) or the right (mistake).
+
+    ``overlap`` is the other mistake: stepping on by one after a match instead of past both ids, so the middle
+    a of "aaa" goes into two merges.
+    """
     seq = list(reversed(ids)) if from_right else list(ids)
     want = (pair[1], pair[0]) if from_right else pair
     out, i = [], 0
     while i < len(seq):
         if i + 1 < len(seq) and (seq[i], seq[i + 1]) == want:
             out.append(new)
-            i += 2
+            i += 1 if overlap else 2
         else:
             out.append(seq[i])
             i += 1
@@ -133,22 +139,26 @@ def computed() -> dict[str, dict]:
     table = token_bytes(merges)
     word_ids = encode(WORD, merges)
     return {
-        "14.1": {"exact": ids, "mistakes": {}},
+        "14.1": {"exact": ids, "mistakes": {"code points": byte_ids(TEXT, code_points=True)}},
         "14.2": {"exact": as_table(pair_counts(ids)),
                  "mistakes": {"non-overlapping": as_table(pair_counts(ids, overlapping=False))}},
         "14.3": {"exact": list(best(pair_counts(first))),
                  "inputs": [[list(p), c] for p, c in pair_counts(first).items()],
                  "mistakes": {"largest": list(best(pair_counts(first), "largest")),
                               "first": list(best(pair_counts(first), "first"))}},
-        "14.4": {"exact": first, "mistakes": {"from the right": replace(ids, (97, 97), 256, from_right=True)}},
+        "14.4": {"exact": first, "mistakes": {"from the right": replace(ids, (97, 97), 256, from_right=True),
+                                              "with overlap": replace(ids, (97, 97), 256, overlap=True)}},
         "14.5": {"exact": merges,
                  "mistakes": {"largest": train(TEXT, VOCAB_SIZE, tie="largest"),
                               "first": train(TEXT, VOCAB_SIZE, tie="first"),
                               "from the right": train(TEXT, VOCAB_SIZE, from_right=True),
-                              "non-overlapping": train(TEXT, VOCAB_SIZE, overlapping=False)}},
+                              "non-overlapping": train(TEXT, VOCAB_SIZE, overlapping=False),
+                              "one too many": train(TEXT, VOCAB_SIZE + 1),
+                              "one too few": train(TEXT, VOCAB_SIZE - 1)}},
         "14.6": {"exact": [list(table[new]) for _, new in merges],
                  "mistakes": {"right first": [list(token_bytes(merges, right_first=True)[new]) for _, new in merges]}},
-        "14.7": {"exact": word_ids, "mistakes": {"by frequency": encode(WORD, merges, by_frequency=True)}},
+        "14.7": {"exact": word_ids, "mistakes": {"by frequency": encode(WORD, merges, by_frequency=True),
+                                                 "reversed": encode(WORD, merges[::-1])}},
         "14.8": {"exact": decode(word_ids, table), "mistakes": {"per token": decode(word_ids, table, per_token=True)}},
     }
 
@@ -166,15 +176,25 @@ def printed(sid: str, exact):
     return [str(i) for i in exact]
 
 
+# on the worksheet's word both wrong orders give the same ids, so one name says both
+BY_FREQUENCY_OR_REVERSED = ("merges applied most frequent first in this text, or the last learned first, instead of "
+                            "in the order learned")
+
 # which key mistake (by name) each audit mistake is
 NAMES = {
+    ("14.1", "code points"): "code points instead of bytes: ord(\"é\") is 233, one id, where UTF-8 has two bytes",
     ("14.2", "non-overlapping"): "a run counted without overlap: \"aaa\" holds (a, a) once instead of twice",
     ("14.3", "largest"): "ties broken another way: the largest pair, or the first one counted, instead of the smallest",
     ("14.4", "from the right"): "merged from the right: \"aaa\" became \"a\" + \"aa\" instead of \"aa\" + \"a\"",
+    ("14.4", "with overlap"): "merged with overlap: the middle a of \"aaa\" went into two merges",
     ("14.5", "largest"): "ties broken another way: the largest pair, or the first one counted, instead of the smallest",
     ("14.5", "from the right"): "merged from the right: \"aaa\" became \"a\" + \"aa\" instead of \"aa\" + \"a\"",
+    ("14.5", "one too many"):
+        "one merge too many: vocab_size counts the 256 bytes, so 259 is three merges (ids 256–258)",
+    ("14.5", "one too few"): "one merge too few: vocab_size 259 is the 256 bytes and three merges (ids 256–258)",
     ("14.6", "right first"): "the right token's bytes put first",
-    ("14.7", "by frequency"): "merges applied most frequent first in this text instead of in the order learned",
+    ("14.7", "by frequency"): BY_FREQUENCY_OR_REVERSED,
+    ("14.7", "reversed"): BY_FREQUENCY_OR_REVERSED,
     ("14.8", "per token"): "every token decoded on its own: the two bytes of é split into two �",
 }
 
@@ -186,6 +206,8 @@ def audit() -> dict[str, dict]:
     for sid in ("14.3", "14.5"):
         if found[sid]["mistakes"]["first"] != found[sid]["mistakes"]["largest"]:
             raise ValueError(f"{sid}: the largest pair and the first counted differ (the mistake's name joins them)")
+    if found["14.7"]["mistakes"]["by frequency"] != found["14.7"]["mistakes"]["reversed"]:
+        raise ValueError("14.7: most frequent first and last learned first differ (the mistake's name joins them)")
     steps = {}
     for sid, step in found.items():
         named = {}

@@ -85,6 +85,27 @@ def lr_off_by_one(step):
     return MAX_LR * step / WARMUP if step - 1 < WARMUP else lr_at(step - 1)
 
 
+def lr_warm_too_long(step):
+    """The warm-up tested with s ≤ warmup: step warmup is still warming up, past the peak."""
+    return MAX_LR * (step + 1) / WARMUP if step <= WARMUP else lr_at(step)
+
+
+def lr_decay_ahead(step):
+    """The decay's progress counted from step + 1: step s decays as step s + 1 should, the peak never used."""
+    if step < WARMUP or step >= TOTAL:
+        return lr_at(step)
+    progress = (step + 1 - WARMUP) / (TOTAL - WARMUP)
+    return MIN_LR + 0.5 * (MAX_LR - MIN_LR) * (1 + math.cos(math.pi * progress))
+
+
+def lr_no_floor_in_cosine(step):
+    """min_lr left out of the cosine: it decays from max_lr to 0 (the floor only after the end)."""
+    if step < WARMUP or step >= TOTAL:
+        return lr_at(step)
+    progress = (step - WARMUP) / (TOTAL - WARMUP)
+    return 0.5 * MAX_LR * (1 + math.cos(math.pi * progress))
+
+
 # -- clipping, in fractions (every number here is a ratio of whole numbers) ---------------------------------------
 def clip(grads, max_norm, per_tensor=False):
     """The clipped gradients; per_tensor: each tensor scaled by its own norm (the mistake)."""
@@ -104,8 +125,16 @@ def audit() -> dict[str, dict]:
     off = "the schedule off by one step: steps counted from 1, so step s gets what step s − 1 should"
     steps["15.3"] = {"exact": [lr_at(s) for s in WARM_STEPS],
                      "mistakes": {off: [lr_off_by_one(s) for s in WARM_STEPS]}}
+    too_long = ("the warm-up one step too long: s ≤ warmup instead of s < warmup, so step warmup gets "
+                "max_lr·(warmup + 1)/warmup, above the peak")
+    ahead = ("the decay one step ahead: p = (s + 1 − warmup)/(total − warmup), so step warmup already decays and "
+             "the peak max_lr is never used")
+    no_floor = "min_lr left out of the cosine: ½·max_lr·(1 + cos πp) decays towards 0, not to min_lr"
     steps["15.4"] = {"exact": [lr_at(s) for s in DECAY_STEPS],
-                     "mistakes": {off: [lr_off_by_one(s) for s in DECAY_STEPS]}}
+                     "mistakes": {off: [lr_off_by_one(s) for s in DECAY_STEPS],
+                                  too_long: [lr_warm_too_long(s) for s in DECAY_STEPS],
+                                  ahead: [lr_decay_ahead(s) for s in DECAY_STEPS],
+                                  no_floor: [lr_no_floor_in_cosine(s) for s in DECAY_STEPS]}}
     squares = sum(Fraction(x) ** 2 for g in GRADS.values() for x in g)
     steps["15.5"] = {"exact": math.sqrt(squares), "mistakes": {
         "the tensors' norms added (5 + 12) instead of one norm of all the numbers together":

@@ -10,7 +10,7 @@ their global norm is too large, and checkpoints that save the weights *and* the 
 a stopped run continues bit for bit.
 
 Parameters and gradients are dicts of arrays, like chapter 10's ``params`` (any keys, any shapes). The
-optimizer's state is a dict ``{"step": t, "m": {...}, "v": {...}}``: t whole steps taken so far, and one
+optimizer's state is a dict ``{"step": n, "m": {...}, "v": {...}}``: n whole steps taken so far, and one
 first and one second moment per parameter, shaped like it.
 
 Worksheet: this course's own (Part II goes beyond the book): see docs/chapters/15-adamw.md.
@@ -67,8 +67,8 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
     Args:
         params: a dict of arrays, the weights (any names, any shapes).
         grads: a dict with exactly the keys of params, each gradient shaped like its parameter.
-        state: the optimizer's state: ``{"step": t, "m": {...}, "v": {...}}`` as ``adamw_init`` or an
-            earlier ``adamw_step`` returned it (t ≥ 0 steps taken; m and v with the keys and shapes of params).
+        state: the optimizer's state: ``{"step": n, "m": {...}, "v": {...}}`` as ``adamw_init`` or an
+            earlier ``adamw_step`` returned it (n ≥ 0 steps taken; m and v with the keys and shapes of params).
         lr: the learning rate of this step, a float > 0.
         beta1: decay of the first moment, 0 ≤ beta1 < 1.
         beta2: decay of the second moment, 0 ≤ beta2 < 1.
@@ -77,7 +77,8 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
 
     Returns:
         (new_params, new_state): new dicts of new float64 arrays, with the keys of params; new_state's
-        ``"step"`` is the int t + 1. Neither params, grads nor state (nor any array in them) is modified.
+        ``"step"`` is the int t = n + 1, this step's number. Neither params, grads nor state (nor any array in
+        them) is modified.
 
     Raises:
         ValueError: if params, grads or state is not a dict (the message says "dict", names the argument, e.g.
@@ -206,7 +207,7 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
     Args:
         path: where to write, a str ending in ``.npz``.
         params: a dict of arrays, the weights (keys without ``/``).
-        state: the optimizer's state for params (``{"step": t, "m": {...}, "v": {...}}``).
+        state: the optimizer's state for params (``{"step": n, "m": {...}, "v": {...}}``).
 
     Returns:
         None. Neither params nor state is modified.
@@ -246,8 +247,8 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
             checkpoint with like's shape, and the checkpoint must hold no other parameter.
 
     Returns:
-        (params, state): params a dict of float64 arrays; state ``{"step": t, "m": {...}, "v": {...}}``
-        with t an int: exactly the numbers that were saved.
+        (params, state): params a dict of float64 arrays; state ``{"step": n, "m": {...}, "v": {...}}``
+        with n an int: exactly the numbers that were saved.
 
     Raises:
         ValueError: if the file is not a checkpoint of this chapter — not an ``.npz`` archive (a text file, a

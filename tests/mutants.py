@@ -197,6 +197,12 @@ MUTANTS = [
     Mutant(14, "chapter14_bpe.py", "    ids = to_byte_ids(text)\n    rank = {}\n",
            "    ids = to_byte_ids(text)\n    for pair, new_id in reversed(merges):\n        ids = merge_pair(ids, pair, new_id)\n"
            "    return ids\n    rank = {}\n", "merges applied from the last learned"),
+    Mutant(14, "chapter14_bpe.py", '    return list(text.encode("utf-8"))', "    return [ord(c) for c in text]",
+           "code points instead of bytes"),
+    Mutant(14, "chapter14_bpe.py", "            i += 2  # past both: the right one cannot start another occurrence",
+           "            i += 1", "merged with overlap"),
+    Mutant(14, "chapter14_bpe.py", "    for new_id in range(N_BYTES, vocab_size):\n        if not counts:",
+           "    for new_id in range(N_BYTES, vocab_size + 1):\n        if not counts:", "one merge too many"),
     # chapter 15: AdamW, the schedule, clipping, checkpoints
     Mutant(15, "chapter15_adamw.py", "m_hat = m / (1 - beta1**t)  # bias correction: both moments started at 0\n"
            "        v_hat = v / (1 - beta2**t)", "m_hat = m\n        v_hat = v", "no bias correction"),
@@ -216,6 +222,12 @@ MUTANTS = [
            "new_params[k] = w - lr * (m_hat / np.sqrt(v_hat + eps) + weight_decay * w)", "ε inside the square root"),
     Mutant(15, "chapter15_adamw.py", "return float(max_lr * (step + 1) / warmup_steps)",
            "return float(max_lr * step / warmup_steps)", "the schedule off by one step"),
+    Mutant(15, "chapter15_adamw.py", "    if step < warmup_steps:", "    if step <= warmup_steps and warmup_steps:",
+           "the warm-up one step too long"),
+    Mutant(15, "chapter15_adamw.py", "progress = (step - warmup_steps) / (total_steps - warmup_steps)",
+           "progress = (step + 1 - warmup_steps) / (total_steps - warmup_steps)", "the decay one step ahead"),
+    Mutant(15, "chapter15_adamw.py", "return float(min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress)))",
+           "return float(0.5 * max_lr * (1 + math.cos(math.pi * progress)))", "min_lr left out of the cosine"),
     Mutant(15, "chapter15_adamw.py", "return {k: g * scale for k, g in grads.items()}, norm",
            "return {k: g * min(1.0, max_norm / float(np.sqrt(np.sum(g * g)))) for k, g in grads.items()}, norm",
            "each tensor clipped separately"),

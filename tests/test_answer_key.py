@@ -104,6 +104,8 @@ def test_named_mistakes_differ_from_the_right_answer(step):
         if not isinstance(step.exact, np.ndarray):
             assert m.value != step.exact, f"step {step.id}: mistake '{m.name}' equals the answer"
             continue
+        if m.value.ndim == step.exact.ndim == 1 and m.value.shape != step.exact.shape:
+            continue  # a list of ids of another length (chapter 14: code points, a merge with overlap): distinct
         assert m.value.shape == step.exact.shape, f"step {step.id}: mistake '{m.name}' has the wrong shape"
         if m.value.dtype == bool:
             assert not np.array_equal(m.value, step.exact), f"step {step.id}: mistake '{m.name}' equals the answer"

@@ -199,8 +199,12 @@ def expect(
     shown_inputs = step.inputs if inputs is None else inputs
     for name, value in shown_inputs.items():
         lines.append(f"  input     {name} = {show(value)}")
-    whole = kind == "int"  # a count or a distance: no float64 label, no tolerance to speak of
-    label = "" if step.exact.dtype == bool else "  (a whole number)" if whole else "  (exact float64)"
+    # a count or a distance, or whole numbers given for whole numbers (chapter 14's token ids): no float64
+    # label, no tolerance to speak of
+    whole = kind == "int" or (arr.dtype.kind in "iu" and step.exact.dtype != bool
+                               and bool(np.all(step.exact == np.round(step.exact))))
+    number = "  (a whole number)" if step.exact.ndim == 0 else "  (whole numbers)"
+    label = "" if step.exact.dtype == bool else number if whole else "  (exact float64)"
     lines.append(f"  expected  {show(step.exact)}{label}")
     if step.printed is not None:
         printed = f"  worksheet {_printed(step.printed)}"

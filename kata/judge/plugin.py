@@ -396,11 +396,39 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
         return Result(status="timed out", message="timed out (an endless loop?)", **base)
     if excinfo is not None and excinfo.typename == "Failed":
         message = str(excinfo.value)
+    elif excinfo is not None and excinfo.typename == "AssertionError" and _CHECK_FAILED in text:
+        message = _checks_failed(text)
     elif excinfo is not None and item.config.option.tbstyle == "no":  # the grader: pytest drew no traceback
         message = str(excinfo.getrepr(style="short", chain=False))
     else:
         message = text
     return Result(status="failed", message=message, **base)
+
+
+_CHECK_FAILED = "FAILURE: "  # how pytest-check starts the message of each failed ``with check:``
+
+
+def _checks_failed(text: str) -> str:
+    """The messages of a test's failed ``with check:`` blocks, as the test wrote them.
+
+    pytest-check reports them all at once from its own hook: its file and line come first, then each message
+    followed by pytest's rewriting of the assertion (``assert (True and dtype('float32') == …)``, ``+ where
+    …``), then a rule and a count. The learner needs the messages only.
+    """
+    kept: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        body = line[4:] if line.startswith("E   ") else line
+        body = body.removeprefix("AssertionError: ")
+        if body.startswith(_CHECK_FAILED):
+            kept.append(body)
+            inside = True
+        elif inside and not body.startswith("assert ") and not body.startswith("-" * 10) \
+                and not body.startswith("Failed Checks:") and body.strip():
+            kept.append(body)
+        else:
+            inside = False
+    return "\n".join(kept) if kept else text
 
 
 def _step_order(results: list[Result]) -> list[Result]:
@@ -536,7 +564,8 @@ def progress_view(results: list[Result], impl: str, broken: dict[int, str]) -> l
         s = f"{sum(r.status == 'passed' for r in steps)}/{len(steps)}"
         c = f"{sum(all(r.status == 'passed' for r in g) for _, g in groups)}/{len(groups)}"
         status = chapter_status(rs, broken.get(number, ""))
-        lines.append(f"  {number:<8} {ch.title[:34]:<34} {s:>7} {c:>7}  {status}")
+        title = ch.title if len(ch.title) <= 34 else ch.title[:33].rstrip(" ,") + "…"  # cut where it shows
+        lines.append(f"  {number:<8} {title:<34} {s:>7} {c:>7}  {status}")
         if next_step is None and status != "done":
             todo = next((r for r in rs if r.status != "passed"), None)
             next_step = (number, todo)

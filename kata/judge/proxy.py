@@ -4,8 +4,8 @@
 the worker process (``kata/worker/main.py``) as plain data and its answer comes back as plain data
 (``kata/wire.py``). Nothing the worker sends is unpickled, executed or taken as a verdict.
 
-- An array the call changed in place is written back into the caller's array, and a result that *is*
-  an argument comes back as that argument, so checks of in-place edits and copies work as before.
+- An argument the call changed in place (an array's numbers, a list's or dict's items) fails the call with
+  ``ChangedItsInput`` naming it, and a result that *is* an argument comes back as that argument.
 - An object that is not plain data (a learner's cache object) stays in the worker behind a ``Handle``.
 - A built-in exception comes back as that type (from a fixed list) with the learner's message and
   ``file:line``; anything else is a ``LearnerError`` named after the learner's exception.
@@ -55,7 +55,10 @@ class DidNotReturn(Exception):  # noqa: N818 - reads as what happened
 
 
 class ChangedItsInput(AssertionError):  # noqa: N818 - reads as what happened
-    """A learner's function edited an argument array in place (the caller's array is left untouched)."""
+    """A learner's function edited an argument in place: an array's numbers, or a list's or dict's items.
+
+    The caller's argument is left untouched (the call got a copy).
+    """
 
 
 class WorkerCrashed(Exception):  # noqa: N818
@@ -453,6 +456,16 @@ class Worker:
                 f"{what} changed its argument `{first}` in place and did not leave it as it was; work on a "
                 f"new array (`x = x - m`, not `x -= m`; or start from `x = x.copy()`), or put back every "
                 "entry you change. The caller's arrays are left as they were.")
+        edited = answer.get("edited")
+        if edited and isinstance(edited, list) and isinstance(edited[0], list) and len(edited[0]) == 2:
+            first, kind = (str(part)[:80] for part in edited[0])
+            how = {"list": f"a new list (`out = []`, then `out.append(...)`; or work on `list({first})`)",
+                   "dict": f"a new dict (`new = dict({first})`, and a new inner dict or array for anything "
+                           "you change inside it)"}.get(kind, "new lists and dicts")
+            raise ChangedItsInput(
+                f"{what} changed its argument `{first}` in place: an item of the {kind} it was given was added, "
+                f"removed or replaced. Build {how}, and leave `{first}` as it came. The caller's `{first}` is "
+                "left as it was.")
         try:
             value = wire.decode(answer["ok"], blobs, resolve)
         except wire.WireError as err:

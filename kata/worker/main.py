@@ -113,6 +113,51 @@ class Capped:
         return 1
 
 
+class Layout:
+    """A container argument as a call received it: its lists, tuples and dicts, and the very objects in them.
+
+    The judge's own copy of an argument never changes (the call got a copy), so the worker compares what the
+    call left against this record: an item appended, removed or replaced in a list or dict the learner was
+    given (``ids[:] = out``, ``counts.pop(best)``, ``state["step"] = t``) is an edit in place, as a changed
+    array is. The leaves are compared by identity (an array's numbers are compared apart, byte for byte; a
+    learner's object behind a handle may change inside), or by value where a number was put back as an equal
+    one.
+    """
+
+    CONTAINERS = (list, tuple, dict)
+    SCALARS = (int, float, complex, bool, str, bytes, type(None))
+
+    __slots__ = ("items", "kind")
+
+    def __init__(self, kind: type, items: list) -> None:
+        self.kind, self.items = kind, items
+
+    @classmethod
+    def of(cls, value):
+        """The record of ``value``: a ``Layout`` for a container, the object itself for a leaf."""
+        kind = type(value)
+        if kind is dict:
+            return cls(kind, [(key, cls.of(item)) for key, item in value.items()])
+        if kind in cls.CONTAINERS:
+            return cls(kind, [cls.of(item) for item in value])
+        return value
+
+    @classmethod
+    def same(cls, record, value) -> bool:
+        """Whether ``value`` is still what ``record`` says."""
+        if isinstance(record, Layout):
+            return record.holds(value)
+        return value is record or (type(value) is type(record) and type(record) in cls.SCALARS and value == record)
+
+    def holds(self, value) -> bool:
+        """Whether ``value`` still has this layout: the same type, the same items, the same keys."""
+        if type(value) is not self.kind or len(value) != len(self.items):
+            return False
+        if self.kind is dict:
+            return all(key in value and self.same(item, value[key]) for key, item in self.items)
+        return all(self.same(item, v) for item, v in zip(self.items, value, strict=True))
+
+
 class Server:
     """Answers one request at a time; keeps the learner's modules and the objects behind handles."""
 
@@ -203,12 +248,18 @@ class Server:
             kwargs[str(key)] = self.wire.decode(item, blobs, self.resolve, arrays)
             owners += [str(key)] * (len(arrays) - start)
         before = [a.tobytes() for a in arrays]
+        given = [*enumerate(args), *kwargs.items()]
+        layouts = {where: Layout.of(value) for where, value in given if type(value) in Layout.CONTAINERS}
         result = fn(*args, **kwargs)
         changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
-        names = self.parameter_names(fn, len(args)) if changed else []  # only an edit in place needs them
-        self.reply_value(result, arrays, changed,
-                         {str(i): names[o] if isinstance(o, int) and o < len(names) else str(o)
-                          for i, o in enumerate(owners) if i in changed})
+        edited = [where for where, value in given if where in layouts and not layouts[where].holds(value)]
+        names = self.parameter_names(fn, len(args)) if changed or edited else []  # only an edit in place needs them
+
+        def name(o) -> str:
+            return names[o] if isinstance(o, int) and o < len(names) else str(o)
+
+        self.reply_value(result, arrays, changed, {str(i): name(o) for i, o in enumerate(owners) if i in changed},
+                         [[name(o), layouts[o].kind.__name__] for o in edited])
 
     @staticmethod
     def parameter_names(fn, count: int) -> list[str]:
@@ -222,12 +273,17 @@ class Server:
             names = []
         return names[:count] + [f"argument {i + 1}" for i in range(len(names), count)]
 
-    def reply_value(self, value, arrays: list, changed: list[int] = (), names: dict | None = None) -> None:
-        """Answer with ``value`` as plain data (handles for what is not)."""
+    def reply_value(self, value, arrays: list, changed: list[int] = (), names: dict | None = None,
+                    edited: list[list[str]] = ()) -> None:
+        """Answer with ``value`` as plain data (handles for what is not).
+
+        ``changed`` are the argument arrays the call changed in place; ``edited`` names the arguments whose
+        lists or dicts it changed (an item added, removed or replaced), each as [name, "list" or "dict" …].
+        """
         encoder = self.wire.Encoder(lambda obj: self.keep(obj, arrays), alias=lambda a: self.alias(a, arrays))
         tree = {"t": "f"} if callable(value) and not isinstance(value, type) else encoder.encode(value)
         changes = {str(i): encoder.blob(self.wire.array_bytes(arrays[i])) for i in changed}
-        self.reply({"ok": tree, "changed": changes, "names": names or {}}, encoder.blobs)
+        self.reply({"ok": tree, "changed": changes, "names": names or {}, "edited": list(edited)}, encoder.blobs)
 
     @staticmethod
     def alias(value, arrays: list) -> dict | None:

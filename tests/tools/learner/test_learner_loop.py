@@ -306,3 +306,39 @@ def test_a_check_cut_short_by_a_stub_says_which_function_it_waits_for():
     failing = [*cases[:2], Result(nodeid="t::9", chapter=None, step=None, title=cases[0].title, status="failed")]
     line = next(x for x in chapter_view(failing, "x", {}) if "start must be" in x)
     assert "waits for" not in line, line  # a real failure is shown in full below, not excused
+
+
+# -- failure messages -------------------------------------------------------------------------------------
+def test_failed_checks_show_their_messages_without_pytest_checks_frame_or_the_rewritten_assertion():
+    from kata.judge.plugin import _checks_failed
+
+    raw = (".nox/chapter15/lib/python3.11/site-packages/pytest_check/plugin.py:76: in pytest_runtest_makereport\n"
+           "    raise AssertionError(report.longrepr)\n"
+           "E   AssertionError: FAILURE: the loaded params['W']: not the same bits — expected array([1.,\n"
+           "E          2.]), got array([1., 2.], dtype=float32)\n"
+           "E   assert (True and dtype('float32') == <class 'numpy.float64'>)\n"
+           "E    +  where True = isinstance(array([1., 2.], dtype=float32), <class 'numpy.ndarray'>)\n"
+           "E   \n"
+           "E   FAILURE: decode([195]) gave '', expected '�'\n"
+           "E   assert '' == '�'\n"
+           "E   ------------------------------------------------------------\n"
+           "E   Failed Checks: 2\n")
+    assert _checks_failed(raw).splitlines() == [
+        "FAILURE: the loaded params['W']: not the same bits — expected array([1.,",
+        "       2.]), got array([1., 2.], dtype=float32)",
+        "FAILURE: decode([195]) gave '', expected '�'",
+    ]
+    assert _checks_failed("E   assert 1 == 2") == "E   assert 1 == 2", "anything else is shown as it came"
+
+
+def test_whole_numbers_for_whole_numbers_are_shown_without_float64_or_a_tolerance():
+    from kata.judge import answer_key, checks
+
+    ids = answer_key.load(14).step("14.1")
+    with pytest.raises(pytest.fail.Exception) as info:
+        checks.expect(ids, [97, 97, 97, 98, 233, 97, 97, 97, 98, 97, 99])
+    assert "(whole numbers)" in str(info.value) and "tolerance" not in str(info.value), str(info.value)
+    norm = answer_key.load(15).step("15.5")  # a float that happens to be whole: its float64 label stays
+    with pytest.raises(pytest.fail.Exception) as info:
+        checks.expect(norm, 17.0)
+    assert "(exact float64)" in str(info.value) and "tolerance rtol" in str(info.value), str(info.value)

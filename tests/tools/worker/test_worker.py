@@ -104,6 +104,46 @@ def apply(f, x):
 def exists(path):
     import os
     return os.path.exists(path)
+
+
+def counted(ids):
+    import collections
+    return collections.Counter(zip(ids, ids[1:])), collections.defaultdict(int, a=1)
+
+
+def merged_in_place(ids):
+    ids[:] = ids[1:]
+    return ids
+
+
+def popped(counts):
+    counts.pop(min(counts))
+    return len(counts)
+
+
+def stepped(state):
+    state["step"] += 1
+    return None
+
+
+def moved(state):
+    state["m"]["W"] = state["m"]["W"] + 1.0
+    return None
+
+
+def put_back(ids, state):
+    ids.append(0)
+    ids.pop()
+    state["step"] = state["step"] + 0
+    return len(ids)
+
+
+class Box(dict):
+    pass
+
+
+def boxed():
+    return Box(a=1)
 '''
 
 
@@ -151,6 +191,30 @@ def test_an_argument_changed_in_place_fails_naming_the_function_and_the_argument
     with pytest.raises(proxy.ChangedItsInput, match="scale_in_place changed its argument `x` in place"):
         call(worker, "scale_in_place", x, 3.0)
     assert np.array_equal(x, np.ones(3)), "the caller's array is left as it was"
+
+
+@pytest.mark.parametrize(("name", "given", "named"), [
+    ("merged_in_place", ([1, 2, 3],), "ids"),  # ids[:] = ...: chapter 14's merge_pair in place
+    ("popped", ({(1, 2): 3, (2, 3): 1},), "counts"),
+    ("stepped", ({"step": 1, "m": {}},), "state"),  # chapter 15's state["step"] += 1
+    ("moved", ({"m": {"W": np.zeros(2)}},), "state"),  # an array of a dict replaced by a new one
+])
+def test_a_list_or_dict_changed_in_place_fails_naming_the_argument(worker, name, given, named):
+    before = repr(given)
+    with pytest.raises(proxy.ChangedItsInput, match=rf"{name} changed its argument `{named}` in place: an item of the (list|dict)"):
+        call(worker, name, *given)
+    assert repr(given) == before, "the caller's argument is left as it was"
+
+
+def test_a_list_or_dict_put_back_as_it_came_passes(worker):
+    assert call(worker, "put_back", [1, 2, 300], {"step": 2**70, "m": {}}) == 3
+
+
+def test_the_standard_librarys_dicts_cross_as_dicts_and_a_learners_own_stays_behind_a_handle(worker):
+    counts, default = call(worker, "counted", [1, 1, 1, 2])
+    assert type(counts) is dict and counts == {(1, 1): 2, (1, 2): 1}
+    assert type(default) is dict and default == {"a": 1}
+    assert isinstance(call(worker, "boxed"), wire.Handle)
 
 
 def test_objects_that_are_not_plain_data_stay_in_the_worker_behind_a_handle(worker):
