@@ -240,7 +240,8 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
             n_heads is not a whole number ≥ 1 (the message names ``n_heads``), does not divide d_model (the
             message says "divisible") or leaves an odd d_head (the message says "odd"); if params is not a
             dict (the message names ``params`` and the type it got, e.g. list), lacks a weight or has one of the
-            wrong shape (the message names it, e.g. ``WO``, and its shape); or if cache is neither None nor such
+            wrong shape (the message names it, e.g. ``WO`` or ``WK``, and its shape); or if cache is neither None
+            nor such
             a dict: not a dict (the message names ``cache`` and the type it got, e.g. list), without ``K`` or
             ``V``, or an array of another shape (the message names ``cache``, ``K`` or ``V`` and the shapes).
 
