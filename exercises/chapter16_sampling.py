@@ -23,7 +23,8 @@ Worksheet: this course's own (Part II goes beyond the book): see docs/chapters/1
 
 Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
 documented fails its checks, saying so; ids may be a list of ints); a float may be any NumPy float or a
-0-d array; a whole number is a Python or NumPy int (not a bool, not a float).
+0-d array; a number (a temperature, p, u) is a Python or NumPy int or float or a 0-d array of one, never a bool
+or a string; a whole number is a Python or NumPy int (not a bool, not a float).
 """
 
 import math  # noqa: F401 - yours to use
@@ -49,7 +50,7 @@ def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarr
 
     Args:
         logits: one score per token of the vocabulary, shape (vocab,), every entry finite.
-        temperature: T, a finite number > 0.
+        temperature: T, a finite number > 0 (a number as the module says: not a bool, not a string).
 
     Returns:
         Probabilities, float64, shape (vocab,), summing to 1. logits is not modified.
@@ -205,9 +206,11 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
         ValueError: if x_new is not 2-D with at least one row (the message names ``x_new`` and its shape); if
             n_heads is not a whole number ≥ 1 (the message names ``n_heads``), does not divide d_model (the
             message says "divisible") or leaves an odd d_head (the message says "odd"); if params is not a
-            dict, lacks a weight or has one of the wrong shape (the message names it, e.g. ``WO``); or if
-            cache is neither None nor such a dict: not a dict, without ``K`` or ``V``, or an array of another
-            shape (the message names ``cache`` and, where it is one, ``K`` or ``V`` and the shapes).
+            dict (the message names ``params`` and the type it got, e.g. list), lacks a weight or has one of the
+            wrong shape (the message names it, e.g. ``WO`` or ``WK``, and its shape); or if cache is neither None
+            nor such
+            a dict: not a dict (the message names ``cache`` and the type it got, e.g. list), without ``K`` or
+            ``V``, or an array of another shape (the message names ``cache``, ``K`` or ``V`` and the shapes).
 
     See docs: chapter 16, step 16.6.
     """
@@ -237,9 +240,10 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
 
     Raises:
         ValueError: if x_new is not 2-D with at least one row (the message names ``x_new``); if params is not
-            a dict or does not have exactly those keys (the message names a missing key, e.g. ``g2``, or one
-            that does not belong); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or
-            ``W_up``); or as ``attention_with_cache`` and chapter 13's ``swiglu``.
+            a dict (the message names ``params`` and the type it got, e.g. list) or does not have exactly those
+            keys (the message names a missing key, e.g. ``g2``, or one that does not belong, e.g. ``bias``); if
+            a parameter has the wrong shape (the message names it, e.g. ``g1`` or ``W_up``, and its shape); or
+            as ``attention_with_cache`` and chapter 13's ``swiglu``.
 
     See docs: chapter 16, step 16.7.
     """
@@ -269,10 +273,13 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
 
     Raises:
         ValueError: if ids is not 1-D with at least one whole number (the message names ``ids``) or has an id
-            outside 0 … vocab − 1 (the message names the id); if model is not a dict or lacks a key (the
-            message names it, e.g. ``W_out``); if tok_emb, g_final or W_out has the wrong shape or blocks is
-            not a non-empty list (the message names it); if caches is neither None nor a list with one entry
-            per block (the message names ``caches`` and both lengths); or as ``block_with_cache``.
+            outside 0 … vocab − 1 (the message names the id); if model is not a dict
+            (the message names ``model`` and the type it got, e.g. list) or lacks a key (the message names it,
+            e.g. ``W_out``); if tok_emb is not 2-D, g_final or W_out has the wrong shape, or blocks is not a
+            non-empty list (the message names it, e.g. ``tok_emb`` or ``blocks``, and the shape it has); if
+            caches is neither None nor a list (the message names ``caches`` and the type it got, e.g. dict) or
+            has not one entry per block (the message names ``caches`` and both lengths); or as
+            ``block_with_cache``.
 
     See docs: chapter 16, step 16.8.
     """

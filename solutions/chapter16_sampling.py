@@ -23,7 +23,8 @@ Worksheet: this course's own (Part II goes beyond the book): see docs/chapters/1
 
 Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
 documented fails its checks, saying so; ids may be a list of ints); a float may be any NumPy float or a
-0-d array; a whole number is a Python or NumPy int (not a bool, not a float).
+0-d array; a number (a temperature, p, u) is a Python or NumPy int or float or a 0-d array of one, never a bool
+or a string; a whole number is a Python or NumPy int (not a bool, not a float).
 """
 
 import math
@@ -49,7 +50,7 @@ def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarr
 
     Args:
         logits: one score per token of the vocabulary, shape (vocab,), every entry finite.
-        temperature: T, a finite number > 0.
+        temperature: T, a finite number > 0 (a number as the module says: not a bool, not a string).
 
     Returns:
         Probabilities, float64, shape (vocab,), summing to 1. logits is not modified.
@@ -62,7 +63,9 @@ def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarr
     See docs: chapter 16, step 16.1.
     """
     z = _logits(logits)
-    _temperature(temperature, allow_zero=False)
+    _temperature(temperature)
+    if temperature == 0:
+        raise ValueError(f"temperature must be > 0 here (0, greedy, is choose_next's), got {temperature!r}")
     return softmax(z / temperature)  # (vocab,)
 
 
@@ -129,7 +132,7 @@ def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
         raise ValueError(f"top_p_filter: p must be a number with 0 < p <= 1, got {p!r}")
     order = np.argsort(-q, kind="stable")  # most likely first
     running = np.cumsum(q[order])  # (vocab,)
-    n = min(int(np.searchsorted(running, p, side="left")) + 1, len(q))  # the first sum >= p is kept
+    n = min(int(np.sum(running < p)) + 1, len(q))  # every sum still below p, and the first that reaches it
     kept = np.zeros_like(q)
     kept[order[:n]] = q[order[:n]]
     return kept / kept.sum()
@@ -195,7 +198,7 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
     See docs: chapter 16, step 16.5.
     """
     z = _logits(logits)
-    _temperature(temperature, allow_zero=True)
+    _temperature(temperature)
     if temperature == 0:
         return int(np.argmax(z))  # greedy: the first maximum
     probs = softmax_with_temperature(z, temperature)
@@ -236,16 +239,18 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
         ValueError: if x_new is not 2-D with at least one row (the message names ``x_new`` and its shape); if
             n_heads is not a whole number ≥ 1 (the message names ``n_heads``), does not divide d_model (the
             message says "divisible") or leaves an odd d_head (the message says "odd"); if params is not a
-            dict, lacks a weight or has one of the wrong shape (the message names it, e.g. ``WO``); or if
-            cache is neither None nor such a dict: not a dict, without ``K`` or ``V``, or an array of another
-            shape (the message names ``cache`` and, where it is one, ``K`` or ``V`` and the shapes).
+            dict (the message names ``params`` and the type it got, e.g. list), lacks a weight or has one of the
+            wrong shape (the message names it, e.g. ``WO`` or ``WK``, and its shape); or if cache is neither None
+            nor such
+            a dict: not a dict (the message names ``cache`` and the type it got, e.g. list), without ``K`` or
+            ``V``, or an array of another shape (the message names ``cache``, ``K`` or ``V`` and the shapes).
 
     See docs: chapter 16, step 16.6.
     """
-    x = np.asarray(x_new, dtype=np.float64)
-    _rows(x, "x_new")
+    x = np.asarray(x_new)
+    _rows(x)
     d_head = _heads(x.shape[1], n_heads)
-    W = _weights(params, ATTENTION_KEYS, x.shape[1], "params")
+    W = _weights(params, x.shape[1])
     K_old, V_old = _cache(cache, n_heads, d_head)
     t, m = K_old.shape[1], len(x)
     Q = apply_rope(split_heads(x @ W["WQ"], n_heads), start=t)  # (n_heads, m, d_head), from position t
@@ -253,7 +258,7 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     K = np.concatenate([K_old, K_new], axis=1)  # (n_heads, t+m, d_head)
     V = np.concatenate([V_old, split_heads(x @ W["WV"], n_heads)], axis=1)  # values are not rotated
     mask = np.arange(t + m)[None, :] <= t + np.arange(m)[:, None]  # (m, t+m): row i sees positions 0 … t+i
-    heads = [scaled_dot_product_attention(q, k, v, mask=mask)[0] for q, k, v in zip(Q, K, V, strict=True)]
+    heads = [scaled_dot_product_attention(Q[h], K[h], V[h], mask=mask)[0] for h in range(n_heads)]
     return merge_heads(np.stack(heads)) @ W["WO"], {"K": K, "V": V}  # (m, d_model)
 
 
@@ -280,15 +285,16 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
 
     Raises:
         ValueError: if x_new is not 2-D with at least one row (the message names ``x_new``); if params is not
-            a dict or does not have exactly those keys (the message names a missing key, e.g. ``g2``, or one
-            that does not belong); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or
-            ``W_up``); or as ``attention_with_cache`` and chapter 13's ``swiglu``.
+            a dict (the message names ``params`` and the type it got, e.g. list) or does not have exactly those
+            keys (the message names a missing key, e.g. ``g2``, or one that does not belong, e.g. ``bias``); if
+            a parameter has the wrong shape (the message names it, e.g. ``g1`` or ``W_up``, and its shape); or
+            as ``attention_with_cache`` and chapter 13's ``swiglu``.
 
     See docs: chapter 16, step 16.7.
     """
-    x = np.asarray(x_new, dtype=np.float64)
-    _rows(x, "x_new")
-    _block(params, x.shape[1], "params")
+    x = np.asarray(x_new)
+    _rows(x)
+    _block(params, x.shape[1])
     a, new_cache = attention_with_cache(rms_norm(x, params["g1"]), params, n_heads, cache)
     x1 = x + a  # the stream itself is never normalised
     f, _ = swiglu(rms_norm(x1, params["g2"]), params["W_gate"], params["W_up"], params["W_down"])
@@ -318,26 +324,31 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
 
     Raises:
         ValueError: if ids is not 1-D with at least one whole number (the message names ``ids``) or has an id
-            outside 0 … vocab − 1 (the message names the id); if model is not a dict or lacks a key (the
-            message names it, e.g. ``W_out``); if tok_emb, g_final or W_out has the wrong shape or blocks is
-            not a non-empty list (the message names it); if caches is neither None nor a list with one entry
-            per block (the message names ``caches`` and both lengths); or as ``block_with_cache``.
+            outside 0 … vocab − 1 (the message names the id); if model is not a dict
+            (the message names ``model`` and the type it got, e.g. list) or lacks a key (the message names it,
+            e.g. ``W_out``); if tok_emb is not 2-D, g_final or W_out has the wrong shape, or blocks is not a
+            non-empty list (the message names it, e.g. ``tok_emb`` or ``blocks``, and the shape it has); if
+            caches is neither None nor a list (the message names ``caches`` and the type it got, e.g. dict) or
+            has not one entry per block (the message names ``caches`` and both lengths); or as
+            ``block_with_cache``.
 
     See docs: chapter 16, step 16.8.
     """
-    E, blocks, g_final, W_out = _model(model)
-    idx = _ids(ids, len(E), "ids")
+    E = _model(model)
+    idx = _ids(ids, len(E))
+    blocks = model["blocks"]
     if caches is None:
         caches = [None] * len(blocks)
-    if not isinstance(caches, (list, tuple)) or len(caches) != len(blocks):
-        got = len(caches) if isinstance(caches, (list, tuple)) else type(caches).__name__
-        raise ValueError(f"caches must be None or a list with one cache per block ({len(blocks)}), got {got}")
+    if not isinstance(caches, (list, tuple)):
+        raise ValueError(f"caches must be None or a list with one cache per block, got {type(caches).__name__}")
+    if len(caches) != len(blocks):
+        raise ValueError(f"caches holds {len(caches)} caches, but the model has {len(blocks)} blocks: one cache each")
     x = E[idx]  # (m, d_model)
     new_caches = []
-    for params, cache in zip(blocks, caches, strict=True):
-        x, cache = block_with_cache(x, params, n_heads, cache)
+    for b, params in enumerate(blocks):
+        x, cache = block_with_cache(x, params, n_heads, caches[b])
         new_caches.append(cache)
-    return rms_norm(x, g_final) @ W_out, new_caches  # (m, vocab)
+    return rms_norm(x, model["g_final"]) @ model["W_out"], new_caches  # (m, vocab)
 
 
 def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0, top_k: int | None = None,
@@ -371,21 +382,21 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
     See docs: chapter 16, step 16.9.
     """
     if np.size(prompt_ids) < 1:
-        raise ValueError("generate: prompt_ids must hold at least one id")
+        raise ValueError(f"generate: prompt_ids must hold at least one id, got {prompt_ids!r}")
     logits, caches = gpt_forward(prompt_ids, model, n_heads)  # prefill: the whole prompt at once
     out = []
-    for n, u in enumerate(us):
-        out.append(choose_next(logits[-1], u, temperature, top_k, top_p))
-        if n + 1 < len(us):  # the last token needs no forward after it
+    for u in us:
+        if out:  # the token chosen last goes in alone, after the cached positions
             logits, caches = gpt_forward([out[-1]], model, n_heads, caches)
+        out.append(choose_next(logits[-1], u, temperature, top_k, top_p))
     return out
 
 
 # -- checks and helpers (not part of the exercise) -----------------------------------------------------
 def _number(value) -> bool:
-    """A real number: a Python or NumPy int or float, or a 0-d array of one; never a bool."""
-    return not isinstance(value, (bool, np.bool_)) and np.ndim(value) == 0 and np.isrealobj(value) and \
-        np.issubdtype(np.asarray(value).dtype, np.number)
+    """A real number: a Python or NumPy int or float, or a 0-d array of one; never a bool or a string."""
+    value = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 def _logits(logits) -> np.ndarray:
@@ -393,7 +404,7 @@ def _logits(logits) -> np.ndarray:
     if z.ndim != 1 or len(z) < 1:
         raise ValueError(f"logits must be 1-D (vocab,) with at least one entry, got shape {z.shape}")
     if not np.all(np.isfinite(z)):
-        raise ValueError("logits has an entry that is not finite (nan or inf)")
+        raise ValueError(f"logits has an entry that is not finite (nan or inf): {z}")
     return z
 
 
@@ -406,11 +417,9 @@ def _probs(probs) -> np.ndarray:
     return q
 
 
-def _temperature(temperature, allow_zero: bool) -> None:
-    if not _number(temperature) or not math.isfinite(temperature) or temperature < 0 or \
-            (temperature == 0 and not allow_zero):
-        bound = ">= 0 (0 is greedy)" if allow_zero else "> 0"
-        raise ValueError(f"temperature must be a finite number {bound}, got {temperature!r}")
+def _temperature(temperature) -> None:
+    if not _number(temperature) or not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be a finite number >= 0 (0 is greedy), got {temperature!r}")
 
 
 def _uniform(u) -> None:
@@ -418,9 +427,9 @@ def _uniform(u) -> None:
         raise ValueError(f"sample_index: u must be a number with 0 <= u < 1, got {u!r}")
 
 
-def _rows(x: np.ndarray, what: str) -> None:
+def _rows(x: np.ndarray) -> None:
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"{what} must be 2-D (m, d_model) with at least one row, got shape {x.shape}")
+        raise ValueError(f"x_new must be 2-D (m, d_model) with at least one row, got shape {x.shape}")
 
 
 def _heads(d_model: int, n_heads) -> int:
@@ -434,43 +443,40 @@ def _heads(d_model: int, n_heads) -> int:
     return d_head
 
 
-def _shape(a, shape: tuple, what: str) -> None:
-    if np.shape(a) != tuple(shape):
-        raise ValueError(f"{what} has shape {np.shape(a)}, expected {tuple(shape)}")
-
-
-def _weights(params, keys: tuple, d_model: int, what: str) -> dict:
+def _weights(params, d_model: int) -> dict:
     if not isinstance(params, dict):
-        raise ValueError(f"{what} must be a dict with the keys {list(keys)}, got {type(params).__name__}")
-    missing = [k for k in keys if k not in params]
-    if missing:
-        raise ValueError(f"{what} lacks {', '.join(missing)}: attention needs {', '.join(keys)}")
-    for k in keys:
-        _shape(params[k], (d_model, d_model), f"{what}[{k!r}]")
-    return {k: np.asarray(params[k], dtype=np.float64) for k in keys}
+        raise ValueError(f"params must be a dict with the keys {ATTENTION_KEYS}, got {type(params).__name__}")
+    for k in ATTENTION_KEYS:
+        if k not in params:
+            raise ValueError(f"params lacks {k}: attention needs {ATTENTION_KEYS}")
+        if np.shape(params[k]) != (d_model, d_model):
+            raise ValueError(f"params[{k!r}] has shape {np.shape(params[k])}, expected {(d_model, d_model)}")
+    return params
 
 
-def _block(params, d_model: int, what: str) -> None:
+def _block(params, d_model: int) -> None:
     if not isinstance(params, dict):
-        raise ValueError(f"{what} must be a dict with the keys {list(BLOCK_KEYS)}, got {type(params).__name__}")
-    missing = [k for k in BLOCK_KEYS if k not in params]
-    if missing:
-        raise ValueError(f"{what} lacks {', '.join(missing)}")
-    extra = sorted(str(k) for k in params if k not in BLOCK_KEYS)
-    if extra:
-        raise ValueError(f"{what} has keys a block does not use: {', '.join(extra)}")
-    for key in ("g1", "g2"):  # the other weights are checked where they are used, by name
-        _shape(params[key], (d_model,), f"{what}[{key!r}]")
+        raise ValueError(f"params must be a dict with the keys {BLOCK_KEYS}, got {type(params).__name__}")
+    for k in BLOCK_KEYS:
+        if k not in params:
+            raise ValueError(f"params lacks {k}: a block needs {BLOCK_KEYS}")
+    for k in params:
+        if k not in BLOCK_KEYS:
+            raise ValueError(f"params has the key {k!r}, which a block does not use")
+    for k in ("g1", "g2"):  # the other weights are checked where they are used, by name
+        if np.shape(params[k]) != (d_model,):
+            raise ValueError(f"params[{k!r}] has shape {np.shape(params[k])}, expected {(d_model,)}")
 
 
 def _cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
     if cache is None:
-        empty = np.zeros((n_heads, 0, d_head))
-        return empty, empty
-    if not isinstance(cache, dict) or "K" not in cache or "V" not in cache:
-        got = f"keys {sorted(map(str, cache))}" if isinstance(cache, dict) else type(cache).__name__
-        raise ValueError(f"cache must be None or a dict with the keys K and V, got {got}")
-    K, V = np.asarray(cache["K"], dtype=np.float64), np.asarray(cache["V"], dtype=np.float64)
+        return np.zeros((n_heads, 0, d_head)), np.zeros((n_heads, 0, d_head))
+    if not isinstance(cache, dict):
+        raise ValueError(f"cache must be None or a dict with the keys K and V, got {type(cache).__name__}")
+    for k in ("K", "V"):
+        if k not in cache:
+            raise ValueError(f"cache lacks {k}: a cache is a dict with the keys K and V, or None")
+    K, V = np.asarray(cache["K"]), np.asarray(cache["V"])
     if K.ndim != 3 or K.shape[0] != n_heads or K.shape[2] != d_head:
         raise ValueError(f"cache K has shape {K.shape}, expected (n_heads, t, d_head) = ({n_heads}, t, {d_head})")
     if V.shape != K.shape:
@@ -478,29 +484,31 @@ def _cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
     return K, V
 
 
-def _ids(ids, vocab: int, what: str) -> np.ndarray:
+def _ids(ids, vocab: int) -> np.ndarray:
     a = np.asarray(ids)
     if a.ndim != 1 or len(a) < 1 or not np.issubdtype(a.dtype, np.integer):
-        raise ValueError(f"{what} must be a 1-D array of whole numbers with at least one id, got {ids!r}")
-    bad = [int(i) for i in a if not 0 <= i < vocab]
-    if bad:
-        raise ValueError(f"{what}: id {bad[0]} is outside the vocabulary 0 … {vocab - 1}")
+        raise ValueError(f"ids must be a 1-D array of whole numbers with at least one id, got {ids!r}")
+    for i in a:
+        if not 0 <= i < vocab:
+            raise ValueError(f"ids: id {i} is outside the vocabulary of {vocab} tokens")
     return a
 
 
-def _model(model) -> tuple:
+def _model(model) -> np.ndarray:
     if not isinstance(model, dict):
-        raise ValueError(f"model must be a dict with the keys {list(MODEL_KEYS)}, got {type(model).__name__}")
-    missing = [k for k in MODEL_KEYS if k not in model]
-    if missing:
-        raise ValueError(f"model lacks {', '.join(missing)}")
-    E = np.asarray(model["tok_emb"], dtype=np.float64)
-    if E.ndim != 2 or E.shape[0] < 1 or E.shape[1] < 1:
+        raise ValueError(f"model must be a dict with the keys {MODEL_KEYS}, got {type(model).__name__}")
+    for k in MODEL_KEYS:
+        if k not in model:
+            raise ValueError(f"model lacks {k}: a model is a dict with the keys {MODEL_KEYS}")
+    E = np.asarray(model["tok_emb"])
+    if E.ndim != 2:
         raise ValueError(f"model['tok_emb'] must be 2-D (vocab, d_model), got shape {E.shape}")
     vocab, d_model = E.shape
     blocks = model["blocks"]
-    if not isinstance(blocks, (list, tuple)) or len(blocks) < 1:
-        raise ValueError(f"model['blocks'] must be a non-empty list of block dicts, got {type(blocks).__name__}")
-    _shape(model["g_final"], (d_model,), "model['g_final']")
-    _shape(model["W_out"], (d_model, vocab), "model['W_out']")
-    return E, blocks, np.asarray(model["g_final"], dtype=np.float64), np.asarray(model["W_out"], dtype=np.float64)
+    if not isinstance(blocks, (list, tuple)) or not blocks:
+        raise ValueError(f"model['blocks'] must be a non-empty list of block dicts, got {blocks!r:.80}")
+    if np.shape(model["g_final"]) != (d_model,):
+        raise ValueError(f"model['g_final'] has shape {np.shape(model['g_final'])}, expected {(d_model,)}")
+    if np.shape(model["W_out"]) != (d_model, vocab):
+        raise ValueError(f"model['W_out'] has shape {np.shape(model['W_out'])}, expected {(d_model, vocab)}")
+    return E

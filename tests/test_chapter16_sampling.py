@@ -172,6 +172,24 @@ def test_top_p_filter_on_other_sizes_and_ties(ch, case):
                      SNAP[f"{k}/index_order"])])
 
 
+def test_one_token_is_a_whole_distribution(ch):
+    """a vocabulary of one token: probability 1 at any temperature, kept by every filter, drawn by every u"""
+    one = np.array([1.0])
+    close(ch.softmax_with_temperature(np.array([0.7]), 2.0), one, "softmax_with_temperature([0.7], 2)", kind="array")
+    close(ch.top_k_filter(one, 1), one, "top_k_filter([1], 1)", kind="array")
+    close(ch.top_p_filter(one, 0.5), one, "top_p_filter([1], 0.5)", kind="array")
+    close(returned(ch.sample_index(one, 0.99), "int", "sample_index([1], 0.99)"), 0, "sample_index([1], 0.99)")
+    close(returned(ch.choose_next(np.array([-3.0]), 0.5), "int", "choose_next([-3], 0.5)"), 0, "choose_next([-3], 0.5)")
+
+
+def test_top_p_stops_at_a_running_sum_exactly_equal_to_p(ch):
+    """[0.25, 0.5, 0, 0.25] with p = 0.75: 0.5 + 0.25 is exactly 0.75, which reaches p: two tokens, not three"""
+    got = ch.top_p_filter(np.array([0.25, 0.5, 0.0, 0.25]), 0.75)
+    close(got, np.array([1.0, 2.0, 0.0, 0.0]) / 3, "top_p_filter([0.25, 0.5, 0, 0.25], p = 0.75): tokens 1 and 0 "
+          "(the tie of 0.25 goes to the lower index) reach 0.75 exactly", kind="array",
+          mistakes=[("a running sum equal to p treated as not reaching it", np.array([0.25, 0.5, 0.0, 0.25]))])
+
+
 def test_the_filters_keep_everything_at_their_limits(ch):
     """top_k with k = vocab (or more) and top_p with p = 1 keep every token: the distribution comes back as it was"""
     for probs in (SNAP["top_k/0/probs"], SNAP["top_p/2/probs"], np.array([0.5, 0.0, 0.5])):
@@ -228,6 +246,16 @@ def test_choose_next_on_other_sizes(ch, case):
     got = [returned(ch.choose_next(z, float(u), **kw), "int", f"choose_next(logits, {u}, **{kw})") for u in us]
     close(np.array(got), SNAP[f"{k}/out"], f"choose_next, {len(z)} logits, {kw}", inputs={"logits": z},
           mistakes=[(MULTIPLIED, SNAP[f"{k}/multiplied"])] if T else [])
+
+
+def test_choose_next_defaults_to_temperature_one_without_filters(ch):
+    """choose_next(logits, u) with nothing else draws from softmax(z) itself: temperature 1, no top-k, no top-p"""
+    z = SNAP["choose/1/logits"] / 4  # a flat distribution: every u draws what T = 1 says, not what T = 2 would
+    for u in (0.05, 0.3, 0.55, 0.8, 0.97):
+        want = ch.sample_index(ch.softmax_with_temperature(z, 1.0), u)
+        close(returned(ch.choose_next(z, u), "int", "choose_next(logits, u)"), want,
+              f"choose_next(logits, u = {u}) against sample_index(softmax_with_temperature(logits, 1), u), your own "
+              "functions: the defaults are temperature 1.0, top_k None, top_p None")
 
 
 def test_choose_next_at_temperature_zero_is_the_argmax(ch):
@@ -323,6 +351,7 @@ def test_generate_picks_what_the_full_forward_picks_at_every_step(ch, case):
     model, n = model_of(k)
     prompt, us = [int(i) for i in SNAP[f"{k}/prompt"]], [float(u) for u in SNAP[f"{k}/us"]]
     kw = {"temperature": SNAP.number(f"{k}/temperature"), "top_k": option(k, "top_k"), "top_p": option(k, "top_p")}
+    kw = {name: v for name, v in kw.items() if v != {"temperature": 1.0}.get(name)}  # the defaults left to generate
     got = ints(ch.generate(prompt, model, n, us, **kw), "generate")
     close(np.array(got), SNAP[f"{k}/ids"], f"generate({prompt}, {len(us)} draws, {kw})")
 
@@ -369,15 +398,19 @@ def test_nothing_given_is_modified(ch):
 def test_sampling_names_a_bad_temperature_k_p_or_u(ch):
     """T ≤ 0, nan or inf; k = 0, 2.0 or True; p = 0, 1.5 or nan; u = −0.1, 1 or nan: ValueError naming it"""
     z, p = np.array([1.0, 3.0, 0.0, 2.0]), np.array([0.25, 0.5, 0.0, 0.25])
-    for T in (0.0, -1.0, np.nan, np.inf):
+    for T in (0.0, -1.0, np.nan, np.inf, "2", True):
         raises_clearly(lambda T=T: ch.softmax_with_temperature(z, T), ValueError, names=("temperature",))
-    raises_clearly(lambda: ch.choose_next(z, 0.5, temperature=-0.5), ValueError, names=("temperature",))
+    for T in (-0.5, "1", -np.inf):
+        raises_clearly(lambda T=T: ch.choose_next(z, 0.5, temperature=T), ValueError, names=("temperature",))
     for k in (0, 2.0, True, -1):
         raises_clearly(lambda k=k: ch.top_k_filter(p, k), ValueError, names=("k",))
-    for top in (0.0, 1.5, np.nan, -0.2):
+    for top in (0.0, 1.5, np.nan, -0.2, True, "0.5"):
         raises_clearly(lambda top=top: ch.top_p_filter(p, top), ValueError, names=("p",))
-    for u in (-0.1, 1.0, np.nan, 2.0):
+    for u in (-0.1, 1.0, np.nan, 2.0, "0.5", False):
         raises_clearly(lambda u=u: ch.sample_index(p, u), ValueError, names=("u",))
+    for u in (np.float32(0.3), np.array(0.3), 0):  # a NumPy float, a 0-d array and an int are numbers
+        close(returned(ch.sample_index(p, u), "int", f"sample_index(probs, {u!r})"), 0 if u == 0 else 1,
+              f"sample_index({p.tolist()}, u = {u!r})")
     raises_clearly(lambda: ch.choose_next(z, 1.5), ValueError, names=("u",))
 
 
@@ -402,22 +435,39 @@ def test_the_cached_attention_names_what_does_not_fit(ch):
     raises_clearly(lambda: ch.attention_with_cache(x, W, 3, None), ValueError, "divisible")
     raises_clearly(lambda: ch.attention_with_cache(np.ones((1, 6)), {k: np.eye(6) for k in W}, 2, None), ValueError,
                    "odd")
-    raises_clearly(lambda: ch.attention_with_cache(x, W, True, None), ValueError, names=("n_heads",))
+    for bad in (True, 0, 2.0):
+        raises_clearly(lambda bad=bad: ch.attention_with_cache(x, W, bad, None), ValueError, names=("n_heads",))
+    raises_clearly(lambda: ch.attention_with_cache(np.ones((1, 1)), {k: np.eye(1) for k in W}, 1, None), ValueError,
+                   "odd", hint="one feature and one head: d_head = 1 is odd, RoPE needs pairs")
+    raises_clearly(lambda: ch.attention_with_cache(x, list(W.values()), 2, None), ValueError, "list", names=("params",))
+    raises_clearly(lambda: ch.attention_with_cache(x, dict(W, WK=np.ones((8, 4))), 2, None), ValueError, "(8, 4)",
+                   names=("WK",))
     raises_clearly(lambda: ch.attention_with_cache(x, {k: v for k, v in W.items() if k != "WO"}, 2, None),
                    ValueError, names=("WO",))
     raises_clearly(lambda: ch.attention_with_cache(x, W, 2, {"K": cache["K"]}), ValueError, names=("cache", "V"))
-    raises_clearly(lambda: ch.attention_with_cache(x, W, 2, [cache["K"], cache["V"]]), ValueError, names=("cache",))
-    raises_clearly(lambda: ch.attention_with_cache(x, W, 2, {"K": np.zeros((4, 3, 2)), "V": np.zeros((4, 3, 2))}),
-                   ValueError, "(4, 3, 2)", names=("cache", "K"))
+    raises_clearly(lambda: ch.attention_with_cache(x, W, 2, [cache["K"], cache["V"]]), ValueError, "list",
+                   names=("cache",))
+    for shape in ((4, 3, 4), (2, 3, 2), (3, 4), (4, 3, 2)):  # the wrong heads, the wrong width, 2-D, both wrong
+        raises_clearly(lambda shape=shape: ch.attention_with_cache(x, W, 2, {"K": np.zeros(shape), "V": np.zeros(shape)}),
+                       ValueError, str(shape), names=("cache", "K"))
     raises_clearly(lambda: ch.attention_with_cache(x, W, 2, {"K": cache["K"], "V": np.zeros((2, 2, 4))}),
                    ValueError, "(2, 2, 4)", names=("cache", "V"))
     raises_clearly(lambda: ch.block_with_cache(x, {k: v for k, v in W.items()}, 2, None), ValueError, names=("g1",))
+    block = SNAP.tree("block/0/params")
+    raises_clearly(lambda: ch.block_with_cache(x, list(block.values()), 2, None), ValueError, "list", names=("params",))
+    raises_clearly(lambda: ch.block_with_cache(x, dict(block, bias=np.zeros(8)), 2, None), ValueError, "bias",
+                   hint="the message should name the key that does not belong, so a misspelt one shows")
+    for key in ("g1", "g2"):
+        raises_clearly(lambda key=key: ch.block_with_cache(x, dict(block, **{key: np.ones(5)}), 2, None), ValueError,
+                       "(5,)", names=(key,))
+    raises_clearly(lambda: ch.block_with_cache(np.ones(8), block, 2, None), ValueError, "(8,)", names=("x_new",))
 
 
 def test_the_model_names_what_does_not_fit(ch):
     """an id outside the vocabulary, ids not whole numbers, a missing model key, caches of the wrong length"""
     model, n = model_of("model/0")
     vocab = model["tok_emb"].shape[0]
+    raises_clearly(lambda: ch.gpt_forward(np.array([1, vocab + 2]), model, n), ValueError, str(vocab + 2))
     raises_clearly(lambda: ch.gpt_forward(np.array([1, vocab]), model, n), ValueError, str(vocab))
     raises_clearly(lambda: ch.gpt_forward(np.array([1, -1]), model, n), ValueError, "-1")
     raises_clearly(lambda: ch.gpt_forward(np.array([1.0, 2.0]), model, n), ValueError, names=("ids",))
@@ -426,8 +476,18 @@ def test_the_model_names_what_does_not_fit(ch):
                    ValueError, names=("W_out",))
     raises_clearly(lambda: ch.gpt_forward(np.array([1]), dict(model, g_final=np.ones(3)), n), ValueError, "(3,)",
                    names=("g_final",))
+    raises_clearly(lambda: ch.gpt_forward(np.array([1]), dict(model, W_out=np.ones((8, 3))), n), ValueError, "(8, 3)",
+                   names=("W_out",))
+    raises_clearly(lambda: ch.gpt_forward(np.array([1]), dict(model, tok_emb=np.ones(8)), n), ValueError, "(8,)",
+                   names=("tok_emb",))
+    raises_clearly(lambda: ch.gpt_forward(np.array([1]), list(model.values()), n), ValueError, "list", names=("model",))
+    for bad in ([], {"0": model["blocks"][0]}):
+        raises_clearly(lambda bad=bad: ch.gpt_forward(np.array([1]), dict(model, blocks=bad), n), ValueError,
+                       names=("blocks",))
     _, caches = ch.gpt_forward(np.array([1, 2]), model, n)
     raises_clearly(lambda: ch.gpt_forward(np.array([3]), model, n, caches[:1]), ValueError, "1", "2",
+                   names=("caches",))
+    raises_clearly(lambda: ch.gpt_forward(np.array([3]), model, n, dict(enumerate(caches))), ValueError, "dict",
                    names=("caches",))
     raises_clearly(lambda: ch.generate([], model, n, [0.5]), ValueError, names=("prompt_ids",))
     raises_clearly(lambda: ch.generate([1], model, n, [0.5], temperature=-1.0), ValueError, names=("temperature",))

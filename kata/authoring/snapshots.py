@@ -1251,7 +1251,7 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"model/{i}", model=model, n_heads=n, ids=ids, chunks=np.array(chunks), logits=full_forward(model, ids, n),
             **{mode: decode(model, ids, chunks, n, mode) for mode in ("restart", "twice", "unmasked")})
     for i, (vocab, d_model, n, prompt_len, n_new, T, k, top) in enumerate(
-            [(11, 8, 2, 3, 8, 1.0, None, None), (13, 4, 1, 1, 6, 0.7, 5, None), (9, 12, 3, 4, 7, 1.2, None, 0.8),
+            [(11, 8, 2, 3, 8, 1.0, None, None), (13, 4, 1, 1, 6, 1.5, 2, None), (9, 12, 3, 4, 7, 1.5, None, 0.5),
              (10, 8, 4, 2, 5, 0.0, None, None)]):
         model = random_gpt(vocab, d_model, 2 * d_model, 2, rng)
         prompt = [int(v) for v in rng.integers(0, vocab, size=prompt_len)]

@@ -153,7 +153,7 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     if cache is None:
         K0 = V0 = np.zeros((n_heads, 0, d_head))
     elif not isinstance(cache, dict) or "K" not in cache or "V" not in cache:
-        raise ValueError("cache must be None or a dict with K and V")
+        raise ValueError(f"cache must be None or a dict with K and V, got {type(cache).__name__}")
     else:
         K0, V0 = np.asarray(cache["K"]), np.asarray(cache["V"])
         if K0.ndim != 3 or K0.shape[0] != n_heads or K0.shape[2] != d_head:
@@ -193,7 +193,9 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
 
 def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> tuple[np.ndarray, list]:
     """tok_emb rows, the blocks with their caches, RMSNorm_g_final, W_out."""
-    if not isinstance(model, dict) or any(k not in model for k in MODEL_KEYS):
+    if not isinstance(model, dict):
+        raise ValueError(f"model must be a dict, not a {type(model).__name__}")
+    if any(k not in model for k in MODEL_KEYS):
         lacking = [k for k in MODEL_KEYS if not isinstance(model, dict) or k not in model]
         raise ValueError(f"model must be a dict with {', '.join(MODEL_KEYS)}; it lacks {', '.join(lacking)}")
     E = np.asarray(model["tok_emb"])
@@ -212,9 +214,10 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
         raise ValueError(f"ids holds {bad[0]}, outside 0 … {vocab - 1}")
     n_blocks = len(model["blocks"])
     caches = [None] * n_blocks if caches is None else caches
-    if not isinstance(caches, (list, tuple)) or len(caches) != n_blocks:
-        raise ValueError(f"caches needs {n_blocks} entries (one per block), got "
-                         f"{len(caches) if isinstance(caches, (list, tuple)) else caches!r}")
+    if not isinstance(caches, (list, tuple)):
+        raise ValueError(f"caches must be a list, got a {type(caches).__name__}")
+    if len(caches) != n_blocks:
+        raise ValueError(f"caches needs {n_blocks} entries (one per block), got {len(caches)}")
     x = E[idx]
     out = []
     for params, cache in zip(model["blocks"], caches, strict=True):
