@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import shlex
+import signal
+import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -20,7 +25,7 @@ import pytest
 from kata.learner import train
 from kata.learner.train.gpt_check import check_gpt_gradients
 
-from ..conftest import copy_solutions, tool
+from ..conftest import ROOT, copy_solutions, tool
 
 TINY = ["--model", "gpt", "--impl", "solutions", "--vocab-size", "260", "--d-model", "8", "--heads", "2",
         "--layers", "1", "--d-ff", "8", "--context", "8", "--batch", "2", "--steps", "20", "--warmup", "2",
@@ -67,22 +72,62 @@ def test_the_figures_are_pngs_with_something_drawn(run, name):
 
 
 def test_a_stopped_and_resumed_run_ends_with_the_same_parameters(run, tmp_path):
-    """--stop-at 10, then --resume: every parameter equal to the unbroken run's, bit for bit, and the same evals"""
-    stopped = tool("train", *TINY, "--runs", str(tmp_path), "--name", "tiny", "--stop-at", "10", timeout=240)
+    """--stop-at 10, then the command it prints: the unbroken run's parameters bit for bit; a finished run is left"""
+    name = "t$x=<字"  # a shell would expand $x and redirect at < if the printed command did not quote the name
+    stopped = tool("train", *TINY, "--runs", str(tmp_path), "--name", name, "--stop-at", "10", timeout=240)
     assert stopped.returncode == 0, stopped.stdout[-3000:] + stopped.stderr[-3000:]
-    assert "stopped after step 10" in stopped.stdout and not (tmp_path / "tiny" / "run.json").exists()
-    resumed = tool("train", "--model", "gpt", "--impl", "solutions", "--resume", "--runs", str(tmp_path), "--name",
-                   "tiny", timeout=240)
+    assert "stopped after step 10" in stopped.stdout and not (tmp_path / name / "run.json").exists()
+    printed = re.search(r"`(nox -s train -- [^`]*)` continues it", stopped.stdout)
+    assert printed, stopped.stdout
+    words = shlex.split(printed.group(1))
+    assert words[:7] == ["nox", "-s", "train", "--", "--model", "gpt", "--resume"] and name in words, words
+    resumed = tool("train", *words[4:], timeout=240)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     with np.load(run[0] / "model.npz", allow_pickle=False) as a, \
-            np.load(tmp_path / "tiny" / "model.npz", allow_pickle=False) as b:
+            np.load(tmp_path / name / "model.npz", allow_pickle=False) as b:
         assert set(a.files) == set(b.files)
         for key in a.files:
             assert np.array_equal(a[key], b[key]), f"{key} differs after resuming"
     first = json.loads((run[0] / "run.json").read_text(encoding="utf-8"))["evals"]
-    again = json.loads((tmp_path / "tiny" / "run.json").read_text(encoding="utf-8"))["evals"]
+    written = (tmp_path / name / "run.json").read_text(encoding="utf-8")
     assert [(e["step"], e["train_loss"], e["val_loss"]) for e in first] == \
-           [(e["step"], e["train_loss"], e["val_loss"]) for e in again]
+           [(e["step"], e["train_loss"], e["val_loss"]) for e in json.loads(written)["evals"]]
+    generate = re.search(r"next: (nox -s generate -- .*)", resumed.stdout)
+    assert generate and shlex.split(generate.group(1))[4] == str(tmp_path / name), resumed.stdout
+    again = tool("train", *words[4:], timeout=240)
+    assert again.returncode == 0 and "is a finished run (step 20 of 20): nothing to resume" in again.stdout, \
+        again.stdout[-3000:] + again.stderr[-3000:]
+    assert (tmp_path / name / "run.json").read_text(encoding="utf-8") == written, "a finished run is left as it was"
+
+
+def test_ctrl_c_names_the_command_that_resumes_this_run(tmp_path):
+    """Ctrl-C (SIGINT to the process group) after an evaluation: exit 130 and the command that resumes this run"""
+    name = "c$y=<字"
+    args = [*TINY[:TINY.index("--steps")], "--steps", "100000", "--warmup", "2", "--eval-every", "10"]
+    proc = subprocess.Popen([sys.executable, "-m", "kata", "train", *args, "--runs", str(tmp_path), "--name", name],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in proc.stdout:
+            if line.lstrip().startswith("step    10"):
+                break
+        deadline = time.monotonic() + 60
+        while not (tmp_path / name / "checkpoint.json").exists():
+            assert time.monotonic() < deadline, "no checkpoint after the evaluation of step 10"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err[-3000:]
+    said = re.search(r"stopped \(Ctrl-C\): the checkpoint of step \d+ is in .*: `(nox -s train -- [^`]*)` continues",
+                     err)
+    assert said, err[-3000:]
+    assert shlex.split(said.group(1))[4:] == ["--model", "gpt", "--resume", "--name", name, "--runs", str(tmp_path),
+                                              "--impl", "solutions"], said.group(1)
 
 
 def test_the_model_feeds_chapter_16_and_generate_streams_text(run):
