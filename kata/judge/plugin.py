@@ -536,7 +536,8 @@ def progress_view(results: list[Result], impl: str, broken: dict[int, str]) -> l
         s = f"{sum(r.status == 'passed' for r in steps)}/{len(steps)}"
         c = f"{sum(all(r.status == 'passed' for r in g) for _, g in groups)}/{len(groups)}"
         status = chapter_status(rs, broken.get(number, ""))
-        lines.append(f"  {number:<8} {ch.title[:34]:<34} {s:>7} {c:>7}  {status}")
+        title = ch.title if len(ch.title) <= 34 else ch.title[:33].rstrip(" ,") + "…"  # cut, and shown to be
+        lines.append(f"  {number:<8} {title:<34} {s:>7} {c:>7}  {status}")
         if next_step is None and status != "done":
             todo = next((r for r in rs if r.status != "passed"), None)
             next_step = (number, todo)
