@@ -142,6 +142,20 @@ def test_the_model_feeds_chapter_16_and_generate_streams_text(run):
     assert "KV cache" in proc.stderr and "top-p 0.9" in proc.stderr and "solutions/" in proc.stderr
 
 
+def test_generate_stops_when_the_kv_cache_disagrees_with_the_full_forward(run, tmp_path):
+    """a chapter 16 whose cache is not read: exit 1 and a message naming the cache, before the text goes on"""
+    folder = copy_solutions(tmp_path / "forgets", {"chapter16_sampling": (
+        "_right = attention_with_cache\n\n\n"
+        "def attention_with_cache(x_new, params, n_heads, cache):\n"
+        "    out, new = _right(x_new, params, n_heads, None)  # the cache never read\n"
+        "    return out, new\n")})
+    proc = tool("generate", str(run[0]), "--impl", str(folder), "--n", "30", timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "your KV cache disagrees with the full forward" in proc.stderr, proc.stderr
+    assert "the first token decoded from the caches" in proc.stderr and "nox -s chapter16" in proc.stderr, proc.stderr
+    assert len(proc.stdout) < len("A list is") + 20, f"the text stops at the first token: {proc.stdout!r}"
+
+
 def test_the_same_seed_draws_the_same_text(run):
     """generate with one --seed twice writes the same text; a temperature-0 run is greedy"""
     a, b = (tool("generate", str(run[0]), "--temperature", "1", "--seed", "3", "--n", "20") for _ in range(2))
