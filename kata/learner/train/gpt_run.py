@@ -122,8 +122,10 @@ def main_gpt(args, progress, say) -> int:
     _write_run(out, s, args, info, done, rate, started)
     last = done["evals"][-1]
     floor = info["unigram_entropy"]
+    gap = floor - last["val_loss"]
     print(f"\ndone: {done['train_seconds']:.1f} s of training steps ({rate:,.0f} tokens/s); validation loss "
-          f"{last['val_loss']:.3f} nats, {floor - last['val_loss']:+.3f} below the unigram entropy {floor:.3f}")
+          f"{last['val_loss']:.3f} nats, {abs(gap):.3f} {'below' if gap >= 0 else 'above'} the unigram entropy "
+          f"{floor:.3f}")
     print(f"wrote {out}/: run.json, loss.png, schedule.png, attention.png, model.npz, {CHECKPOINT}, {PROGRESS}")
     print("next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt, "--temperature", "0.8",
                              "--top-p", "0.9"))

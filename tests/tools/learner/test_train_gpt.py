@@ -57,6 +57,10 @@ def test_a_run_writes_run_json_with_the_evaluations_the_tokenizer_and_the_unigra
     assert 2.0 < info["unigram_entropy"] < np.log(260), info["unigram_entropy"]
     assert re.search(r"✓ all \d+ gradient numbers of a tiny GPT match central differences", out), out
     assert "step    10  train" in out and "validation" in out
+    said = re.search(r"validation loss \d+\.\d{3} nats, (\d+\.\d{3}) (below|above) the unigram entropy", out)
+    assert said, out  # the distance unsigned, with the word that says which side: never "-0.069 below"
+    gap = info["below_unigram"]
+    assert said.group(2) == ("below" if gap >= 0 else "above") and float(said.group(1)) == round(abs(gap), 3), out
 
 
 @pytest.mark.parametrize("name", ["loss.png", "schedule.png", "attention.png"])
