@@ -160,6 +160,17 @@ def test_generate_stops_when_the_kv_cache_disagrees_with_the_full_forward(run, t
     assert len(proc.stdout) < len("A list is") + 20, f"the text stops at the first token: {proc.stdout!r}"
 
 
+def test_generate_with_chapter_16_unfinished_says_so_and_what_to_run(run, tmp_path):
+    """a stub of chapter 16 left: exit 1, the function and its line named, and 'Generate once' (not 'Train once')"""
+    folder = copy_solutions(tmp_path / "unfinished", {"chapter16_sampling": (
+        "def gpt_forward(ids, model, n_heads, caches=None):\n"
+        "    raise NotImplementedError('16.8 gpt_forward: embed the ids, every block with its own cache')\n")})
+    proc = tool("generate", str(run[0]), "--impl", str(folder), "--n", "5", timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "chapter 16 is not finished: gpt_forward stops at" in proc.stderr, proc.stderr
+    assert "Generate once `nox -s chapter16` passes every step." in proc.stderr, proc.stderr
+
+
 def test_the_same_seed_draws_the_same_text(run):
     """generate with one --seed twice writes the same text; a temperature-0 run is greedy"""
     a, b = (tool("generate", str(run[0]), "--temperature", "1", "--seed", "3", "--n", "20") for _ in range(2))
