@@ -173,7 +173,7 @@ def _chapter10_defaults(args) -> None:
 
 def _validate(args) -> None:
     for name, least in (("steps", 1), ("d_model", 1), ("layers", 0), ("context", 2), ("d_ff", 0),
-                        ("sample_every", 0)):
+                        ("sample_every", 0), ("seed", 0)):
         if getattr(args, name) < least:
             raise TrainError(f"--{name.replace('_', '-')} must be at least {least}, got {getattr(args, name)}")
     if not (math.isfinite(args.lr) and args.lr > 0):

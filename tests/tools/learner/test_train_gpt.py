@@ -171,6 +171,17 @@ def test_generate_with_chapter_16_unfinished_says_so_and_what_to_run(run, tmp_pa
     assert "Generate once `nox -s chapter16` passes every step." in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--seed", "-1", "--temperature", "1"], "--seed must be 0 or more"),
+    (["--temperature", "inf"], "--temperature must be a finite number, 0 or more, got inf"),
+    (["--temperature", "-1"], "--temperature must be a finite number, 0 or more, got -1"),
+], ids=["seed", "temperature inf", "temperature negative"])
+def test_generate_refuses_a_bad_option_before_it_runs(run, args, words):
+    """exit 2 and the option named, not 'the training tool failed'"""
+    proc = tool("generate", str(run[0]), *args, "--n", "5", timeout=120)
+    assert proc.returncode == 2 and words in proc.stderr and "tool failed" not in proc.stderr, proc.stderr
+
+
 def test_the_same_seed_draws_the_same_text(run):
     """generate with one --seed twice writes the same text; a temperature-0 run is greedy"""
     a, b = (tool("generate", str(run[0]), "--temperature", "1", "--seed", "3", "--n", "20") for _ in range(2))
@@ -254,7 +265,10 @@ def test_the_learners_edition_trains_the_learners_code(tmp_path):
     (["--model", "gpt", "--steps", "10", "--warmup", "2", "--stop-at", "10"], "--stop-at must be a step from 1 to 9"),
     (["--vocab-size", "300"], "--vocab-size is an option of --model gpt"),
     (["--model", "gpt", "--sample-every", "5"], "--sample-every is an option of --model chapter10"),
-], ids=["corpus", "heads", "no checkpoint", "resume with settings", "stop-at", "chapter10", "sample-every"])
+    (["--model", "gpt", "--seed", "-1"], "--seed must be a whole number of at least 0, got -1"),
+    (["--seed", "-1"], "--seed must be at least 0, got -1"),
+], ids=["corpus", "heads", "no checkpoint", "resume with settings", "stop-at", "chapter10", "sample-every", "seed",
+        "chapter10 seed"])
 def test_options_that_cannot_work_are_refused_with_a_reason(tmp_path, capsys, args, words):
     """bad options stop with exit 2 and say what is wrong, before anything runs"""
     assert train.main([*args, "--runs", str(tmp_path / "runs")]) == 2
