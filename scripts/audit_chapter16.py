@@ -60,6 +60,7 @@ GEN_T = 1.0
 RESTART = "positions restarted at 0 in the cache: the new token rotated as if it were the first"
 TWICE = "the cached keys rotated again: they were stored already rotated"
 UNMASKED = "the new rows not masked among themselves: a row of the prefill reads the rows after it"
+UNROTATED = "the keys stored in the cache unrotated: a later step reads them as if they were turned"
 NO_RENORM = "no renormalisation after filtering: the kept probabilities no longer sum to 1"
 
 
@@ -154,11 +155,12 @@ def silu(a):
     return a / (1.0 + np.exp(-a))
 
 
-def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left_out=False):
+def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left_out=False, unrotated=False):
     """Attention of the new rows at positions t … t+m−1, reading and extending the cache (one dict per head).
 
     The mistakes: restart, the new rows rotated from position 0; twice, the cached keys rotated again by their
-    positions; unmasked, every new row sees every new row; own_left_out, the new rows see the cache only.
+    positions; unmasked, every new row sees every new row; own_left_out, the new rows see the cache only;
+    unrotated, the new keys are used rotated but stored in the cache as they were before RoPE.
     """
     x = np.asarray(x_new, dtype=np.float64)
     m, d_model = x.shape
@@ -183,7 +185,7 @@ def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left
             w = softmax(scores)
             rows.append(sum(w[j] * values[j] for j in range(seen)))
         heads.append(np.array(rows))
-        K_all.append(np.array(keys))
+        K_all.append(np.array(k_old + [Kx[i, cols] for i in range(m)] if unrotated else keys))
         V_all.append(np.array(values))
     merged = np.concatenate(heads, axis=1)  # (m, d_model): head 0's columns, then head 1's
     return merged @ np.asarray(W["WO"]), {"K": np.array(K_all), "V": np.array(V_all)}
@@ -216,9 +218,12 @@ def full(ids):
     return logits
 
 
+PREFILL_MISTAKES = ("unmasked", "unrotated")  # the mistakes the prefill makes too (the others need a cache)
+
+
 def prefill_then(next_ids, **mistake):
-    """The prompt at once, then each next id alone from the caches (mistakes planted in both)."""
-    prefill = {k: v for k, v in mistake.items() if k == "unmasked"}
+    """The prompt at once, then each next id alone from the caches (the prefill's mistakes planted in both)."""
+    prefill = {k: v for k, v in mistake.items() if k in PREFILL_MISTAKES}
     decode = {k: v for k, v in mistake.items() if k != "unmasked"}
     logits, caches = forward(PROMPT, **prefill)
     rows = [logits]
@@ -235,7 +240,7 @@ def generate(us, cached=True, **mistake):
         for u in us:
             seq.append(choose(list(full(seq)[-1]), u, GEN_T))
         return seq[len(PROMPT):]
-    logits, caches = forward(PROMPT, **{k: v for k, v in mistake.items() if k == "unmasked"})
+    logits, caches = forward(PROMPT, **{k: v for k, v in mistake.items() if k in PREFILL_MISTAKES})
     out = []
     for u in us:
         out.append(choose(list(logits[-1]), u, GEN_T))
@@ -292,7 +297,8 @@ def audit() -> dict[str, dict]:
     steps["16.8"] = {"exact": rows(oracle), "mistakes": {
         RESTART: rows(prefill_then([NEXT], restart=True)),
         TWICE: rows(prefill_then([NEXT], twice=True)),
-        UNMASKED: rows(prefill_then([NEXT], unmasked=True))}}
+        UNMASKED: rows(prefill_then([NEXT], unmasked=True)),
+        UNROTATED: rows(prefill_then([NEXT], unrotated=True))}}
     ids = generate(GEN_US, cached=False)
     if generate(GEN_US) != ids:
         raise SystemExit("the audit's cached generation differs from its full-forward generation")

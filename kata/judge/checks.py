@@ -338,7 +338,11 @@ def raises_clearly(
         if type(err).__module__ == "kata.judge.proxy":  # timed out, crashed, changed its input: that, not this
             raise
         names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
-        pytest.fail(f"expected {names}, got {type(err).__name__}: {err}{tail}", pytrace=False)
+        frames = getattr(err, "frames", None) or []
+        where = (f"\n  where     raised at {frames[-1]['file']}:{frames[-1]['line']} in {frames[-1]['function']}: "
+                 f"{frames[-1]['source']}\n            test that input first and raise {names} naming it"
+                 if frames else "")
+        pytest.fail(f"expected {names}, got {type(err).__name__}: {err}{where}{tail}", pytrace=False)
     names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
     pytest.fail(f"expected {names}, but the call returned {show(result)} — bad input must not pass silently{tail}",
                 pytrace=False)

@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.n < 0:
             raise train.TrainError(f"--n must be 0 or more, got {args.n}")
         if not (math.isfinite(args.temperature) and args.temperature >= 0):
-            raise train.TrainError(f"--temperature must be 0 or more, got {args.temperature}")
+            raise train.TrainError(f"--temperature must be a finite number, 0 or more, got {args.temperature}")
+        if args.seed < 0:
+            raise train.TrainError(f"--seed must be 0 or more (a seed of NumPy's generator), got {args.seed}")
         path, arrays = train.read_model_file(Path(args.run))
         if is_gpt(arrays):
             return _gpt(args, path, arrays)

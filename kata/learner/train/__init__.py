@@ -60,7 +60,7 @@ from .child import GRACE, STARTUP, THREADS, Child, Guarded, child_main, describe
 from .corpus import BOOK, MAX_VOCAB, Corpus, TrainError, load_corpus, zen
 from .figures import attention_figure, loss_figure, save_png, shown_char
 from .gpt_model import GptSettings
-from .gpt_run import main_gpt
+from .gpt_run import command, main_gpt
 from .gradcheck import ATOL, RTOL, H, backward_order, check_gradients, numerical, tiny_model
 from .loop import ATTENTION_CHARS, FINAL_CHARS, attention_maps, check_init, sample, smooth, smoothed_tail, train_model
 from .model import (
@@ -173,7 +173,7 @@ def _chapter10_defaults(args) -> None:
 
 def _validate(args) -> None:
     for name, least in (("steps", 1), ("d_model", 1), ("layers", 0), ("context", 2), ("d_ff", 0),
-                        ("sample_every", 0)):
+                        ("sample_every", 0), ("seed", 0)):
         if getattr(args, name) < least:
             raise TrainError(f"--{name.replace('_', '-')} must be at least {least}, got {getattr(args, name)}")
     if not (math.isfinite(args.lr) and args.lr > 0):
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{final:.3f} (mean of the last {min(100, s.steps)} steps)")
     print(f"final sample, greedy from {s.prompt!r}:\n\n{result['samples'][-1]['text']}\n")
     print(f"wrote {out}/: loss.png, attention.png, samples.txt, model.npz, run.json")
-    print(f'next: nox -s generate -- {out} --prompt "{s.prompt}" --n 200')
+    print("next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt, "--n", "200"))
     return 0
 
 

@@ -91,7 +91,7 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
         Path(frames[0].filename).name) or 10
     if isinstance(err, NotImplementedError):
         return (f"chapter {number} is not finished: {frames[0].name} stops at {where}\n  {head}\n"
-                f"Train once `nox -s chapter{number}` passes every step.")
+                f"{'Generate' if doing == 'generating' else 'Train'} once `nox -s chapter{number}` passes every step.")
     return (f"{frames[0].name} raised {head}\n  at {where}: {(inner.line or '').strip()}\n"
             f"  while {doing}. `nox -s chapter{number}` checks every function on its own.")
 

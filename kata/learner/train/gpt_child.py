@@ -16,7 +16,9 @@ import numpy as np
 from .corpus import TrainError, load_corpus
 from .gpt_check import check_gpt_gradients
 from .gpt_loop import pydoc_text, read_progress, tokenize, train_gpt
-from .gpt_model import GptSettings, model_arrays, model_from_arrays, nested
+from .gpt_model import GptSettings, logits_of, model_arrays, model_from_arrays, nested
+
+CACHE_RTOL, CACHE_ATOL = 1e-6, 1e-8  # the cached rows against the full forward: equal but for rounding (1e-12 here)
 
 
 def corpus_text(which: str) -> str:
@@ -63,13 +65,30 @@ def gpt_job(ch, job: dict, send, status: dict) -> None:
           "cpu_seconds": time.process_time()})
 
 
+def _check_cache(ch, model: dict, n_heads: int, ids: list[int], prefill: np.ndarray, decoded: np.ndarray) -> None:
+    """The prefill's rows and the first decoded row against your chapter 13's full forward; TrainError if not."""
+    full = logits_of(ch, np.array(ids), model, n_heads)
+    for what, got, want in (("the prompt's rows (the prefill, caches=None)", prefill, full[:-1]),
+                            (f"the first token decoded from the caches (position {len(ids) - 1})", decoded, full[-1:])):
+        if np.shape(got) != np.shape(want) or not np.allclose(got, want, rtol=CACHE_RTOL, atol=CACHE_ATOL):
+            gap = float(np.max(np.abs(got - want))) if np.shape(got) == np.shape(want) else float("nan")
+            raise TrainError(
+                f"your KV cache disagrees with the full forward: gpt_forward's logits of {what} differ from those of "
+                f"chapter 13's prenorm_block over the whole sequence with no cache (largest difference {gap:.3g}, "
+                f"shape {np.shape(got)} against {np.shape(want)}). The text would be the wrong model's: "
+                "`nox -s chapter16` names the mistake (positions restarted at 0, the cached keys rotated again or "
+                "stored unrotated, the new rows not masked among themselves).")
+
+
 def generate_gpt(ch, job: dict, send) -> None:
     """Continue a prompt with your chapter 16: one prefill, then one token at a time from the KV cache.
 
     Each token is your ``choose_next`` on the last row of logits with a uniform draw ``u`` from a generator
     seeded with ``--seed``. The model was trained on windows of ``context`` tokens; when the cache holds that
     many, the last half of them is fed again as a new prompt (positions from 0), so the model never sees a
-    position it was not trained on.
+    position it was not trained on. At the first token decoded from the caches the prefill's rows and that
+    token's row are compared with the full forward of your chapter 13 (``prenorm_block`` over the whole
+    sequence, no cache): a KV cache that disagrees stops the run, as a wrong gradient stops training.
     """
     with np.load(job["model"], allow_pickle=False) as npz:
         arrays = dict(npz)
@@ -81,6 +100,7 @@ def generate_gpt(ch, job: dict, send) -> None:
     rng = np.random.default_rng(job["seed"])
     ids = list(prompt)
     logits, caches = ch.c16.gpt_forward(np.array(prompt), model, n_heads, None)
+    prefill, checked = np.asarray(logits, dtype=np.float64), False  # the latest prefill's rows, for the check
     held = len(prompt)
     for _ in range(job["n"]):
         row = np.asarray(logits, dtype=np.float64)[-1]
@@ -94,7 +114,11 @@ def generate_gpt(ch, job: dict, send) -> None:
             window = ids[-(context // 2):]
             logits, caches = ch.c16.gpt_forward(np.array(window), model, n_heads, None)
             held = len(window)
+            prefill = np.asarray(logits, dtype=np.float64)
         else:
             logits, caches = ch.c16.gpt_forward(np.array([nxt]), model, n_heads, caches)
             held += 1
+            if not checked:  # the caches hold the prefill's tokens and this one: ids[-held:]
+                _check_cache(ch, model, n_heads, ids[-held:], prefill, np.asarray(logits, dtype=np.float64))
+                checked = True
     send({"event": "done", "text": ch.c14.decode(ids, vocab), "prompt_tokens": len(prompt)})

@@ -63,7 +63,8 @@ class GptSettings:
     def check(self) -> GptSettings:
         """The settings themselves, after refusing the ones no run can use (TrainError naming the option)."""
         for name, least in (("vocab_size", 257), ("d_model", 2), ("n_heads", 1), ("layers", 1), ("d_ff", 1),
-                            ("context", 2), ("batch", 1), ("steps", 1), ("warmup", 0), ("eval_every", 1)):
+                            ("context", 2), ("batch", 1), ("steps", 1), ("warmup", 0), ("eval_every", 1),
+                            ("seed", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise TrainError(f"--{name.replace('_', '-')} must be a whole number of at least {least}, "

@@ -7,6 +7,7 @@ learner's).
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from .gpt_model import GptSettings
 TRAIN_CHAPTERS = {"c11": 11, "c12": 12, "c13": 13, "c14": 14, "c15": 15}  # what training calls
 
 
-GENERATE_CHAPTERS = {"c14": 14, "c16": 16}  # what generating calls (chapter 16 imports 11–13 itself)
+GENERATE_CHAPTERS = {"c13": 13, "c14": 14, "c16": 16}  # what generating calls: 13 for the check of the KV cache
 
 
 OPTIONS = {"steps": "steps", "lr": "lr", "d_model": "d_model", "d_ff": "d_ff", "layers": "layers",
@@ -65,7 +66,12 @@ def main_gpt(args, progress, say) -> int:
         if args.resume:
             if _given(args):
                 raise TrainError(f"--resume continues with the stopped run's settings; leave out {_given(args)[0]}")
-            s = read_progress(out)["settings"]
+            stopped = read_progress(out)
+            s = stopped["settings"]
+            if stopped["step"] >= s.steps:
+                print(f"{out}/ is a finished run (step {stopped['step']} of {s.steps}): nothing to resume, nothing "
+                      f"changed. Train again without --resume for a new run.")
+                return 0
         else:
             s = settings_from(args)
             if s.corpus != "pydoc":
@@ -99,8 +105,8 @@ def main_gpt(args, progress, say) -> int:
         print(f"\n{err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        where = (f"the checkpoint of step {state['checkpoint']} is in {out}/: `nox -s train -- --model gpt --resume` "
-                 "continues from it" if state["checkpoint"] else "no checkpoint was written yet")
+        where = (f"the checkpoint of step {state['checkpoint']} is in {out}/: `{_resume_command(args)}` continues "
+                 "from it" if state["checkpoint"] else "no checkpoint was written yet")
         print(f"\nstopped (Ctrl-C): {where}", file=sys.stderr)
         return 130
     finally:
@@ -110,22 +116,40 @@ def main_gpt(args, progress, say) -> int:
     rate = done["session_tokens"] / max(done["session_seconds"], 1e-9)
     if done["stopped"]:
         print(f"\nstopped after step {done['stopped']} as --stop-at asked; the checkpoint is in {out}/: "
-              f"`nox -s train -- --model gpt --resume{_name(args)}` continues it")
+              f"`{_resume_command(args)}` continues it")
         return 0
     out.mkdir(parents=True, exist_ok=True)
     _write_run(out, s, args, info, done, rate, started)
     last = done["evals"][-1]
     floor = info["unigram_entropy"]
+    gap = floor - last["val_loss"]
     print(f"\ndone: {done['train_seconds']:.1f} s of training steps ({rate:,.0f} tokens/s); validation loss "
-          f"{last['val_loss']:.3f} nats, {floor - last['val_loss']:+.3f} below the unigram entropy {floor:.3f}")
+          f"{last['val_loss']:.3f} nats, {abs(gap):.3f} {'below' if gap >= 0 else 'above'} the unigram entropy "
+          f"{floor:.3f}")
     print(f"wrote {out}/: run.json, loss.png, schedule.png, attention.png, model.npz, {CHECKPOINT}, {PROGRESS}")
-    print(f'next: nox -s generate -- {out} --prompt "{s.prompt}" --temperature 0.8 --top-p 0.9')
+    print("next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt, "--temperature", "0.8",
+                             "--top-p", "0.9"))
     return 0
 
 
-def _name(args) -> str:
-    extra = f" --name {args.name}" if args.name else ""
-    return extra + (f" --runs {args.runs}" if args.runs != "runs" else "")
+def command(*words: str) -> str:
+    """A command line to copy into a shell, every word quoted that needs it.
+
+    A run's name or a prompt with $, =, <, a space or a quote stays one word, as the learner typed it.
+    """
+    return shlex.join(words)
+
+
+def _resume_command(args) -> str:
+    """The command that resumes this run: its --name and --runs too, when they are not the defaults."""
+    words = ["nox", "-s", "train", "--", "--model", "gpt", "--resume"]
+    if args.name:
+        words += ["--name", args.name]
+    if args.runs != "runs":
+        words += ["--runs", str(args.runs)]
+    if args.impl != "exercises":
+        words += ["--impl", args.impl]
+    return command(*words)
 
 
 def _follow(child: Child, progress, say, state: dict) -> dict:

@@ -49,3 +49,15 @@ def test_the_worksheet_marks_a_step_as_the_chapter_view_does():
                         for i, s in enumerate(mix)]  # the chapter view's own fold of several cases into one mark
             folded = next(line for line in chapter_view(as_cases, "x", {}) if "one check" in line).split()[0]
             assert mark == folded, (mix, mark, folded)
+
+
+def test_progress_shows_a_long_title_cut_with_an_ellipsis():
+    """a chapter title wider than the table's column ends in '…', not in the middle of a word with no sign"""
+    from kata.judge.answer_key import chapters
+    from kata.judge.plugin import Result, progress_view
+
+    long = next(c for c in chapters() if len(c.title) > 34)
+    results = [Result(f"t::{s.id}", long.number, s.id, s.title, "passed") for s in long.steps]
+    row = next(line for line in progress_view(results, "exercises", {}) if line.strip().startswith(str(long.number)))
+    shown = row.split(None, 1)[1][:34].rstrip()
+    assert shown.endswith("…") and long.title.startswith(shown[:-1]), row

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import shlex
+import signal
+import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -20,7 +25,7 @@ import pytest
 from kata.learner import train
 from kata.learner.train.gpt_check import check_gpt_gradients
 
-from ..conftest import copy_solutions, tool
+from ..conftest import ROOT, copy_solutions, tool
 
 TINY = ["--model", "gpt", "--impl", "solutions", "--vocab-size", "260", "--d-model", "8", "--heads", "2",
         "--layers", "1", "--d-ff", "8", "--context", "8", "--batch", "2", "--steps", "20", "--warmup", "2",
@@ -52,6 +57,10 @@ def test_a_run_writes_run_json_with_the_evaluations_the_tokenizer_and_the_unigra
     assert 2.0 < info["unigram_entropy"] < np.log(260), info["unigram_entropy"]
     assert re.search(r"✓ all \d+ gradient numbers of a tiny GPT match central differences", out), out
     assert "step    10  train" in out and "validation" in out
+    said = re.search(r"validation loss \d+\.\d{3} nats, (\d+\.\d{3}) (below|above) the unigram entropy", out)
+    assert said, out  # the distance unsigned, with the word that says which side: never "-0.069 below"
+    gap = info["below_unigram"]
+    assert said.group(2) == ("below" if gap >= 0 else "above") and float(said.group(1)) == round(abs(gap), 3), out
 
 
 @pytest.mark.parametrize("name", ["loss.png", "schedule.png", "attention.png"])
@@ -67,22 +76,62 @@ def test_the_figures_are_pngs_with_something_drawn(run, name):
 
 
 def test_a_stopped_and_resumed_run_ends_with_the_same_parameters(run, tmp_path):
-    """--stop-at 10, then --resume: every parameter equal to the unbroken run's, bit for bit, and the same evals"""
-    stopped = tool("train", *TINY, "--runs", str(tmp_path), "--name", "tiny", "--stop-at", "10", timeout=240)
+    """--stop-at 10, then the command it prints: the unbroken run's parameters bit for bit; a finished run is left"""
+    name = "t$x=<字"  # a shell would expand $x and redirect at < if the printed command did not quote the name
+    stopped = tool("train", *TINY, "--runs", str(tmp_path), "--name", name, "--stop-at", "10", timeout=240)
     assert stopped.returncode == 0, stopped.stdout[-3000:] + stopped.stderr[-3000:]
-    assert "stopped after step 10" in stopped.stdout and not (tmp_path / "tiny" / "run.json").exists()
-    resumed = tool("train", "--model", "gpt", "--impl", "solutions", "--resume", "--runs", str(tmp_path), "--name",
-                   "tiny", timeout=240)
+    assert "stopped after step 10" in stopped.stdout and not (tmp_path / name / "run.json").exists()
+    printed = re.search(r"`(nox -s train -- [^`]*)` continues it", stopped.stdout)
+    assert printed, stopped.stdout
+    words = shlex.split(printed.group(1))
+    assert words[:7] == ["nox", "-s", "train", "--", "--model", "gpt", "--resume"] and name in words, words
+    resumed = tool("train", *words[4:], timeout=240)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     with np.load(run[0] / "model.npz", allow_pickle=False) as a, \
-            np.load(tmp_path / "tiny" / "model.npz", allow_pickle=False) as b:
+            np.load(tmp_path / name / "model.npz", allow_pickle=False) as b:
         assert set(a.files) == set(b.files)
         for key in a.files:
             assert np.array_equal(a[key], b[key]), f"{key} differs after resuming"
     first = json.loads((run[0] / "run.json").read_text(encoding="utf-8"))["evals"]
-    again = json.loads((tmp_path / "tiny" / "run.json").read_text(encoding="utf-8"))["evals"]
+    written = (tmp_path / name / "run.json").read_text(encoding="utf-8")
     assert [(e["step"], e["train_loss"], e["val_loss"]) for e in first] == \
-           [(e["step"], e["train_loss"], e["val_loss"]) for e in again]
+           [(e["step"], e["train_loss"], e["val_loss"]) for e in json.loads(written)["evals"]]
+    generate = re.search(r"next: (nox -s generate -- .*)", resumed.stdout)
+    assert generate and shlex.split(generate.group(1))[4] == str(tmp_path / name), resumed.stdout
+    again = tool("train", *words[4:], timeout=240)
+    assert again.returncode == 0 and "is a finished run (step 20 of 20): nothing to resume" in again.stdout, \
+        again.stdout[-3000:] + again.stderr[-3000:]
+    assert (tmp_path / name / "run.json").read_text(encoding="utf-8") == written, "a finished run is left as it was"
+
+
+def test_ctrl_c_names_the_command_that_resumes_this_run(tmp_path):
+    """Ctrl-C (SIGINT to the process group) after an evaluation: exit 130 and the command that resumes this run"""
+    name = "c$y=<字"
+    args = [*TINY[:TINY.index("--steps")], "--steps", "100000", "--warmup", "2", "--eval-every", "10"]
+    proc = subprocess.Popen([sys.executable, "-m", "kata", "train", *args, "--runs", str(tmp_path), "--name", name],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in proc.stdout:
+            if line.lstrip().startswith("step    10"):
+                break
+        deadline = time.monotonic() + 60
+        while not (tmp_path / name / "checkpoint.json").exists():
+            assert time.monotonic() < deadline, "no checkpoint after the evaluation of step 10"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err[-3000:]
+    said = re.search(r"stopped \(Ctrl-C\): the checkpoint of step \d+ is in .*: `(nox -s train -- [^`]*)` continues",
+                     err)
+    assert said, err[-3000:]
+    assert shlex.split(said.group(1))[4:] == ["--model", "gpt", "--resume", "--name", name, "--runs", str(tmp_path),
+                                              "--impl", "solutions"], said.group(1)
 
 
 def test_the_model_feeds_chapter_16_and_generate_streams_text(run):
@@ -95,6 +144,42 @@ def test_the_model_feeds_chapter_16_and_generate_streams_text(run):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith("A list is") and len(proc.stdout) > len("A list is") + 10, proc.stdout
     assert "KV cache" in proc.stderr and "top-p 0.9" in proc.stderr and "solutions/" in proc.stderr
+
+
+def test_generate_stops_when_the_kv_cache_disagrees_with_the_full_forward(run, tmp_path):
+    """a chapter 16 whose cache is not read: exit 1 and a message naming the cache, before the text goes on"""
+    folder = copy_solutions(tmp_path / "forgets", {"chapter16_sampling": (
+        "_right = attention_with_cache\n\n\n"
+        "def attention_with_cache(x_new, params, n_heads, cache):\n"
+        "    out, new = _right(x_new, params, n_heads, None)  # the cache never read\n"
+        "    return out, new\n")})
+    proc = tool("generate", str(run[0]), "--impl", str(folder), "--n", "30", timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "your KV cache disagrees with the full forward" in proc.stderr, proc.stderr
+    assert "the first token decoded from the caches" in proc.stderr and "nox -s chapter16" in proc.stderr, proc.stderr
+    assert len(proc.stdout) < len("A list is") + 20, f"the text stops at the first token: {proc.stdout!r}"
+
+
+def test_generate_with_chapter_16_unfinished_says_so_and_what_to_run(run, tmp_path):
+    """a stub of chapter 16 left: exit 1, the function and its line named, and 'Generate once' (not 'Train once')"""
+    folder = copy_solutions(tmp_path / "unfinished", {"chapter16_sampling": (
+        "def gpt_forward(ids, model, n_heads, caches=None):\n"
+        "    raise NotImplementedError('16.8 gpt_forward: embed the ids, every block with its own cache')\n")})
+    proc = tool("generate", str(run[0]), "--impl", str(folder), "--n", "5", timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "chapter 16 is not finished: gpt_forward stops at" in proc.stderr, proc.stderr
+    assert "Generate once `nox -s chapter16` passes every step." in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--seed", "-1", "--temperature", "1"], "--seed must be 0 or more"),
+    (["--temperature", "inf"], "--temperature must be a finite number, 0 or more, got inf"),
+    (["--temperature", "-1"], "--temperature must be a finite number, 0 or more, got -1"),
+], ids=["seed", "temperature inf", "temperature negative"])
+def test_generate_refuses_a_bad_option_before_it_runs(run, args, words):
+    """exit 2 and the option named, not 'the training tool failed'"""
+    proc = tool("generate", str(run[0]), *args, "--n", "5", timeout=120)
+    assert proc.returncode == 2 and words in proc.stderr and "tool failed" not in proc.stderr, proc.stderr
 
 
 def test_the_same_seed_draws_the_same_text(run):
@@ -180,7 +265,10 @@ def test_the_learners_edition_trains_the_learners_code(tmp_path):
     (["--model", "gpt", "--steps", "10", "--warmup", "2", "--stop-at", "10"], "--stop-at must be a step from 1 to 9"),
     (["--vocab-size", "300"], "--vocab-size is an option of --model gpt"),
     (["--model", "gpt", "--sample-every", "5"], "--sample-every is an option of --model chapter10"),
-], ids=["corpus", "heads", "no checkpoint", "resume with settings", "stop-at", "chapter10", "sample-every"])
+    (["--model", "gpt", "--seed", "-1"], "--seed must be a whole number of at least 0, got -1"),
+    (["--seed", "-1"], "--seed must be at least 0, got -1"),
+], ids=["corpus", "heads", "no checkpoint", "resume with settings", "stop-at", "chapter10", "sample-every", "seed",
+        "chapter10 seed"])
 def test_options_that_cannot_work_are_refused_with_a_reason(tmp_path, capsys, args, words):
     """bad options stop with exit 2 and say what is wrong, before anything runs"""
     assert train.main([*args, "--runs", str(tmp_path / "runs")]) == 2

@@ -1,0 +1,38 @@
+"""kata/judge/checks.py: what a failed check of bad input tells the learner."""
+
+from __future__ import annotations
+
+import pytest
+
+from kata.judge.checks import raises_clearly
+
+
+def _raising(err: BaseException, frames: list[dict] | None):
+    """A call that raises ``err`` as a learner's does through the worker: with the frames of their code."""
+    if frames is not None:
+        err.frames = frames
+
+    def call():
+        raise err
+
+    return call
+
+
+def test_an_error_of_another_type_says_where_the_learners_code_raised_it():
+    """a TypeError from NumPy inside the learner's line, where a ValueError was due: the file, line and source"""
+    frames = [{"file": "exercises/chapter16_sampling.py", "line": 98, "function": "top_k_filter",
+               "source": "keep = order[:k]"}]
+    with pytest.raises(pytest.fail.Exception) as failed:
+        raises_clearly(_raising(TypeError("slice indices must be integers"), frames), ValueError, names=("k",))
+    said = str(failed.value)
+    assert "expected ValueError, got TypeError: slice indices must be integers" in said, said
+    assert "raised at exercises/chapter16_sampling.py:98 in top_k_filter: keep = order[:k]" in said, said
+    assert "raise ValueError naming it" in said, said
+
+
+def test_an_error_of_another_type_without_frames_is_still_named():
+    """no frames (an error raised in the test's own process): the message as before, no empty 'where'"""
+    with pytest.raises(pytest.fail.Exception) as failed:
+        raises_clearly(_raising(KeyError("WO"), None), ValueError, names=("WO",))
+    said = str(failed.value)
+    assert said.startswith("expected ValueError, got KeyError: 'WO'") and "where" not in said, said
