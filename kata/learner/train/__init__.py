@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                "model": str(Path(tmp) / "model.npz")}
         child = Child(job, args.timeout)
         try:
-            result = _follow(child, s, corpus)
+            result = _follow(child, s)
         except TrainError as err:
             printed = child.printed().strip()
             if printed and "Timeout (" not in printed:
@@ -261,46 +261,38 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _follow(child: Child, s: Settings, corpus: Corpus) -> dict:
+def _follow(child: Child, s: Settings) -> dict:
     """Show the child's progress until it is done; return the losses, samples and attention maps."""
     losses, samples = [], []
     bar = None
-    started = False
+
+    def on_event(event: dict) -> dict | None:
+        nonlocal bar
+        kind = event.get("event")
+        if kind == "checked":
+            bar = _progress(s.steps)
+        elif kind == "step":
+            losses.append(event["loss"])
+            if bar is not None:
+                bar.update(1)
+                if event["step"] % 10 == 0 or event["step"] == s.steps:
+                    rate = event["step"] * s.context / max(event["train_seconds"], 1e-9)
+                    bar.set_postfix_str(f"loss {smoothed_tail(losses, 50):.3f}, {rate:,.0f} tok/s", refresh=False)
+        elif kind == "sample":
+            samples.append({k: event[k] for k in ("step", "loss", "text")})
+            label = "final" if event.get("final") else f"step {event['step']:>{len(str(s.steps))}}"
+            _say(f"  {label}  loss {event['loss']:.3f}  {_one_line(event['text'])}", bar)
+        elif kind == "done":
+            return {"losses": losses, "samples": samples, "train_seconds": event["train_seconds"],
+                    "attention_text": event["attention_text"], "attention": event["attention"],
+                    "child_cpu_seconds": event["cpu_seconds"]}
+        return None
+
     try:
-        while True:
-            event = child.next(started)
-            kind = event.get("event")
-            if kind == "beat":
-                started = True
-            elif kind == "phase":
-                started = True
-                print(f"  {event['what']} …", flush=True)
-            elif kind == "checked":
-                print(f"  ✓ all {event['parameters']} gradient numbers of a tiny model match central differences "
-                      f"(largest difference {event['largest_difference']:.0e}); no position sees a later one",
-                      flush=True)
-                bar = _progress(s.steps)
-            elif kind == "step":
-                losses.append(event["loss"])
-                if bar is not None:
-                    bar.update(1)
-                    if event["step"] % 10 == 0 or event["step"] == s.steps:
-                        rate = event["step"] * s.context / max(event["train_seconds"], 1e-9)
-                        bar.set_postfix_str(f"loss {smoothed_tail(losses, 50):.3f}, {rate:,.0f} tok/s", refresh=False)
-            elif kind == "sample":
-                samples.append({k: event[k] for k in ("step", "loss", "text")})
-                label = "final" if event.get("final") else f"step {event['step']:>{len(str(s.steps))}}"
-                _say(f"  {label}  loss {event['loss']:.3f}  {_one_line(event['text'])}", bar)
-            elif kind == "failed":
-                raise TrainError(event["message"])
-            elif kind == "done":
-                return {"losses": losses, "samples": samples, "train_seconds": event["train_seconds"],
-                        "attention_text": event["attention_text"], "attention": event["attention"],
-                        "child_cpu_seconds": event["cpu_seconds"]}
+        return child.follow("model", on_event)
     finally:
         if bar is not None:
             bar.close()
-
 
 def _write_run(out: Path, corpus: Corpus, s: Settings, args, result: dict, started: float) -> None:
     losses = result["losses"]

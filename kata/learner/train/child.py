@@ -229,6 +229,31 @@ class Child:
             raise TrainError(self.hung(silent=False))
         return event
 
+    def follow(self, model: str, on_event):
+        """Show the child's progress until it is done; return what ``on_event`` returns for its ``done`` event.
+
+        The events every run sends are handled here (a heartbeat, a phase, the passed gradient check of the tiny
+        ``model``, a failure); every other event, and ``checked`` after it is shown, goes to ``on_event``.
+        """
+        started = False
+        while True:
+            event = self.next(started)
+            kind = event.get("event")
+            if kind in ("beat", "phase"):
+                started = True
+                if kind == "phase":
+                    print(f"  {event['what']} …", flush=True)
+                continue
+            if kind == "checked":
+                print(f"  ✓ all {event['parameters']} gradient numbers of a tiny {model} match central differences "
+                      f"(largest difference {event['largest_difference']:.0e}); no position sees a later one",
+                      flush=True)
+            elif kind == "failed":
+                raise TrainError(event["message"])
+            result = on_event(event)
+            if kind == "done":
+                return result
+
     def hung(self, silent: bool) -> str:
         """What to say when the child stopped without an answer."""
         self.log.flush()

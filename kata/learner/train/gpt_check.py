@@ -13,7 +13,7 @@ import numpy as np
 
 from .corpus import TrainError
 from .gpt_model import GPT_BLOCK_KEYS, flat, init_model, logits_of, loss_and_grads
-from .gradcheck import _wrong, numerical
+from .gradcheck import _wrong, failure, numerical
 
 TINY = {"vocab": 7, "d_model": 8, "n_heads": 2, "d_ff": 6, "layers": 2}
 
@@ -129,19 +129,6 @@ def check_gpt_gradients(ch, seed: int = 1234) -> dict:
     if not wrong:
         return {"parameters": count, "largest_difference": largest}
     culprit = next((found for found in _one_function_checks(ch, np.random.default_rng(seed + 1)) if found), None)
-    if culprit is None:
-        function = wrong[0][1]
-        why = (f"{function} (the layer functions are right on their own: look at what it returns for this "
-               "parameter)")
-    else:
-        function, why = culprit[0], f"{culprit[0]}: {culprit[1]}"
-    name, _, mine, theirs, where = next((w for w in wrong if w[1] == function), wrong[0])
-    others = [w[0] for w in wrong if w[0] != name]
-    lines = [f"gradient check failed, before training: the gradient of {name} is wrong: look at {why}.",
-             f"  at index {tuple(int(i) for i in where)}: yours {mine:.6g}, central differences {theirs:.6g}"]
-    if others:
-        lines.append(f"  also wrong: {', '.join(others[:4])}" + (f" and {len(others) - 4} more" if len(others) > 4
-                                                                  else ""))
-    lines.append("Training with a wrong gradient would only waste your time: `nox -s chapter13` (and 11, 12) show "
-                 "the failing checks; fix them and train again.")
-    raise TrainError("\n".join(lines))
+    raise failure(wrong, culprit, lambda name: f"the gradient of {name}", "`nox -s chapter13` (and 11, 12) show",
+                  lambda f: f"{f} (the layer functions are right on their own: look at what it returns for this "
+                            "parameter)")

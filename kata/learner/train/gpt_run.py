@@ -154,49 +154,41 @@ def _resume_command(args) -> str:
 
 def _follow(child: Child, progress, say, state: dict) -> dict:
     """Show the child's progress until it is done; return its tokenizer figures and its last event."""
-    bar, started, tokenized, losses = None, False, None, []
+    bar, tokenized, losses = None, None, []
+
+    def on_event(event: dict) -> dict | None:
+        nonlocal bar, tokenized
+        kind = event.get("event")
+        if kind == "tokenized":
+            tokenized = event
+            print(f"  ✓ {event['vocab_size']} tokens, {event['bytes_per_token']:.2f} bytes per token "
+                  f"(BPE {event['bpe_seconds']:.1f} s, encoding {event['encode_seconds']:.1f} s); "
+                  f"{event['train_tokens']:,} training and {event['val_tokens']:,} validation tokens; "
+                  f"unigram entropy {event['unigram_entropy']:.3f} nats", flush=True)
+            bar = progress(event["settings"]["steps"])
+            bar.update(event["start_step"])
+        elif kind == "step":
+            losses.append(event["loss"])
+            if bar is not None:
+                bar.update(1)
+                if event["step"] % 10 == 0:
+                    rate = event["session_tokens"] / max(event["session_seconds"], 1e-9)
+                    tail = losses[-20:]
+                    bar.set_postfix_str(f"loss {sum(tail) / len(tail):.3f}, {rate:,.0f} tok/s", refresh=False)
+        elif kind == "eval":
+            say(f"  step {event['step']:>5}  train {event['train_loss']:.3f}  validation {event['val_loss']:.3f}"
+                f"  {event['sample']!r}"[:150], bar)
+        elif kind == "checkpoint":
+            state["checkpoint"] = event["step"]
+        elif kind == "done":
+            return {"tokenized": tokenized, "done": event}
+        return None
+
     try:
-        while True:
-            event = child.next(started)
-            kind = event.get("event")
-            if kind == "beat":
-                started = True
-            elif kind == "phase":
-                started = True
-                print(f"  {event['what']} …", flush=True)
-            elif kind == "checked":
-                print(f"  ✓ all {event['parameters']} gradient numbers of a tiny GPT match central differences "
-                      f"(largest difference {event['largest_difference']:.0e}); no position sees a later one",
-                      flush=True)
-            elif kind == "tokenized":
-                tokenized = event
-                print(f"  ✓ {event['vocab_size']} tokens, {event['bytes_per_token']:.2f} bytes per token "
-                      f"(BPE {event['bpe_seconds']:.1f} s, encoding {event['encode_seconds']:.1f} s); "
-                      f"{event['train_tokens']:,} training and {event['val_tokens']:,} validation tokens; "
-                      f"unigram entropy {event['unigram_entropy']:.3f} nats", flush=True)
-                bar = progress(event["settings"]["steps"])
-                bar.update(event["start_step"])
-            elif kind == "step":
-                losses.append(event["loss"])
-                if bar is not None:
-                    bar.update(1)
-                    if event["step"] % 10 == 0:
-                        rate = event["session_tokens"] / max(event["session_seconds"], 1e-9)
-                        tail = losses[-20:]
-                        bar.set_postfix_str(f"loss {sum(tail) / len(tail):.3f}, {rate:,.0f} tok/s", refresh=False)
-            elif kind == "eval":
-                say(f"  step {event['step']:>5}  train {event['train_loss']:.3f}  validation {event['val_loss']:.3f}"
-                    f"  {event['sample']!r}"[:150], bar)
-            elif kind == "checkpoint":
-                state["checkpoint"] = event["step"]
-            elif kind == "failed":
-                raise TrainError(event["message"])
-            elif kind == "done":
-                return {"tokenized": tokenized, "done": event}
+        return child.follow("GPT", on_event)
     finally:
         if bar is not None:
             bar.close()
-
 
 def _write_run(out: Path, s: GptSettings, args, info: dict, done: dict, rate: float, started: float) -> None:
     import matplotlib

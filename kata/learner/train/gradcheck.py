@@ -150,19 +150,35 @@ def check_gradients(ch, seed: int = 1234) -> dict:
     if not wrong:
         return {"parameters": int(model.vector.size), "largest_difference": largest}
     culprit = next((found for found in _one_function_checks(ch, np.random.default_rng(seed + 1)) if found), None)
+    raise failure(wrong, culprit, shown_path, "`nox -s chapter10` shows",
+                  lambda f: f if f == "transformer_backward" else
+                  "transformer_backward (the layer functions are right on their own: look at how it chains them)")
+
+
+def failure(wrong: list[tuple], culprit: tuple[str, str] | None, shown, rerun: str, unchained) -> TrainError:
+    """The one message of a failed gradient check (chapter 10's model and the GPT alike).
+
+    Args:
+        wrong: ``(parameter, function, yours, central difference, index)`` of every wrong parameter, in the order
+            the backward pass computes them.
+        culprit: ``(function, why)`` of the first layer function that is wrong on its own, or None.
+        shown: how a parameter is named in the message.
+        rerun: the sessions that show the failing checks ("`nox -s chapter10` shows").
+        unchained: what to look at when every layer function is right on its own, given the function that
+            computes the first wrong parameter.
+    """
     if culprit is None:
-        path, function = wrong[0][:2]
-        why = (f"{function}" if function == "transformer_backward" else
-               "transformer_backward (the layer functions are right on their own: look at how it chains them)")
+        function = wrong[0][1]
+        why = unchained(function)
     else:
         function, why = culprit[0], f"{culprit[0]}: {culprit[1]}"
-    path, _, mine, theirs, where = next((w for w in wrong if w[1] == function), wrong[0])
-    others = [shown_path(w[0]) for w in wrong if w[0] != path]
-    lines = [f"gradient check failed, before training: {shown_path(path)} is wrong: look at {why}.",
+    name, _, mine, theirs, where = next((w for w in wrong if w[1] == function), wrong[0])
+    others = [shown(w[0]) for w in wrong if w[0] != name]
+    lines = [f"gradient check failed, before training: {shown(name)} is wrong: look at {why}.",
              f"  at index {tuple(int(i) for i in where)}: yours {mine:.6g}, central differences {theirs:.6g}"]
     if others:
         lines.append(f"  also wrong: {', '.join(others[:4])}" + (f" and {len(others) - 4} more" if len(others) > 4
                                                                   else ""))
-    lines.append("Training with a wrong gradient would only waste your time: `nox -s chapter10` shows the failing "
-                 "checks; fix them and train again.")
-    raise TrainError("\n".join(lines))
+    lines.append(f"Training with a wrong gradient would only waste your time: {rerun} the failing checks; fix them "
+                 "and train again.")
+    return TrainError("\n".join(lines))
