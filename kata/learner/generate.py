@@ -85,18 +85,13 @@ def main(argv: list[str] | None = None) -> int:
            "temperature": args.temperature, "seed": args.seed}
     child = train.Child(job, args.timeout)
     try:
-        while True:
-            event = child.next(started=False)
-            if event.get("event") == "failed":
-                raise train.TrainError(event["message"])
-            if event.get("event") == "done":
-                break
+        text = child.follow("model", lambda event: event.get("text"))
     except train.TrainError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     finally:
         child.close()
-    print(event["text"])
+    print(text)
     return 0
 
 
@@ -137,15 +132,12 @@ def _gpt(args, path: Path, arrays: dict) -> int:
     sys.stdout.write(prompt)
     sys.stdout.flush()
     try:
-        while True:
-            event = child.next(started=False)
-            if event.get("event") == "failed":
-                raise train.TrainError(event["message"])
+        def on_event(event: dict) -> None:
             if event.get("event") == "token":
                 sys.stdout.write(decoder.decode(bytes(event["bytes"])))
                 sys.stdout.flush()
-            if event.get("event") == "done":
-                break
+
+        child.follow("model", on_event)
     except train.TrainError as err:
         print(f"\nerror: {err}", file=sys.stderr)
         return 1
