@@ -49,7 +49,7 @@ def authors_session(*args, **kwargs):
     return args[0] if args and callable(args[0]) else (lambda function: function)
 
 
-def install(session: nox.Session, *groups: str, compile_bytecode: bool = False) -> None:
+def install(session: nox.Session, *groups: str, compile_bytecode: bool = False, location: Path | None = None) -> None:
     """Install dependency groups, at the versions uv.lock pins, once per environment.
 
     Every session installs from the lock (``uv sync --locked``), so learners, the grader and CI run the same
@@ -57,8 +57,9 @@ def install(session: nox.Session, *groups: str, compile_bytecode: bool = False) 
     environment already holds these groups at this lock (a stamp of the groups and the lock's digest).
     ``compile_bytecode``: compile every installed module once, at install (the suite starts Python processes
     by the thousand, and where PYTHONDONTWRITEBYTECODE is set each would compile pytest and NumPy afresh).
+    ``location``: another session's environment instead of this one's (``proofs`` runs in selfcheck's).
     """
-    location = getattr(session.virtualenv, "location", None)
+    location = location or getattr(session.virtualenv, "location", None)
     if location is None:  # `nox --no-venv`: the caller's environment, as it is
         return
     lock = ROOT / "uv.lock"
@@ -119,9 +120,10 @@ def progress(session: nox.Session) -> None:
 
 
 SUITE_GROUPS = ("test", "docs", "lint", "classroom", "browser", "mutation", "notebook", "suite")
+SUITE_ENV = ROOT / ".nox" / "selfcheck"  # the suite's one environment: selfcheck's, which proofs runs in too
 
 
-def suite(session: nox.Session, *args: str) -> None:
+def suite(session: nox.Session, *args: str, python: str = "python") -> None:
     """The project's own tests (``python -m pytest``) on ``solutions/``, spread over every core (pytest-xdist).
 
     A test module stays in one process (its fixtures are made once); the root conftest.py says which tests may
@@ -129,12 +131,11 @@ def suite(session: nox.Session, *args: str) -> None:
     build/pycache (``PYTHONPYCACHEPREFIX``), never into the source folders, even where PYTHONDONTWRITEBYTECODE
     would have every one of the suite's Python processes compile them afresh.
     """
-    install(session, *SUITE_GROUPS, compile_bytecode=True)
     session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
     session.env["PYTHONPYCACHEPREFIX"] = str(ROOT / "build" / "pycache")
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: unset (the prefix keeps the source folders clean)
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions",
-                "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", *args)
+    session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions",
+                "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", *args, external=python != "python")
 
 
 @authors_session
@@ -155,14 +156,25 @@ def selfcheck(session: nox.Session) -> None:
     suite(session, "-m", "not proof", *session.posargs)
 
 
-@authors_session(default=False)
+@authors_session(default=False, venv_backend="none")
 def proofs(session: nox.Session) -> None:
     """The suite's heaviest proofs, left out of selfcheck to keep it quick; `.ci/run` runs both.
 
     Every listed equivalent mutant still survives, the tampering attacks earn nothing, a class graded in
-    shards merges into the same gradebook, and the like: the tests marked `proof`.
+    shards merges into the same gradebook, and the like: the tests marked `proof`. They run in selfcheck's
+    environment (the suite's one, at the same locked versions; made here when it is missing), so `.ci/run`
+    installs the suite once.
     """
-    suite(session, "-m", "proof", *session.posargs)
+    bin_dir = SUITE_ENV / ("Scripts" if os.name == "nt" else "bin")
+    python = bin_dir / ("python.exe" if os.name == "nt" else "python")
+    if python.exists():
+        install(session, *SUITE_GROUPS, compile_bytecode=True, location=SUITE_ENV)
+    else:
+        session.run(sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"), "-s", "selfcheck",
+                    "--install-only", external=True)
+    session.env["VIRTUAL_ENV"] = str(SUITE_ENV)  # as if activated: the tools the tests start by name are its own
+    session.env["PATH"] = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
+    suite(session, "-m", "proof", *session.posargs, python=str(python))
 
 
 @authors_session(default=False)
@@ -221,12 +233,18 @@ def docs_browser(session: nox.Session) -> None:
 
     No console error, every formula and diagram drawn, every image and internal link resolving, nothing loaded
     from another host, search working from file://; screenshots of the chapter pages in build/docs-browser/.
-    Playwright drives the system's Chromium; it never downloads a browser of its own.
+    Playwright drives the system's Chromium; it never downloads a browser of its own. `-- --site DIR` reads a
+    site built already instead of building one (`.ci/run` passes the one selfcheck built, `build/site`).
     """
     install(session, "test", "docs", "browser")
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     site, shots = "build/docs-browser/site", "build/docs-browser/screenshots"
-    session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", site)
+    if "--site" in session.posargs:  # a site built already: `.ci/run` reads the one selfcheck built --strict
+        built = session.posargs[session.posargs.index("--site") + 1:][:1]
+        if not built or not (ROOT / built[0] / "index.html").is_file():
+            session.error(f"--site {' '.join(built)}: no built site there (index.html); build one with mkdocs")
+    else:
+        session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", site)
     session.run("python", "scripts/docs_browser.py", "--site", site, "--screenshots", shots, *session.posargs)
 
 
