@@ -165,6 +165,15 @@ def proofs(session: nox.Session) -> None:
     environment (the suite's one, at the same locked versions; made here when it is missing), so `.ci/run`
     installs the suite once.
     """
+    suite(session, "-m", "proof", *session.posargs, python=in_suite_env(session))
+
+
+def in_suite_env(session: nox.Session) -> str:
+    """For a session with no environment of its own: selfcheck's, made or brought to the lock; its Python.
+
+    `proofs` and `docs-browser` are the rest of the suite `.ci/run` runs after selfcheck: they run in its
+    environment (every dependency group, at the locked versions) rather than installing the same again.
+    """
     bin_dir = SUITE_ENV / ("Scripts" if os.name == "nt" else "bin")
     python = bin_dir / ("python.exe" if os.name == "nt" else "python")
     if python.exists():
@@ -172,9 +181,9 @@ def proofs(session: nox.Session) -> None:
     else:
         session.run(sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"), "-s", "selfcheck",
                     "--install-only", external=True)
-    session.env["VIRTUAL_ENV"] = str(SUITE_ENV)  # as if activated: the tools the tests start by name are its own
+    session.env["VIRTUAL_ENV"] = str(SUITE_ENV)  # as if activated: the tools started by name are its own
     session.env["PATH"] = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
-    suite(session, "-m", "proof", *session.posargs, python=str(python))
+    return str(python)
 
 
 @authors_session(default=False)
@@ -227,7 +236,7 @@ def docs(session: nox.Session) -> None:
         session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", "site")
 
 
-@authors_session(name="docs-browser", default=False)
+@authors_session(name="docs-browser", default=False, venv_backend="none")
 def docs_browser(session: nox.Session) -> None:
     """Read every page of the built site in headless Chromium (Debian's chromium package) as a learner would.
 
@@ -236,7 +245,7 @@ def docs_browser(session: nox.Session) -> None:
     Playwright drives the system's Chromium; it never downloads a browser of its own. `-- --site DIR` reads a
     site built already instead of building one (`.ci/run` passes the one selfcheck built, `build/site`).
     """
-    install(session, "test", "docs", "browser")
+    python = in_suite_env(session)
     session.env["NO_MKDOCS_2_WARNING"] = "1"
     site, shots = "build/docs-browser/site", "build/docs-browser/screenshots"
     if "--site" in session.posargs:  # a site built already: `.ci/run` reads the one selfcheck built --strict
@@ -244,8 +253,9 @@ def docs_browser(session: nox.Session) -> None:
         if not built or not (ROOT / built[0] / "index.html").is_file():
             session.error(f"--site {' '.join(built)}: no built site there (index.html); build one with mkdocs")
     else:
-        session.run("python", "-m", "mkdocs", "build", "--strict", "--site-dir", site)
-    session.run("python", "scripts/docs_browser.py", "--site", site, "--screenshots", shots, *session.posargs)
+        session.run(python, "-m", "mkdocs", "build", "--strict", "--site-dir", site, external=True)
+    session.run(python, "scripts/docs_browser.py", "--site", site, "--screenshots", shots, *session.posargs,
+                external=True)
 
 
 @authors_session(name="docs-zensical", default=False)

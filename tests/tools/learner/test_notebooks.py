@@ -12,8 +12,10 @@
   verdict; a saved cell that never ran changes nothing (the live kernel is the truth).
 - The saved notebooks' answers are graded like files (``python -m kata notebooks``, then ``--impl``).
 
-The executions are slow (a kernel per notebook and a pytest run per check cell: about 2 s a check cell on
-two cores), so they are marked slow; they stay in selfcheck.
+The executions are slow (a kernel per notebook and a pytest run per check cell: about 0.7 s a check cell on
+two cores). The two that execute every chapter's notebook whole (stubs, then solutions: 32 notebooks, about
+half of selfcheck's time) are marked ``proof``: `nox -s proofs` runs them (`.ci/run` runs it), and
+`nox -s selfcheck -- --chapter N` runs chapter N's. The others are marked slow and stay in selfcheck.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def test_functions_are_taken_from_cells_without_running_them():
     assert found["softmax"].startswith("def softmax(x, axis=-1):")
 
 
-@pytest.mark.slow
+@pytest.mark.proof
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
 def test_with_the_stubs_every_check_cell_says_not_started(chapter):
     """run headless as saved: every step and check of every check cell is 'not started', shown as HTML too"""
@@ -130,7 +132,7 @@ def test_with_the_stubs_every_check_cell_says_not_started(chapter):
         assert "<pre" in html and "not started" in html, f"{source}: no HTML report"
 
 
-@pytest.mark.slow
+@pytest.mark.proof
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
 def test_with_the_solutions_pasted_in_every_check_cell_passes(chapter, tmp_path, monkeypatch):
     """the solutions pasted into the stub cells (earlier chapters solved): every check cell reports all passed"""
