@@ -1,7 +1,8 @@
 """Benchmark: the project's own suite, as `.ci/run` runs it, against its time budgets, in one run.
 
-Runs one after another (environments reused, `nox -R`): `nox -s selfcheck -- --chapter N` (one chapter's share),
-`nox -s selfcheck`, `nox -s proofs` and `nox -s docs-browser` (what `.ci/run` runs after selfcheck), and prints
+Runs one after another (environments reused, each brought to the lock first: a no-op when it already is):
+`nox -s selfcheck -- --chapter N` (one chapter's share), `nox -s selfcheck`, `nox -s proofs` and
+`nox -s docs-browser -- --site build/site` (what `.ci/run` runs after selfcheck, on the site it built), and prints
 each one's wall time, the CPU time it used (its processes' user + system), the share of the budget it took and
 the machine's load average before and after: other work on the machine slows a run down, and the CPU time says
 how much of the wall time was the suite's own. `.ci/run`'s line is the sum of its three sessions.
@@ -51,11 +52,11 @@ def main() -> None:
     if nox is None:
         sys.exit("bench_suite: no nox found (python3 start.py -l sets it up in .venv-tools/)")
     runs = {
-        "chapter": ([nox, "-R", "-s", "selfcheck", "--", "--chapter", str(args.chapter)],
+        "chapter": ([nox, "-s", "selfcheck", "--", "--chapter", str(args.chapter)],
                     f"nox -s selfcheck -- --chapter {args.chapter}"),
-        "selfcheck": ([nox, "-R", "-s", "selfcheck"], "nox -s selfcheck"),
-        "proofs": ([nox, "-R", "-s", "proofs"], "nox -s proofs"),
-        "docs-browser": ([nox, "-R", "-s", "docs-browser"], "nox -s docs-browser"),
+        "selfcheck": ([nox, "-s", "selfcheck"], "nox -s selfcheck"),
+        "proofs": ([nox, "-s", "proofs"], "nox -s proofs"),
+        "docs-browser": ([nox, "-s", "docs-browser", "--", "--site", "build/site"], "nox -s docs-browser"),
     }
     wanted = [name for name in args.only.split(",") if name]
     unknown = sorted(set(wanted) - set(runs))
