@@ -93,3 +93,13 @@ def undocumented_fields(schema: dict) -> list[str]:
 
     walk(schema)
     return sorted(f for f in fields if f"`{f}`" not in page)
+
+
+def assert_drawn_png(path: Path, min_height: int) -> None:
+    """``path`` is a PNG file at least ``min_height`` × 400 pixels whose pixels are not all one colour."""
+    import matplotlib.image
+
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG file"
+    pixels = matplotlib.image.imread(path)
+    assert pixels.ndim == 3 and pixels.shape[0] > min_height and pixels.shape[1] > 400, pixels.shape
+    assert float(pixels[..., :3].std()) > 0.05, f"{path.name} is (nearly) blank"

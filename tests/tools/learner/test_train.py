@@ -15,7 +15,7 @@ import pytest
 
 from kata.learner import generate, train
 
-from ..conftest import copy_solutions, tool
+from ..conftest import assert_drawn_png, copy_solutions, tool
 
 STEPS = 1000
 
@@ -53,13 +53,7 @@ def test_a_shortened_run_halves_the_loss_and_writes_every_file(run):
 @pytest.mark.parametrize("name", ["loss.png", "attention.png"])
 def test_the_figures_are_pngs_with_something_drawn(run, name):
     """loss.png and attention.png are valid PNG files whose pixels are not all one colour"""
-    import matplotlib.image
-
-    path = run[0] / name
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is not a PNG file"
-    pixels = matplotlib.image.imread(path)
-    assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 400, pixels.shape
-    assert float(pixels[..., :3].std()) > 0.05, f"{name} is (nearly) blank"
+    assert_drawn_png(run[0] / name, 200)
 
 
 def test_the_model_loads_without_pickle_and_generate_continues_a_prompt(run):

@@ -25,7 +25,7 @@ import pytest
 from kata.learner import train
 from kata.learner.train.gpt_check import check_gpt_gradients
 
-from ..conftest import ROOT, copy_solutions, tool
+from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
 
 TINY = ["--model", "gpt", "--impl", "solutions", "--vocab-size", "260", "--d-model", "8", "--heads", "2",
         "--layers", "1", "--d-ff", "8", "--context", "8", "--batch", "2", "--steps", "20", "--warmup", "2",
@@ -66,13 +66,7 @@ def test_a_run_writes_run_json_with_the_evaluations_the_tokenizer_and_the_unigra
 @pytest.mark.parametrize("name", ["loss.png", "schedule.png", "attention.png"])
 def test_the_figures_are_pngs_with_something_drawn(run, name):
     """loss.png, schedule.png and attention.png are PNG files whose pixels are not all one colour"""
-    import matplotlib.image
-
-    path = run[0] / name
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is not a PNG file"
-    pixels = matplotlib.image.imread(path)
-    assert pixels.ndim == 3 and pixels.shape[0] > 150 and pixels.shape[1] > 400, pixels.shape
-    assert float(pixels[..., :3].std()) > 0.05, f"{name} is (nearly) blank"
+    assert_drawn_png(run[0] / name, 150)
 
 
 def test_a_stopped_and_resumed_run_ends_with_the_same_parameters(run, tmp_path):
