@@ -22,6 +22,8 @@ BOOK = project.ROOT / "data" / "coriolanus.txt"
 
 
 MAX_VOCAB = 1000  # distinct characters; beyond that a character-level model of a few pages learns nothing
+MAX_BYTES = 64 * 2**20  # a corpus file; NumPy training on two cores sees a few MB in a run, and a 1 GB file read
+# whole (then decoded) would take the machine's memory before saying anything
 
 
 class TrainError(Exception):
@@ -58,7 +60,8 @@ def load_corpus(which: str, context: int = 32) -> Corpus:
     """``zen``, ``book`` or a path to a UTF-8 text file, with a clear error for anything unusable.
 
     Raises:
-        TrainError: the file is missing, a folder, empty, not UTF-8 text, too short for ``context``, or has
+        TrainError: the file is missing, a folder, larger than ``MAX_BYTES``, empty, not UTF-8 text, too short
+            for ``context``, or has
             more than ``MAX_VOCAB`` distinct characters.
     """
     if which == "zen":
@@ -70,6 +73,10 @@ def load_corpus(which: str, context: int = 32) -> Corpus:
             raise TrainError(f"{shown}: there is no file {path} (give zen, book, or the path of a UTF-8 text file)")
         if path.is_dir():
             raise TrainError(f"{shown}: {path} is a folder; give a text file")
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise TrainError(f"{shown}: {path} is {size / 2**20:,.0f} MB; a corpus may be at most "
+                             f"{MAX_BYTES // 2**20} MB (a training run here sees a few MB of text: cut it down)")
         data = path.read_bytes()
         if not data.strip():
             raise TrainError(f"{shown}: {path} is empty" + (" (only white space)" if data else ""))

@@ -159,12 +159,16 @@ def test_the_untouched_stubs_are_told_to_finish_chapter_10_first(tmp_path):
     ("Café au lait, s'il vous plaît. " * 4, "is not UTF-8 text (byte 0xe9 at position 3"),
     (b"Too short to learn from.", "24 characters is too short"),
     ("folder", "is a folder"),
-], ids=["missing", "empty", "white space", "binary", "latin-1", "too short", "folder"])
+    ("1 GB", "is 1,024 MB; a corpus may be at most 64 MB"),
+], ids=["missing", "empty", "white space", "binary", "latin-1", "too short", "folder", "1 GB"])
 def test_a_corpus_file_that_cannot_be_trained_on_says_why(tmp_path, capsys, content, words):
-    """--corpus FILE: a missing, empty, binary, non-UTF-8, too short file or a folder stops with exit 2 and a reason"""
+    """--corpus FILE: a missing, empty, binary, non-UTF-8, too short or 1 GB file, or a folder: exit 2 and a reason"""
     path = tmp_path / "corpus.txt"
     if content == "folder":
         path.mkdir()
+    elif content == "1 GB":  # sparse: no disk used, and never read
+        with path.open("wb") as f:
+            f.truncate(2**30)
     elif isinstance(content, str):
         path.write_bytes(content.encode("latin-1"))
     elif content is not None:
