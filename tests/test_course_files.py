@@ -6,7 +6,7 @@ CONTRIBUTING.md's "What a chapter is":
 - its files: stub, solution, key, tests, page, notebook source and built notebook, the snapshot its tests
   read, and for a Part II chapter its audit script and the audit's test;
 - its entries: the page in mkdocs.yml's nav (in its part's section), at least one planted mistake in
-  tests/mutants.py, a snapshot builder in BUILDERS when its tests read a snapshot, a row in CONTRIBUTING.md's
+  tests/mutants.toml, a snapshot builder in BUILDERS when its tests read a snapshot, a row in CONTRIBUTING.md's
   mutation table, a line in docs/index.md's table of chapters (in its part's section);
 - grading.toml names only real chapters, steps and tests;
 - README.md and docs/index.md state only the chapter counts the course has.
@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from kata import project
-from tests.mutants import MUTANTS, Mutant
+from tests.mutants import MUTANTS, Mutant, load
 
 ROOT = project.ROOT
 CHAPTERS = project.chapters()
@@ -130,15 +130,17 @@ def nav_problems(chapter, mkdocs_yml: str) -> list[str]:
     return []
 
 
-# -- tests/mutants.py --------------------------------------------------------------------------------------
+# -- tests/mutants.toml ------------------------------------------------------------------------------------
 def mutant_problems(chapter, mutants: list[Mutant]) -> list[str]:
-    solution = f"{chapter.module}.py"
-    mine = [m for m in mutants if m.chapter == chapter.number]
-    if not mine:
-        return [f"chapter {chapter.number} has no planted mistake in tests/mutants.py "
-                f"(add Mutant({chapter.number}, \"{solution}\", old, new, named) for each classic mistake)"]
-    return [f"tests/mutants.py: a mutant of chapter {chapter.number} ({m.named!r}) plants into {m.file}, "
-            f"not into chapter {chapter.number}'s solution {solution}" for m in mine if m.file != solution]
+    if not any(m.chapter == chapter.number for m in mutants):
+        return [f"chapter {chapter.number} has no planted mistake in tests/mutants.toml (add a [[mistake]] with "
+                f"chapter = {chapter.number}, old, new and named for each classic mistake)"]
+    return []
+
+
+def stray_mutant_problems(mutants: list[Mutant], numbers: set[int]) -> list[str]:
+    return [f"tests/mutants.toml: the mistake {m.named!r} names chapter {m.chapter}, which there is not "
+            f"(chapters: {', '.join(str(n) for n in sorted(numbers))})" for m in mutants if m.chapter not in numbers]
 
 
 # -- snapshot builders -------------------------------------------------------------------------------------
@@ -265,8 +267,14 @@ def test_every_chapter_page_is_in_the_nav_of_its_part(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_has_a_planted_mistake(chapter):
-    """tests/mutants.py plants at least one mistake into the chapter's solution"""
+    """tests/mutants.toml plants at least one mistake into the chapter's solution"""
     problems = mutant_problems(chapter, MUTANTS)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_planted_mistake_names_a_chapter():
+    """each [[mistake]] of tests/mutants.toml names a chapter there is"""
+    problems = stray_mutant_problems(MUTANTS, {c.number for c in CHAPTERS})
     assert not problems, "\n".join(problems)
 
 
@@ -341,14 +349,23 @@ def test_a_page_missing_from_the_nav_is_named():
 
 
 def test_a_chapter_without_a_planted_mistake_is_named():
-    """tests/mutants.py without chapter 11's mutants, or with one pointed at another file: named"""
+    """tests/mutants.toml without chapter 11's mistakes, or with one for a chapter 99: named"""
     assert mutant_problems(_chapter(11), [m for m in MUTANTS if m.chapter != 11]) == [
-        "chapter 11 has no planted mistake in tests/mutants.py (add Mutant(11, \"chapter11_multi_head_attention.py\", "
-        "old, new, named) for each classic mistake)"]
-    stray = Mutant(11, "chapter12_rope.py", "a", "b", "a stray")
-    assert mutant_problems(_chapter(11), [*MUTANTS, stray]) == [
-        "tests/mutants.py: a mutant of chapter 11 ('a stray') plants into chapter12_rope.py, not into chapter 11's "
-        "solution chapter11_multi_head_attention.py"]
+        "chapter 11 has no planted mistake in tests/mutants.toml (add a [[mistake]] with chapter = 11, old, new "
+        "and named for each classic mistake)"]
+    stray = Mutant(99, "a", "b", "a stray")
+    assert stray_mutant_problems([*MUTANTS, stray], {1, 2}) == [
+        f"tests/mutants.toml: the mistake {m.named!r} names chapter {m.chapter}, which there is not (chapters: 1, 2)"
+        for m in [*MUTANTS, stray] if m.chapter not in {1, 2}]
+
+
+def test_a_planted_mistake_without_its_words_is_named(tmp_path):
+    """a [[mistake]] lacking `named` (or with a key too many) stops the list's loading, naming the entry"""
+    bad = tmp_path / "mutants.toml"
+    bad.write_text("[[mistake]]\nchapter = 1\nold = 'a'\nnew = 'b'\nnamed = 'c'\n\n"
+                   "[[mistake]]\nchapter = 2\nold = 'a'\nnew = 'b'\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"mutants.toml: mistake 2 has the keys \['chapter', 'new', 'old'\]"):
+        load(bad)
 
 
 def test_a_chapter_without_a_snapshot_builder_is_named():

@@ -1,7 +1,7 @@
 """The suite proves itself.
 
 Every test fails on the untouched stubs, passes on solutions/, and catches and names the planted
-mistakes in tests/mutants.py.
+mistakes in tests/mutants.toml.
 
 Each run is a separate pytest process with `--impl`, reading the results the judge streams
 (`kata.judge.stream`, read back by `kata.judge.runner.read`); a chapter's planted mistakes are checked one after another in one pytest
