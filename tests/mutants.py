@@ -29,11 +29,6 @@ class Mutant:
         """The chapter's solution file in solutions/ (``chapter04_attention.py``)."""
         return f"{project.chapter(self.chapter).module}.py"
 
-    @property
-    def id(self) -> str:
-        """A short name for the test id."""
-        return f"ch{self.chapter}-{self.named[:40]}"
-
 
 def load(path: Path = LIST) -> list[Mutant]:
     """Every ``[[mistake]]`` of the list, in order; a malformed entry is a ``ValueError`` naming it."""

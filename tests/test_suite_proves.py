@@ -126,7 +126,7 @@ def planted(tmp_path_factory):
 
 
 @pytest.mark.parametrize("mutant", [pytest.param(m, marks=pytest.mark.xdist_group(f"planted-chapter{m.chapter}"))
-                                    for m in MUTANTS], ids=lambda m: m.id)
+                                    for m in MUTANTS], ids=lambda m: f"ch{m.chapter}-{m.named[:40]}")
 def test_a_planted_mistake_fails_and_is_named(mutant, planted):
     """a copy of solutions/ with one classic mistake fails a test and the failure names it"""
     text = (ROOT / "solutions" / mutant.file).read_text(encoding="utf-8")
