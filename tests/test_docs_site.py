@@ -181,3 +181,17 @@ def test_getting_started_quotes_the_real_stub_and_step_titles():
     assert shown, "the page shows no step lines"
     wrong = [f"{sid}: page {title!r}, key {titles.get(sid)!r}" for sid, title in shown if titles.get(sid) != title]
     assert not wrong, "step titles on the page differ from reference/chapter04_attention.toml:\n  " + "\n  ".join(wrong)
+
+
+def test_a_figure_without_its_drawing_function_is_named(tmp_path):
+    """a figures.toml entry with no draw_NAME in figures.py stops the build, naming the figure and the function"""
+    listed = tmp_path / "figures.toml"
+    listed.write_text('[bar-chart-3]\nchapter = 3\nalt = "a"\ncaption = "c"\n', encoding="utf-8")
+    code = ("import importlib.util, sys\n"
+            "spec = importlib.util.spec_from_file_location('figures', 'docs/hooks/figures.py')\n"
+            "figures = sys.modules['figures'] = importlib.util.module_from_spec(spec)\n"
+            "spec.loader.exec_module(figures)\n"
+            f"figures._figures(__import__('pathlib').Path({str(listed)!r}))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "figures.toml: figure 'bar-chart-3' has no function draw_bar_chart_3 in figures.py" in proc.stderr

@@ -1,7 +1,8 @@
 """MkDocs hook: pictures computed from ``solutions/`` at build time, so they cannot go stale.
 
 A page asks for a figure with a marker, e.g. ``<!-- kata:figure attention-4 -->``; the marker becomes
-the image and its caption. Every figure is drawn as SVG by ``charts.py`` from numbers the reference
+the image and its caption. ``figures.toml`` lists the figures with their chapter, alt text and caption;
+figure ``NAME`` is drawn by ``draw_NAME`` below, as SVG by ``charts.py``, from numbers the reference
 implementation computes during the build, and written into the built site under ``figures/``. Nothing
 is committed: change a solution or an answer key and the picture follows.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,49 +232,19 @@ def draw_train_attention() -> str:
         return charts._svg(fig, title)
 
 
-FIGURES = {f.name: f for f in (
-    Figure("attention-4", 4, "Heatmap of the causal attention weights for A B",
-           "Chapter 4's worksheet as a picture: each row is a query position and sums to 1. "
-           "A may only look at itself; B splits its attention almost evenly, leaning slightly towards itself.",
-           draw_attention_4),
-    Figure("attention-10", 10, "Heatmaps of the attention weights of both layers of the trained sequence model",
-           "The two-layer model of the sequence run, after training, computed from solutions/ when the site is "
-           "built. Row i is position i's attention over positions 0 … i (grey: masked, the future). "
-           "Token and position embeddings enter both layers; read the rows to see which earlier positions each "
-           "layer consults before predicting the next token.", draw_attention_10),
-    Figure("loss-8", 8, "Line chart of the mean loss over 200 epochs of batch training",
-           "Chapter 8's batch trained from the toy weights at η = 0.1. Training only W_O, as the worksheet "
-           "does, barely moves the loss. Training all four matrices starts just as slowly (every logit is a "
-           "product of small weights, so every gradient is small), then speeds up as the weights grow.",
-           draw_loss_8),
-    Figure("layer-norm-10", 10, "Random 2-feature rows and where layer norm sends them",
-           "Why 2 features are too few for layer norm: after subtracting the mean and "
-           "dividing by the standard deviation, every row with unequal entries becomes [1, −1] or [−1, 1] "
-           "(times γ, plus β), as long as its two entries differ by much more than √ε ≈ 0.003. The book's "
-           "tiny activations do not: see step 10.2.", draw_layer_norm_10),
-    Figure("loss-10", 10, "Line chart of the mean loss of three chapter-10 training runs over 100 epochs",
-           "Computed from solutions/ at build time, from init_params(..., seed=0). The two-layer model learns "
-           "the three patterns; one layer with learned positions separates [A, B, A] from [B, A, A]; the same "
-           "layer with its positions held at zero cannot, and its loss never goes below ln 2.", draw_loss_10),
-    Figure("rope-12", 12, "Points on the unit circle: one token's two feature pairs at positions 0 to 5",
-           "Step 12.4's token [1, 0, 1, 0] at positions 0 … 5, rotated by solutions/ when the site is built. "
-           "Each pair of features is a point; position m turns the first pair by m radians and the second by "
-           "m/100. Two positions that are k apart always sit k·θ apart on each circle, whatever m is: that is "
-           "why a query–key score depends on m − n only.", draw_rope_12),
-    Figure("schedule-15", 15, "Line chart of the learning rate at steps 0 to 14: a linear rise, then a cosine fall",
-           "The worksheet's schedule, computed from solutions/ when the site is built: max_lr 0.1, min_lr 0.01, "
-           "warm-up 4 steps, 12 steps in all, steps counted from 0. Step 0 already gets a quarter of the peak; "
-           "steps 3 and 4 both get the peak; from step 12 on the rate stays at the floor.", draw_schedule_15),
-    Figure("train-loss", 10, "Line chart of the training loss of nox -s train on the Zen of Python, step by step",
-           "loss.png of a shortened reference run, computed from solutions/ when the site is built: the default "
-           f"model and settings of nox -s train, {TRAIN_STEPS:,} steps instead of 4,000, seed 0. The thin line is "
-           "the loss of each step's window of 32 characters, the thick one its running mean; the dashed line is "
-           "the loss of a uniform guess over the 45 characters.", draw_train_loss),
-    Figure("train-attention", 10, "Heatmaps of both layers' attention weights on the first line of the Zen",
-           "attention.png of the same run: row i is how the character in row i, predicting the next one, spreads "
-           "its attention over itself and the characters before it (grey: the masked future). ␣ is a space.",
-           draw_train_attention),
-)}
+def _figures(path: Path = HERE / "figures.toml") -> dict[str, Figure]:
+    """The figures of ``figures.toml``, each with its ``draw_NAME`` function; a missing one is named."""
+    found = {}
+    for name, entry in tomllib.loads(path.read_text(encoding="utf-8")).items():
+        function = "draw_" + name.replace("-", "_")
+        if function not in globals():
+            raise ValueError(f"{path.name}: figure {name!r} has no function {function} in figures.py")
+        caption = entry["caption"].replace("{train_steps}", f"{TRAIN_STEPS:,}")
+        found[name] = Figure(name, entry["chapter"], entry["alt"], caption, globals()[function])
+    return found
+
+
+FIGURES = _figures()
 
 
 def available() -> dict[str, Figure]:
