@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import posixpath
 import re
 import sys
@@ -40,6 +39,7 @@ SOURCES = ROOT / "notebooks" / "src"
 sys.path.insert(0, str(ROOT))
 
 from kata import project  # noqa: E402
+from kata.authoring.generated import docs_hook, write_or_check  # noqa: E402
 
 STUB = re.compile(r"^#\s*kata:stub\s+(\w+)\s*$")
 WORKSHEET = re.compile(r"<!--\s*kata:worksheet\s+(\d+)\s*-->")
@@ -50,14 +50,6 @@ YOUR_TURN = re.compile(r"^<!--\s*kata:your-turn\s*-->$")
 # function); hints, mistakes, errata and the recap stay on the page, which the notebook links to.
 OWN_SECTIONS = ("Your turn", "Hints", "Common mistakes", "Errata", "Recap")
 KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
-
-
-def _hook():
-    path = ROOT / "docs" / "hooks" / "answer_key.py"
-    spec = importlib.util.spec_from_file_location("kata_docs_hook_answer_key", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def stubs(chapter) -> dict[str, str]:
@@ -96,8 +88,8 @@ def build(source: str, chapter) -> str:
             m = SECTION.match(cell.source.strip())
             if m:
                 cell.source = page_section(chapter, m.group(1))
-            cell.source = WORKSHEET.sub(lambda m: _hook().worksheet(project.chapter(int(m.group(1)))).strip(),
-                                        cell.source)
+            cell.source = WORKSHEET.sub(lambda m: docs_hook("answer_key").worksheet(project.chapter(int(m.group(1))))
+                                        .strip(), cell.source)
         cell.metadata = {}
         cell["id"] = f"cell-{index:02d}"  # stable ids: the same source builds the same file
     notebook.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}
@@ -265,13 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         target.write_text(scaffold(chapter), encoding="utf-8", newline="\n")
         print(f"wrote {target.relative_to(ROOT)}; edit it, then: python scripts/notebooks.py")
         return 0
-    notebooks = stale(write=not args.check)
-    for notebook in notebooks:
-        print(f"{'out of date' if args.check else 'built'}: {notebook.relative_to(ROOT).as_posix()}")
-    if args.check and notebooks:
-        print("run: python scripts/notebooks.py")
-        return 1
-    return 0
+    return write_or_check(stale, args.check, "python scripts/notebooks.py")
 
 
 if __name__ == "__main__":

@@ -12,25 +12,19 @@ runs it in selfcheck). Run it after editing an answer key or adding a marker.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT))
 
-
-def hook():
-    """The docs hook module that renders the blocks (loaded by file, as MkDocs loads it)."""
-    spec = importlib.util.spec_from_file_location("kata_docs_hook_answer_key", DOCS / "hooks" / "answer_key.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from kata.authoring.generated import docs_hook, write_or_check  # noqa: E402
 
 
 def stale(write: bool) -> list[Path]:
     """Every page whose blocks differ from a fresh rendering; with ``write``, rewrite them."""
-    fill = hook().fill
+    fill = docs_hook("answer_key").fill
     found = []
     for page in sorted(DOCS.rglob("*.md")):
         text = page.read_text(encoding="utf-8")
@@ -47,13 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is out of date")
     args = p.parse_args(argv)
-    pages = stale(write=not args.check)
-    for page in pages:
-        print(f"{'out of date' if args.check else 'wrote'}: {page.relative_to(ROOT).as_posix()}")
-    if args.check and pages:
-        print("run: python scripts/pages.py")
-        return 1
-    return 0
+    return write_or_check(stale, args.check, "python scripts/pages.py")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import base64
 import html
-import importlib.util
-import sys
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,17 +25,9 @@ from types import SimpleNamespace
 from markdown import Extension
 from markdown.preprocessors import Preprocessor
 
+from kata.authoring.generated import docs_hook
+
 HERE = Path(__file__).resolve().parent
-
-
-@cache
-def hook(name: str):
-    """Load a hook module of this folder by file name (the way MkDocs loads hooks)."""
-    spec = importlib.util.spec_from_file_location(f"kata_docs_hook_{name}", HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _page_path(md) -> str:
@@ -49,12 +39,12 @@ def _page_path(md) -> str:
 
 @cache
 def _figure_uri(name: str) -> str:
-    svg = hook("figures").FIGURES[name].draw()
+    svg = docs_hook("figures").FIGURES[name].draw()
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
 def _figures(text: str) -> str:
-    figures = hook("figures")
+    figures = docs_hook("figures")
 
     def replace(m) -> str:
         figure = figures.FIGURES[m.group(1)]
@@ -74,8 +64,8 @@ class KataMarkers(Preprocessor):
         if "kata:" not in text:
             return lines
         page = SimpleNamespace(file=SimpleNamespace(src_uri=_page_path(self.md)))
-        text = hook("answer_key").on_page_markdown(text, page, None, None)
-        text = hook("api").on_page_markdown(text, page, None, None)
+        text = docs_hook("answer_key").on_page_markdown(text, page, None, None)
+        text = docs_hook("api").on_page_markdown(text, page, None, None)
         text = _figures(text)
         return text.split("\n")
 
