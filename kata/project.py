@@ -15,8 +15,9 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER_NAME = re.compile(r"(?:test_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml|npz|ipynb|md))?")
-"""A chapter's file or module name: ``chapter04_attention`` (``.py``, ``.toml``…), ``test_chapter04_attention.py``."""
+CHAPTER_NAME = re.compile(r"(?:test_|audit_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml|npz|ipynb|md))?")
+"""A chapter's file or module name: ``chapter04_attention`` (``.py``, ``.toml``…), ``test_chapter04_attention.py``,
+``audit_chapter12_rope.py``."""
 
 
 def kata(root: Path = ROOT) -> ModuleType:

@@ -1,11 +1,10 @@
-"""Every Part II answer key says what its audit computes (``scripts/audit_chapterNN.py``, ``kata/authoring/audit.py``).
+"""Every Part II answer key says what its audit computes (``scripts/audit_chapterNN_<topic>.py``).
 
-The audits work from the formulas, apart from ``solutions/``: each is run as a script with ``--check``, which
+The audits work from the formulas, apart from ``solutions/``: ``kata/authoring/audit.py`` runs each with ``--check``, which
 compares every input, exact value, printed string and named mistake of the key with its own (numbers to 1e-12).
 The comparison itself is shown able to fail on a key with one planted difference of each kind.
 """
 
-import re
 import subprocess
 import sys
 import tomllib
@@ -16,24 +15,26 @@ from kata import project
 from kata.authoring import audit
 
 ROOT = project.ROOT
-AUDITS = {int(m[1]): p for p in sorted((ROOT / "scripts").glob("audit_chapter*.py"))
-          if (m := re.fullmatch(r"audit_chapter(\d\d)\.py", p.name))}
+AUDITS = project.chapter_files(ROOT / "scripts", prefix="audit_")
 
 
-@pytest.mark.parametrize("script", list(AUDITS.values()), ids=lambda p: p.stem)
-def test_the_answer_key_agrees_with_its_audit(script):
-    """python scripts/audit_chapterNN.py --check finds no difference"""
-    proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120,
-                          check=False)
+def run(number: int, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kata.authoring.audit", str(number), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("number", list(AUDITS), ids=lambda n: AUDITS[n].stem)
+def test_the_answer_key_agrees_with_its_audit(number):
+    """python -m kata.authoring.audit N --check finds no difference"""
+    proc = run(number, "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("script", list(AUDITS.values()), ids=lambda p: p.stem)
-def test_the_audit_prints_every_step_of_its_key(script):
+@pytest.mark.parametrize("number", list(AUDITS), ids=lambda n: AUDITS[n].stem)
+def test_the_audit_prints_every_step_of_its_key(number):
     """run without --check, the audit prints each step of the chapter's key"""
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    proc = run(number)
     assert proc.returncode == 0, proc.stderr
-    number = int(script.stem.removeprefix("audit_chapter"))
     for step in project.chapter(number).steps:
         assert f"[{step.id}]" in proc.stdout, step.id
 
@@ -81,3 +82,10 @@ def test_a_mistake_that_gives_the_right_answer_is_refused(tmp_path):
                    "value = [1.0]\n", encoding="utf-8")
     problems = audit.compare(key, {"1.1": {"exact": [1.0], "printed": ["1"], "mistakes": {"same": [1.0]}}})
     assert problems == ["1.1: the audit's mistake 'same' gives the right answer"]
+
+
+def test_a_chapter_without_an_audit_is_named():
+    """python -m kata.authoring.audit 4 (a Part I chapter, no audit script) says so and names the audits there are"""
+    proc = run(4)
+    assert proc.returncode != 0
+    assert f"there is no audit of chapter 4 in {ROOT / 'scripts'} (audits: {', '.join(map(str, AUDITS))})" in proc.stderr

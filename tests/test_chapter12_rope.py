@@ -2,7 +2,7 @@
 
 d = 4 and base 10000, so the two pairs (x0, x1) and (x2, x3) turn at θ = [1, 0.01] radians per position;
 positions 0, 1, 2. Each worksheet step is one test below, named as the claim it checks; the numbers come from
-reference/chapter12_rope.toml (audited by scripts/audit_chapter12.py). Beyond the worksheet: other widths,
+reference/chapter12_rope.toml (audited by scripts/audit_chapter12_rope.py). Beyond the worksheet: other widths,
 heads, starting positions and bases against the stored snapshot, the gradient against central differences,
 and the property RoPE exists for — a score depends on m − n only — on random inputs.
 """

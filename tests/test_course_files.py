@@ -81,7 +81,7 @@ def files(chapter, root: Path = ROOT) -> dict[str, str]:
         found[f"tests/snapshots/chapter{nn}.npz"] = f"the snapshot its tests read (python -m kata.authoring.snapshots " \
                                                     f"{chapter.number})"
     if part(chapter) == 2:
-        found[f"scripts/audit_chapter{nn}.py"] = "the audit that computes the key's exact values (Part II)"
+        found[f"scripts/audit_{module}.py"] = "the audit that computes the key's exact values (Part II)"
     return found
 
 
@@ -325,12 +325,12 @@ def test_a_missing_file_is_named(tmp_path):
         (tmp_path / path).write_bytes((ROOT / path).read_bytes())
     assert missing_files(chapter, tmp_path) == []
     (tmp_path / "notebooks/src/chapter12_rope.py").unlink()
-    (tmp_path / "scripts/audit_chapter12.py").unlink()
+    (tmp_path / "scripts/audit_chapter12_rope.py").unlink()
     (tmp_path / "tests/snapshots/chapter12.npz").unlink()
     problems = missing_files(chapter, tmp_path)
     assert [p.split(":")[1].strip() for p in problems] == [
         "notebooks/src/chapter12_rope.py is missing", "tests/snapshots/chapter12.npz is missing",
-        "scripts/audit_chapter12.py is missing"], problems
+        "scripts/audit_chapter12_rope.py is missing"], problems
     assert all(p.startswith("chapter 12: ") for p in problems)
 
 

@@ -1,4 +1,4 @@
-"""An answer key held to its audit: the one comparison behind every ``scripts/audit_chapterNN.py``.
+"""An answer key held to its audit: the one runner and comparison of every ``scripts/audit_chapterNN_<topic>.py``.
 
 A Part II chapter's audit recomputes its worksheet from the formulas on the page, with plain loops, ``math`` or
 small NumPy products, never with ``solutions/``; the answer key must say what the audit computes. Each audit
@@ -8,12 +8,12 @@ script defines
   may also give ``"inputs"`` (``{name: value}``: then the key's inputs are exactly those, equal) and
   ``"printed"`` (the worksheet's strings, when they are not ``printed(exact)``); a step id starting with ``_``
   is the audit's own and not compared;
-- ``printed(exact)``: the worksheet's strings for an exact value (or ``"printed"`` in every step),
+- ``printed(exact)``: the worksheet's strings for an exact value (optional: else ``"printed"`` in every step),
 
-and ends with ``sys.exit(audit.main(sys.argv[1:], CHAPTER, audit, printed))``:
+and nothing else: this module loads it by its file and runs it.
 
-    python scripts/audit_chapter12.py           # print every step: printed, exact, mistakes
-    python scripts/audit_chapter12.py --check   # compare with the answer key; exit 1 naming each difference
+    python -m kata.authoring.audit 12           # print every step: printed, exact, mistakes
+    python -m kata.authoring.audit 12 --check   # compare with the answer key; exit 1 naming each difference
 
 ``tests/test_audits.py`` runs every audit's ``--check``. Numbers agree to 1e-12 (relative) or 1e-15
 (absolute); anything else (ids, strings, the names of mistakes) must be equal.
@@ -21,11 +21,15 @@ and ends with ``sys.exit(audit.main(sys.argv[1:], CHAPTER, audit, printed))``:
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import math
+import sys
 import tomllib
 from collections.abc import Callable
 from numbers import Real
 from pathlib import Path
+from types import ModuleType
 
 from .. import project
 
@@ -103,10 +107,30 @@ def compare(key: Path, audited: dict[str, dict], printed: Callable | None = None
     return problems
 
 
-def main(argv: list[str], chapter: int, audit: Callable[[], dict], printed: Callable | None = None) -> int:
-    """Print every step of the audit, or (``--check``) compare the key with it: 0 when they agree, else 1."""
-    key = key_file(chapter)
-    if "--check" in argv:
+def script(chapter: int, root: Path = project.ROOT) -> ModuleType:
+    """A chapter's audit, ``scripts/audit_chapterNN_<topic>.py``, loaded by its file; a missing one is named."""
+    found = project.chapter_files(root / "scripts", prefix="audit_")
+    if chapter not in found:
+        have = ", ".join(str(n) for n in found) or "none"
+        raise SystemExit(f"there is no audit of chapter {chapter} in {root / 'scripts'} (audits: {have})")
+    spec = importlib.util.spec_from_file_location(found[chapter].stem, found[chapter])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "audit", None)):
+        raise SystemExit(f"{found[chapter].name} defines no audit() (see kata/authoring/audit.py)")
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print every step of a chapter's audit, or (``--check``) compare the key with it: 0 when they agree, else 1."""
+    p = argparse.ArgumentParser(prog="python -m kata.authoring.audit", description=__doc__.splitlines()[0])
+    p.add_argument("chapter", type=int, help="the chapter whose scripts/audit_chapterNN_<topic>.py to run")
+    p.add_argument("--check", action="store_true", help="compare with the answer key; exit 1 naming each difference")
+    args = p.parse_args(argv)
+    module = script(args.chapter)
+    audit, printed = module.audit, getattr(module, "printed", None)
+    key = key_file(args.chapter)
+    if args.check:
         problems = compare(key, audit(), printed)
         print("\n".join(problems) or f"{key.name}: every value agrees with the audit")
         return 1 if problems else 0
@@ -123,3 +147,7 @@ def main(argv: list[str], chapter: int, audit: Callable[[], dict], printed: Call
         for name, value in step.get("mistakes", {}).items():
             print(f"  mistake {name!r}: {plain(value)!r}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -932,16 +932,12 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 14: byte-pair encoding on seeded texts (runs, ties, two- to four-byte characters), classic mistakes.
 
     Texts are stored as arrays of code points and merges as (k, 3) arrays of (a, b, new_id): a snapshot holds
-    numbers only. The mistakes' values come from scripts/audit_chapter14.py's slow, obvious rules.
+    numbers only. The mistakes' values come from scripts/audit_chapter14_bpe.py's slow, obvious rules.
     """
-    from kata.judge.answer_key import ROOT
+    from kata.authoring.audit import script
     from solutions import chapter14_bpe as s
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import audit_chapter14 as audit
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    audit = script(14)
     rng = np.random.default_rng(1414 if seed is None else seed)
     data: dict[str, np.ndarray] = {}
 

@@ -4,25 +4,15 @@ Independent of ``solutions/``: each formula is written out again here with Pytho
 row at a time, a feature at a time), the way the page asks a learner to work it by hand. The answer key
 ``reference/chapter13_modern_block.toml`` must agree with what this prints: its ``inputs``, its ``exact``
 values (to 1e-12), its ``printed`` strings (the exact value rounded to four decimals) and every named
-mistake's value; ``tests/test_audits.py`` runs ``--check`` (``kata/authoring/audit.py`` compares).
+mistake's value.
 
-Usage:
-
-    python scripts/audit_chapter13.py           # every step, as TOML lines to compare with the key
-    python scripts/audit_chapter13.py --check   # compare with the answer key; exit 1 on a difference
+Run by ``python -m kata.authoring.audit 13``, which prints every step; its ``--check`` compares with the key.
 """
 
 from __future__ import annotations
 
 import cmath
 import math
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
-
-CHAPTER = 13
 
 EPS = 1e-6  # rms_norm's default eps
 DIGITS = 4  # the worksheet prints four decimals
@@ -241,7 +231,7 @@ W_DOWN = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
 DS = [[1.0, 0.0], [0.0, 1.0]]
 
 
-def steps() -> dict[str, dict]:
+def audit() -> dict[str, dict]:
     """Every step: its inputs, its exact value and the value of every mistake the key names."""
     sw = {"x": XS, "W_gate": W_GATE, "W_up": W_UP, "W_down": W_DOWN}
     return {**pieces(sw), **block_steps()}
@@ -368,7 +358,3 @@ def printed(value):
         return [printed(v) for v in value]
     text = f"{value:.{DIGITS}f}"
     return text[1:] if text == "-" + f"{0:.{DIGITS}f}" else text
-
-
-if __name__ == "__main__":
-    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, steps, printed))

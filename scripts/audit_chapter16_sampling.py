@@ -6,24 +6,15 @@ The KV-cache steps are computed twice: the exact values by the full forward over
 all), the mistakes by a cached decode with the mistake planted; the cached decode without a mistake must agree
 with the full forward to 1e-12, or the audit stops.
 
-    python scripts/audit_chapter16.py           # print every step's exact value, printed digits and mistakes
-    python scripts/audit_chapter16.py --check   # compare with reference/chapter16_sampling.toml; exit 1 on a difference
-
-``tests/test_audits.py`` runs ``--check`` (``kata/authoring/audit.py`` compares).
+Run by ``python -m kata.authoring.audit 16``, which prints every step; its ``--check`` compares with the key.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
-
-CHAPTER = 16
 BASE = 10000.0
 EPS = 1e-6  # RMSNorm's ε
 
@@ -314,7 +305,3 @@ def printed(value):
     if isinstance(value, int):
         return str(value)
     return f"{value:.4f}"
-
-
-if __name__ == "__main__":
-    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, audit, printed))

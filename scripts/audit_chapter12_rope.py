@@ -3,22 +3,13 @@
 Written from the formulas on the page with Python's ``math`` and plain loops over pairs and positions,
 independent of ``solutions/`` and of NumPy, so the answer key cannot inherit a bug of the reference.
 
-    python scripts/audit_chapter12.py           # print every step's exact value, printed digits and mistakes
-    python scripts/audit_chapter12.py --check   # compare with reference/chapter12_rope.toml; exit 1 on a difference
-
-``tests/test_audits.py`` runs ``--check`` (``kata/authoring/audit.py`` compares).
+Run by ``python -m kata.authoring.audit 12``, which prints every step; its ``--check`` compares with the key.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
-
-CHAPTER = 12
 BASE = 10000.0
 
 # the worksheet's inputs (the page's tables)
@@ -132,7 +123,3 @@ def printed(value):
     if float(text) == value:  # exactly representable at 4 decimals, e.g. θ_1 = 0.01: no trailing zeros
         return text.rstrip("0")
     return f"{value:.5g}" if float(text) == int(float(text)) else text
-
-
-if __name__ == "__main__":
-    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, audit, printed))

@@ -3,23 +3,14 @@
 Independent of ``solutions/`` (``kata/authoring/audit.py`` only compares): each head is cut out of the
 projections by explicit column slices, its scores and softmax are written out with loops over positions, and
 the backward pass is the chain rule written entry by entry for the one softmax row at a time.
-``python scripts/audit_chapter11.py`` prints the values for ``reference/chapter11_multi_head_attention.toml``
-(``repr`` precision and the 4-decimal printed strings); ``--check`` compares them with the key
-(``tests/test_audits.py`` runs it).
+Run by ``python -m kata.authoring.audit 11``, which prints every step; its ``--check`` compares with the key.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
-
-CHAPTER = 11
 
 # -- the worksheet: three tokens A B C, d_model 4, two heads of d_head 2 ---------------------------------
 X = np.array([[1.0, 0.0, 0.0, 1.0],   # A
@@ -261,7 +252,3 @@ def audit() -> dict[str, dict]:
         steps[sid] = {"inputs": inputs, "exact": step["exact"],
                       "mistakes": {NAMES[(sid, label)]: value for label, value in step["mistakes"].items()}}
     return steps
-
-
-if __name__ == "__main__":
-    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, audit, printed))

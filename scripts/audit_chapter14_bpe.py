@@ -4,21 +4,10 @@ Written from the rules on the page, independent of ``solutions/``: tokens are ke
 merge glues two byte strings together) and every round recounts the whole text with plain loops, the slow
 and obvious way, so the answer key cannot inherit a bug of the reference's incremental counting.
 
-    python scripts/audit_chapter14.py           # print every step's exact value, printed text and mistakes
-    python scripts/audit_chapter14.py --check   # compare with reference/chapter14_bpe.toml; exit 1 on a difference
-
-``tests/test_audits.py`` runs ``--check`` (``kata/authoring/audit.py`` compares).
+Run by ``python -m kata.authoring.audit 14``, which prints every step; its ``--check`` compares with the key.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
-
-CHAPTER = 14
 
 # the worksheet's inputs (the page's tables)
 TEXT = "aaabéaaabac"  # 11 characters, 12 bytes: é is two
@@ -221,7 +210,3 @@ def audit() -> dict[str, dict]:
         if "inputs" in step:
             steps[sid]["inputs"] = {"counts": step["inputs"]}
     return steps
-
-
-if __name__ == "__main__":
-    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, audit))

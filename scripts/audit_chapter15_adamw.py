@@ -3,23 +3,13 @@
 Written from the formulas on the page with Python's ``math``, ``fractions`` and plain loops over the weights,
 independent of ``solutions/`` and of NumPy, so the answer key cannot inherit a bug of the reference.
 
-    python scripts/audit_chapter15.py           # print every step's exact value, printed digits and mistakes
-    python scripts/audit_chapter15.py --check   # compare with reference/chapter15_adamw.toml; exit 1 on a difference
-
-``tests/test_audits.py`` runs ``--check`` (``kata/authoring/audit.py`` compares).
+Run by ``python -m kata.authoring.audit 15``, which prints every step; its ``--check`` compares with the key.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kata.authoring import audit as audit_key  # noqa: E402 - the one comparison with the key
-
-CHAPTER = 15
 
 # the worksheet's inputs (the page's tables)
 W0 = [0.5, -1.0]  # the two weights before step 1
@@ -157,7 +147,3 @@ def printed(value):
     if value == int(value):
         return str(int(value))
     return f"{value:.4f}"
-
-
-if __name__ == "__main__":
-    sys.exit(audit_key.main(sys.argv[1:], CHAPTER, audit, printed))
