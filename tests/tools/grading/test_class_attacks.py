@@ -199,13 +199,14 @@ def test_a_1_gib_file_is_measured_before_it_is_read(tmp_path):
     assert "exercises/weights.bin" in row["note"] and "not graded" in row["note"], row["note"]
 
 
-FILL_TMP = """
+FILLER = """
 
-def _fill_tmp():  # writes /tmp full, at most 1.2 GiB, in files of 4 MiB (the output limit of one file)
+def _fill():  # writes files of 4 MiB (the output limit of one file) into {where}, at most {count} of them
+    import os
     written, block = 0, bytes(4 << 20)
-    for i in range(300):
+    for i in range({count}):
         try:
-            with open(f"/tmp/fill{{i}}", "wb") as f:
+            with open(os.path.join({folder}, f"fill{{i}}"), "wb") as f:
                 f.write(block)
             written += 4 << 20
         except OSError:
@@ -214,8 +215,26 @@ def _fill_tmp():  # writes /tmp full, at most 1.2 GiB, in files of 4 MiB (the ou
 
 
 def {name}(*args, **kwargs):
-    raise ValueError(f"filled /tmp: wrote {{_fill_tmp()}} bytes")
+    raise ValueError(f"filled {where}: wrote {{_fill()}} bytes")
 """
+
+
+def _plant_filler(impl: Path, folder: str, count: int, where: str) -> None:
+    """Plant a filler: chapter 1's first function writes 4 MiB files into ``folder`` until refused, then fails.
+
+    ``folder`` is a Python expression; the failure says "filled <where>: wrote N bytes".
+    """
+    path = impl / "chapter01_sequences.py"
+    filler = FILLER.format(name=_first_function(path), folder=folder, count=count, where=where)
+    path.write_text(path.read_text(encoding="utf-8") + filler, encoding="utf-8")
+
+
+def _written(results: dict, where: str) -> int:
+    """The most bytes the planted filler says it wrote (its check must have failed with its message)."""
+    said = [t["message"] for c in results["chapters"] for s in c["steps"] for t in s["tests"]
+            if f"filled {where}: wrote" in (t["message"] or "")]
+    assert said, "the learner's check should fail with the filler's message"
+    return max(int(m.split(f"filled {where}: wrote ", 1)[1].split()[0]) for m in said)
 
 
 def _shared_memory() -> int:
@@ -240,8 +259,7 @@ def test_filling_the_sandboxs_tmp_costs_the_learner_not_the_host(tmp_path):
 
     course = class_repos.course_copy(tmp_path / "course")
     impl = copy_solutions(tmp_path / "impl" / "exercises")
-    path = impl / "chapter01_sequences.py"
-    path.write_text(path.read_text(encoding="utf-8") + FILL_TMP.format(name=_first_function(path)), encoding="utf-8")
+    _plant_filler(impl, '"/tmp"', 300, "/tmp")  # at most 1.2 GiB
     baseline, peak, running = _shared_memory(), [0], [True]
 
     def watch() -> None:
@@ -260,10 +278,7 @@ def test_filling_the_sandboxs_tmp_costs_the_learner_not_the_host(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     assert any(p.startswith("bubblewrap") for p in results["protections"]), results["protections"]
-    said = [t["message"] for c in results["chapters"] for s in c["steps"] for t in s["tests"]
-            if "filled /tmp: wrote" in (t["message"] or "")]
-    assert said, "the learner's check should fail with the filler's message"
-    written = max(int(m.split("filled /tmp: wrote ", 1)[1].split()[0]) for m in said)
+    written = _written(results, "/tmp")
     grown = peak[0] - baseline
     print(f"a worker writing /tmp full: {written / 2**20:.0f} MiB written, host shared memory "
           f"+{grown / 2**20:.0f} MiB at most")
@@ -362,35 +377,13 @@ def test_twenty_files_of_19_mb_and_a_worker_that_exits_stay_under_2_gib_of_disk(
     assert row["status"] == "graded" and "exercises/data00.bin" in row["note"], row["note"]
 
 
-FILL_FOLDER = """
-
-def _fill_folder():  # writes 4 MiB files where the worker runs (a folder on the host's disk), at most 1 GiB
-    import os
-    written, block = 0, bytes(4 << 20)
-    for i in range(256):
-        try:
-            with open(os.path.join(os.getcwd(), f"fill{{i}}"), "wb") as f:
-                f.write(block)
-            written += 4 << 20
-        except OSError:
-            break
-    return written
-
-
-def {name}(*args, **kwargs):
-    raise ValueError(f"filled the folder: wrote {{_fill_folder()}} bytes")
-"""
-
-
 def test_the_workers_folder_on_the_hosts_disk_cannot_be_filled(tmp_path):
     """in the sandbox the worker's own folder (on the host's disk) is read-only but for its output file"""
     if not shutil.which("bwrap") or os.environ.get("KATA_NO_SANDBOX"):
         pytest.skip("about the sandbox: needs bubblewrap")
     course = class_repos.course_copy(tmp_path / "course")
     impl = copy_solutions(tmp_path / "impl" / "exercises")
-    path = impl / "chapter01_sequences.py"
-    path.write_text(path.read_text(encoding="utf-8") + FILL_FOLDER.format(name=_first_function(path)),
-                    encoding="utf-8")
+    _plant_filler(impl, "os.getcwd()", 256, "the folder")  # where the worker runs, on the host's disk; at most 1 GiB
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     code, output, peak = _run_watching_disk(
@@ -399,10 +392,7 @@ def test_the_workers_folder_on_the_hosts_disk_cannot_be_filled(tmp_path):
     print(f"a worker writing files into its folder: temporary files peaked at {peak / 2**20:.0f} MiB")
     assert code == 0, output[-3000:]
     results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
-    said = [t["message"] for c in results["chapters"] for s in c["steps"] for t in s["tests"]
-            if "filled the folder: wrote" in (t["message"] or "")]
-    assert said, "the learner's check should fail with the filler's message"
-    written = max(int(m.split("filled the folder: wrote ", 1)[1].split()[0]) for m in said)
+    written = _written(results, "the folder")
     assert written == 0 and peak < 64 << 20, f"{written / 2**20:.0f} MiB written, {peak / 2**20:.0f} MiB at most"
 
 
