@@ -20,6 +20,24 @@ from kata.judge.snapshots import flatten, write
 
 
 # -- helpers --------------------------------------------------------------------------------------------
+class Snapshot(dict):
+    """What a builder returns, ``{path: array}``, with the builder's generator and ``put``.
+
+    ``rng`` is seeded with the builder's own number (404 for chapter 4) unless a ``seed`` is given (the suite
+    builds with other seeds to show the tests do not depend on one draw). ``put("forward/0", ids=ids,
+    params={...})`` stores each value, a tree of dicts and lists flattened, under ``forward/0/<name>/...``.
+    """
+
+    def __init__(self, number: int | None, seed: int | None):
+        super().__init__()
+        self.rng = np.random.default_rng(number if seed is None else seed)
+
+    def put(self, prefix: str, **values) -> None:
+        """Store each value under ``<prefix>/<name>``."""
+        for name, value in values.items():
+            self.update(flatten(value, f"{prefix}/{name}"))
+
+
 def leaves(tree, path=""):
     """(path, array) for every array of a parameter tree, in a fixed order."""
     if isinstance(tree, dict):
@@ -66,12 +84,8 @@ def chapter4(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 4: softmax and attention on seeded inputs of other shapes, and what classic mistakes give."""
     from solutions import chapter04_attention as s
 
-    rng = np.random.default_rng(404 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(404, seed)
+    rng, put = data.rng, data.put
 
     for i, shape in enumerate([(3, 5), (6, 4), (1, 7)]):
         x = rng.normal(size=shape) * 3
@@ -111,12 +125,8 @@ def chapter5(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter04_attention as a
     from solutions import chapter05_forward_pass as s
 
-    rng = np.random.default_rng(505 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(505, seed)
+    rng, put = data.rng, data.put
 
     def model(seq, d_model, d_k, d_v, vocab):
         E = rng.normal(size=(vocab, d_model))
@@ -161,12 +171,8 @@ def chapter6(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter05_forward_pass as f5
     from solutions import chapter06_training_step as s
 
-    rng = np.random.default_rng(606 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(606, seed)
+    rng, put = data.rng, data.put
 
     for i, vocab in enumerate([5, 7, 9]):
         z = rng.normal(size=vocab)
@@ -203,13 +209,9 @@ def chapter7(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter04_attention as a
     from solutions import chapter05_forward_pass as f5
 
-    rng = np.random.default_rng(707 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
+    data = Snapshot(707, seed)
+    rng, put = data.rng, data.put
     names = ("WQ", "WK", "WV", "WO")
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
 
     def causal(Q, K, V):
         return a.scaled_dot_product_attention(Q, K, V, mask=a.causal_mask(len(Q)))
@@ -306,11 +308,8 @@ def chapter8(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter05_forward_pass as f5
     from solutions import chapter08_batch_training as s
 
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(808, seed)  # its rng is unused: each problem below draws from a generator of its own
+    put = data.put
 
     def problem(n, vocab, d_model, d_k, rng):
         table = rng.normal(size=(vocab, d_model))
@@ -359,12 +358,8 @@ def chapter9(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 9: the feed-forward layer and its gradients on seeded inputs, and what classic mistakes give."""
     from solutions import chapter09_feed_forward as s
 
-    rng = np.random.default_rng(909 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(909, seed)
+    rng, put = data.rng, data.put
 
     def layer(seq, d_model, d_ff, bias=True):
         """Pre-activations of both signs, well away from the ReLU's kink (central differences need that)."""
@@ -436,12 +431,8 @@ def chapter10(seed: int | None = None) -> dict[str, np.ndarray]:
     from kata.judge import answer_key
     from solutions import chapter10_transformer as s
 
-    rng = np.random.default_rng(1010 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(1010, seed)
+    rng, put = data.rng, data.put
 
     # 10.3: dgamma and dbeta of the worksheet's layer-norm backward
     step = answer_key.load(10).step("10.3")
@@ -585,12 +576,8 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter07_backprop as b
     from solutions import chapter11_multi_head_attention as s
 
-    rng = np.random.default_rng(1111 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(1111, seed)
+    rng, put = data.rng, data.put
 
     def weights(d):
         return {k: rng.normal(size=(d, d)) / np.sqrt(d) * 1.5 for k in s.PARAM_NAMES}
@@ -664,12 +651,8 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter04_attention as a
     from solutions import chapter12_rope as s
 
-    rng = np.random.default_rng(1212 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(1212, seed)
+    rng, put = data.rng, data.put
 
     def halves(X, base, start):
         """The other pairing convention: feature i with feature i + d/2."""
@@ -739,12 +722,8 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
     from kata.judge import answer_key
     from solutions import chapter13_modern_block as s
 
-    rng = np.random.default_rng(1313 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(1313, seed)
+    rng, put = data.rng, data.put
 
     def rms(x, eps=1e-6):
         return np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
@@ -938,8 +917,8 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter14_bpe as s
 
     audit = script(14)
-    rng = np.random.default_rng(1414 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
+    data = Snapshot(1414, seed)
+    rng = data.rng
 
     def ints(values):
         return np.asarray(list(values), dtype=np.int64).reshape(-1)
@@ -1025,12 +1004,8 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 15: AdamW runs, schedules and clipping on other shapes and settings; classic mistakes."""
     from solutions import chapter15_adamw as s
 
-    rng = np.random.default_rng(1515 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(1515, seed)
+    rng, put = data.rng, data.put
 
     def variant(params, grads_seq, lrs, hyper, mode):
         """The weights after the run with one classic mistake: "uncorrected", "coupled" or "eps_inside"."""
@@ -1115,12 +1090,8 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions.chapter12_rope import apply_rope
     from solutions.chapter13_modern_block import prenorm_block, rms_norm, rope_multi_head_attention, swiglu
 
-    rng = np.random.default_rng(1616 if seed is None else seed)
-    data: dict[str, np.ndarray] = {}
-
-    def put(prefix, **values):
-        for name, value in values.items():
-            data.update(flatten(value, f"{prefix}/{name}"))
+    data = Snapshot(1616, seed)
+    rng, put = data.rng, data.put
 
     def softmax(z):
         e = np.exp(z - z.max())
