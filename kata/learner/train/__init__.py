@@ -56,7 +56,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ... import project
-from .child import GRACE, STARTUP, THREADS, Child, Guarded, child_main, describe, learner_frames
+from .child import GRACE, STARTUP, THREADS, Child, Guarded, StepBar, child_main, describe, learner_frames
 from .corpus import BOOK, MAX_VOCAB, Corpus, TrainError, load_corpus, zen
 from .figures import attention_figure, loss_figure, save_png, shown_char
 from .gpt_model import GptSettings
@@ -182,20 +182,6 @@ def _validate(args) -> None:
         raise TrainError(f"--timeout must be positive, got {args.timeout}")
 
 
-def _progress(total: int):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="step", dynamic_ncols=True, disable=None, leave=True,
-                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
-
-
-def _say(text: str, bar=None) -> None:
-    if bar is not None and not bar.disable:
-        bar.write(text)
-    else:
-        print(text, flush=True)
-
-
 def _one_line(text: str, width: int = 100) -> str:
     flat = text.replace("\n", "↵")
     return flat if len(flat) <= width else flat[:width - 1] + "…"
@@ -207,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return child_main()
     if args.model == "gpt":
-        return main_gpt(args, _progress, _say)
+        return main_gpt(args)
     started = time.perf_counter()
     try:
         _chapter10_defaults(args)
@@ -264,35 +250,28 @@ def main(argv: list[str] | None = None) -> int:
 def _follow(child: Child, s: Settings) -> dict:
     """Show the child's progress until it is done; return the losses, samples and attention maps."""
     losses, samples = [], []
-    bar = None
+    with StepBar() as bar:
 
-    def on_event(event: dict) -> dict | None:
-        nonlocal bar
-        kind = event.get("event")
-        if kind == "checked":
-            bar = _progress(s.steps)
-        elif kind == "step":
-            losses.append(event["loss"])
-            if bar is not None:
-                bar.update(1)
-                if event["step"] % 10 == 0 or event["step"] == s.steps:
-                    rate = event["step"] * s.context / max(event["train_seconds"], 1e-9)
-                    bar.set_postfix_str(f"loss {smoothed_tail(losses, 50):.3f}, {rate:,.0f} tok/s", refresh=False)
-        elif kind == "sample":
-            samples.append({k: event[k] for k in ("step", "loss", "text")})
-            label = "final" if event.get("final") else f"step {event['step']:>{len(str(s.steps))}}"
-            _say(f"  {label}  loss {event['loss']:.3f}  {_one_line(event['text'])}", bar)
-        elif kind == "done":
-            return {"losses": losses, "samples": samples, "train_seconds": event["train_seconds"],
-                    "attention_text": event["attention_text"], "attention": event["attention"],
-                    "child_cpu_seconds": event["cpu_seconds"]}
-        return None
+        def on_event(event: dict) -> dict | None:
+            kind = event.get("event")
+            if kind == "checked":
+                bar.open(s.steps)
+            elif kind == "step":
+                losses.append(event["loss"])
+                bar.step(event["step"], smoothed_tail(losses, 50),
+                         event["step"] * s.context / max(event["train_seconds"], 1e-9))
+            elif kind == "sample":
+                samples.append({k: event[k] for k in ("step", "loss", "text")})
+                label = "final" if event.get("final") else f"step {event['step']:>{len(str(s.steps))}}"
+                bar.say(f"  {label}  loss {event['loss']:.3f}  {_one_line(event['text'])}")
+            elif kind == "done":
+                return {"losses": losses, "samples": samples, "train_seconds": event["train_seconds"],
+                        "attention_text": event["attention_text"], "attention": event["attention"],
+                        "child_cpu_seconds": event["cpu_seconds"]}
+            return None
 
-    try:
         return child.follow("model", on_event)
-    finally:
-        if bar is not None:
-            bar.close()
+
 
 def _write_run(out: Path, corpus: Corpus, s: Settings, args, result: dict, started: float) -> None:
     losses = result["losses"]

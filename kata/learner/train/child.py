@@ -181,6 +181,48 @@ def child_main() -> int:
         return 1
 
 
+class StepBar:
+    """The training steps' tqdm bar, for both trainers (``with StepBar() as bar``: closed however the run ends).
+
+    It opens when the steps start (not during the gradient check) and moves a step at a time, with the running loss
+    and tokens per second every 10 steps. ``say`` prints a line above it, or plainly where there is no bar.
+    """
+
+    def __init__(self) -> None:
+        self.bar, self.total = None, 0
+
+    def __enter__(self) -> StepBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def open(self, total: int, done: int = 0) -> None:
+        """Show the bar: ``total`` steps, ``done`` of them already (a resumed run)."""
+        from tqdm import tqdm
+
+        self.total = total
+        self.bar = tqdm(total=total, initial=done, unit="step", dynamic_ncols=True, disable=None, leave=True,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
+
+    def step(self, step: int, loss: float, tokens_per_s: float) -> None:
+        """One step done: move the bar; every 10 steps (and at the last) show ``loss`` and ``tokens_per_s``."""
+        if self.bar is None:
+            return
+        self.bar.update(1)
+        if step % 10 == 0 or step == self.total:
+            self.bar.set_postfix_str(f"loss {loss:.3f}, {tokens_per_s:,.0f} tok/s", refresh=False)
+
+    def say(self, text: str) -> None:
+        """Print a line of the run's story above the bar (or plainly, when there is no bar or it is off)."""
+        if self.bar is not None and not self.bar.disable:
+            self.bar.write(text)
+        else:
+            print(text, flush=True)
+
+
 @dataclass
 class Child:
     """The child process running a job, and what it says."""

@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from ... import project
-from .child import Child
+from .child import Child, StepBar
 from .corpus import TrainError
 from .gpt_loop import CHECKPOINT, PROGRESS, read_progress
 from .gpt_model import GptSettings
+from .loop import smoothed_tail
 
 TRAIN_CHAPTERS = {"c11": 11, "c12": 12, "c13": 13, "c14": 14, "c15": 15}  # what training calls
 
@@ -55,7 +56,7 @@ def _given(args) -> list[str]:
     return [f"--{option.replace('_', '-')}" for option in OPTIONS if getattr(args, option) is not None]
 
 
-def main_gpt(args, progress, say) -> int:
+def main_gpt(args) -> int:
     """Check, tokenize, train (or resume), write runs/<name>/; 0 when done or stopped as asked, 1, 2 or 130."""
     started = time.perf_counter()
     out = Path(args.runs) / (args.name or "gpt")
@@ -97,7 +98,7 @@ def main_gpt(args, progress, say) -> int:
     child = Child(job, args.timeout)
     state = {"checkpoint": None}
     try:
-        result = _follow(child, progress, say, state)
+        result = _follow(child, state)
     except TrainError as err:
         printed = child.printed().strip()
         if printed and "Timeout (" not in printed:
@@ -152,43 +153,35 @@ def _resume_command(args) -> str:
     return command(*words)
 
 
-def _follow(child: Child, progress, say, state: dict) -> dict:
+def _follow(child: Child, state: dict) -> dict:
     """Show the child's progress until it is done; return its tokenizer figures and its last event."""
-    bar, tokenized, losses = None, None, []
+    tokenized, losses = {}, []
+    with StepBar() as bar:
 
-    def on_event(event: dict) -> dict | None:
-        nonlocal bar, tokenized
-        kind = event.get("event")
-        if kind == "tokenized":
-            tokenized = event
-            print(f"  ✓ {event['vocab_size']} tokens, {event['bytes_per_token']:.2f} bytes per token "
-                  f"(BPE {event['bpe_seconds']:.1f} s, encoding {event['encode_seconds']:.1f} s); "
-                  f"{event['train_tokens']:,} training and {event['val_tokens']:,} validation tokens; "
-                  f"unigram entropy {event['unigram_entropy']:.3f} nats", flush=True)
-            bar = progress(event["settings"]["steps"])
-            bar.update(event["start_step"])
-        elif kind == "step":
-            losses.append(event["loss"])
-            if bar is not None:
-                bar.update(1)
-                if event["step"] % 10 == 0:
-                    rate = event["session_tokens"] / max(event["session_seconds"], 1e-9)
-                    tail = losses[-20:]
-                    bar.set_postfix_str(f"loss {sum(tail) / len(tail):.3f}, {rate:,.0f} tok/s", refresh=False)
-        elif kind == "eval":
-            say(f"  step {event['step']:>5}  train {event['train_loss']:.3f}  validation {event['val_loss']:.3f}"
-                f"  {event['sample']!r}"[:150], bar)
-        elif kind == "checkpoint":
-            state["checkpoint"] = event["step"]
-        elif kind == "done":
-            return {"tokenized": tokenized, "done": event}
-        return None
+        def on_event(event: dict) -> dict | None:
+            kind = event.get("event")
+            if kind == "tokenized":
+                tokenized.update(event)
+                print(f"  ✓ {event['vocab_size']} tokens, {event['bytes_per_token']:.2f} bytes per token "
+                      f"(BPE {event['bpe_seconds']:.1f} s, encoding {event['encode_seconds']:.1f} s); "
+                      f"{event['train_tokens']:,} training and {event['val_tokens']:,} validation tokens; "
+                      f"unigram entropy {event['unigram_entropy']:.3f} nats", flush=True)
+                bar.open(event["settings"]["steps"], event["start_step"])
+            elif kind == "step":
+                losses.append(event["loss"])
+                bar.step(event["step"], smoothed_tail(losses, 20),
+                         event["session_tokens"] / max(event["session_seconds"], 1e-9))
+            elif kind == "eval":
+                bar.say(f"  step {event['step']:>5}  train {event['train_loss']:.3f}  validation "
+                        f"{event['val_loss']:.3f}  {event['sample']!r}"[:150])
+            elif kind == "checkpoint":
+                state["checkpoint"] = event["step"]
+            elif kind == "done":
+                return {"tokenized": tokenized or None, "done": event}
+            return None
 
-    try:
         return child.follow("GPT", on_event)
-    finally:
-        if bar is not None:
-            bar.close()
+
 
 def _write_run(out: Path, s: GptSettings, args, info: dict, done: dict, rate: float, started: float) -> None:
     import matplotlib
