@@ -1,1 +1,35 @@
-"""The project's own test suite: one file per chapter, plus the checks that prove the suite and the key."""
+"""The project's own test suite: one file per chapter, plus the checks that prove the suite and the key.
+
+The checks every chapter's tests share live here (``from tests import left_untouched``): this module ships in
+the student edition and is part of the course's version (``kata/grading/release.py``, ``course.py``) with the
+chapter tests, which a module of its own beside them would not be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+@contextmanager
+def left_untouched(after: str, **inputs: Any) -> Iterator[None]:
+    """Check that the calls made inside the ``with`` block leave every one of ``inputs`` as it was.
+
+    Each input is an array (``x=x``), or a dict of arrays (``params=params``), whose entries are checked one
+    by one as ``params['WQ']``. It is copied on entering the block; on leaving it, each entry is compared
+    with its copy by ``kata.close`` at its default tolerance, and a change fails the test as
+    "<name> after <after>". An exception raised inside the block (a stub's "not started" among them) passes
+    through unchanged: unlike pytest-check's ``with check:``, nothing is swallowed.
+    """
+    from kata import close
+
+    def entries(name: str, value: Any) -> list[tuple[str, Any]]:
+        if isinstance(value, dict):
+            return [(f"{name}[{key!r}]", entry) for key, entry in value.items()]
+        return [(name, value)]
+
+    watched = [(label, value, value.copy()) for name, given in inputs.items() for label, value in entries(name, given)]
+    yield
+    for label, now, before in watched:
+        close(now, before, f"{label} after {after}")

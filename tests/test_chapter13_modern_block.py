@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kata import close, expect, raises_clearly, returned, snapshot
+from tests import left_untouched
 
 CHAPTER = 13
 SNAP = snapshot(CHAPTER)
@@ -299,16 +300,14 @@ def test_the_first_pieces_leave_their_inputs_untouched(ch):
     """rms_norm, silu, swiglu and their backward passes never modify their arguments"""
     x, g, R = RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(3, 4))
     Wg, Wu, Wd = RNG.normal(size=(4, 5)), RNG.normal(size=(4, 5)), RNG.normal(size=(5, 4))
-    arrays = {"x": x, "g": g, "d_out": R, "W_gate": Wg, "W_up": Wu, "W_down": Wd}
-    before = {k: v.copy() for k, v in arrays.items()}
-    ch.rms_norm(x, g)
-    ch.rms_norm_backward(x, g, R)
-    ch.silu(x)
-    ch.silu_backward(x, R)
-    _, cache = ch.swiglu(x, Wg, Wu, Wd)
-    ch.swiglu_backward(R, cache)
-    for name, a in arrays.items():
-        close(a, before[name], f"{name} after rms_norm, silu, swiglu and their backward passes")
+    with left_untouched("rms_norm, silu, swiglu and their backward passes", x=x, g=g, d_out=R, W_gate=Wg, W_up=Wu,
+                        W_down=Wd):
+        ch.rms_norm(x, g)
+        ch.rms_norm_backward(x, g, R)
+        ch.silu(x)
+        ch.silu_backward(x, R)
+        _, cache = ch.swiglu(x, Wg, Wu, Wd)
+        ch.swiglu_backward(R, cache)
 
 
 # -- bad input gets a clear error ------------------------------------------------------------------
@@ -350,13 +349,12 @@ def test_the_block_and_its_attention_leave_their_inputs_untouched(ch):
     """rope_multi_head_attention, prenorm_block and their backward passes never modify x, params or the gradient"""
     x, params = SNAP["block/0/x"], SNAP.tree("block/0/params")
     d_y = RNG.normal(size=x.shape)
-    before = {"x": x.copy(), "d_y": d_y.copy(), **{k: v.copy() for k, v in params.items()}}
-    _, cache = ch.rope_multi_head_attention(x, params, 2)
-    ch.rope_multi_head_attention_backward(d_y, cache)
-    _, cache = ch.prenorm_block(x, params, 2)
-    ch.prenorm_block_backward(d_y, cache)
-    for name, a in {"x": x, "d_y": d_y, **params}.items():
-        close(a, before[name], f"{name} after rope_multi_head_attention, prenorm_block and their backward passes")
+    with left_untouched("rope_multi_head_attention, prenorm_block and their backward passes", x=x, d_y=d_y,
+                        **params):
+        _, cache = ch.rope_multi_head_attention(x, params, 2)
+        ch.rope_multi_head_attention_backward(d_y, cache)
+        _, cache = ch.prenorm_block(x, params, 2)
+        ch.prenorm_block_backward(d_y, cache)
 
 
 def test_rotary_attention_names_what_does_not_fit(ch):
