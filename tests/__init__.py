@@ -1,6 +1,6 @@
 """The project's own test suite: one file per chapter, plus the checks that prove the suite and the key.
 
-The checks every chapter's tests share live here (``from tests import left_untouched``): this module ships in
+What every chapter's tests share lives here (``from tests import left_untouched``): this module ships in
 the student edition and is part of the course's version (``kata/grading/release.py``, ``course.py``) with the
 chapter tests, which a module of its own beside them would not be.
 """
@@ -33,3 +33,15 @@ def left_untouched(after: str, **inputs: Any) -> Iterator[None]:
     yield
     for label, now, before in watched:
         close(now, before, f"{label} after {after}")
+
+
+def step_case(number: str, claim: str, *values: Any) -> Any:
+    """One worksheet step as a case of a parametrized test: its ``step`` marker, its claim as the case's id.
+
+    For steps whose tests differ only in a value (the key of a dict the function returns): the plugin reads
+    the marker of each case as it reads a step test's, so each step keeps its title, its own result and its
+    "not started". ``claim`` is what the step's own test would have been named, without ``test_``.
+    """
+    import pytest
+
+    return pytest.param(*values, marks=pytest.mark.step(number), id=claim)

@@ -1,9 +1,9 @@
 """Chapter 8: Batch Training — the book's Example 4 worksheet, and beyond.
 
 The batch A B → C, A A → D, B A → C on the toy model (W_Q = W_K = W_V = 0.1·I, explicit 2×4 W_O, causal
-attention, context from the last position), learning rate 0.1. Each worksheet step is one test below,
-named as the claim it checks; the numbers come from reference/chapter08_batch_training.toml, where the
-worksheet's many slips are recorded as errata. Steps 8.14–8.16 train all four matrices until every
+attention, context from the last position), learning rate 0.1. Each worksheet step is one test below
+(or one case of a parametrized one), named as the claim it checks; the numbers come from
+reference/chapter08_batch_training.toml, where the worksheet's many slips are recorded as errata. Steps 8.14–8.16 train all four matrices until every
 pattern is right: 200 epochs at η = 0.1 (the last pattern flips after 158 updates).
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kata import close, expect, load, raises_clearly, snapshot
-from tests import left_untouched
+from tests import left_untouched, step_case
 
 CHAPTER = 8
 RNG = np.random.default_rng(8)
@@ -52,39 +52,22 @@ def stored(k):
 
 
 # -- the worksheet, step by step -------------------------------------------------------------------
-@pytest.mark.step("8.1")
-def test_a_b_and_b_a_get_mirrored_contexts_and_a_a_gets_a_s_value(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["context"])
-
-
-@pytest.mark.step("8.2")
-def test_w_o_turns_each_context_into_logits_for_a_and_c(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["logits"])
-
-
-@pytest.mark.step("8.3")
-def test_every_probability_stays_close_to_a_quarter(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["probs"])
-
-
-@pytest.mark.step("8.4")
-def test_each_loss_is_close_to_ln_4(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["loss"])
+@pytest.mark.parametrize("key", [
+    step_case("8.1", "a_b_and_b_a_get_mirrored_contexts_and_a_a_gets_a_s_value", "context"),
+    step_case("8.2", "w_o_turns_each_context_into_logits_for_a_and_c", "logits"),
+    step_case("8.3", "every_probability_stays_close_to_a_quarter", "probs"),
+    step_case("8.4", "each_loss_is_close_to_ln_4", "loss"),
+    step_case("8.6", "dlogits_is_probabilities_minus_the_one_hot_target", "dlogits"),
+    step_case("8.7", "dcontext_picks_the_a_and_c_gradients_through_w_o", "dcontext"),
+    step_case("8.12", "after_the_step_every_loss_is_slightly_lower", "loss"),
+])
+def test_per_example_gives_each_worksheet_row(ch, ws, key):
+    expect(ws, ch.per_example(batch(ws), params(ws))[key])
 
 
 @pytest.mark.step("8.5")
 def test_the_batch_loss_is_the_mean_of_the_three(ch, ws):
     expect(ws, ch.batch_loss(batch(ws), params(ws)))
-
-
-@pytest.mark.step("8.6")
-def test_dlogits_is_probabilities_minus_the_one_hot_target(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["dlogits"])
-
-
-@pytest.mark.step("8.7")
-def test_dcontext_picks_the_a_and_c_gradients_through_w_o(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["dcontext"])
 
 
 @pytest.mark.step("8.8")
@@ -111,11 +94,6 @@ def test_after_the_step_every_target_is_slightly_more_likely(ch, ws):
     examples = batch(ws)
     probs = np.asarray(ch.per_example(examples, params(ws))["probs"])
     expect(ws, probs[np.arange(len(examples)), [t for _, t in examples]])
-
-
-@pytest.mark.step("8.12")
-def test_after_the_step_every_loss_is_slightly_lower(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["loss"])
 
 
 @pytest.mark.step("8.13")
