@@ -44,6 +44,11 @@ def block_params(ws):
     return {k: np.array(v, dtype=np.float64) for k, v in ws.inputs["params"].items()}
 
 
+def attention_case(k):
+    """x, params, n_heads and base of the stored rotary attention case ``k``."""
+    return SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(f"{k}/base")
+
+
 def grads_dict(got, keys, what):
     """The backward's dict, checked to have exactly ``keys``."""
     returned(got, None, what)
@@ -218,8 +223,7 @@ def test_swiglu_backward_matches_numerical_gradients(ch, case):
 def test_rope_multi_head_attention_matches_the_stored_results(ch, case):
     """rotary multi-head attention on (seq, d_model, n_heads) = (5, 8, 2), (3, 4, 1), (8, 16, 4), (1, 6, 3) and base 100"""
     k = f"attention/{case}"
-    x, params, n_heads, base = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(
-        f"{k}/base")
+    x, params, n_heads, base = attention_case(k)
     out, _ = ch.rope_multi_head_attention(x, params, n_heads, base=base)
     close(out, SNAP[f"{k}/out"], f"rope_multi_head_attention, seq {x.shape[0]}, d_model {x.shape[1]}, {n_heads} "
           f"head{'s' * (n_heads != 1)}, base {base:g}", inputs={"x": x}, kind="array",
@@ -245,8 +249,7 @@ def test_rotary_attention_never_reads_ahead(ch):
 def test_rope_multi_head_attention_backward_matches_numerical_gradients(ch, case):
     """rope_multi_head_attention_backward matches central differences for x and every weight: 3 shapes, 1–4 heads"""
     k = f"attention_backward/{case}"
-    x, params, n_heads, base = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(
-        f"{k}/base")
+    x, params, n_heads, base = attention_case(k)
     _, cache = ch.rope_multi_head_attention(x, params, n_heads, base=base)
     grads = grads_dict(ch.rope_multi_head_attention_backward(SNAP[f"{k}/d_out"], cache), ("x", *ATTENTION_KEYS),
                        "rope_multi_head_attention_backward")
