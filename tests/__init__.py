@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 
 @contextmanager
 def left_untouched(after: str, **inputs: Any) -> Iterator[None]:
@@ -33,6 +35,18 @@ def left_untouched(after: str, **inputs: Any) -> Iterator[None]:
     yield
     for label, now, before in watched:
         close(now, before, f"{label} after {after}")
+
+
+def float_tree(value: Any) -> Any:
+    """A tree of numbers from the answer key (nested lists in dicts and lists of dicts) as float64 arrays.
+
+    Dicts and lists of dicts keep their layout (a model's blocks); any other list is one array.
+    """
+    if isinstance(value, dict):
+        return {k: float_tree(v) for k, v in value.items()}
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [float_tree(v) for v in value]
+    return np.array(value, dtype=np.float64)
 
 
 def step_case(number: str, claim: str, *values: Any) -> Any:
