@@ -7,6 +7,7 @@ chapter tests, which a module of its own beside them would not be.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -59,3 +60,19 @@ def step_case(number: str, claim: str, *values: Any) -> Any:
     import pytest
 
     return pytest.param(*values, marks=pytest.mark.step(number), id=claim)
+
+
+def marked_steps(function: ast.FunctionDef) -> list[str]:
+    """The worksheet steps a test function checks, read from its source (for the tests that read the files).
+
+    A step is given by ``@pytest.mark.step("4.3")``, or by one ``step_case("4.3", ...)`` per case of the
+    function's ``parametrize``.
+    """
+    found = []
+    for decorator in function.decorator_list:
+        for node in ast.walk(decorator):
+            named = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
+                getattr(getattr(node, "func", None), "id", None)
+            if named in ("step", "step_case") and node.args and isinstance(node.args[0], ast.Constant):
+                found.append(node.args[0].value)
+    return found
