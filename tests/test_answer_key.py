@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from kata.judge import answer_key
+from tests import marked_steps
 
 ROOT = answer_key.ROOT
 CHAPTERS = answer_key.chapters()
@@ -53,10 +54,7 @@ def _marked_steps(test_file: Path) -> list[str]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
-            for dec in node.decorator_list:
-                if (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "step"
-                        and dec.args and isinstance(dec.args[0], ast.Constant)):
-                    found.append(dec.args[0].value)
+            found += marked_steps(node)
     return found
 
 

@@ -2,8 +2,8 @@
 
 Input "A B", target C (2), learning rate 0.1, W_Q = W_K = W_V = 0.1·I and the explicit 2×4
 W_O = [[0.1, 0, 0, 0], [0, 0, 0.1, 0]]; causal attention, the context is the last position's output.
-Each worksheet step is one test below, named as the claim it checks; the numbers come from
-reference/chapter07_backprop.toml. Beyond the worksheet, every backward function is checked against
+Each worksheet step is one test below (or one case of a parametrized one), named as the claim it checks;
+the numbers come from reference/chapter07_backprop.toml. Beyond the worksheet, every backward function is checked against
 central-difference gradients stored in tests/snapshots/chapter07.npz (written from solutions/), on seeded inputs.
 """
 
@@ -12,6 +12,7 @@ import pytest
 from pytest_check import check
 
 from kata import close, expect, numerical_gradient, raises_clearly, snapshot
+from tests import left_untouched, step_case
 
 CHAPTER = 7
 RNG = np.random.default_rng(7)
@@ -109,25 +110,15 @@ def test_dv_of_a_is_its_weight_times_the_output_gradient(ch, ws):
     expect(ws, np.asarray(dV)[0])
 
 
-@pytest.mark.step("7.12")
-def test_dwq_equals_dq_because_the_embeddings_are_the_identity(ch, ws):
+@pytest.mark.parametrize("name", [
+    step_case("7.12", "dwq_equals_dq_because_the_embeddings_are_the_identity", "WQ"),
+    step_case("7.13", "dwk_equals_dk", "WK"),
+    step_case("7.14", "dwv_is_two_hundred_times_larger_than_dwq", "WV"),
+])
+def test_backward_gives_each_weight_gradient(ch, ws, name):
     ids, target, params = model(ws)
     _, grads = ch.backward(ids, target, params)
-    expect(ws, grads["WQ"])
-
-
-@pytest.mark.step("7.13")
-def test_dwk_equals_dk(ch, ws):
-    ids, target, params = model(ws)
-    _, grads = ch.backward(ids, target, params)
-    expect(ws, grads["WK"])
-
-
-@pytest.mark.step("7.14")
-def test_dwv_is_two_hundred_times_larger_than_dwq(ch, ws):
-    ids, target, params = model(ws)
-    _, grads = ch.backward(ids, target, params)
-    expect(ws, grads["WV"])
+    expect(ws, grads[name])
 
 
 def _stepped(ch, ws):
@@ -136,28 +127,15 @@ def _stepped(ch, ws):
     return new_params, loss
 
 
-@pytest.mark.step("7.15")
-def test_one_step_nudges_the_query_of_b_by_two_hundred_thousandths(ch, ws):
+@pytest.mark.parametrize("name", [
+    step_case("7.15", "one_step_nudges_the_query_of_b_by_two_hundred_thousandths", "WQ"),
+    step_case("7.16", "one_step_nudges_wk", "WK"),
+    step_case("7.17", "one_step_moves_wv_towards_c", "WV"),
+    step_case("7.18", "one_step_moves_all_eight_entries_of_wo", "WO"),
+])
+def test_one_step_moves_each_weight(ch, ws, name):
     new_params, _ = _stepped(ch, ws)
-    expect(ws, new_params["WQ"])
-
-
-@pytest.mark.step("7.16")
-def test_one_step_nudges_wk(ch, ws):
-    new_params, _ = _stepped(ch, ws)
-    expect(ws, new_params["WK"])
-
-
-@pytest.mark.step("7.17")
-def test_one_step_moves_wv_towards_c(ch, ws):
-    new_params, _ = _stepped(ch, ws)
-    expect(ws, new_params["WV"])
-
-
-@pytest.mark.step("7.18")
-def test_one_step_moves_all_eight_entries_of_wo(ch, ws):
-    new_params, _ = _stepped(ch, ws)
-    expect(ws, new_params["WO"])
+    expect(ws, new_params[name])
 
 
 @pytest.mark.step("7.19")
@@ -291,11 +269,9 @@ def test_train_step_and_backward_leave_their_inputs_alone(ch):
     """backward and train_step do not modify params (train_step returns a new dict of new arrays)"""
     params = {"WQ": 0.1 * np.eye(2), "WK": 0.1 * np.eye(2), "WV": 0.1 * np.eye(2),
               "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
-    copies = {k: v.copy() for k, v in params.items()}
-    ch.backward([0, 1], 2, params)
-    new_params, _ = ch.train_step([0, 1], 2, params, 0.1)
-    for name in NAMES:
-        close(params[name], copies[name], f"params[{name!r}] after backward and train_step")
+    with left_untouched("backward and train_step", params=params):
+        ch.backward([0, 1], 2, params)
+        new_params, _ = ch.train_step([0, 1], 2, params, 0.1)
     with check:
         assert new_params is not params, "train_step must return a new dict, not the one it was given"
     with check:
@@ -305,13 +281,10 @@ def test_train_step_and_backward_leave_their_inputs_alone(ch):
 def test_backward_functions_leave_their_inputs_alone(ch):
     """softmax_backward, linear_backward and attention_backward do not modify their inputs"""
     Q, K, V, G, A = (SNAP[f"untouched/{n}"] for n in ("Q", "K", "V", "d_output", "weights"))
-    arrays = (Q, K, V, A, G)
-    copies = [a.copy() for a in arrays]
-    ch.softmax_backward(A, G @ K.T)
-    ch.linear_backward(Q, K.T, A)
-    ch.attention_backward(Q, K, V, A, G)
-    for name, a, b in zip(("Q", "K", "V", "weights", "d_output"), arrays, copies, strict=True):
-        close(a, b, f"{name} after the backward functions")
+    with left_untouched("the backward functions", Q=Q, K=K, V=V, weights=A, d_output=G):
+        ch.softmax_backward(A, G @ K.T)
+        ch.linear_backward(Q, K.T, A)
+        ch.attention_backward(Q, K, V, A, G)
 
 
 # -- bad input gets a clear error ------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Chapter 8: Batch Training — the book's Example 4 worksheet, and beyond.
 
 The batch A B → C, A A → D, B A → C on the toy model (W_Q = W_K = W_V = 0.1·I, explicit 2×4 W_O, causal
-attention, context from the last position), learning rate 0.1. Each worksheet step is one test below,
-named as the claim it checks; the numbers come from reference/chapter08_batch_training.toml, where the
-worksheet's many slips are recorded as errata. Steps 8.14–8.16 train all four matrices until every
+attention, context from the last position), learning rate 0.1. Each worksheet step is one test below
+(or one case of a parametrized one), named as the claim it checks; the numbers come from
+reference/chapter08_batch_training.toml, where the worksheet's many slips are recorded as errata. Steps 8.14–8.16 train all four matrices until every
 pattern is right: 200 epochs at η = 0.1 (the last pattern flips after 158 updates).
 """
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kata import close, expect, load, raises_clearly, snapshot
+from tests import left_untouched, step_case
 
 CHAPTER = 8
 RNG = np.random.default_rng(8)
@@ -50,51 +51,23 @@ def stored(k):
     return examples, SNAP.tree(f"{k}/params"), SNAP[f"{k}/table"]
 
 
-def random_problem(n, vocab, d_model, d_k, seed):
-    """A random batch (sequences of length 1–5), table and parameters of other shapes."""
-    rng = np.random.default_rng(seed)
-    table = rng.normal(size=(vocab, d_model))
-    p = {"WQ": rng.normal(size=(d_model, d_k)), "WK": rng.normal(size=(d_model, d_k)),
-         "WV": rng.normal(size=(d_model, d_k)), "WO": rng.normal(size=(d_k, vocab))}
-    examples = [([int(i) for i in rng.integers(0, vocab, size=rng.integers(1, 6))], int(rng.integers(0, vocab)))
-                for _ in range(n)]
-    return examples, p, table
-
-
 # -- the worksheet, step by step -------------------------------------------------------------------
-@pytest.mark.step("8.1")
-def test_a_b_and_b_a_get_mirrored_contexts_and_a_a_gets_a_s_value(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["context"])
-
-
-@pytest.mark.step("8.2")
-def test_w_o_turns_each_context_into_logits_for_a_and_c(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["logits"])
-
-
-@pytest.mark.step("8.3")
-def test_every_probability_stays_close_to_a_quarter(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["probs"])
-
-
-@pytest.mark.step("8.4")
-def test_each_loss_is_close_to_ln_4(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["loss"])
+@pytest.mark.parametrize("key", [
+    step_case("8.1", "a_b_and_b_a_get_mirrored_contexts_and_a_a_gets_a_s_value", "context"),
+    step_case("8.2", "w_o_turns_each_context_into_logits_for_a_and_c", "logits"),
+    step_case("8.3", "every_probability_stays_close_to_a_quarter", "probs"),
+    step_case("8.4", "each_loss_is_close_to_ln_4", "loss"),
+    step_case("8.6", "dlogits_is_probabilities_minus_the_one_hot_target", "dlogits"),
+    step_case("8.7", "dcontext_picks_the_a_and_c_gradients_through_w_o", "dcontext"),
+    step_case("8.12", "after_the_step_every_loss_is_slightly_lower", "loss"),
+])
+def test_per_example_gives_each_worksheet_row(ch, ws, key):
+    expect(ws, ch.per_example(batch(ws), params(ws))[key])
 
 
 @pytest.mark.step("8.5")
 def test_the_batch_loss_is_the_mean_of_the_three(ch, ws):
     expect(ws, ch.batch_loss(batch(ws), params(ws)))
-
-
-@pytest.mark.step("8.6")
-def test_dlogits_is_probabilities_minus_the_one_hot_target(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["dlogits"])
-
-
-@pytest.mark.step("8.7")
-def test_dcontext_picks_the_a_and_c_gradients_through_w_o(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["dcontext"])
 
 
 @pytest.mark.step("8.8")
@@ -121,11 +94,6 @@ def test_after_the_step_every_target_is_slightly_more_likely(ch, ws):
     examples = batch(ws)
     probs = np.asarray(ch.per_example(examples, params(ws))["probs"])
     expect(ws, probs[np.arange(len(examples)), [t for _, t in examples]])
-
-
-@pytest.mark.step("8.12")
-def test_after_the_step_every_loss_is_slightly_lower(ch, ws):
-    expect(ws, ch.per_example(batch(ws), params(ws))["loss"])
 
 
 @pytest.mark.step("8.13")
@@ -253,15 +221,13 @@ def test_accuracy_matches_argmax_on_other_shapes(ch):
 
 def test_nothing_modifies_its_inputs(ch):
     """per_example, batch_gradients, apply_gradients and train leave the batch and params untouched"""
-    examples, p, table = random_problem(3, 5, 3, 2, seed=8)
-    copies = {name: W.copy() for name, W in p.items()}
+    examples, p, table = stored("per_example/0")  # 4 examples of 1–5 tokens, vocab 6, d_model 3, d_k 2
     batch_copy = [(list(ids), t) for ids, t in examples]
-    ch.per_example(examples, p, embeddings=table)
-    _, grads = ch.batch_gradients(examples, p, embeddings=table)
-    ch.apply_gradients(p, grads, 0.1)
-    ch.train(examples, p, 0.1, 2, embeddings=table)
-    for name in NAMES:
-        close(p[name], copies[name], f"params[{name!r}] after the calls")
+    with left_untouched("the calls", params=p):
+        ch.per_example(examples, p, embeddings=table)
+        _, grads = ch.batch_gradients(examples, p, embeddings=table)
+        ch.apply_gradients(p, grads, 0.1)
+        ch.train(examples, p, 0.1, 2, embeddings=table)
     assert examples == batch_copy, "the batch was modified"
 
 

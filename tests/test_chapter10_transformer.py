@@ -16,6 +16,7 @@ import pytest
 from pytest_check import check
 
 from kata import close, expect, load, raises_clearly, snapshot
+from tests import float_tree
 
 CHAPTER = 10
 SNAP = snapshot(CHAPTER)
@@ -26,15 +27,6 @@ NUM_RTOL, NUM_ATOL = 1e-5, 1e-7
 
 
 # -- helpers: parameter trees (no computation of the chapter's) -----------------------------------------
-def tree(value):
-    """Nested lists from the answer key -> float64 arrays, keeping dicts and lists of dicts."""
-    if isinstance(value, dict):
-        return {k: tree(v) for k, v in value.items()}
-    if isinstance(value, list) and value and isinstance(value[0], dict):
-        return [tree(v) for v in value]
-    return np.array(value, dtype=np.float64)
-
-
 def leaves(params, path=""):
     """(path, array) for every array in a parameter tree, in a fixed order."""
     if isinstance(params, dict):
@@ -54,7 +46,7 @@ def copy_tree(params):
 
 def worksheet_model():
     """The worksheet model: its parameters are stored once, in step 10.11's inputs."""
-    return tree(load(CHAPTER).step("10.11").inputs["params"])
+    return float_tree(load(CHAPTER).step("10.11").inputs["params"])
 
 
 def get(params, path):
@@ -127,13 +119,13 @@ def test_feed_forward_halves_what_exceeds_one_half_in_size(ch, ws):
 
 @pytest.mark.step("10.6")
 def test_one_block_adds_attention_then_feed_forward_to_the_stream(ch, ws):
-    y, _ = ch.block_forward(ws.input("x"), tree(ws.inputs["block"]))
+    y, _ = ch.block_forward(ws.input("x"), float_tree(ws.inputs["block"]))
     expect(ws, y)
 
 
 @pytest.mark.step("10.7")
 def test_feed_forward_backward_passes_only_through_open_relus(ch, ws):
-    weights = [tree(load(CHAPTER).step("10.5").inputs[k]) for k in ("W1", "b1", "W2", "b2")]
+    weights = [float_tree(load(CHAPTER).step("10.5").inputs[k]) for k in ("W1", "b1", "W2", "b2")]
     _, cache = ch.ffn_forward(ws.input("x"), *weights)
     dx, *_ = ch.ffn_backward(ws.input("d_out"), cache)
     expect(ws, dx)
@@ -148,7 +140,7 @@ def test_attention_backward_sums_the_query_key_and_value_paths(ch, ws):
 
 @pytest.mark.step("10.9")
 def test_block_backward_keeps_both_residual_paths(ch, ws):
-    _, cache = ch.block_forward(ws.input("x"), tree(ws.inputs["block"]))
+    _, cache = ch.block_forward(ws.input("x"), float_tree(ws.inputs["block"]))
     dx, _ = ch.block_backward(ws.input("d_y"), cache)
     expect(ws, dx)
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kata import close, expect, raises_clearly, returned, snapshot
+from tests import left_untouched
 
 CHAPTER = 13
 SNAP = snapshot(CHAPTER)
@@ -41,6 +42,11 @@ def attention_params(ws):
 def block_params(ws):
     """The block's parameters of a worksheet step, as float64 arrays."""
     return {k: np.array(v, dtype=np.float64) for k, v in ws.inputs["params"].items()}
+
+
+def attention_case(k):
+    """x, params, n_heads and base of the stored rotary attention case ``k``."""
+    return SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(f"{k}/base")
 
 
 def grads_dict(got, keys, what):
@@ -217,8 +223,7 @@ def test_swiglu_backward_matches_numerical_gradients(ch, case):
 def test_rope_multi_head_attention_matches_the_stored_results(ch, case):
     """rotary multi-head attention on (seq, d_model, n_heads) = (5, 8, 2), (3, 4, 1), (8, 16, 4), (1, 6, 3) and base 100"""
     k = f"attention/{case}"
-    x, params, n_heads, base = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(
-        f"{k}/base")
+    x, params, n_heads, base = attention_case(k)
     out, _ = ch.rope_multi_head_attention(x, params, n_heads, base=base)
     close(out, SNAP[f"{k}/out"], f"rope_multi_head_attention, seq {x.shape[0]}, d_model {x.shape[1]}, {n_heads} "
           f"head{'s' * (n_heads != 1)}, base {base:g}", inputs={"x": x}, kind="array",
@@ -244,8 +249,7 @@ def test_rotary_attention_never_reads_ahead(ch):
 def test_rope_multi_head_attention_backward_matches_numerical_gradients(ch, case):
     """rope_multi_head_attention_backward matches central differences for x and every weight: 3 shapes, 1–4 heads"""
     k = f"attention_backward/{case}"
-    x, params, n_heads, base = SNAP[f"{k}/x"], SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/n_heads"), SNAP.number(
-        f"{k}/base")
+    x, params, n_heads, base = attention_case(k)
     _, cache = ch.rope_multi_head_attention(x, params, n_heads, base=base)
     grads = grads_dict(ch.rope_multi_head_attention_backward(SNAP[f"{k}/d_out"], cache), ("x", *ATTENTION_KEYS),
                        "rope_multi_head_attention_backward")
@@ -299,16 +303,14 @@ def test_the_first_pieces_leave_their_inputs_untouched(ch):
     """rms_norm, silu, swiglu and their backward passes never modify their arguments"""
     x, g, R = RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(3, 4))
     Wg, Wu, Wd = RNG.normal(size=(4, 5)), RNG.normal(size=(4, 5)), RNG.normal(size=(5, 4))
-    arrays = {"x": x, "g": g, "d_out": R, "W_gate": Wg, "W_up": Wu, "W_down": Wd}
-    before = {k: v.copy() for k, v in arrays.items()}
-    ch.rms_norm(x, g)
-    ch.rms_norm_backward(x, g, R)
-    ch.silu(x)
-    ch.silu_backward(x, R)
-    _, cache = ch.swiglu(x, Wg, Wu, Wd)
-    ch.swiglu_backward(R, cache)
-    for name, a in arrays.items():
-        close(a, before[name], f"{name} after rms_norm, silu, swiglu and their backward passes")
+    with left_untouched("rms_norm, silu, swiglu and their backward passes", x=x, g=g, d_out=R, W_gate=Wg, W_up=Wu,
+                        W_down=Wd):
+        ch.rms_norm(x, g)
+        ch.rms_norm_backward(x, g, R)
+        ch.silu(x)
+        ch.silu_backward(x, R)
+        _, cache = ch.swiglu(x, Wg, Wu, Wd)
+        ch.swiglu_backward(R, cache)
 
 
 # -- bad input gets a clear error ------------------------------------------------------------------
@@ -350,13 +352,12 @@ def test_the_block_and_its_attention_leave_their_inputs_untouched(ch):
     """rope_multi_head_attention, prenorm_block and their backward passes never modify x, params or the gradient"""
     x, params = SNAP["block/0/x"], SNAP.tree("block/0/params")
     d_y = RNG.normal(size=x.shape)
-    before = {"x": x.copy(), "d_y": d_y.copy(), **{k: v.copy() for k, v in params.items()}}
-    _, cache = ch.rope_multi_head_attention(x, params, 2)
-    ch.rope_multi_head_attention_backward(d_y, cache)
-    _, cache = ch.prenorm_block(x, params, 2)
-    ch.prenorm_block_backward(d_y, cache)
-    for name, a in {"x": x, "d_y": d_y, **params}.items():
-        close(a, before[name], f"{name} after rope_multi_head_attention, prenorm_block and their backward passes")
+    with left_untouched("rope_multi_head_attention, prenorm_block and their backward passes", x=x, d_y=d_y,
+                        **params):
+        _, cache = ch.rope_multi_head_attention(x, params, 2)
+        ch.rope_multi_head_attention_backward(d_y, cache)
+        _, cache = ch.prenorm_block(x, params, 2)
+        ch.prenorm_block_backward(d_y, cache)
 
 
 def test_rotary_attention_names_what_does_not_fit(ch):

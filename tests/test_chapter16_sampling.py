@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from kata import close, expect, raises_clearly, returned, snapshot
+from tests import float_tree
 
 CHAPTER = 16
 SNAP = snapshot(CHAPTER)
@@ -28,15 +29,6 @@ NO_RENORM = "no renormalisation after filtering: the kept probabilities no longe
 RESTART = "positions restarted at 0 in the cache: the new token rotated as if it were the first"
 TWICE = "the cached keys rotated again: they were stored already rotated"
 UNMASKED = "the new rows not masked among themselves: a row of the prefill reads the rows after it"
-
-
-def as_float_tree(value):
-    """A TOML tree of numbers as float64 arrays in the same dicts and lists."""
-    if isinstance(value, dict):
-        return {k: as_float_tree(v) for k, v in value.items()}
-    if isinstance(value, list) and value and isinstance(value[0], dict):
-        return [as_float_tree(v) for v in value]
-    return np.array(value, dtype=np.float64)
 
 
 def cache_of(ws):
@@ -106,7 +98,7 @@ def test_choose_next_is_greedy_at_zero_and_samples_after_the_filters(ch, ws):
 
 @pytest.mark.step("16.6")
 def test_the_new_row_at_position_two_attends_to_the_cache_and_to_itself(ch, ws):
-    got = ch.attention_with_cache(ws.input("x_new"), as_float_tree(ws.inputs["params"]), ws.inputs["n_heads"],
+    got = ch.attention_with_cache(ws.input("x_new"), float_tree(ws.inputs["params"]), ws.inputs["n_heads"],
                                   cache_of(ws))
     out, cache = cache_pair(got, "attention_with_cache")
     expect(ws, out, kind="array")
@@ -115,7 +107,7 @@ def test_the_new_row_at_position_two_attends_to_the_cache_and_to_itself(ch, ws):
 
 @pytest.mark.step("16.7")
 def test_the_block_decodes_one_row_from_the_cache(ch, ws):
-    got = ch.block_with_cache(ws.input("x_new"), as_float_tree(ws.inputs["params"]), ws.inputs["n_heads"],
+    got = ch.block_with_cache(ws.input("x_new"), float_tree(ws.inputs["params"]), ws.inputs["n_heads"],
                               cache_of(ws))
     y, _ = cache_pair(got, "block_with_cache")
     expect(ws, y, kind="array")
@@ -123,7 +115,7 @@ def test_the_block_decodes_one_row_from_the_cache(ch, ws):
 
 @pytest.mark.step("16.8")
 def test_prefill_then_one_decode_step_give_the_full_forwards_rows(ch, ws):
-    model, n_heads = as_float_tree(ws.inputs["model"]), ws.inputs["n_heads"]
+    model, n_heads = float_tree(ws.inputs["model"]), ws.inputs["n_heads"]
     prefill, caches = ch.gpt_forward(np.array(ws.inputs["prompt"]), model, n_heads)
     step, _ = ch.gpt_forward(np.array([ws.inputs["next_id"]]), model, n_heads, caches)
     returned(prefill, "array", "gpt_forward of the prompt")
@@ -133,7 +125,7 @@ def test_prefill_then_one_decode_step_give_the_full_forwards_rows(ch, ws):
 
 @pytest.mark.step("16.9")
 def test_generate_draws_three_tokens_after_the_prompt(ch, ws):
-    got = ch.generate(ws.inputs["prompt"], as_float_tree(ws.inputs["model"]), ws.inputs["n_heads"], ws.inputs["us"],
+    got = ch.generate(ws.inputs["prompt"], float_tree(ws.inputs["model"]), ws.inputs["n_heads"], ws.inputs["us"],
                       temperature=ws.inputs["temperature"])
     expect(ws, ints(got, "generate"))
 

@@ -117,17 +117,25 @@ def nav_sections(mkdocs_yml: str) -> dict[str, str]:
     return found
 
 
-def nav_problems(chapter, mkdocs_yml: str) -> list[str]:
+def part_problems(chapter, sections: dict[str, str], absent: str, present: str, mark: str = "") -> list[str]:
+    """Whether a chapter's page is listed under its part's title in ``sections`` ({page: title}), said in a line.
+
+    ``absent`` and ``present`` say where it is looked for ("not in mkdocs.yml's nav (add it under", "is in
+    mkdocs.yml's nav under"); ``mark`` is written before each title ("## " for a Markdown heading).
+    """
     page = chapter.page.removeprefix("docs/")
-    sections = nav_sections(mkdocs_yml)
     want = PART_TITLES[part(chapter)]
     if page not in sections:
-        return [f"chapter {chapter.number}'s page {chapter.page} is not in mkdocs.yml's nav "
-                f"(add it under \"{want}\")"]
+        return [f"chapter {chapter.number}'s page {chapter.page} is {absent} \"{mark}{want}\")"]
     if sections[page] != want:
-        return [f"chapter {chapter.number}'s page {chapter.page} is in mkdocs.yml's nav under "
-                f"\"{sections[page]}\", not under \"{want}\""]
+        return [f"chapter {chapter.number}'s page {chapter.page} {present} \"{mark}{sections[page]}\", not under "
+                f"\"{mark}{want}\""]
     return []
+
+
+def nav_problems(chapter, mkdocs_yml: str) -> list[str]:
+    return part_problems(chapter, nav_sections(mkdocs_yml), "not in mkdocs.yml's nav (add it under",
+                         "is in mkdocs.yml's nav under")
 
 
 # -- tests/mutants.toml ------------------------------------------------------------------------------------
@@ -176,16 +184,8 @@ def index_sections(index_md: str) -> dict[str, str]:
 
 
 def index_problems(chapter, index_md: str) -> list[str]:
-    page = chapter.page.removeprefix("docs/")
-    sections = index_sections(index_md)
-    want = PART_TITLES[part(chapter)]
-    if page not in sections:
-        return [f"chapter {chapter.number}'s page {chapter.page} is not in docs/index.md's table of chapters "
-                f"(add a row under \"## {want}\")"]
-    if sections[page] != want:
-        return [f"chapter {chapter.number}'s page {chapter.page} is linked in docs/index.md under "
-                f"\"## {sections[page]}\", not under \"## {want}\""]
-    return []
+    return part_problems(chapter, index_sections(index_md), "not in docs/index.md's table of chapters (add a row under",
+                         "is linked in docs/index.md under", mark="## ")
 
 
 # -- grading.toml ------------------------------------------------------------------------------------------

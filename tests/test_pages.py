@@ -6,6 +6,7 @@ import re
 import pytest
 
 from kata.judge import answer_key
+from tests import marked_steps
 
 ROOT = answer_key.ROOT
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
@@ -18,9 +19,7 @@ def _checks(chapter: answer_key.Chapter) -> int:
     count = 0
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            marked = any(isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "step"
-                         for d in node.decorator_list)
-            count += not marked
+            count += not marked_steps(node)
     return count
 
 
