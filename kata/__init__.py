@@ -28,12 +28,17 @@ _EXPORTS = {
     "hint": "kata.learner.notebook",
     "load": "kata.judge.answer_key",
     "close": "kata.judge.checks",
+    "copy_tree": "kata.judge.snapshots",
+    "float_tree": "kata.judge.snapshots",
+    "leaves": "kata.judge.snapshots",
+    "left_untouched": "kata.judge.checks",
     "expect": "kata.judge.checks",
     "numerical_gradient": "kata.judge.gradient",
     "raises_clearly": "kata.judge.checks",
     "returned": "kata.judge.checks",
     "show": "kata.judge.checks",
     "snapshot": "kata.judge.snapshots:load",
+    "step_case": "kata.judge.markers",
 }
 _MODULES = {"answer_key": "kata.judge.answer_key", "checks": "kata.judge.checks", "snapshots": "kata.judge.snapshots"}
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kata.judge import answer_key
-from tests import marked_steps
+from kata.judge.markers import marked_steps
 
 ROOT = answer_key.ROOT
 CHAPTERS = answer_key.chapters()

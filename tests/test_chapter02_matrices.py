@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, numerical_gradient, raises_clearly, returned
-from tests import left_untouched
+from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, returned
 
 CHAPTER = 2
 RNG = np.random.default_rng(2)

@@ -10,8 +10,7 @@ tests/snapshots/chapter05.npz.
 import numpy as np
 import pytest
 
-from kata import close, expect, raises_clearly, snapshot
-from tests import left_untouched, step_case
+from kata import close, expect, left_untouched, raises_clearly, snapshot, step_case
 
 CHAPTER = 5
 RNG = np.random.default_rng(5)

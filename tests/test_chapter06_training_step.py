@@ -9,8 +9,7 @@ sizes stored in tests/snapshots/chapter06.npz (written from solutions/), and the
 import numpy as np
 import pytest
 
-from kata import close, expect, load, numerical_gradient, raises_clearly, snapshot
-from tests import left_untouched
+from kata import close, expect, left_untouched, load, numerical_gradient, raises_clearly, snapshot
 
 CHAPTER = 6
 RNG = np.random.default_rng(6)

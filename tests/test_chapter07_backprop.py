@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, numerical_gradient, raises_clearly, snapshot
-from tests import left_untouched, step_case
+from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, snapshot, step_case
 
 CHAPTER = 7
 RNG = np.random.default_rng(7)

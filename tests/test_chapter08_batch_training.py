@@ -10,8 +10,7 @@ pattern is right: 200 epochs at η = 0.1 (the last pattern flips after 158 updat
 import numpy as np
 import pytest
 
-from kata import close, expect, load, raises_clearly, snapshot
-from tests import left_untouched, step_case
+from kata import close, expect, left_untouched, load, raises_clearly, snapshot, step_case
 
 CHAPTER = 8
 RNG = np.random.default_rng(8)

@@ -9,8 +9,7 @@ are this course's: ReLU's gradient and the gradients through the FFN and the res
 import numpy as np
 import pytest
 
-from kata import close, expect, numerical_gradient, raises_clearly, snapshot
-from tests import left_untouched
+from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, snapshot
 
 CHAPTER = 9
 RNG = np.random.default_rng(9)

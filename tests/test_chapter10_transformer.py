@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, load, raises_clearly, snapshot
-from tests import float_tree
+from kata import close, copy_tree, expect, float_tree, leaves, load, raises_clearly, snapshot
 
 CHAPTER = 10
 SNAP = snapshot(CHAPTER)
@@ -27,23 +26,6 @@ NUM_RTOL, NUM_ATOL = 1e-5, 1e-7
 
 
 # -- helpers: parameter trees (no computation of the chapter's) -----------------------------------------
-def leaves(params, path=""):
-    """(path, array) for every array in a parameter tree, in a fixed order."""
-    if isinstance(params, dict):
-        return [x for k in sorted(params) for x in leaves(params[k], f"{path}[{k!r}]")]
-    if isinstance(params, list):
-        return [x for i, v in enumerate(params) for x in leaves(v, f"{path}[{i}]")]
-    return [(path, params)]
-
-
-def copy_tree(params):
-    if isinstance(params, dict):
-        return {k: copy_tree(v) for k, v in params.items()}
-    if isinstance(params, list):
-        return [copy_tree(v) for v in params]
-    return np.array(params, dtype=np.float64)
-
-
 def worksheet_model():
     """The worksheet model: its parameters are stored once, in step 10.11's inputs."""
     return float_tree(load(CHAPTER).step("10.11").inputs["params"])

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, load, raises_clearly, returned, snapshot
-from tests import left_untouched
+from kata import close, expect, left_untouched, load, raises_clearly, returned, snapshot
 
 CHAPTER = 11
 SNAP = snapshot(CHAPTER)

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, raises_clearly, returned, snapshot
-from tests import left_untouched
+from kata import close, expect, left_untouched, raises_clearly, returned, snapshot
 
 CHAPTER = 12
 RNG = np.random.default_rng(12)

@@ -13,8 +13,7 @@ expected values are stored, not re-derived.
 import numpy as np
 import pytest
 
-from kata import close, expect, raises_clearly, returned, snapshot
-from tests import left_untouched
+from kata import close, expect, left_untouched, raises_clearly, returned, snapshot
 
 CHAPTER = 13
 SNAP = snapshot(CHAPTER)

@@ -16,8 +16,7 @@ with each other (an invariant).
 import numpy as np
 import pytest
 
-from kata import close, expect, raises_clearly, returned, snapshot
-from tests import float_tree
+from kata import close, expect, float_tree, raises_clearly, returned, snapshot
 
 CHAPTER = 16
 SNAP = snapshot(CHAPTER)

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from kata.judge import answer_key
-from tests import marked_steps
+from kata.judge.markers import marked_steps
 
 ROOT = answer_key.ROOT
 PAGES = sorted((ROOT / "docs").rglob("*.md"))

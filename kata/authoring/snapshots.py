@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kata.judge.checks import numerical_gradient
-from kata.judge.snapshots import flatten, write
+from kata.judge.snapshots import copy_tree, flatten, leaves, write
 
 
 # -- helpers --------------------------------------------------------------------------------------------
@@ -36,23 +36,6 @@ class Snapshot(dict):
         """Store each value under ``<prefix>/<name>``."""
         for name, value in values.items():
             self.update(flatten(value, f"{prefix}/{name}"))
-
-
-def leaves(tree, path=""):
-    """(path, array) for every array of a parameter tree, in a fixed order."""
-    if isinstance(tree, dict):
-        return [x for k in sorted(tree) for x in leaves(tree[k], f"{path}[{k!r}]")]
-    if isinstance(tree, list):
-        return [x for i, v in enumerate(tree) for x in leaves(v, f"{path}[{i}]")]
-    return [(path, tree)]
-
-
-def copy_tree(tree):
-    if isinstance(tree, dict):
-        return {k: copy_tree(v) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [copy_tree(v) for v in tree]
-    return np.array(tree, dtype=np.float64)
 
 
 def tree_gradients(loss: Callable[[dict], float], params) -> list[tuple[str, np.ndarray]]:

@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 from .. import project
+from ..judge.markers import marked_steps
 from . import points as points_mod
 
 
@@ -59,7 +60,7 @@ def _checks_in(path: Path) -> tuple[int | None, list[str]]:
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
                 chapter = node.value.value
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
-            if not any("step" in ast.unparse(d) and "mark" in ast.unparse(d) for d in node.decorator_list):
+            if not marked_steps(node):
                 names.append(node.name)
     return chapter, names
 

@@ -134,3 +134,33 @@ def load(chapter: int) -> Snapshot:
             return Snapshot(builder.build(chapter, seed=FRESH_SEED * 1000 + chapter))
     with np.load(path(chapter), allow_pickle=False) as archive:
         return Snapshot({key: archive[key] for key in archive.files})
+
+
+def leaves(tree: Any, path: str = "") -> list[tuple[str, Any]]:
+    """(path, array) for every array of a parameter tree, in a fixed order (paths like ``['blocks'][0]['W1']``)."""
+    if isinstance(tree, dict):
+        return [x for k in sorted(tree) for x in leaves(tree[k], f"{path}[{k!r}]")]
+    if isinstance(tree, list):
+        return [x for i, v in enumerate(tree) for x in leaves(v, f"{path}[{i}]")]
+    return [(path, tree)]
+
+
+def copy_tree(tree: Any) -> Any:
+    """A parameter tree with every leaf copied as a float64 array (dicts and lists keep their layout)."""
+    if isinstance(tree, dict):
+        return {k: copy_tree(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [copy_tree(v) for v in tree]
+    return np.array(tree, dtype=np.float64)
+
+
+def float_tree(value: Any) -> Any:
+    """A tree of numbers from the answer key (nested lists in dicts and lists of dicts) as float64 arrays.
+
+    Dicts and lists of dicts keep their layout (a model's blocks); any other list is one array.
+    """
+    if isinstance(value, dict):
+        return {k: float_tree(v) for k, v in value.items()}
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [float_tree(v) for v in value]
+    return np.array(value, dtype=np.float64)
