@@ -16,15 +16,9 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
+from .chapter02_matrices import _matrix
 from .chapter05_forward_pass import PARAM_NAMES, forward
 from .chapter06_training_step import cross_entropy, cross_entropy_grad, sgd_step
-
-
-def _matrix(name: str, A) -> np.ndarray:
-    A = np.asarray(A, dtype=np.float64)
-    if A.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got shape {A.shape}")
-    return A
 
 
 def softmax_backward(probs: np.ndarray, dprobs: np.ndarray) -> np.ndarray:

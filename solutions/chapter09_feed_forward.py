@@ -14,14 +14,8 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
+from .chapter02_matrices import _matrix
 from .chapter04_attention import causal_mask, scaled_dot_product_attention
-
-
-def _matrix(name: str, a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
-    if a.ndim != 2:
-        raise ValueError(f"{name} must be 2-D; got shape {a.shape}")
-    return a
 
 
 def _check_ffn(x, W1, W2, b1, b2) -> tuple:

@@ -34,7 +34,7 @@ import numpy as np
 from .chapter04_attention import scaled_dot_product_attention, softmax
 from .chapter11_multi_head_attention import merge_heads, split_heads
 from .chapter12_rope import apply_rope
-from .chapter13_modern_block import BLOCK_KEYS, rms_norm, swiglu
+from .chapter13_modern_block import BLOCK_KEYS, _check_heads, _weights, rms_norm, swiglu
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
@@ -249,8 +249,9 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     """
     x = np.asarray(x_new)
     _rows(x)
-    d_head = _heads(x.shape[1], n_heads)
-    W = _weights(params, x.shape[1])
+    _check_heads(x.shape[1], n_heads)
+    d_head = x.shape[1] // n_heads
+    W = _weights(params, ATTENTION_KEYS, x.shape[1])
     K_old, V_old = _cache(cache, n_heads, d_head)
     t, m = K_old.shape[1], len(x)
     Q = apply_rope(split_heads(x @ W["WQ"], n_heads), start=t)  # (n_heads, m, d_head), from position t
@@ -430,28 +431,6 @@ def _uniform(u) -> None:
 def _rows(x: np.ndarray) -> None:
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"x_new must be 2-D (m, d_model) with at least one row, got shape {x.shape}")
-
-
-def _heads(d_model: int, n_heads) -> int:
-    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
-        raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
-    if d_model % n_heads:
-        raise ValueError(f"d_model = {d_model} is not divisible by n_heads = {n_heads}: heads must be equally wide")
-    d_head = d_model // n_heads
-    if d_head % 2:
-        raise ValueError(f"d_head = d_model / n_heads = {d_head} is odd: RoPE turns a head's features in pairs")
-    return d_head
-
-
-def _weights(params, d_model: int) -> dict:
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict with the keys {ATTENTION_KEYS}, got {type(params).__name__}")
-    for k in ATTENTION_KEYS:
-        if k not in params:
-            raise ValueError(f"params lacks {k}: attention needs {ATTENTION_KEYS}")
-        if np.shape(params[k]) != (d_model, d_model):
-            raise ValueError(f"params[{k!r}] has shape {np.shape(params[k])}, expected {(d_model, d_model)}")
-    return params
 
 
 def _block(params, d_model: int) -> None:

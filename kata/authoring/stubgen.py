@@ -9,7 +9,9 @@ The stub passes ``ruff check`` as it is written to ``exercises/`` (``tests/test_
 the stub of every chapter): every import the solution has stays, so the stub binds the same names as the
 solution (a later chapter, a notebook or a learner may use them), and an import the stub's own code no
 longer uses (an earlier chapter's function the learner will call, ``math`` for the body they will write)
-is marked ``# noqa: F401 - yours to use``, as in the stubs in ``exercises/``.
+is marked ``# noqa: F401 - yours to use``, as in the stubs in ``exercises/``. A private helper the solution
+imports from an earlier chapter (``from .chapter02_matrices import _matrix``) is dropped with the helpers: the
+learner's earlier chapter has none to give.
 
 Usage: python -m kata.authoring.stubgen solutions/chapter05_forward_pass.py > exercises/chapter05_forward_pass.py
 """
@@ -57,6 +59,11 @@ def stub(source: str) -> str:
     lines = source.splitlines(keepends=True)
     edits = []
     for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name.startswith("_") for a in node.names):
+            kept = [a for a in node.names if not a.name.startswith("_")]
+            again = ast.unparse(ast.ImportFrom(node.module, kept, node.level)) + "\n" if kept else None
+            edits.append((node.lineno, node.end_lineno, [again] if again else []))
+            continue
         if not isinstance(node, ast.FunctionDef):
             continue
         if node.name.startswith("_"):  # a helper of the solution: the learner writes their own

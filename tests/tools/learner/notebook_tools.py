@@ -13,11 +13,24 @@ CHECKED = re.compile(r"^chapter (\d+): (\d+)/(\d+) steps, (\d+)/(\d+) checks", r
 
 
 def solution_sources(module: str) -> tuple[dict[str, str], list[str]]:
-    """({function: source}, [private helpers' sources]) of ``solutions/<module>.py``."""
+    """({function: source}, [private helpers' sources]) of ``solutions/<module>.py``.
+
+    A helper the module imports from an earlier chapter (``from .chapter02_matrices import _matrix``) is
+    among the helpers, with its source from there: a notebook has only what its cells define.
+    """
     text = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
     lines = text.splitlines()
     functions, helpers = {}, []
     for node in ast.parse(text).body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if private:
+                _, earlier = solution_sources(node.module)
+                by_name = {re.search(r"^def (\w+)\(", h, re.M).group(1): h for h in earlier}
+                while needed := {n.id for name in private for n in ast.walk(ast.parse(by_name[name]))
+                                 if isinstance(n, ast.Name) and n.id in by_name} - set(private):
+                    private += sorted(needed)  # the helpers those helpers call
+                helpers += [by_name[name] for name in by_name if name in private]
         if isinstance(node, ast.FunctionDef):
             start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
             source = "\n".join(lines[start:node.end_lineno])

@@ -2,17 +2,8 @@
 
 import numpy as np
 
+from .chapter02_matrices import _two_d
 from .chapter04_attention import causal_mask, scaled_dot_product_attention
-
-
-def _two_d(**arrays) -> list[np.ndarray]:
-    out = []
-    for name, value in arrays.items():
-        value = np.asarray(value)
-        if value.ndim != 2:
-            raise ValueError(f"{name} of shape {value.shape} is not 2-D")
-        out.append(value)
-    return out
 
 
 def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray) -> np.ndarray:

@@ -36,13 +36,19 @@ def rope_angles(seq_len: int, d: int, base: float = 10000.0, start: int = 0) -> 
     return np.einsum("m,i->mi", positions, rope_frequencies(d, base))
 
 
+def _pairs(name: str, X) -> np.ndarray:
+    """X in float64, at least 2-D with an even last axis (rows of pairs); else a ValueError naming it."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim < 2:
+        raise ValueError(f"{name} needs at least 2 dimensions; its shape is {X.shape}")
+    if X.shape[-1] % 2:
+        raise ValueError(f"the last axis of {name} is odd ({X.shape[-1]})")
+    return X
+
+
 def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
     """(x_2i + i x_2i+1) · e^{i angle}, back to real pairs."""
-    X, angles = np.asarray(X, dtype=np.float64), np.asarray(angles, dtype=np.float64)
-    if X.ndim < 2:
-        raise ValueError(f"X needs at least 2 dimensions; its shape is {X.shape}")
-    if X.shape[-1] % 2:
-        raise ValueError(f"the last axis of X is odd ({X.shape[-1]})")
+    X, angles = _pairs("X", X), np.asarray(angles, dtype=np.float64)
     if angles.shape != (X.shape[-2], X.shape[-1] // 2):
         raise ValueError(f"angles {angles.shape} do not fit X {X.shape}")
     z = X[..., 0::2] + 1j * X[..., 1::2]
@@ -52,11 +58,7 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
 
 def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
     """Angles of the rows' positions, then rotate_pairs."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim < 2:
-        raise ValueError(f"X needs at least 2 dimensions; its shape is {X.shape}")
-    if X.shape[-1] % 2:
-        raise ValueError(f"the last axis of X is odd ({X.shape[-1]})")
+    X = _pairs("X", X)
     return rotate_pairs(X, rope_angles(X.shape[-2], X.shape[-1], base, start))
 
 
@@ -86,9 +88,5 @@ def rope_attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, base: float = 10
 
 def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
     """Multiply by e^{-i angle}: the conjugate turn."""
-    dY = np.asarray(dY, dtype=np.float64)
-    if dY.ndim < 2:
-        raise ValueError(f"dY needs at least 2 dimensions; its shape is {dY.shape}")
-    if dY.shape[-1] % 2:
-        raise ValueError(f"the last axis of dY is odd ({dY.shape[-1]})")
+    dY = _pairs("dY", dY)
     return rotate_pairs(dY, -rope_angles(dY.shape[-2], dY.shape[-1], base, start))

@@ -119,6 +119,16 @@ def _d_head(d_model: int, n_heads) -> int:
     return d_head
 
 
+def _attention_weights(params, d_model: int) -> dict[str, np.ndarray]:
+    """params' four attention weights, each (d_model, d_model), in their own dtype."""
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict, got {type(params).__name__}")
+    missing = [k for k in ATTENTION_KEYS if k not in params]
+    if missing:
+        raise ValueError(f"params is missing {', '.join(missing)}")
+    return {k: _check(k, params[k], (d_model, d_model)) for k in ATTENTION_KEYS}
+
+
 def _rotation(seq: int, d_head: int, base: float, sign: int) -> np.ndarray:
     """e^(±i·p·θ_k): one unit complex number per position and pair, (seq, d_head/2)."""
     theta = float(base) ** (-np.arange(0, d_head, 2) / d_head)
@@ -142,12 +152,7 @@ def rope_multi_head_attention(x: np.ndarray, params: dict, n_heads: int,
         raise ValueError(f"x: shape {x.shape}, but (seq, d_model) with seq >= 1 is needed")
     seq, d_model = x.shape
     d_head = _d_head(d_model, n_heads)
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict, got {type(params).__name__}")
-    missing = [k for k in ATTENTION_KEYS if k not in params]
-    if missing:
-        raise ValueError(f"params is missing {', '.join(missing)}")
-    W = {k: _float(_check(k, params[k], (d_model, d_model))) for k in ATTENTION_KEYS}
+    W = {k: _float(w) for k, w in _attention_weights(params, d_model).items()}
     n = int(n_heads)
     proj = {k: np.einsum("sd,de->se", x, W[k]).reshape(seq, n, d_head).transpose(1, 0, 2) for k in ("WQ", "WK", "WV")}
     turn = _rotation(seq, d_head, base, +1)

@@ -7,7 +7,7 @@ import numpy as np
 from .chapter04_attention import scaled_dot_product_attention, softmax  # noqa: F401
 from .chapter11_multi_head_attention import merge_heads, split_heads  # noqa: F401
 from .chapter12_rope import apply_rope  # noqa: F401
-from .chapter13_modern_block import BLOCK_KEYS, rms_norm, swiglu
+from .chapter13_modern_block import BLOCK_KEYS, _attention_weights, _check, _d_head, rms_norm, swiglu
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
@@ -110,22 +110,6 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
     return sample_index(p, u)
 
 
-def _heads_of(d_model: int, n_heads) -> int:
-    if isinstance(n_heads, (bool, np.bool_)) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
-        raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
-    if d_model % n_heads:
-        raise ValueError(f"d_model {d_model} not divisible by n_heads {n_heads}")
-    if (d_model // n_heads) % 2:
-        raise ValueError(f"d_head {d_model // n_heads} is odd")
-    return d_model // n_heads
-
-
-def _shape(name: str, a, shape: tuple) -> np.ndarray:
-    if np.shape(a) != shape:
-        raise ValueError(f"{name} has shape {np.shape(a)}, expected {shape}")
-    return np.asarray(a)
-
-
 def _rotate(H: np.ndarray, start: int) -> np.ndarray:
     """(n_heads, m, d_head) turned pair by pair, row j at position start + j, as complex numbers."""
     d = H.shape[-1]
@@ -143,13 +127,8 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"x_new must be 2-D with at least one row, got shape {x.shape}")
     m, d_model = x.shape
-    d_head = _heads_of(d_model, n_heads)
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict, got {type(params).__name__}")
-    missing = [k for k in ATTENTION_KEYS if k not in params]
-    if missing:
-        raise ValueError(f"params lacks {missing[0]}")
-    W = {k: _shape(f"params[{k!r}]", params[k], (d_model, d_model)) for k in ATTENTION_KEYS}
+    d_head = _d_head(d_model, n_heads)
+    W = _attention_weights(params, d_model)
     if cache is None:
         K0 = V0 = np.zeros((n_heads, 0, d_head))
     elif not isinstance(cache, dict) or "K" not in cache or "V" not in cache:
@@ -185,7 +164,7 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
         odd = sorted(set(BLOCK_KEYS) - set(params)) or sorted(map(str, set(params) - set(BLOCK_KEYS)))
         raise ValueError(f"params must have exactly the block's keys: {', '.join(odd)} missing or not belonging")
     for k in ("g1", "g2"):
-        _shape(f"params[{k!r}]", params[k], (x.shape[1],))
+        _check(f"params[{k!r}]", params[k], (x.shape[1],))
     a, new_cache = attention_with_cache(rms_norm(x, params["g1"]), params, n_heads, cache)
     x1 = x + a
     return x1 + swiglu(rms_norm(x1, params["g2"]), params["W_gate"], params["W_up"], params["W_down"])[0], new_cache
@@ -204,8 +183,8 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
     vocab, d_model = E.shape
     if not isinstance(model["blocks"], (list, tuple)) or not model["blocks"]:
         raise ValueError("model['blocks'] must be a non-empty list")
-    g = _shape("model['g_final']", model["g_final"], (d_model,))
-    W_out = _shape("model['W_out']", model["W_out"], (d_model, vocab))
+    g = _check("model['g_final']", model["g_final"], (d_model,))
+    W_out = _check("model['W_out']", model["W_out"], (d_model, vocab))
     idx = np.asarray(ids)
     if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
         raise ValueError(f"ids must be 1-D whole numbers, at least one, got {ids!r}")

@@ -222,12 +222,15 @@ def embed(ids, params: dict) -> np.ndarray:
     return x
 
 
+def _exact_keys(name: str, d, keys: tuple) -> None:
+    if not isinstance(d, dict):
+        raise ValueError(f"{name} must be a dict with keys {', '.join(keys)}; got a {type(d).__name__}")
+    if set(d) != set(keys):
+        raise ValueError(f"{name} must have exactly the keys {', '.join(keys)}; it has {', '.join(map(str, d))}")
+
+
 def _check_params(params) -> None:
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict with keys {', '.join(MODEL_KEYS)}; got a {type(params).__name__}")
-    if set(params) != set(MODEL_KEYS):
-        raise ValueError(f"params must have exactly the keys {', '.join(MODEL_KEYS)}; "
-                         f"it has {', '.join(map(str, params))}")
+    _exact_keys("params", params, MODEL_KEYS)
     tok = np.asarray(params["tok_emb"])
     if tok.ndim != 2:
         raise ValueError(f"tok_emb has shape {tok.shape}; it should be (vocab, d_model)")
@@ -242,11 +245,7 @@ def _check_params(params) -> None:
     if not isinstance(blocks, list):
         raise ValueError(f"blocks must be a list of dicts, got a {type(blocks).__name__}")
     for n, block in enumerate(blocks):
-        if not isinstance(block, dict):
-            raise ValueError(f"blocks[{n}] must be a dict, got a {type(block).__name__}: blocks is a list of dicts")
-        if set(block) != set(BLOCK_KEYS):
-            raise ValueError(f"blocks[{n}] must have exactly the keys {', '.join(BLOCK_KEYS)}; "
-                             f"it has {', '.join(map(str, block))}")
+        _exact_keys(f"blocks[{n}]", block, BLOCK_KEYS)
         W1 = np.asarray(block["W1"])
         if W1.ndim != 2 or W1.shape[0] != d:
             raise ValueError(f"W1 of blocks[{n}] has shape {W1.shape}; it should be ({d}, d_ff)")

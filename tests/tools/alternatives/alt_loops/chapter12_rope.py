@@ -59,13 +59,19 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
     return Y
 
 
-def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
-    """rotate_pairs with the angles of positions start, start + 1, ..."""
+def _rows_of_pairs(name: str, X) -> np.ndarray:
+    """X in float64, checked: at least 2 dimensions, an even width d."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim < 2:
-        raise ValueError(f"X must have at least 2 dimensions, got shape {X.shape}")
+        raise ValueError(f"{name} must have at least 2 dimensions, got shape {X.shape}")
     if X.shape[-1] % 2:
         raise ValueError(f"the width d = {X.shape[-1]} is odd")
+    return X
+
+
+def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
+    """rotate_pairs with the angles of positions start, start + 1, ..."""
+    X = _rows_of_pairs("X", X)
     return rotate_pairs(X, rope_angles(X.shape[-2], X.shape[-1], base, start))
 
 
@@ -108,11 +114,7 @@ def rope_attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, base: float = 10
 
 def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
     """The transpose of every 2×2 rotation: the same angles, turned back."""
-    dY = np.asarray(dY, dtype=np.float64)
-    if dY.ndim < 2:
-        raise ValueError(f"dY must have at least 2 dimensions, got shape {dY.shape}")
-    if dY.shape[-1] % 2:
-        raise ValueError(f"the width d = {dY.shape[-1]} is odd")
+    dY = _rows_of_pairs("dY", dY)
     angles = rope_angles(dY.shape[-2], dY.shape[-1], base, start)
     dX = np.zeros(dY.shape)
     for lead in np.ndindex(dY.shape[:-2]):

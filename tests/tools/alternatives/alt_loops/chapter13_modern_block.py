@@ -283,11 +283,8 @@ class _BlockCache:
         self.__dict__.update(parts)
 
 
-def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, tuple]:
-    """x1 = x + attention(rms_norm(x, g1)); y = x1 + swiglu(rms_norm(x1, g2))."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] < 1:
-        raise ValueError(f"x must be 2-D (seq, d_model) with at least one row, got shape {x.shape}")
+def _block_gains(params, d_model: int) -> tuple[np.ndarray, np.ndarray]:
+    """Checks params holds exactly BLOCK_KEYS; returns g1 and g2, each (d_model,) (the rest is checked where used)."""
     if not isinstance(params, dict):
         raise ValueError(f"params must be a dict, not {type(params).__name__}")
     for key in BLOCK_KEYS:
@@ -296,9 +293,15 @@ def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray
     for key in params:
         if key not in BLOCK_KEYS:
             raise ValueError(f"params has a key that does not belong: {key}")
-    d_model = x.shape[1]
-    g1 = _shaped("g1", params["g1"], (d_model,))
-    g2 = _shaped("g2", params["g2"], (d_model,))
+    return _shaped("g1", params["g1"], (d_model,)), _shaped("g2", params["g2"], (d_model,))
+
+
+def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, tuple]:
+    """x1 = x + attention(rms_norm(x, g1)); y = x1 + swiglu(rms_norm(x1, g2))."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 1:
+        raise ValueError(f"x must be 2-D (seq, d_model) with at least one row, got shape {x.shape}")
+    g1, g2 = _block_gains(params, x.shape[1])
     h1 = rms_norm(x, g1)
     attn, attn_cache = rope_multi_head_attention(h1, params, n_heads)
     x1 = x + attn

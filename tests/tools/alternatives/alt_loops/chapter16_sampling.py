@@ -8,7 +8,15 @@ import numpy as np
 from .chapter04_attention import scaled_dot_product_attention, softmax  # noqa: F401
 from .chapter11_multi_head_attention import merge_heads, split_heads  # noqa: F401
 from .chapter12_rope import apply_rope  # noqa: F401
-from .chapter13_modern_block import BLOCK_KEYS, rms_norm, swiglu
+from .chapter13_modern_block import (  # noqa: F401
+    BLOCK_KEYS,
+    _attention_weights,
+    _block_gains,
+    _head_width,
+    _shaped,
+    rms_norm,
+    swiglu,
+)
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
@@ -130,22 +138,6 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
 
 
 # -- the KV cache --------------------------------------------------------------------------------------------
-def _d_head(d_model: int, n_heads) -> int:
-    if isinstance(n_heads, (bool, np.bool_)) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
-        raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
-    if d_model % n_heads != 0:
-        raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
-    if (d_model // n_heads) % 2 == 1:
-        raise ValueError(f"d_head = {d_model // n_heads} is odd; RoPE needs pairs")
-    return d_model // n_heads
-
-
-def _matrix(name: str, a, shape: tuple) -> np.ndarray:
-    if np.shape(a) != shape:
-        raise ValueError(f"{name} has shape {np.shape(a)}, expected {shape}")
-    return np.asarray(a, dtype=np.float64)
-
-
 def _new_rows(x_new) -> np.ndarray:
     x = np.asarray(x_new, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
@@ -177,13 +169,8 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     """Head by head, row by row: the new query against the cached keys and the new keys up to itself."""
     x = _new_rows(x_new)
     m, d_model = x.shape
-    d_head = _d_head(d_model, n_heads)
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict, got {type(params).__name__}")
-    for key in ATTENTION_KEYS:
-        if key not in params:
-            raise ValueError(f"params has no {key}")
-    W = {key: _matrix(f"params[{key!r}]", params[key], (d_model, d_model)) for key in ATTENTION_KEYS}
+    d_head = _head_width(d_model, n_heads)
+    W = _attention_weights(params, d_model)
     if cache is None:
         old_K, old_V = np.zeros((n_heads, 0, d_head)), np.zeros((n_heads, 0, d_head))
     else:
@@ -222,16 +209,7 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
 def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
     """x1 = x + A(RMSNorm(x)), y = x1 + SwiGLU(RMSNorm(x1)), A with the cache."""
     x = _new_rows(x_new)
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict, got {type(params).__name__}")
-    for key in BLOCK_KEYS:
-        if key not in params:
-            raise ValueError(f"params has no {key}")
-    for key in params:
-        if key not in BLOCK_KEYS:
-            raise ValueError(f"params has {key}, which a block does not use")
-    for key in ("g1", "g2"):
-        _matrix(f"params[{key!r}]", params[key], (x.shape[1],))
+    _block_gains(params, x.shape[1])
     a, new_cache = attention_with_cache(rms_norm(x, params["g1"]), params, n_heads, cache)
     x1 = x + a
     f = swiglu(rms_norm(x1, params["g2"]), params["W_gate"], params["W_up"], params["W_down"])[0]
@@ -252,8 +230,8 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
     blocks = model["blocks"]
     if not isinstance(blocks, list) or not blocks:
         raise ValueError("model['blocks'] must be a non-empty list")
-    g_final = _matrix("model['g_final']", model["g_final"], (d_model,))
-    W_out = _matrix("model['W_out']", model["W_out"], (d_model, vocab))
+    g_final = _shaped("model['g_final']", model["g_final"], (d_model,))
+    W_out = _shaped("model['W_out']", model["W_out"], (d_model, vocab))
     raw = np.asarray(ids)
     if raw.ndim != 1 or raw.size == 0 or raw.dtype.kind not in "iu":
         raise ValueError(f"ids must be a 1-D array of whole numbers with at least one id, got {ids!r}")
