@@ -1,6 +1,7 @@
 """The child processes the tools start: how one is ended, and how its output is read.
 
 - ``kill_tree``: end a process and everything it started (it is started in a session of its own).
+- ``process_tree``, ``tree_cpu_seconds``: a child and everything it started, and the CPU time they have used.
 - ``Drain``: read a child's pipe to its end on a thread, so the child never blocks on a full pipe; keep
   only the last bytes (a flood of prints cannot fill memory) and hand each line to whoever wants it.
 
@@ -35,6 +36,50 @@ def kill_tree(proc: subprocess.Popen, *, wait: bool = True) -> None:
         pass
     if wait:
         proc.wait()
+
+
+def process_tree(pid: int) -> dict[int, float]:
+    """{pid: CPU seconds used so far (user and system)} of process ``pid`` and every process below it.
+
+    Read from ``/proc`` (Linux), which holds every process's parent and CPU ticks; empty where there is no
+    ``/proc`` or ``pid`` is gone.
+    """
+    try:
+        names = os.listdir("/proc")
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+            fields = data[data.rindex(b")") + 2:].split()  # after "pid (command) ": state, ppid, ...
+            cpu[int(name)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            children.setdefault(int(fields[1]), []).append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+    if pid not in cpu:
+        return {}
+    found, todo = {}, [pid]
+    while todo:
+        here = todo.pop()
+        found[here] = cpu.get(here, 0.0)
+        todo += children.get(here, [])
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds used so far by process ``pid`` and every process below it; ``None`` where ``/proc`` cannot say.
+
+    The judge asks this only when a call has outlived its wall-clock limit, to tell a learner's process that is
+    computing on a busy machine from one that is stuck without using the CPU.
+    """
+    tree = process_tree(pid)
+    return sum(tree.values()) if tree else None
 
 
 class Drain(threading.Thread):

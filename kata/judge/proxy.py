@@ -32,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from .. import wire
+from ..process import tree_cpu_seconds
 from ..worker import limits as worker_limits
 from . import launch
 
 GRACE = 2.0  # the judge's own clock: GRACE + 3 × the call timeout, wall time (see ``request``)
+BUSY_MACHINE = 10  # while the learner's process computes, the judge waits up to this many times its clock
 STARTUP = 30.0  # seconds the worker may take to start (NumPy's import on a cold disk)
 REPLAY = (  # exception types re-raised as themselves; any other comes back as a LearnerError
     "ArithmeticError", "AssertionError", "AttributeError", "FloatingPointError", "IndexError", "KeyError",
@@ -303,7 +305,7 @@ class Worker:
         # The worker's own alarm stops a call after call_timeout seconds of CPU time and says where it was:
         # CPU time, so a slow, busy machine never fails correct code. This wall clock, later, catches what
         # the alarm cannot see or interrupt (sleeping, waiting, a loop in C code, Windows).
-        item = self._wait(self.wall_limit)
+        item = self._wait_computing(self.wall_limit)
         judged = 0.0  # time spent in the test's own functions (callbacks), which is not the learner's
         while isinstance(item, tuple) and "callback" in item[0]:  # the learner's code calls a test's function
             if item[0].get("callback") not in self.callbacks:  # not a call this judge handed out: a forgery
@@ -313,7 +315,7 @@ class Worker:
             self._answer_callback(*item)
             judged += time.monotonic() - before
             left = started + judged + self.wall_limit - time.monotonic()  # callbacks never extend the limit
-            item = self._wait(left) if left > 0 else None
+            item = self._wait_computing(left) if left > 0 else None
         self.seconds_in_learner += time.monotonic() - started
         printed = self.read_output()
         if printed:
@@ -322,6 +324,29 @@ class Worker:
             self._timed_out(what, key, item[0]["where"] if item else [])
         if not isinstance(item, tuple):
             return self._crashed(what)
+        return item
+
+    def _wait_computing(self, seconds: float):
+        """The worker's next message, waiting ``seconds`` and then on while its process computes within its time.
+
+        The worker's own alarm counts CPU time, so on a busy machine a call's ``call_timeout`` CPU seconds can
+        take longer than the judge's wall clock; killing it then would fail correct code, or lose where an
+        endless loop was. Past ``seconds``, the judge looks at the process's CPU time once a second and waits on
+        while it grows, until the process has used ``call_timeout`` CPU seconds more than it had (its alarm has
+        had its due) or ``BUSY_MACHINE`` times the wall clock has passed. A process that stops using the CPU
+        (asleep, waiting) is given up at once, as before.
+        """
+        item = self._wait(seconds)
+        if item is not None or self.proc is None:
+            return item
+        first = before = tree_cpu_seconds(self.proc.pid)
+        give_up = time.monotonic() + (BUSY_MACHINE - 1) * self.wall_limit
+        while first is not None and time.monotonic() < give_up:
+            item = self._wait(1.0)
+            now = tree_cpu_seconds(self.proc.pid)
+            if item is not None or now is None or now <= before or now - first > self.call_timeout + GRACE:
+                return item
+            before = now
         return item
 
     @property

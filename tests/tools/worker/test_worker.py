@@ -6,7 +6,12 @@ the tests of a chapter do through ``ch``.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -76,6 +81,20 @@ def spin():
 
 def calls_spin():
     return spin()
+
+
+def twirl():  # an endless loop of its own (the worker remembers spin once it has hung)
+    while True:
+        pass
+
+
+def computes(cpu_seconds):  # correct, and slow: busy for this much CPU time, then done
+    import time
+
+    start = time.process_time()
+    while time.process_time() - start < cpu_seconds:
+        pass
+    return cpu_seconds
 
 
 def quits():
@@ -250,6 +269,61 @@ def test_an_endless_loop_costs_one_timeout_then_fails_at_once_naming_the_functio
         call(worker, "calls_spin")
     assert __import__("time").monotonic() - started < 0.9
     assert np.array_equal(call(worker, "add", 1, 2), 3), "the restarted worker goes on"
+
+
+@contextlib.contextmanager
+def busy_machine(worker, share: float):
+    """The learner's process gets ``share`` of a CPU (it is stopped the rest of each half second), as on a busy machine.
+
+    Every process of the worker's tree (the sandbox's too) is stopped and continued with SIGSTOP/SIGCONT.
+    """
+    from kata.process import process_tree
+
+    tree, done = list(process_tree(worker.proc.pid)), threading.Event()
+
+    def signal_all(number: int) -> None:
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, number)
+
+    def throttle() -> None:
+        while not done.is_set():
+            signal_all(signal.SIGSTOP)
+            time.sleep(0.5 * (1 - share))
+            signal_all(signal.SIGCONT)
+            time.sleep(0.5 * share)
+
+    thread = threading.Thread(target=throttle, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        signal_all(signal.SIGCONT)
+
+
+ON_PROC = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="a busy machine is imitated and told by /proc")
+
+
+@ON_PROC
+def test_correct_code_on_a_busy_machine_is_not_stopped_by_the_judges_wall_clock(worker):
+    """the learner's process gets a tenth of a CPU: 0.7 s of work takes 7 s, past the 5 s wall clock, and passes"""
+    assert call(worker, "add", 1, 1) == 2  # a worker running
+    started = time.monotonic()
+    with busy_machine(worker, 0.1):
+        assert call(worker, "computes", 0.7) == 0.7
+    assert time.monotonic() - started > worker.wall_limit, "the imitation of a busy machine did not slow the call"
+
+
+@ON_PROC
+def test_an_endless_loop_on_a_busy_machine_is_still_found_where_it_loops(worker):
+    """at a fifth of a CPU the worker's own alarm (1 s of CPU time) comes after the wall clock, and still says where"""
+    assert call(worker, "add", 1, 1) == 2
+    started = time.monotonic()
+    with busy_machine(worker, 0.2), pytest.raises(proxy.DidNotReturn, match=r"it was running twirl at .*chapter99"):
+        call(worker, "twirl")
+    assert time.monotonic() - started > worker.wall_limit, "the imitation of a busy machine did not slow the call"
 
 
 def test_an_exit_in_the_learners_code_ends_only_that_call(worker):
