@@ -475,8 +475,10 @@ def score(mutants: list[Mutant]) -> dict:
 def report(number: int, chapter: answer_key.Chapter, mutants: list[Mutant]) -> None:
     """Print the chapter's figures and a line per survivor."""
     s = score(mutants)
-    print(f"chapter {number}: {s['mutants']} mutants, {s['killed']} killed, {s['survived']} survived, "
-          f"{s['equivalent']} equivalent: {100 * s['score']:.1f}% of non-equivalent mutants killed")
+    print(f"chapter {number}: {s['mutants']} mutants, {s['killed']} killed, {s['equivalent']} equivalent, "
+          f"{s['survived']} survived: {100 * s['score']:.1f}% of non-equivalent mutants killed")
+    print(f"  its row in CONTRIBUTING.md's mutation table: | {number} | {s['mutants']} | {s['killed']} | "
+          f"{s['equivalent']} | {s['survived']} | {100 * s['score']:.1f}% |")
     for m in mutants:
         if m.status in ("survived", "no tests"):
             print(f"  survived{' (no test reaches it)' if m.status == 'no tests' else ''}: "

@@ -19,9 +19,9 @@ chapter's page is typed twice:
   order, a heading, its stub (as ``# kata:stub NAME``) and a check cell, then a check of the
   whole chapter; a function added to the stubs is in the notebook at the next build.
 
-``--check`` changes nothing and exits 1 naming each notebook that is out of date (``tests/test_notebooks.py``
-runs it in selfcheck). ``--scaffold N`` writes a first source for chapter N from its page (idea, formulas,
-worksheet) and those directives, to edit from there.
+``--check`` changes nothing and exits 1 naming each notebook that is out of date
+(``tests/tools/learner/test_notebooks.py`` runs it in selfcheck). ``--scaffold N`` writes a first source for
+chapter N from its page (idea, formulas, worksheet) and those directives, to edit from there.
 """
 
 from __future__ import annotations
@@ -255,9 +255,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         SOURCES.mkdir(parents=True, exist_ok=True)
         target.write_text(scaffold(chapter), encoding="utf-8", newline="\n")
-        print(f"wrote {target.relative_to(ROOT)}; edit it, then: python scripts/notebooks.py")
+        print(f"wrote {target.relative_to(ROOT)}; edit it, then: nox -s notebooks-build")
         return 0
-    return write_or_check(stale, args.check, "python scripts/notebooks.py")
+    return write_or_check(stale, args.check, "nox -s notebooks-build")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ compares every input, exact value, printed string and named mistake of the key w
 The comparison itself is shown able to fail on a key with one planted difference of each kind.
 """
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -18,24 +19,24 @@ ROOT = project.ROOT
 AUDITS = project.chapter_files(ROOT / "scripts", prefix="audit_")
 
 
-def run(number: int, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kata.authoring.audit", str(number), *args], cwd=ROOT,
+def run(number: int, *args: str, root=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kata.authoring.audit", str(number), *args], cwd=root,
                           capture_output=True, text=True, timeout=120, check=False)
 
 
-@pytest.mark.parametrize("number", list(AUDITS), ids=lambda n: AUDITS[n].stem)
-def test_the_answer_key_agrees_with_its_audit(number):
+@pytest.mark.parametrize("chapter", list(AUDITS), ids=lambda n: AUDITS[n].stem)
+def test_the_answer_key_agrees_with_its_audit(chapter):
     """python -m kata.authoring.audit N --check finds no difference"""
-    proc = run(number, "--check")
+    proc = run(chapter, "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("number", list(AUDITS), ids=lambda n: AUDITS[n].stem)
-def test_the_audit_prints_every_step_of_its_key(number):
+@pytest.mark.parametrize("chapter", list(AUDITS), ids=lambda n: AUDITS[n].stem)
+def test_the_audit_prints_every_step_of_its_key(chapter):
     """run without --check, the audit prints each step of the chapter's key"""
-    proc = run(number)
+    proc = run(chapter)
     assert proc.returncode == 0, proc.stderr
-    for step in project.chapter(number).steps:
+    for step in project.chapter(chapter).steps:
         assert f"[{step.id}]" in proc.stdout, step.id
 
 
@@ -89,3 +90,14 @@ def test_a_chapter_without_an_audit_is_named():
     proc = run(4)
     assert proc.returncode != 0
     assert f"there is no audit of chapter 4 in {ROOT / 'scripts'} (audits: {', '.join(map(str, AUDITS))})" in proc.stderr
+
+
+def test_an_audit_prints_before_its_chapter_has_a_key(tmp_path):
+    """the audit comes first (CONTRIBUTING's order of work): without reference/ it prints; only --check needs the key"""
+    shutil.copytree(ROOT / "kata", tmp_path / "kata", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(AUDITS[12], tmp_path / "scripts")
+    proc = run(12, root=tmp_path)
+    assert proc.returncode == 0 and "[12.1]" in proc.stdout, proc.stderr
+    proc = run(12, "--check", root=tmp_path)
+    assert proc.returncode != 0 and "there is no answer key for chapter 12" in proc.stderr

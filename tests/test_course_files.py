@@ -173,6 +173,36 @@ def mutation_table_problems(chapter, contributing: str) -> list[str]:
             f"(run nox -s mutation -- {chapter.number} and add its figures)"]
 
 
+def mutation_sum_problems(contributing: str, equivalent_entries: dict[int, int]) -> list[str]:
+    """Whether CONTRIBUTING.md's mutation table adds up, a line per problem.
+
+    Each row: mutants = killed + equivalent + survived, its percentage, and its equivalents are the chapter's
+    entries in tests/mutation_equivalent.toml. The sentence under the table: the sum of the rows.
+    """
+    section = contributing.split("## Mutation testing", 1)[-1]
+    rows = re.findall(r"^\|\s*(\d+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d.]+)%\s*\|\s*$",
+                      section, re.M)
+    problems, total, equivalent = [], 0, 0
+    for row in rows:
+        n, mutants, killed, equiv, survived = (int(x.replace(",", "")) for x in row[:5])
+        total, equivalent = total + mutants, equivalent + equiv
+        if mutants != killed + equiv + survived:
+            problems.append(f"CONTRIBUTING.md's mutation table, chapter {n}: {mutants} mutants is not {killed} killed + "
+                            f"{equiv} equivalent + {survived} survived (columns: mutants | killed | equivalent | survived)")
+        share = f"{100 * killed / (mutants - equiv):.1f}" if mutants > equiv else "100.0"
+        if row[5] != share:
+            problems.append(f"CONTRIBUTING.md's mutation table, chapter {n}: {row[5]}% killed of non-equivalent, "
+                            f"but {killed} of {mutants - equiv} is {share}%")
+        if equiv != equivalent_entries.get(n, 0):
+            problems.append(f"CONTRIBUTING.md's mutation table, chapter {n}: {equiv} equivalent, but "
+                            f"tests/mutation_equivalent.toml lists {equivalent_entries.get(n, 0)}")
+    said = re.search(r"\(([\d,]+) mutants, ([\d,]+) of them equivalent\)", section)
+    if not said or (int(said[1].replace(",", "")), int(said[2].replace(",", ""))) != (total, equivalent):
+        problems.append(f"CONTRIBUTING.md's sentence under the mutation table should say ({total:,} mutants, "
+                        f"{equivalent:,} of them equivalent): the sum of its rows")
+    return problems
+
+
 # -- docs/index.md's table of chapters ---------------------------------------------------------------------
 def index_sections(index_md: str) -> dict[str, str]:
     """{linked page under docs/: the ## heading of the section of docs/index.md linking it}."""
@@ -292,6 +322,17 @@ def test_every_chapter_has_a_row_in_the_mutation_table(chapter):
     assert not problems, "\n".join(problems)
 
 
+def _equivalent_entries() -> dict[int, int]:
+    entries = tomllib.loads(_read("tests/mutation_equivalent.toml")).get("equivalent", [])
+    return {n: sum(1 for e in entries if e["chapter"] == n) for n in {e["chapter"] for e in entries}}
+
+
+def test_the_mutation_table_adds_up():
+    """each row's columns add up and its equivalents are the listed ones; the total sentence sums the rows"""
+    problems = mutation_sum_problems(_read("CONTRIBUTING.md"), _equivalent_entries())
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_is_in_the_home_pages_table_of_its_part(chapter):
     """docs/index.md links the page in its part's section"""
@@ -383,6 +424,18 @@ def test_a_chapter_without_a_mutation_table_row_is_named():
     row = next(x for x in text.splitlines() if x.startswith("| 12 |"))
     assert mutation_table_problems(_chapter(12), text.replace(row + "\n", "")) == [
         "chapter 12 has no row in CONTRIBUTING.md's mutation table (run nox -s mutation -- 12 and add its figures)"]
+
+
+def test_a_mutation_row_that_does_not_add_up_is_named():
+    """a row with two columns swapped (as the old printout's order invited), or a stale total: named"""
+    text = _read("CONTRIBUTING.md")
+    row = next(x for x in text.splitlines() if x.startswith("| 12 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    swapped = "| " + " | ".join([cells[0], cells[1], cells[2], "3", "4", cells[5]]) + " |"
+    problems = mutation_sum_problems(text.replace(row, swapped), _equivalent_entries())
+    assert any("chapter 12" in p and "is not" in p for p in problems), problems
+    assert any("chapter 12: 3 equivalent, but tests/mutation_equivalent.toml lists" in p for p in problems), problems
+    assert any("sentence under the mutation table" in p for p in problems), problems
 
 
 def test_a_chapter_missing_from_the_home_page_is_named():

@@ -194,4 +194,4 @@ def test_a_figure_without_its_drawing_function_is_named(tmp_path):
             f"figures._figures(__import__('pathlib').Path({str(listed)!r}))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
-    assert "figures.toml: figure 'bar-chart-3' has no function draw_bar_chart_3 in figures.py" in proc.stderr
+    assert "figures.toml: figure 'bar-chart-3' (chapter 3) has no function draw_bar_chart_3 in figures.py" in proc.stderr

@@ -238,7 +238,8 @@ def _figures(path: Path = HERE / "figures.toml") -> dict[str, Figure]:
     for name, entry in tomllib.loads(path.read_text(encoding="utf-8")).items():
         function = "draw_" + name.replace("-", "_")
         if function not in globals():
-            raise ValueError(f"{path.name}: figure {name!r} has no function {function} in figures.py")
+            raise ValueError(f"{path.name}: figure {name!r} (chapter {entry.get('chapter')}) has no function "
+                             f"{function} in figures.py")
         caption = entry["caption"].replace("{train_steps}", f"{TRAIN_STEPS:,}")
         found[name] = Figure(name, entry["chapter"], entry["alt"], caption, globals()[function])
     return found

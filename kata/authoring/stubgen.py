@@ -17,6 +17,7 @@ Usage: python -m kata.authoring.stubgen solutions/chapter05_forward_pass.py > ex
 """
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -80,7 +81,9 @@ def stub(source: str) -> str:
         has_doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
         start = body[0].end_lineno + 1 if has_doc else body[0].lineno
         indent = " " * (node.col_offset + 4)
-        edits.append((start, node.end_lineno, [f'{indent}raise NotImplementedError("{node.name}: not written yet")\n']))
+        step = re.search(r"See docs: chapter \d+, step (\d+\.\d+)", ast.get_docstring(node) or "")
+        said = f"{step[1]} {node.name}" if step else node.name  # CONTRIBUTING: a message starts with its step id
+        edits.append((start, node.end_lineno, [f'{indent}raise NotImplementedError("{said}: not written yet")\n']))
     for first, last, replacement in sorted(edits, reverse=True):
         lines[first - 1:last] = replacement
     return _mark_unused_imports("".join(lines))

@@ -59,7 +59,7 @@ def test_every_notebook_is_built_from_its_source():
     have = {src.stem for src, _, _ in tools.sources()}
     assert have == {c.module for c in CHAPTERS}, f"chapters without a notebook source: {sorted({c.module for c in CHAPTERS} - have)}"
     stale = tools.stale(write=False)
-    assert not stale, f"out of date: {[p.name for p in stale]}; run python scripts/notebooks.py"
+    assert not stale, f"out of date: {[p.name for p in stale]}; run nox -s notebooks-build"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
