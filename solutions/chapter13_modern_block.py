@@ -335,7 +335,7 @@ def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray
     """
     x = np.asarray(x, dtype=np.float64)
     _check_rows(x, "prenorm_block: x")
-    _check_block(params, x.shape[1])
+    _check_block(params, x.shape[1], "prenorm_block")
     h1 = rms_norm(x, params["g1"])  # the attention reads a normalised copy of the stream
     a, attention_cache = rope_multi_head_attention(h1, params, n_heads)
     x1 = x + a  # the stream itself is never normalised
@@ -429,14 +429,15 @@ def _weights(params, keys: tuple, d_model: int) -> dict:
     return {k: np.asarray(params[k], dtype=np.float64) for k in keys}
 
 
-def _check_block(params, d_model: int) -> None:
+def _check_block(params, d_model: int, who: str) -> None:
+    # who: the function taking the block, named in the messages (prenorm_block; chapter 16's block_with_cache)
     if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict with the keys {list(BLOCK_KEYS)}, got {type(params).__name__}")
+        raise ValueError(f"{who}: params must be a dict with the keys {list(BLOCK_KEYS)}, got {type(params).__name__}")
     missing = [k for k in BLOCK_KEYS if k not in params]
     if missing:
-        raise ValueError(f"prenorm_block: params lacks {', '.join(missing)}")
+        raise ValueError(f"{who}: params lacks {', '.join(missing)}")
     extra = sorted(str(k) for k in params if k not in BLOCK_KEYS)
     if extra:
-        raise ValueError(f"prenorm_block: params has keys a block does not use: {', '.join(extra)}")
+        raise ValueError(f"{who}: params has keys a block does not use: {', '.join(extra)}")
     for key in ("g1", "g2"):  # the weights are checked where they are used (attention, swiglu), by name
-        _check_shape(params[key], (d_model,), f"params[{key!r}]")
+        _check_shape(params[key], (d_model,), f"{who}: params[{key!r}]")

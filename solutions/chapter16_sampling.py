@@ -34,7 +34,7 @@ import numpy as np
 from .chapter04_attention import scaled_dot_product_attention, softmax
 from .chapter11_multi_head_attention import merge_heads, split_heads
 from .chapter12_rope import apply_rope
-from .chapter13_modern_block import BLOCK_KEYS, _check_heads, _weights, rms_norm, swiglu
+from .chapter13_modern_block import BLOCK_KEYS, _check_block, _check_heads, _weights, rms_norm, swiglu  # noqa: F401 - BLOCK_KEYS: the stub binds it for the learner
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
@@ -295,7 +295,7 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
     """
     x = np.asarray(x_new)
     _rows(x)
-    _block(params, x.shape[1])
+    _check_block(params, x.shape[1], "block_with_cache")
     a, new_cache = attention_with_cache(rms_norm(x, params["g1"]), params, n_heads, cache)
     x1 = x + a  # the stream itself is never normalised
     f, _ = swiglu(rms_norm(x1, params["g2"]), params["W_gate"], params["W_up"], params["W_down"])
@@ -431,20 +431,6 @@ def _uniform(u) -> None:
 def _rows(x: np.ndarray) -> None:
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"x_new must be 2-D (m, d_model) with at least one row, got shape {x.shape}")
-
-
-def _block(params, d_model: int) -> None:
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict with the keys {BLOCK_KEYS}, got {type(params).__name__}")
-    for k in BLOCK_KEYS:
-        if k not in params:
-            raise ValueError(f"params lacks {k}: a block needs {BLOCK_KEYS}")
-    for k in params:
-        if k not in BLOCK_KEYS:
-            raise ValueError(f"params has the key {k!r}, which a block does not use")
-    for k in ("g1", "g2"):  # the other weights are checked where they are used, by name
-        if np.shape(params[k]) != (d_model,):
-            raise ValueError(f"params[{k!r}] has shape {np.shape(params[k])}, expected {(d_model,)}")
 
 
 def _cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
