@@ -6,7 +6,8 @@ Chromium (``/usr/bin/chromium``) driven by Playwright, and checks, page by page:
 * **console** -- no console error, no uncaught exception, no failed request;
 * **offline** -- no request leaves localhost (fonts, scripts, images, iframes);
 * **math** -- every formula typeset by KaTeX, no KaTeX error, no raw ``$$``,
-  ``\(`` or ``\[`` left in the text a reader sees;
+  ``\(`` or ``\[`` left in the text a reader sees, and no displayed formula wider
+  than the text column (it would be cut off, or scroll sideways);
 * **diagrams** -- every mermaid diagram drawn as an SVG;
 * **images** -- every ``<img>`` loaded (a non-zero natural width);
 * **links** -- every internal link points at a file of the site, and its
@@ -84,6 +85,13 @@ COLLECT_JS = r"""
     katex_errors: [...document.querySelectorAll(".katex-error")]
                     .map(e => e.getAttribute("title") || e.textContent),
     raw_delimiters: raw,
+    too_wide: [...document.querySelectorAll(".katex-display")]
+                .filter(e => e.scrollWidth > e.clientWidth + 1)
+                .map(e => {
+                  const tex = e.querySelector('annotation[encoding="application/x-tex"]');
+                  return `${e.scrollWidth} px in ${e.clientWidth} px: ` +
+                         (tex ? tex.textContent : e.textContent).trim().replace(/\s+/g, " ").slice(0, 70);
+                }),
     mermaid_pending: document.querySelectorAll("pre.mermaid").length,
     images: [...document.images].map(i => ({
       src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0})),
@@ -254,6 +262,8 @@ def check_page(tab: Tab, url: str, base: str, site: Path, ids: dict[str, set[str
         problems.append(f"KaTeX error: {message[:160]}")
     for text in data["raw_delimiters"]:
         problems.append(f"raw math delimiter left in text: {text!r}")
+    for formula in data["too_wide"]:
+        problems.append(f"displayed formula wider than the text column, {formula}")
     total, drawn = tab.mermaid_svgs()
     if data["mermaid_pending"] or drawn < total:
         problems.append(f"mermaid: {drawn} of {total} diagrams drawn as SVG")
