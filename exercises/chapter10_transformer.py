@@ -87,8 +87,10 @@ def layer_norm_backward(
 def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray) -> tuple[np.ndarray, tuple]:
     r"""Causal single-head self-attention, and what its backward pass needs.
 
-    $$Q = xW_Q,\ K = xW_K,\ V = xW_V,\qquad
-      A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_{model}}} \text{ with } j > i \text{ masked}\right) V$$
+    $$\begin{gathered}
+      Q = xW_Q,\ K = xW_K,\ V = xW_V, \\
+      A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_{model}}} \text{ with } j > i \text{ masked}\right) V
+    \end{gathered}$$
 
     Args:
         x: the (normalised) input rows, shape (seq, d_model).
@@ -163,9 +165,10 @@ def ffn_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients through ``ffn_forward``.
 
-    $$dW_2 = r^\top d_{out},\ db_2 = \textstyle\sum_{\text{rows}} d_{out},\
-      dz = (d_{out} W_2^\top) \odot [z > 0],\ dW_1 = x^\top dz,\ db_1 = \textstyle\sum_{\text{rows}} dz,\
-      dx = dz\,W_1^\top$$
+    $$\begin{gathered}
+      dW_2 = r^\top d_{out},\ db_2 = \textstyle\sum_{\text{rows}} d_{out},\ dz = (d_{out} W_2^\top) \odot [z > 0], \\
+      dW_1 = x^\top dz,\ db_1 = \textstyle\sum_{\text{rows}} dz,\ dx = dz\,W_1^\top
+    \end{gathered}$$
 
     At exactly z = 0 the ReLU's slope is taken as 0.
 
@@ -319,9 +322,11 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
 def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
     r"""Mean cross-entropy over the positions that have a target, and its gradient.
 
-    $$L = -\frac{1}{n}\sum_{i:\,t_i \ge 0} \log \mathrm{softmax}(\mathrm{logits}_i)_{t_i},\qquad
+    $$\begin{gathered}
+      L = -\frac{1}{n}\sum_{i:\,t_i \ge 0} \log \mathrm{softmax}(\mathrm{logits}_i)_{t_i}, \\
       \frac{\partial L}{\partial\, \mathrm{logits}_i} = \frac{\mathrm{softmax}(\mathrm{logits}_i) -
-      \mathrm{onehot}(t_i)}{n}\ \text{(0 where } t_i < 0)$$
+      \mathrm{onehot}(t_i)}{n}\ \text{(0 where } t_i < 0)
+    \end{gathered}$$
 
     with n the number of positions whose target is not negative. The loss is finite for any finite logits,
     however far apart (a row [0, 1000, −1000] included): take log softmax as x − max − log Σ exp(x − max)

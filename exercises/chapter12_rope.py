@@ -105,9 +105,11 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
 def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
     r"""Rotary position embedding: turn row m's pair i by (start + m)·θ_i.
 
-    $$\text{RoPE}(x_m) = R_{(\text{start}+m)\theta}\, x_m, \qquad
-      (x_{2i}, x_{2i+1}) \mapsto (x_{2i}\cos\phi - x_{2i+1}\sin\phi,\; x_{2i}\sin\phi + x_{2i+1}\cos\phi),
-      \quad \phi = (\text{start}+m)\,\theta_i$$
+    $$\begin{gathered}
+      \text{RoPE}(x_m) = R_{(\text{start}+m)\theta}\, x_m, \\
+      (x_{2i}, x_{2i+1}) \mapsto (x_{2i}\cos\phi - x_{2i+1}\sin\phi,\; x_{2i}\sin\phi + x_{2i+1}\cos\phi), \\
+      \phi = (\text{start}+m)\,\theta_i
+    \end{gathered}$$
 
     Apply it to queries and keys, never to values. The second-to-last axis is the position; a leading axis
     (heads) shares the same angles.

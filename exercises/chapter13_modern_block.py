@@ -156,8 +156,10 @@ def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
 
     With $a = xW_{gate}$, $b = xW_{up}$, $h = \mathrm{SiLU}(a) \odot b$:
 
-    $$dW_{down} = h^\top d_{out},\quad dh = d_{out} W_{down}^\top,\quad
-      db = dh \odot \mathrm{SiLU}(a),\quad da = \mathrm{SiLU}'(a) \odot dh \odot b,$$
+    $$\begin{gathered}
+      dW_{down} = h^\top d_{out},\quad dh = d_{out} W_{down}^\top, \\
+      db = dh \odot \mathrm{SiLU}(a),\quad da = \mathrm{SiLU}'(a) \odot dh \odot b,
+    \end{gathered}$$
     $$dW_{up} = x^\top db,\quad dW_{gate} = x^\top da,\quad dx = da\, W_{gate}^\top + db\, W_{up}^\top$$
 
     Args:
@@ -181,9 +183,11 @@ def rope_multi_head_attention(
 ) -> tuple[np.ndarray, tuple]:
     r"""Causal multi-head self-attention with rotary positions on every head's queries and keys.
 
-    $$Q = xW_Q,\ K = xW_K,\ V = xW_V,\qquad
+    $$\begin{gathered}
+      Q = xW_Q,\ K = xW_K,\ V = xW_V, \\
       \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{\mathrm{RoPE}(Q_h)\,\mathrm{RoPE}(K_h)^\top}{\sqrt{d_{head}}}
-      + M\right) V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O$$
+      + M\right) V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O
+    \end{gathered}$$
 
     Chapter 11's attention with chapter 12's rotation inserted: Q and K are cut into heads first
     (``split_heads``), then each head's d_head-wide queries and keys are rotated (``apply_rope`` with d =
@@ -219,10 +223,15 @@ def rope_multi_head_attention(
 def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     r"""Gradients through ``rope_multi_head_attention``: for the input and all four weights.
 
-    $$dW_O = \mathrm{merged}^\top d_{out},\quad (d\tilde Q_h, d\tilde K_h, dV_h) = \text{chapter 7's attention
-      backward of head } h,\quad dQ_h = \mathrm{RoPE}^{-1}(d\tilde Q_h),\ dK_h = \mathrm{RoPE}^{-1}(d\tilde K_h),$$
-    $$dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV,\qquad
-      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$$
+    $$\begin{gathered}
+      dW_O = \mathrm{merged}^\top d_{out}, \\
+      (d\tilde Q_h, d\tilde K_h, dV_h) = \text{chapter 7's attention backward of head } h, \\
+      dQ_h = \mathrm{RoPE}^{-1}(d\tilde Q_h),\ dK_h = \mathrm{RoPE}^{-1}(d\tilde K_h),
+    \end{gathered}$$
+    $$\begin{gathered}
+      dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV, \\
+      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top
+    \end{gathered}$$
 
     The attention backward gives the gradients of the *rotated* queries and keys (what attention saw); a
     rotation's transpose is the rotation back (``rope_backward``), which turns them into the gradients of
@@ -282,8 +291,10 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
     Each residual y = x₁ + F(RMSNorm(x₁)) sends the gradient down two paths, straight through and through
     the branch, and the two are added:
 
-    $$dx_1 = dy + \mathrm{RMSNorm}_2^\top\big(\mathrm{SwiGLU}^\top(dy)\big),\qquad
-      dx = dx_1 + \mathrm{RMSNorm}_1^\top\big(\mathrm{Attention}^\top(dx_1)\big)$$
+    $$\begin{gathered}
+      dx_1 = dy + \mathrm{RMSNorm}_2^\top\big(\mathrm{SwiGLU}^\top(dy)\big), \\
+      dx = dx_1 + \mathrm{RMSNorm}_1^\top\big(\mathrm{Attention}^\top(dx_1)\big)
+    \end{gathered}$$
 
     (a ᵀ here is that function's backward pass).
 

@@ -91,8 +91,10 @@ def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarra
 def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.ndarray | None = None) -> dict:
     r"""Run the whole model on a sequence and keep every intermediate.
 
-    $$X = E[\text{ids}], \quad Q, K, V = X W_Q, X W_K, X W_V, \quad
-    A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M_{\text{causal}}\right) V$$
+    $$\begin{gathered}
+    X = E[\text{ids}], \quad Q, K, V = X W_Q, X W_K, X W_V, \\
+    A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M_{\text{causal}}\right) V
+    \end{gathered}$$
 
     $$c = A_{\text{last}}, \qquad z = c\, W_O, \qquad p = \mathrm{softmax}(z)$$
 

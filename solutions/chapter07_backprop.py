@@ -90,8 +90,10 @@ def attention_backward(
 
     Forward: $R = Q K^\top$, $S = R / \sqrt{d_k}$, $A = \mathrm{softmax}(S + M)$, $H = A V$. Backward:
 
-    $$dA = dH\, V^\top, \quad dV = A^\top dH, \quad dS = \mathrm{softmax\_backward}(A, dA), \quad
-    dR = \frac{dS}{\sqrt{d_k}}, \quad dQ = dR\, K, \quad dK = dR^\top Q$$
+    $$\begin{gathered}
+    dA = dH\, V^\top, \quad dV = A^\top dH, \quad dS = \mathrm{softmax\_backward}(A, dA), \\
+    dR = \frac{dS}{\sqrt{d_k}}, \quad dQ = dR\, K, \quad dK = dR^\top Q
+    \end{gathered}$$
 
     The weights are given, mask already applied: a masked weight is 0, so its score gets no gradient.
 
@@ -132,10 +134,14 @@ def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *
 
     One line per link of the chain, from the loss back to the weights:
 
-    $$dz = p - \mathrm{onehot}(t), \quad dW_O = c^\top dz, \quad dc = dz\, W_O^\top, \quad
-    dH = [0; \dots; 0; dc], \quad dA = dH\, V^\top, \quad dS = \mathrm{softmax\_backward}(A, dA),$$
-    $$dR = dS/\sqrt{d_k}, \quad dQ = dR\, K, \quad dK = dR^\top Q, \quad dV = A^\top dH, \quad
-    dW_Q = X^\top dQ, \quad dW_K = X^\top dK, \quad dW_V = X^\top dV$$
+    $$\begin{gathered}
+    dz = p - \mathrm{onehot}(t), \quad dW_O = c^\top dz, \quad dc = dz\, W_O^\top, \\
+    dH = [0; \dots; 0; dc], \quad dA = dH\, V^\top, \quad dS = \mathrm{softmax\_backward}(A, dA),
+    \end{gathered}$$
+    $$\begin{gathered}
+    dR = dS/\sqrt{d_k}, \quad dQ = dR\, K, \quad dK = dR^\top Q, \quad dV = A^\top dH, \\
+    dW_Q = X^\top dQ, \quad dW_K = X^\top dK, \quad dW_V = X^\top dV
+    \end{gathered}$$
 
     Args:
         ids: the input token ids, length seq ≥ 1.

@@ -161,8 +161,10 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
 
     $$dW_O = \mathrm{merged}^\top d\mathrm{out},\qquad d\mathrm{merged} = d\mathrm{out}\, W_O^\top,$$
     $$(dQ_h, dK_h, dV_h) = \text{chapter 7's attention backward of head } h \text{ for } d\mathrm{head}_h,$$
-    $$dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV,\qquad
-      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$$
+    $$\begin{gathered}
+      dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV, \\
+      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top
+    \end{gathered}$$
 
     d merged is cut into heads like the forward pass cut Q (``split_heads``), each head's gradient goes back
     through that head's own softmax (scaled by 1/√d_head), and dQ, dK, dV are put back side by side

@@ -130,9 +130,11 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     r"""Learn ``vocab_size - 256`` merges from a text: count, merge the most frequent pair, repeat.
 
-    $$\text{for } t = 256, 257, \dots, \mathrm{vocab\_size} - 1:\quad
-    (a, b) = \mathrm{most\_frequent\_pair}(\mathrm{count\_pairs}(\mathrm{ids})),\quad
-    \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
+    $$\begin{aligned}
+    &\text{for } t = 256, 257, \dots, \mathrm{vocab\_size} - 1: \\
+    &\quad (a, b) = \mathrm{most\_frequent\_pair}(\mathrm{count\_pairs}(\mathrm{ids})), \\
+    &\quad \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)
+    \end{aligned}$$
 
     Start from ``to_byte_ids(text)``; every round counts every adjacent position (runs overlap), takes the
     most frequent pair (ties: the smallest pair) and merges it left to right without overlap, giving it the
@@ -231,9 +233,11 @@ def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
 def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
     r"""A text's token ids: its UTF-8 bytes, then every merge applied in the order it was learned.
 
-    $$\mathrm{ids} = \mathrm{to\_byte\_ids}(\mathrm{text}); \qquad
-    \text{for } ((a, b), t) \text{ in merges, in order}:\
-    \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)$$
+    $$\begin{aligned}
+    &\mathrm{ids} = \mathrm{to\_byte\_ids}(\mathrm{text}); \\
+    &\text{for } ((a, b), t) \text{ in merges, in order}: \\
+    &\quad \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)
+    \end{aligned}$$
 
     The order is the list's, the order training learned the merges in, whatever the pairs' counts in this
     text: a later merge may build on an earlier one's token, never the other way round. Each merge replaces

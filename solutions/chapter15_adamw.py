@@ -117,8 +117,10 @@ def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_
 
     $$\mathrm{lr}(s) = \begin{cases}
       \mathrm{max\_lr}\cdot\dfrac{s + 1}{\mathrm{warmup}} & s < \mathrm{warmup} \\[1ex]
-      \mathrm{min\_lr} + \tfrac12(\mathrm{max\_lr} - \mathrm{min\_lr})\left(1 + \cos\pi\,
-        \dfrac{s - \mathrm{warmup}}{\mathrm{total} - \mathrm{warmup}}\right)
+      \begin{aligned}
+        &\mathrm{min\_lr} + \tfrac12(\mathrm{max\_lr} - \mathrm{min\_lr}) \\
+        &\quad \cdot \left(1 + \cos\pi\, \dfrac{s - \mathrm{warmup}}{\mathrm{total} - \mathrm{warmup}}\right)
+      \end{aligned}
         & \mathrm{warmup} \le s < \mathrm{total} \\[1ex]
       \mathrm{min\_lr} & s \ge \mathrm{total}
     \end{cases}$$

@@ -173,8 +173,10 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
                 top_p: float | None = None) -> int:
     r"""Choose the next token from the logits: greedy at temperature 0, otherwise a filtered draw.
 
-    $$T = 0:\ i = \arg\max_i z_i, \qquad T > 0:\ i = \mathrm{sample}\bigl(\mathrm{top\_p}(\mathrm{top\_k}(
-      \mathrm{softmax}(z / T))),\ u\bigr)$$
+    $$\begin{aligned}
+      T = 0&:\ i = \arg\max_i z_i, \\
+      T > 0&:\ i = \mathrm{sample}\bigl(\mathrm{top\_p}(\mathrm{top\_k}(\mathrm{softmax}(z / T))),\ u\bigr)
+    \end{aligned}$$
 
     At temperature 0 the answer is the argmax (the first index on ties) and u, top_k and top_p are not used.
     Otherwise: ``softmax_with_temperature``, then ``top_k_filter`` if top_k is given, then ``top_p_filter``
@@ -216,9 +218,11 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     heads and rotated from position t (chapter 12's ``start = t``); the keys and values are appended to the
     cache's (the cached keys are stored already rotated and are not rotated again):
 
-    $$K = [K_{cache};\ \mathrm{RoPE}_t(x W_K)],\quad V = [V_{cache};\ x W_V],\qquad
+    $$\begin{gathered}
+      K = [K_{cache};\ \mathrm{RoPE}_t(x W_K)],\quad V = [V_{cache};\ x W_V], \\
       \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{\mathrm{RoPE}_t(Q_h) K_h^\top}{\sqrt{d_{head}}} + M\right)
-      V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O$$
+      V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O
+    \end{gathered}$$
 
     M lets new row i (position t+i) see every cached position and the new rows 0 … i, not those after it.
     The output rows equal rows t … t+m−1 of chapter 13's ``rope_multi_head_attention`` over all t+m rows.
@@ -266,8 +270,10 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
 def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
     r"""Chapter 13's pre-norm block for new rows, its attention reading and extending the block's KV cache.
 
-    $$x_1 = x + \mathrm{AttentionWithCache}(\mathrm{RMSNorm}_{g_1}(x)),\qquad
-      y = x_1 + \mathrm{SwiGLU}(\mathrm{RMSNorm}_{g_2}(x_1))$$
+    $$\begin{gathered}
+      x_1 = x + \mathrm{AttentionWithCache}(\mathrm{RMSNorm}_{g_1}(x)), \\
+      y = x_1 + \mathrm{SwiGLU}(\mathrm{RMSNorm}_{g_2}(x_1))
+    \end{gathered}$$
 
     Only the attention looks at other positions; the norms and SwiGLU work row by row, so the new rows need
     nothing else from before. RMSNorm uses its default eps.
@@ -305,8 +311,11 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
 def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> tuple[np.ndarray, list]:
     r"""The whole model on new token ids, after the positions its caches hold: logits for every new row.
 
-    $$x = E[\mathrm{ids}],\qquad x \leftarrow \mathrm{Block}_\ell(x)\ \ (\ell = 1 \dots L,\ \text{each with its
-      cache}),\qquad \mathrm{logits} = \mathrm{RMSNorm}_{g_{final}}(x)\, W_{out}$$
+    $$\begin{gathered}
+      x = E[\mathrm{ids}],\qquad x \leftarrow \mathrm{Block}_\ell(x)\ \ (\ell = 1 \dots L,\ \text{each with its
+      cache}), \\
+      \mathrm{logits} = \mathrm{RMSNorm}_{g_{final}}(x)\, W_{out}
+    \end{gathered}$$
 
     With caches None it is the full forward over the sequence (the prefill); with the caches a call returned,
     the ids continue that sequence at positions t, t+1, … .
@@ -356,8 +365,10 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
              top_p: float | None = None) -> list[int]:
     r"""Generate len(us) tokens after a prompt: prefill once, then one token at a time from the KV cache.
 
-    $$(z, C) = \mathrm{gpt\_forward}(\mathrm{prompt}),\qquad
-      i_n = \mathrm{choose\_next}(z_{\text{last}}, u_n),\qquad (z, C) = \mathrm{gpt\_forward}([i_n], C)$$
+    $$\begin{gathered}
+      (z, C) = \mathrm{gpt\_forward}(\mathrm{prompt}), \\
+      i_n = \mathrm{choose\_next}(z_{\text{last}}, u_n),\qquad (z, C) = \mathrm{gpt\_forward}([i_n], C)
+    \end{gathered}$$
 
     The prompt goes through ``gpt_forward`` once with caches None; each new token is ``choose_next`` of the
     last row of the latest logits with the next u (and temperature, top_k, top_p), and is then fed alone with
