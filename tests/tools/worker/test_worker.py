@@ -88,6 +88,15 @@ def twirl():  # an endless loop of its own (the worker remembers spin once it ha
         pass
 
 
+def silenced():  # turns off the worker's CPU-time alarm, then spins: only the judge's clock can stop it
+    import signal
+
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    signal.signal(signal.SIGPROF, signal.SIG_IGN)
+    while True:
+        pass
+
+
 def computes(cpu_seconds):  # correct, and slow: busy for this much CPU time, then done
     import time
 
@@ -324,6 +333,17 @@ def test_an_endless_loop_on_a_busy_machine_is_still_found_where_it_loops(worker)
     with busy_machine(worker, 0.2), pytest.raises(proxy.DidNotReturn, match=r"it was running twirl at .*chapter99"):
         call(worker, "twirl")
     assert time.monotonic() - started > worker.wall_limit, "the imitation of a busy machine did not slow the call"
+
+
+@ON_PROC
+def test_a_loop_that_silences_the_alarm_is_stopped_soon_after_the_wall_clock(worker):
+    """a loop with the worker's alarm turned off is stopped by the judge within its clock, the CPU allowance and GRACE"""
+    started = time.monotonic()
+    with pytest.raises(proxy.DidNotReturn, match=r"silenced did not return within 1 s"):
+        call(worker, "silenced")
+    waited = time.monotonic() - started
+    assert waited < worker.wall_limit + worker.call_timeout + proxy.GRACE + 2.0, f"{waited:.1f} s"
+    assert call(worker, "add", 1, 2) == 3, "the restarted worker goes on"
 
 
 def test_an_exit_in_the_learners_code_ends_only_that_call(worker):
