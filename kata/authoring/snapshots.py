@@ -20,15 +20,15 @@ from kata.judge.snapshots import copy_tree, flatten, leaves, write
 
 
 # -- helpers --------------------------------------------------------------------------------------------
-class Snapshot(dict):
-    """What a builder returns, ``{path: array}``, with the builder's generator and ``put``.
+class Store(dict):
+    """What a builder returns, ``{path: array}`` (what ``kata.judge.snapshots`` reads), with its rng and ``put``.
 
     ``rng`` is seeded with the builder's own number (404 for chapter 4) unless a ``seed`` is given (the suite
     builds with other seeds to show the tests do not depend on one draw). ``put("forward/0", ids=ids,
     params={...})`` stores each value, a tree of dicts and lists flattened, under ``forward/0/<name>/...``.
     """
 
-    def __init__(self, number: int | None, seed: int | None):
+    def __init__(self, number: int, seed: int | None):
         super().__init__()
         self.rng = np.random.default_rng(number if seed is None else seed)
 
@@ -67,7 +67,7 @@ def chapter4(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 4: softmax and attention on seeded inputs of other shapes, and what classic mistakes give."""
     from solutions import chapter04_attention as s
 
-    data = Snapshot(404, seed)
+    data = Store(404, seed)
     rng, put = data.rng, data.put
 
     for i, shape in enumerate([(3, 5), (6, 4), (1, 7)]):
@@ -108,7 +108,7 @@ def chapter5(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter04_attention as a
     from solutions import chapter05_forward_pass as s
 
-    data = Snapshot(505, seed)
+    data = Store(505, seed)
     rng, put = data.rng, data.put
 
     def model(seq, d_model, d_k, d_v, vocab):
@@ -154,7 +154,7 @@ def chapter6(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter05_forward_pass as f5
     from solutions import chapter06_training_step as s
 
-    data = Snapshot(606, seed)
+    data = Store(606, seed)
     rng, put = data.rng, data.put
 
     for i, vocab in enumerate([5, 7, 9]):
@@ -192,7 +192,7 @@ def chapter7(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter04_attention as a
     from solutions import chapter05_forward_pass as f5
 
-    data = Snapshot(707, seed)
+    data = Store(707, seed)
     rng, put = data.rng, data.put
     names = ("WQ", "WK", "WV", "WO")
 
@@ -291,7 +291,7 @@ def chapter8(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter05_forward_pass as f5
     from solutions import chapter08_batch_training as s
 
-    data = Snapshot(808, seed)  # its rng is unused: each problem below draws from a generator of its own
+    data = Store(808, seed)  # its rng is unused: each problem below draws from a generator of its own
     put = data.put
 
     def problem(n, vocab, d_model, d_k, rng):
@@ -341,7 +341,7 @@ def chapter9(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 9: the feed-forward layer and its gradients on seeded inputs, and what classic mistakes give."""
     from solutions import chapter09_feed_forward as s
 
-    data = Snapshot(909, seed)
+    data = Store(909, seed)
     rng, put = data.rng, data.put
 
     def layer(seq, d_model, d_ff, bias=True):
@@ -414,7 +414,7 @@ def chapter10(seed: int | None = None) -> dict[str, np.ndarray]:
     from kata.judge import answer_key
     from solutions import chapter10_transformer as s
 
-    data = Snapshot(1010, seed)
+    data = Store(1010, seed)
     rng, put = data.rng, data.put
 
     # 10.3: dgamma and dbeta of the worksheet's layer-norm backward
@@ -559,7 +559,7 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter07_backprop as b
     from solutions import chapter11_multi_head_attention as s
 
-    data = Snapshot(1111, seed)
+    data = Store(1111, seed)
     rng, put = data.rng, data.put
 
     def weights(d):
@@ -634,7 +634,7 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter04_attention as a
     from solutions import chapter12_rope as s
 
-    data = Snapshot(1212, seed)
+    data = Store(1212, seed)
     rng, put = data.rng, data.put
 
     def halves(X, base, start):
@@ -705,7 +705,7 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
     from kata.judge import answer_key
     from solutions import chapter13_modern_block as s
 
-    data = Snapshot(1313, seed)
+    data = Store(1313, seed)
     rng, put = data.rng, data.put
 
     def rms(x, eps=1e-6):
@@ -900,7 +900,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions import chapter14_bpe as s
 
     audit = script(14)
-    data = Snapshot(1414, seed)
+    data = Store(1414, seed)
     rng = data.rng
 
     def ints(values):
@@ -987,7 +987,7 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
     """Chapter 15: AdamW runs, schedules and clipping on other shapes and settings; classic mistakes."""
     from solutions import chapter15_adamw as s
 
-    data = Snapshot(1515, seed)
+    data = Store(1515, seed)
     rng, put = data.rng, data.put
 
     def variant(params, grads_seq, lrs, hyper, mode):
@@ -1073,7 +1073,7 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
     from solutions.chapter12_rope import apply_rope
     from solutions.chapter13_modern_block import prenorm_block, rms_norm, rope_multi_head_attention, swiglu
 
-    data = Snapshot(1616, seed)
+    data = Store(1616, seed)
     rng, put = data.rng, data.put
 
     def softmax(z):

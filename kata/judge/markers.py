@@ -33,8 +33,9 @@ def marked_steps(function: ast.FunctionDef) -> list[str]:
     found = []
     for decorator in function.decorator_list:
         for node in ast.walk(decorator):
-            named = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
-                getattr(getattr(node, "func", None), "id", None)
-            if named in ("step", "step_case") and node.args and isinstance(node.args[0], ast.Constant):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+                continue
+            named = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if named in ("step", "step_case"):  # pytest.mark.step("4.3") or step_case("4.3", ...)
                 found.append(node.args[0].value)
     return found

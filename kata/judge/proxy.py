@@ -332,8 +332,8 @@ class Worker:
         The worker's own alarm counts CPU time, so on a busy machine a call's ``call_timeout`` CPU seconds can
         take longer than the judge's wall clock; killing it then would fail correct code, or lose where an
         endless loop was. Past ``seconds``, the judge looks at the process's CPU time once a second and waits on
-        while it grows, until the process has used ``call_timeout`` CPU seconds more than it had (its alarm has
-        had its due) or ``BUSY_MACHINE`` times the wall clock has passed. A process that stops using the CPU
+        while it grows, until the process has used ``call_timeout + GRACE`` CPU seconds more than it had (its
+        alarm has had its due) or ``BUSY_MACHINE`` times the wall clock has passed. A process that stops using the CPU
         (asleep, waiting) is given up at once, as before.
         """
         item = self._wait(seconds)
