@@ -7,7 +7,9 @@ each one's wall time, the CPU time it used (its processes' user + system), the s
 the machine's load average before and after: other work on the machine slows a run down, and the CPU time says
 how much of the wall time was the suite's own. `.ci/run`'s line is the sum of its three sessions.
 Budgets on a 2-core machine: selfcheck 5 minutes, one chapter's share 2 minutes, `.ci/run` 8 minutes in all.
-This prints; it never fails on a slow machine, and a failing session is reported, not hidden.
+This prints; it never fails on a slow machine, and a failing session is reported, not hidden: each session's
+output is kept in ``build/bench-suite/<name>.log``, and a failure prints that file's last lines. The sessions run
+with nox's own folder first on PATH, as ``start.py`` runs them (the suite's tests call ``nox`` themselves).
 
 Usage: python benchmarks/bench_suite.py [--chapter N] [--only chapter,selfcheck,proofs,docs-browser]
 (`nox -s bench -- suite` runs it.)
@@ -30,11 +32,17 @@ BUDGET = {"chapter": 2 * 60, "selfcheck": 5 * 60, ".ci/run": 8 * 60}
 CI_RUN = ("selfcheck", "proofs", "docs-browser")
 
 
-def measure(command: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds of the command and everything it waited for, exit code)."""
+LOGS = ROOT / "build" / "bench-suite"
+
+
+def measure(command: list[str], log: Path) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the command and everything it waited for, exit code); its output into ``log``."""
+    env = dict(os.environ, PATH=str(Path(command[0]).parent) + os.pathsep + os.environ.get("PATH", ""))
+    log.parent.mkdir(parents=True, exist_ok=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    with open(log, "wb") as out:
+        proc = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -66,9 +74,14 @@ def main() -> None:
     rows = []
     for name in wanted:
         command, title = runs[name]
-        wall, cpu, code = measure(command)
+        log = LOGS / f"{name}.log"
+        wall, cpu, code = measure(command, log)
         rows.append((name, title, wall, cpu, code))
         print(f"  {title}: {wall / 60:.2f} min{'' if code == 0 else f'  (FAILED, exit code {code})'}", flush=True)
+        if code != 0:
+            tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-8:]
+            print(f"    its output is in {log.relative_to(ROOT)}; the last lines:\n      " + "\n      ".join(tail),
+                  flush=True)
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if all(name in wanted for name in CI_RUN):
         done = [r for r in rows if r[0] in CI_RUN]

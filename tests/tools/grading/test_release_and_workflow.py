@@ -30,7 +30,8 @@ WORKFLOW = ROOT / ".github" / "workflows" / "grade.yml"
 def nox_command() -> list[str]:
     found = shutil.which("nox")
     if found is None:
-        pytest.fail("nox is not on PATH (the README's first command installs it)")
+        pytest.fail("nox is not on PATH: run the suite as the README does (python3 start.py -s selfcheck puts "
+                    ".venv-tools/bin first on PATH), or put .venv-tools/bin on PATH yourself")
     return [found]
 
 
