@@ -118,6 +118,9 @@ class Inotify:
         os.close(self.fd)
 
 
+SETTLE, SETTLE_LOOKS = 0.05, 20  # a save is over once the folder is unchanged for 50 ms (looking at most 1 s)
+
+
 class Saves:
     """Tells when a ``.py`` file under a folder was saved: inotify when it works, polling always."""
 
@@ -152,7 +155,7 @@ class Saves:
             step = min(left, poll_every)
             if self.events is not None:
                 if self.events.wait(step):
-                    self.seen = snapshot(self.folder)
+                    self.seen = self._settled(snapshot(self.folder))
                     return True
             else:
                 time.sleep(step)
@@ -160,8 +163,22 @@ class Saves:
                 self.last_poll = time.monotonic()
                 now = snapshot(self.folder)
                 if now != self.seen:
-                    self.seen = now
+                    self.seen = self._settled(now)
                     return True
+
+    def _settled(self, now: dict) -> dict:
+        """The folder once it holds still (unchanged for ``SETTLE`` seconds).
+
+        A save can be more than one write (emptied, then written; an editor's write, then rename): a look between
+        them would report one save twice, the first time half done.
+        """
+        for _ in range(SETTLE_LOOKS):
+            time.sleep(SETTLE)
+            again = snapshot(self.folder)
+            if again == now:
+                break
+            now = again
+        return now
 
 
 def _on_windows_drive(folder: Path) -> bool:
