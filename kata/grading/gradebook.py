@@ -49,25 +49,41 @@ def columns(chapters: list[int], extra_columns: list[str], private: bool) -> lis
     return cols
 
 
-def sandbox(results: dict | None) -> str | None:
-    """``"bubblewrap"``, ``"none"`` (the learner's code ran unsealed), or None (no learner code ran)."""
+UNSEALED = "none"  # the sandbox column of a learner whose code ran without a sandbox that held
+ALLOWED = "none (allowed)"  # the same, graded with --allow-unsealed
+
+
+def sandbox(results: dict | None, allow_unsealed: bool = False) -> str | None:
+    """``"bubblewrap"``, ``"none"`` (the learner's code ran unsealed), or None (no learner code ran).
+
+    Unsealed when any of the learner's workers was (a ``no sandbox: …`` protection line, which the judge writes
+    unless the worker's own probe showed the sandbox held), even if another was sealed; ``"none (allowed)"``
+    when the instructor accepted it with ``--allow-unsealed``.
+    """
     said = (results or {}).get("protections") or []
+    if any(p.startswith("no sandbox") for p in said):
+        return ALLOWED if allow_unsealed else UNSEALED
     if any(p.startswith("bubblewrap") for p in said):
         return "bubblewrap"
-    if any(p.startswith("no sandbox") for p in said):
-        return "none"
     return None
+
+
+def unsealed_cause(results: dict | None) -> str:
+    """Why the learner's code ran unsealed, as the judge said it (its first ``no sandbox: …`` line), or ''."""
+    said = [p for p in (results or {}).get("protections") or [] if p.startswith("no sandbox")]
+    return said[0].removeprefix("no sandbox: ").split(" (the learner's code could", 1)[0][:300] if said else ""
 
 
 def row(learner, *, status: str, repo: str, commit: str | None, committed_at: str | None, note: str,
         results: dict | None, chapters: list[int], cached: bool = False, seconds: float = 0.0,
         late: int | None = None, branches: list[str] = (), dropped: list[str] = (), notebooks: list[int] = (),
-        shared_with: list[str] = ()) -> dict:
+        shared_with: list[str] = (), allow_unsealed: bool = False) -> dict:
     """One learner's row (``results`` is their ``results.json``, or None when nothing was graded).
 
     ``late``: commits after the deadline; ``branches``: newer branch heads not graded; ``dropped``: files left
     out; ``notebooks``: chapters answered in notebooks; ``shared_with``: students with the same repository.
-    Each of them, and a grade without a sandbox, is also said in the ``note``.
+    Each of them, and a grade without a sandbox (with its cause, and ``allow_unsealed``: that the instructor
+    accepted it), is also said in the ``note``.
     """
     said = [note] if note else []
     if branches:
@@ -80,8 +96,9 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
                     "answers in notebooks/ (a function finished in its notebook replaces the one in exercises/)")
     if shared_with:
         said.append(f"the same repository as {', '.join(shared_with)} (--allow-shared)")
-    if sandbox(results) == "none":
-        said.append("graded without a sandbox (bubblewrap is not installed where it ran)")
+    if sandbox(results) in (UNSEALED, ALLOWED):
+        said.append(f"graded without a sandbox{' (allowed: --allow-unsealed)' if allow_unsealed else ''}: "
+                    f"{unsealed_cause(results)}")
     note = "; ".join(said)
     by_number = {c["chapter"]: c for c in (results or {}).get("chapters", [])}
     total = (results or {}).get("total")
@@ -108,7 +125,7 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
         ],
         "note": note,
         "late": late,
-        "sandbox": sandbox(results),
+        "sandbox": sandbox(results, allow_unsealed),
         "other_branches": list(branches),
         "not_graded": list(dropped),
         "notebooks": list(notebooks),
