@@ -12,7 +12,10 @@ report page (``class_report.py``) and every learner's own reports into ``DIR``:
 A learner whose commit and the course's files are unchanged since an earlier run is taken from the
 cache (``DIR/.cache`` or ``--cache``). ``--shard I/N`` grades one slice of the roster and ``--merge``
 combines the slices, for a CI matrix. Exit codes: 0 the class was graded (whatever the scores, and
-even with missing or error rows), 2 a bad option, roster or ``grading.toml`` (nothing is graded).
+even with missing or error rows), 2 a bad option, roster or ``grading.toml`` (nothing is graded), 3 the
+class was graded and everything written, but some learner's code ran without a sandbox that held (its
+worker's probe, ``kata/worker/main.py``, found a way out, or bubblewrap could not start) and ``--allow-unsealed``
+was not given: such a grade is not to be trusted, and the machine it ran on may have been changed by it.
 """
 
 from __future__ import annotations
@@ -73,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
                    help="also write that system's grade import file: canvas, moodle or blackboard (repeatable)")
     p.add_argument("--allow-shared", action="store_true",
                    help="grade a repository that two or more students name, for each, and flag those rows")
+    p.add_argument("--allow-unsealed", action="store_true",
+                   help="accept learners graded without a sandbox that held (no bubblewrap, or it cannot start "
+                        "here): their rows say so, and the run does not fail for it")
     return p
 
 
@@ -115,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     print(closing(book, time.monotonic() - started))
     for path in paths:
         print(f"wrote {path}")
+    unsealed = [r for r in book["rows"] if r.get("sandbox") == gradebook.UNSEALED]
+    if unsealed and not args.allow_unsealed:
+        print(refusal(unsealed), file=sys.stderr)
+        code = code or 3
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as f:
@@ -204,6 +214,9 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                                  .encode()).hexdigest()
             entry = cache / key[:2] / key if cache else None
             cached = entry is not None and (entry / "results.json").is_file()
+            if cached and not args.allow_unsealed and gradebook.sandbox(_cached_results(entry)) == gradebook.UNSEALED:
+                shutil.rmtree(entry, ignore_errors=True)  # graded unsealed before: graded again, sealed this time
+                cached = False
             if not cached:
                 graded = work / "grade"
                 failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout)
@@ -229,7 +242,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
             row = gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
                                 note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
-                                **facts, **common)
+                                allow_unsealed=args.allow_unsealed, **facts, **common)
             if row["note"] and (folder / "summary.md").is_file():  # where the learner looks (instructor trial)
                 with open(folder / "summary.md", "a", encoding="utf-8") as f:
                     f.write(f"\n**Note from the grader:** {escape.markdown(row['note'])}\n")
@@ -343,6 +356,14 @@ def _version(name: str) -> str | None:
         return None
 
 
+def _cached_results(entry: Path) -> dict | None:
+    """A cached grade's results, or None when unreadable (one graded unsealed is graded again, unless allowed)."""
+    try:
+        return json.loads((entry / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _store(source: Path, entry: Path) -> None:
     """Put a finished grade into the cache in one step (a half-written entry is never read)."""
     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -451,7 +472,7 @@ def closing(book: dict, seconds: float) -> str:
         lines += [f"  {r['student']:<{width}} {r['status']:<8} {r['note']}" for r in problems]
     said = [(what, [r["student"] for r in rows if test(r)]) for what, test in (
         ("graded without a sandbox (install bubblewrap: sudo apt-get install bubblewrap)",
-         lambda r: r.get("sandbox") == "none"),
+         lambda r: (r.get("sandbox") or "").startswith(gradebook.UNSEALED)),
         ("newer commits on another branch, not graded", lambda r: r.get("other_branches")),
         ("files not graded (links, submodules, over the size limit)", lambda r: r.get("not_graded")),
         ("graded with answers from their notebooks", lambda r: r.get("notebooks")),
@@ -463,6 +484,21 @@ def closing(book: dict, seconds: float) -> str:
         lines += [f"  {what}: {', '.join(names)}" for what, names in said]
     lines.append("")
     return "\n".join(lines)
+
+
+def refusal(unsealed: list[dict]) -> str:
+    """Why a class run in which learners were graded unsealed fails, and how to fix it (exit code 3)."""
+    names = [r["student"] for r in unsealed]
+    causes = sorted({gradebook.unsealed_cause(r.get("results")) for r in unsealed} - {""})
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return (f"grade-class: {len(names)} learner(s) were graded without a sandbox that held: {shown}.\n"
+            f"  why: {'; '.join(causes[:3]) or 'unknown'}\n"
+            "  Their code ran with this user's rights: it could read and change files the grader can, so their "
+            "grades are not to be trusted.\n"
+            "  Fix: install bubblewrap (sudo apt-get install bubblewrap); on Ubuntu 24.04 allow its user "
+            "namespaces (docs/instructors.md, \"Grading as root, and whether learners were sealed\"); then grade "
+            "again. Or pass --allow-unsealed to accept it (each such row then says so).\n"
+            "  The gradebook and the report are written.")
 
 
 def markdown(book: dict) -> str:
