@@ -62,7 +62,12 @@ def sandbox_command() -> list | None:
     Run by root, the worker must also drop to an unprivileged user (``setpriv``, from util-linux): bubblewrap
     started by root keeps every capability inside, and root's own files stay readable to a process whose uid is
     0. A worker that then fails to start in it is started again without it (user namespaces can be off), and
-    the report says so with bubblewrap's own words.
+    the report says so with bubblewrap's own words. Root's sandbox needs bubblewrap 0.6 or later (``--perms``);
+    an older one fails to start, and says so.
+
+    ``KATA_NO_SANDBOX`` (set by tests that grade unsealed on purpose) switches the sandbox off. It does not
+    accept the result: ``grade-class`` still fails for an unsealed learner unless ``--allow-unsealed`` is given,
+    so an instructor who left it set does not skip that check by accident.
     """
     global _cause
     bwrap = shutil.which("bwrap")

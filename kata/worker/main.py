@@ -64,7 +64,7 @@ def main() -> int:
         server.answer(header, blobs)
 
 
-MS_REMOUNT, MS_BIND = 32, 4096  # mount(2)'s flags (<sys/mount.h>); MS_RDONLY left out: a remount read-write
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096  # mount(2)'s flags (<sys/mount.h>)
 
 
 def probe(home: str, machinery: str) -> dict:
@@ -78,8 +78,6 @@ def probe(home: str, machinery: str) -> dict:
     interface other than loopback. Each try is undone when it succeeded. Outside a sandbox (or on a system
     without ``/proc``) some tries succeed, and that is the point: the judge is told, not left to presume.
     """
-    import socket
-
     failed = []
     status = {}
     try:
@@ -106,8 +104,8 @@ def probe(home: str, machinery: str) -> dict:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND, None) == 0:
-            libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND | 1, None)  # MS_RDONLY again
+        if libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND, None) == 0:  # without MS_RDONLY: writable
+            libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)  # read-only again
             failed.append(f"a remount of {home} read-write succeeded")
     except (ImportError, OSError, AttributeError):  # no ctypes or no mount(2) (not Linux): the other tries stand
         pass
@@ -116,9 +114,10 @@ def probe(home: str, machinery: str) -> dict:
             failed.append("/etc/shadow could be read")
     except OSError:
         pass
-    try:
-        reachable = sorted(name for _, name in socket.if_nameindex() if name != "lo")
-    except (OSError, AttributeError):
+    try:  # this network namespace's interfaces (read, not imported: socket's import costs tens of ms)
+        with open("/proc/net/dev", encoding="ascii") as f:
+            reachable = sorted({line.split(":", 1)[0].strip() for line in f if ":" in line} - {"lo"})
+    except OSError:
         reachable = []
     if reachable:
         failed.append(f"the network is there ({', '.join(reachable[:3])})")
