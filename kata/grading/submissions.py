@@ -56,6 +56,7 @@ class Submission:
     dropped: list[str] = field(default_factory=list)  # "exercises/x.py: symbolic link", left out
     branches: list[str] = field(default_factory=list)  # "work (abc1234, 2027-…)": newer heads elsewhere
     notebooks: Path | None = None  # the learner's notebooks/ (chapter notebooks only), when there are any
+    branch: str | None = None  # the default branch's name ("main"), None when HEAD names no branch
 
 
 @dataclass
@@ -160,6 +161,10 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=clone, env=env, until=until)
     except _GitFailed:
         return Missing("empty repository: no commit on the default branch")
+    try:
+        branch = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env, until=until).decode().strip()
+    except _GitFailed:
+        branch = None  # a detached HEAD: the commit is still graded
     zone = deadline.tzinfo if deadline is not None else None
     try:
         if deadline is None:
@@ -221,7 +226,8 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     shutil.rmtree(clone, ignore_errors=True)
     notebooks = target / "notebooks"
     return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note, late=late,
-                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None)
+                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None,
+                      branch=branch)
 
 
 _KINDS = {"120000": "symbolic link", "160000": "submodule"}
