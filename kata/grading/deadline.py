@@ -160,8 +160,12 @@ def take(class_roster: roster.Roster, record: Path, *, git_host: str, jobs: int,
     record is written last (one rename), so a record on disk always has its files.
 
     Raises:
-        SnapshotError: ``record`` or its files folder exists already, or its folder cannot be written.
+        SnapshotError: ``record`` does not end in ``.json``, it or its files folder exists already, or its
+            folder cannot be written.
     """
+    if record.suffix != ".json":
+        raise SnapshotError(f"--snapshot: {record.name} names the snapshot's record, a JSON file: give a name ending "
+                            "in .json (its files go beside it, in <name>.files/)")
     folder = files_folder(record)
     for path in (record, folder):
         if path.exists() or path.is_symlink():
@@ -205,14 +209,18 @@ def take(class_roster: roster.Roster, record: Path, *, git_host: str, jobs: int,
 
     entries: dict[str, dict] = {}
     learners = class_roster.learners
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(learners)))) as pool:
-        futures = {pool.submit(one, x): x for x in learners}
-        for done, future in enumerate(as_completed(futures), start=1):
-            e = future.result()
-            entries[e["student"]] = e
-            said = (f"{e['commit'][:7]} ({submissions.shown_name(e['branch'] or 'detached HEAD')})"
-                    if e["status"] == "taken" else f"missing: {e['reason']}")
-            print(f"[{done}/{len(learners)}] {e['student']}: {said}", file=sys.stderr, flush=True)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(learners)))) as pool:
+            futures = {pool.submit(one, x): x for x in learners}
+            for done, future in enumerate(as_completed(futures), start=1):
+                e = future.result()
+                entries[e["student"]] = e
+                said = (f"{e['commit'][:7]} ({submissions.shown_name(e['branch'] or 'detached HEAD')})"
+                        if e["status"] == "taken" else f"missing: {e['reason']}")
+                print(f"[{done}/{len(learners)}] {e['student']}: {said}", file=sys.stderr, flush=True)
+    except BaseException:  # interrupted (Ctrl-C, a full disk): no half snapshot is left to be mistaken for one
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     body = {
         "kind": KIND, "version": VERSION, "taken": taken, "finished": now(), "git_host": git_host,
         "roster": {"file": class_roster.path.name, "digest": class_roster.digest,

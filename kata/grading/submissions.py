@@ -4,6 +4,8 @@
 - Without a deadline the default branch's head is graded, from a shallow clone (depth 1).
 - With a deadline, the last commit on the default branch whose committer date is at or before it (from a
   clone without file contents, ``--filter=blob:none``); later commits are counted for the gradebook's note.
+  A committer date is written by the learner's own git, so it can be forged: ``deadline.py`` records the
+  heads at the deadline instead (``--snapshot``), with this same fetch, and grades them later (``--at``).
 - Only regular files under ``exercises/``, and the chapter notebooks ``notebooks/*.ipynb``, are taken
   out of the commit (nothing else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never
   reach the grader). A symbolic link or a submodule is left out and named in ``dropped``, so the gradebook

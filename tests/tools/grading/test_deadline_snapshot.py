@@ -248,6 +248,7 @@ def test_the_at_run_refuses_a_damaged_snapshot_before_grading_anything(klass, co
     (["--at", "s.json", "--deadline", class_repos.DEADLINE], "give one of them, not both"),
     (["--snapshot", "s.json", "--deadline", class_repos.DEADLINE], "--snapshot grades nothing: --deadline"),
     (["--snapshot", "s.json", "--chapters", "1", "--lms", "canvas"], "--chapters, --lms have no use with it"),
+    (["--snapshot", "s.files"], "give a name ending in .json"),
 ])
 def test_options_that_cannot_go_together_are_refused(klass, capsys, args, said):
     assert classroom.main([str(klass["learners"] / "roster.csv"), *args]) == 2
