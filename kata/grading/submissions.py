@@ -164,7 +164,8 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     except _GitFailed:
         return Missing("empty repository: no commit on the default branch")
     try:
-        branch = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env, until=until).decode().strip()
+        branch = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env,
+                      until=until).decode(errors="replace").strip()  # a branch name is any bytes git allows
     except _GitFailed:
         branch = None  # a detached HEAD: the commit is still graded
     zone = deadline.tzinfo if deadline is not None else None

@@ -264,7 +264,7 @@ def test_a_snapshot_is_never_overwritten(klass, capsys):
 
 # -- hostile names ------------------------------------------------------------------------------------------
 STUDENT = "Zoë $(touch pwned) \u202eevil"
-BRANCH = "ma$(id)in\u202ex"
+BRANCH = "ma$(id)in\u202ex\udcff"  # \udcff: the byte 0xff, not UTF-8, in the branch's name
 FILES = ("exercises/\x1b[2Jcls.py", "exercises/ok\nnl.py", "notebooks/..ipynb")
 
 
@@ -284,7 +284,7 @@ def test_hostile_names_are_data_inside_the_snapshot_folder(tmp_path, capsys):
     outside = sorted(p for p in tmp_path.rglob("*"))
     assert classroom.main([str(tmp_path / "learners" / "roster.csv"), "--snapshot", str(record)]) == 0
     entry = json.loads(record.read_text(encoding="utf-8"))["learners"][0]
-    assert (entry["student"], entry["branch"], entry["commit"]) == (STUDENT, BRANCH, commit)
+    assert (entry["student"], entry["branch"], entry["commit"]) == (STUDENT, "ma$(id)in\u202ex\ufffd", commit)
     assert {f["path"] for f in entry["files"]} >= set(FILES)
     folder = deadline.files_folder(record)
     for path in folder.rglob("*"):
