@@ -21,7 +21,7 @@ import urllib.parse
 from collections import Counter
 from pathlib import Path
 
-from . import escape
+from . import escape, gradebook
 
 LOOKS_LIKE = re.compile(r"^\s*looks like:\s*(.+?)\s*$", re.M)
 FAILING = ("failed", "error", "timed out")
@@ -318,7 +318,7 @@ def render(book: dict, cache: Path | None = None, similarity: dict | None = None
            else "")
     )
     meta = [f"course version <code>{_e(book['course_version'])}</code>", f"seed {book['seed']}",
-            f"deadline {_e(book['deadline'])}" if book["deadline"] else "each repository's default branch head",
+            _e(gradebook.deadline_said(book["deadline"])),
             f"chapters {', '.join(map(str, book['options']['chapters']))}", f"created {_e(book['created'])}"]
     if book["shard"]:
         meta.append(f"shard {_e(book['shard'])} only")

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .. import project
 from ..process import Drain, kill_tree
-from . import class_report, course, escape, gradebook, lms, reports, roster, similarity, strict, submissions
+from . import class_report, course, deadline, escape, gradebook, lms, reports, roster, similarity, strict, submissions
 from . import points as points_mod
 
 
@@ -50,7 +50,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("roster", nargs="?", help="CSV with a header and the columns student,repo (extra columns kept)")
     p.add_argument("--out", default="gradebook", metavar="DIR", help="where to write everything (default: gradebook/)")
     p.add_argument("--deadline", metavar="TIME",
-                   help="grade the last commit at or before TIME (committer date), e.g. 2027-03-01T23:59:00+01:00")
+                   help="grade the last commit at or before TIME by its committer date, which a learner can forge "
+                        "(--snapshot and --at cannot be), e.g. 2027-03-01T23:59:00+01:00")
+    p.add_argument("--snapshot", metavar="FILE",
+                   help="at the deadline: record every learner's default-branch head in FILE (JSON) and fetch its "
+                        "files beside it (<FILE's stem>.files/), grading nothing")
+    p.add_argument("--at", metavar="FILE", help="grade exactly the heads recorded by --snapshot FILE, from its files")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="learners graded at once (default: the number of CPUs)")
     p.add_argument("--shard", metavar="I/N", help="grade only the I-th of N slices of the roster (by student)")
@@ -82,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     started = time.monotonic()
     try:
+        if args.snapshot:
+            return take_snapshot(args)
         if args.merge:
             if args.roster or args.shard:
                 raise ValueError("--merge combines finished shards: give it no roster and no --shard")
@@ -122,6 +129,37 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+# -- the deadline snapshot --------------------------------------------------------------------------------
+# Options with no use when grading nothing (given with --snapshot, each is refused, not ignored).
+_GRADING_ONLY = ("deadline", "at", "shard", "merge", "shards", "extra_tests", "chapters", "isolate", "seed", "cache",
+                 "no_cache", "learner_timeout", "lms")
+
+
+def take_snapshot(args: argparse.Namespace) -> int:
+    """``--snapshot FILE``: record every learner's head and fetch its files (``deadline.take``); grade nothing."""
+    defaults = parser().parse_args([])
+    given = [f"--{name.replace('_', '-')}" for name in _GRADING_ONLY if getattr(args, name) != getattr(defaults, name)]
+    if args.out != defaults.out:
+        given.append("--out")
+    if given:
+        raise ValueError(f"--snapshot grades nothing: {', '.join(given)} {'has' if len(given) == 1 else 'have'} no "
+                         "use with it (give the grading options to the run with --at FILE)")
+    if not args.roster:
+        raise ValueError("--snapshot: give the roster (a CSV with the columns student,repo)")
+    if args.jobs < 1:
+        raise ValueError("--jobs takes a number of learners ≥ 1")
+    class_roster = roster.load(Path(args.roster))
+    base = class_roster.path.resolve().parent
+    if not args.allow_shared:
+        roster.refuse_shared(class_roster, roster.shared(
+            class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host)))
+    record = Path(args.snapshot).resolve()
+    body = deadline.take(class_roster, record, git_host=args.git_host, jobs=args.jobs,
+                         clone_timeout=args.clone_timeout)
+    print(deadline.summary(body, record))
+    return 0
+
+
 # -- one run ------------------------------------------------------------------------------------------
 def grade_class(args: argparse.Namespace, out: Path) -> dict:
     """Grade the roster's learners (or one shard of them); return the gradebook."""
@@ -134,7 +172,10 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
     if not args.allow_shared:
         roster.refuse_shared(class_roster, sharing)
-    deadline = submissions.parse_deadline(args.deadline) if args.deadline else None
+    if args.at and args.deadline:
+        raise ValueError("--at grades the heads recorded at the deadline by --snapshot; --deadline picks commits by "
+                         "their committer dates: give one of them, not both")
+    cutoff = submissions.parse_deadline(args.deadline) if args.deadline else None
     shard = roster.parse_shard(args.shard) if args.shard else None
     if args.jobs < 1:
         raise ValueError("--jobs takes a number of learners ≥ 1")
@@ -156,6 +197,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     budget = float(getattr(settings, "budget", 60.0))
     learner_timeout = args.learner_timeout or 2 * budget + 60
     learners = class_roster.shard(*shard) if shard else list(class_roster.learners)
+    # Checked whole before anything is graded: another roster's snapshot, or a damaged one, is refused.
+    snapshot = deadline.load(Path(args.at), class_roster, [x.student for x in learners]) if args.at else None
     key_base = {
         "machinery": course.machinery_version(root, points_file),
         "extra_tests": hashlib.sha256(
@@ -188,8 +231,11 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         folder.mkdir(parents=True)
         work = Path(tempfile.mkdtemp(prefix="kata-class-"))
         try:
-            sub = submissions.fetch(learner.repo, work, base=base, deadline=deadline,
-                                    timeout=args.clone_timeout, git_host=args.git_host)
+            if snapshot is not None:
+                sub = deadline.submission(snapshot, learner.student, work)
+            else:
+                sub = submissions.fetch(learner.repo, work, base=base, deadline=cutoff,
+                                        timeout=args.clone_timeout, git_host=args.git_host)
             common = dict(repo=repo, chapters=numbers,
                           shared_with=[x.student for x in sharing.get(learner.student, [])])
             if isinstance(sub, submissions.Missing):
@@ -245,7 +291,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "course_version": course.course_version(root, points_file),
         "seed": seed,
-        "deadline": args.deadline,
+        "deadline": (gradebook.snapshot_deadline(snapshot.record, snapshot.path.name) if snapshot is not None
+                     else gradebook.committer_deadline(args.deadline) if args.deadline else None),
         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
         "shards": [],
         "options": {"chapters": chosen, "extra_tests": extra is not None, "isolate": bool(args.isolate)},
@@ -436,7 +483,7 @@ def closing(book: dict, seconds: float) -> str:
              + (f" ({cached} from the cache)" if cached else "")
              + f"; {s['missing']} missing, {s['error']} error"
              + (f"; mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
-                else "")]
+                else ""), gradebook.deadline_said(book.get("deadline"))]
     graded = sorted((r for r in rows if r["status"] == "graded"), key=lambda r: (r["percent"], r["student"]))
     problems = [r for r in rows if r["status"] != "graded"]
     width = max([24] + [len(r["student"]) for r in graded[:10] + problems])  # a name is never cut
@@ -471,7 +518,8 @@ def markdown(book: dict) -> str:
     lines = [f"## Transformer Katas: class gradebook{' (shard ' + book['shard'] + ')' if book['shard'] else ''}", "",
              f"{s['learners']} learners: {s['graded']} graded, {s['missing']} missing, {s['error']} in error"
              + (f"; mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
-                else ""), "", "| student | status | percent | note |", "| --- | --- | ---: | --- |"]
+                else ""), "", escape.markdown(gradebook.deadline_said(book["deadline"])), "",
+             "| student | status | percent | note |", "| --- | --- | ---: | --- |"]
     worst = sorted(book["rows"], key=lambda r: (r["status"] == "graded", r["percent"] or 0))[:20]
     for r in worst:
         percent = "" if r["percent"] is None else f"{r['percent']:.1f}"

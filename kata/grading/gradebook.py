@@ -24,7 +24,7 @@ from pathlib import Path
 from . import escape
 from .roster import Learner
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: ``deadline`` is an object that says how the deadline was applied (was: the text)
 SCHEMA = Path(__file__).with_name("gradebook.schema.json")
 STATUSES = ("graded", "missing", "error")
 LEADING = ("student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent")
@@ -47,6 +47,32 @@ def columns(chapters: list[int], extra_columns: list[str], private: bool) -> lis
     if private:
         cols += ["private_points", "private_max_points"]
     return cols
+
+
+TRUSTS_COMMITTER_DATES = ("committer dates, which the learner's own git writes and a learner can forge: for a "
+                          "deadline nobody can forge, take --snapshot FILE at the deadline and grade with --at FILE")
+
+
+def committer_deadline(time: str) -> dict:
+    """The gradebook's ``deadline`` for ``--deadline TIME``: the last commit by committer date, which it trusts."""
+    return {"mode": "committer dates", "time": time, "taken": None, "file": None, "digest": None,
+            "trusts": TRUSTS_COMMITTER_DATES}
+
+
+def snapshot_deadline(record: dict, file: str) -> dict:
+    """The gradebook's ``deadline`` for ``--at FILE``: the heads that ``--snapshot`` recorded at ``taken``."""
+    return {"mode": "snapshot", "time": None, "taken": record["taken"], "file": file, "digest": record["digest"],
+            "trusts": "the grader's clock: each learner's head as fetched when the snapshot was taken"}
+
+
+def deadline_said(block: dict | None) -> str:
+    """How the deadline was applied, in one line (the closing table, the run's page, ``report.html``)."""
+    if block is None:
+        return "each repository's default branch head, now (no deadline)"
+    if block["mode"] == "snapshot":
+        return (f"graded at the deadline snapshot of {block['taken']} ({block['file']}): "
+                "whatever was pushed since is not graded")
+    return f"deadline {block['time']}: graded by {block['trusts']}"
 
 
 def sandbox(results: dict | None) -> str | None:

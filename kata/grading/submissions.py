@@ -4,6 +4,8 @@
 - Without a deadline the default branch's head is graded, from a shallow clone (depth 1).
 - With a deadline, the last commit on the default branch whose committer date is at or before it (from a
   clone without file contents, ``--filter=blob:none``); later commits are counted for the gradebook's note.
+  A committer date is written by the learner's own git, so it can be forged: ``deadline.py`` records the
+  heads at the deadline instead (``--snapshot``), with this same fetch, and grades them later (``--at``).
 - Only regular files under ``exercises/``, and the chapter notebooks ``notebooks/*.ipynb``, are taken
   out of the commit (nothing else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never
   reach the grader). A symbolic link or a submodule is left out and named in ``dropped``, so the gradebook
@@ -56,6 +58,7 @@ class Submission:
     dropped: list[str] = field(default_factory=list)  # "exercises/x.py: symbolic link", left out
     branches: list[str] = field(default_factory=list)  # "work (abc1234, 2027-…)": newer heads elsewhere
     notebooks: Path | None = None  # the learner's notebooks/ (chapter notebooks only), when there are any
+    branch: str | None = None  # the default branch's name ("main"), None when HEAD names no branch
 
 
 @dataclass
@@ -160,6 +163,11 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=clone, env=env, until=until)
     except _GitFailed:
         return Missing("empty repository: no commit on the default branch")
+    try:
+        branch = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env,
+                      until=until).decode(errors="replace").strip()  # a branch name is any bytes git allows
+    except _GitFailed:
+        branch = None  # a detached HEAD: the commit is still graded
     zone = deadline.tzinfo if deadline is not None else None
     try:
         if deadline is None:
@@ -221,7 +229,8 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     shutil.rmtree(clone, ignore_errors=True)
     notebooks = target / "notebooks"
     return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note, late=late,
-                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None)
+                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None,
+                      branch=branch)
 
 
 _KINDS = {"120000": "symbolic link", "160000": "submodule"}
