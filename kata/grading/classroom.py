@@ -73,6 +73,8 @@ def parser() -> argparse.ArgumentParser:
                    help="also write that system's grade import file: canvas, moodle or blackboard (repeatable)")
     p.add_argument("--allow-shared", action="store_true",
                    help="grade a repository that two or more students name, for each, and flag those rows")
+    p.add_argument("--allow-outside-paths", action="store_true",
+                   help="grade a local repository outside the roster's folder (refused without it)")
     return p
 
 
@@ -131,9 +133,15 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         lms.check(system, class_roster.extra_columns)
         lms.check_identifiers(system, class_roster.extra_columns, class_roster.learners)
     base = class_roster.path.resolve().parent
-    sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
-    if not args.allow_shared:
-        roster.refuse_shared(class_roster, sharing)
+
+    def where(repo: str) -> str:
+        return submissions.source(repo, base, args.git_host)
+
+    sharing = roster.shared(class_roster.learners, where, args.git_host)
+    refused = ([] if args.allow_outside_paths else roster.outside_problems(class_roster, where)) + \
+        ([] if args.allow_shared else roster.shared_problems(class_roster, sharing))
+    if refused:  # both checks' lines at once: every bad line is named before anything is graded
+        raise roster.RosterError("\n".join(refused))
     deadline = submissions.parse_deadline(args.deadline) if args.deadline else None
     shard = roster.parse_shard(args.shard) if args.shard else None
     if args.jobs < 1:

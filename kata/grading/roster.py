@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import submissions
 
 REQUIRED = ("student", "repo")
 # Names the gradebook uses itself: an extra column may not take one.
@@ -158,30 +161,60 @@ def folded_name(student: str) -> str:
     return " ".join(unicodedata.normalize("NFC", student).casefold().split())
 
 
-def shared(learners: list[Learner], where: Callable[[str], str]) -> dict[str, list[Learner]]:
+def shared(learners: list[Learner], where: Callable[[str], str],
+           git_host: str = "https://github.com") -> dict[str, list[Learner]]:
     """Learners whose repositories are one (``where`` maps a roster's repo to where it is fetched from).
 
-    Returns ``{student: [the other learners with the same repository]}`` for every learner who shares one.
+    Repositories are compared by identity (:func:`submissions.identity`), not by spelling: a trailing ``/``,
+    ``.git``, a symbolic link, ``ssh://`` for ``https://``, a user, port ``:443``, ``www.`` or upper case on
+    GitHub do not make another repository. Returns ``{student: [the other learners with the same
+    repository]}`` for every learner who shares one.
     """
     by_place: dict[str, list[Learner]] = {}
     for x in learners:
-        place = where(x.repo).rstrip("/").removesuffix(".git")
-        scp = re.fullmatch(r"[\w.-]+@([\w.-]+):(.+)", place)  # git@github.com:owner/name, as https would say it
-        if scp:
-            place = f"https://{scp.group(1)}/{scp.group(2)}"
-        by_place.setdefault(place.casefold() if "://" in place or "@" in place else place, []).append(x)
+        by_place.setdefault(submissions.identity(where(x.repo), git_host), []).append(x)
     return {x.student: [y for y in group if y is not x] for group in by_place.values() if len(group) > 1
             for x in group}
 
 
 def refuse_shared(roster: Roster, sharing: dict[str, list[Learner]]) -> None:
     """Raise ``RosterError`` naming every learner whose repository an earlier line already claims."""
+    problems = shared_problems(roster, sharing)
+    if problems:
+        raise RosterError("\n".join(problems))
+
+
+def shared_problems(roster: Roster, sharing: dict[str, list[Learner]]) -> list[str]:
+    """A line for every learner whose repository an earlier line already claims."""
     problems = []
     for x in roster.learners:
         earlier = [y for y in sharing.get(x.student, []) if y.line < x.line]
         if earlier:
+            also = "" if x.repo == earlier[0].repo else f" (there written {_said(earlier[0].repo)})"
             problems.append(f"{roster.path.name}, line {x.line}: {x.student!r} has the repository of "
-                            f"{earlier[0].student!r} (line {earlier[0].line}): {x.repo}; one repository per "
-                            "learner (--allow-shared grades it for each and flags the rows)")
-    if problems:
-        raise RosterError("\n".join(problems))
+                            f"{earlier[0].student!r} (line {earlier[0].line}): {_said(x.repo)}{also}; one "
+                            "repository per learner (--allow-shared grades it for each and flags the rows)")
+    return problems
+
+
+def outside_problems(roster: Roster, where: Callable[[str], str]) -> list[str]:
+    """A line for every learner whose repository is a local folder outside the roster's folder.
+
+    A local path can name any repository on the grading machine (the instructor's own course copy, with its
+    answer key): only the learners' repositories, kept in or under the roster's folder, are graded unless the
+    instructor says otherwise (``--allow-outside-paths``). Symbolic links are followed before the check.
+    """
+    base = Path(os.path.realpath(roster.path.parent))
+    problems = []
+    for x in roster.learners:
+        folder = submissions.local_path(where(x.repo))
+        if folder is not None and not folder.is_relative_to(base):
+            problems.append(f"{roster.path.name}, line {x.line}: {x.student!r}: the repository {_said(x.repo)} is "
+                            f"{submissions.shortened(str(folder))}, outside the roster's folder {base}: a local "
+                            "repository must be in it (--allow-outside-paths grades one elsewhere)")
+    return problems
+
+
+def _said(repo: str) -> str:
+    """A roster's repo in a message: without credentials, and short."""
+    return submissions.shortened(submissions.shown(repo))
