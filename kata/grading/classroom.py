@@ -199,7 +199,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             sub = submissions.fetch(learner.repo, work, base=base, deadline=deadline,
                                     timeout=args.clone_timeout, git_host=args.git_host)
             common = dict(repo=repo, chapters=numbers,
-                          shared_with=[x.student for x in sharing.get(learner.student, [])])
+                          shared_with=submissions.listed([x.student for x in sharing.get(learner.student, [])],
+                                                         "students"))
             if isinstance(sub, submissions.Missing):
                 (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: missing\n\n"
                                                    f"{escape.markdown(sub.reason)}\n", encoding="utf-8")
@@ -288,6 +289,9 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
     functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
     of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
     ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.
+
+    A chapter's notebook that cannot be read (merge-conflict markers, not JSON, not UTF-8) gives no answers
+    there; it is named in ``sub.dropped`` with why, so the row does not read "not started" with no word.
     """
     if sub.notebooks is None:
         return sub.exercises, []
@@ -295,6 +299,12 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
 
     target = work / "answers" / "exercises"
     try:
+        for chapter in project.chapters(root):
+            path = sub.notebooks / f"{chapter.module}.ipynb"
+            if chapter.number in chapters and path.is_file() and not path.is_symlink():
+                why = unreadable_notebook(path)
+                if why:
+                    sub.dropped.append(f"notebooks/{path.name}: {why}; its answers are not graded (exercises/ is)")
         answered = [c.number for c in project.chapters(root)
                     if c.number in chapters and answers.saved_answers(c, root, sub.notebooks)[1]]
         if not answered:
@@ -306,6 +316,30 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
         shutil.rmtree(target, ignore_errors=True)
         return sub.exercises, []
     return target, answered
+
+
+def unreadable_notebook(path: Path) -> str:
+    """Why a saved notebook cannot be read for its answers ("merge-conflict markers (<<<<<<< on line 12)…"), or ''.
+
+    The same reading as ``answers.code_cells`` (JSON; no cell runs): what it would pass over in silence,
+    this names.
+    """
+    data = path.read_bytes()
+    marker = re.search(rb"^(<<<<<<<|=======|>>>>>>>)(?:[ \r]|$)", data, re.M)
+    if marker:
+        line = data.count(b"\n", 0, marker.start()) + 1
+        return (f"merge-conflict markers ({marker.group(1).decode()} on line {line}): resolve the conflict and "
+                "commit the notebook again")
+    try:
+        notebook = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        return f"not UTF-8 text (byte {err.start})"
+    except ValueError as err:
+        return f"not a notebook: not valid JSON ({getattr(err, 'msg', err)}, line {getattr(err, 'lineno', '?')})"
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+        return "not a notebook: no list of cells"
+    return ""
 
 
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError: )?No module named '(?:graded|exercises)\.([\w.]+)'")
@@ -408,8 +442,9 @@ def _run_all(learners: list, one, jobs: int, chapters: list[int]) -> list[dict]:
             try:
                 r = future.result()
             except Exception as err:  # noqa: BLE001 - one learner never stops the class
+                said = submissions.shortened(str(err), 300)  # an OSError's path can be 4,000 characters
                 r = gradebook.row(learner, status="error", repo=submissions.shown(learner.repo), commit=None,
-                                  committed_at=None, note=f"the grader failed: {type(err).__name__}: {err}",
+                                  committed_at=None, note=f"the grader failed: {type(err).__name__}: {said}",
                                   results=None, chapters=chapters)
             rows.append(r)
             if r["status"] != "graded":

@@ -243,8 +243,12 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     env = _env(git_host)
     clone = target / "clone"
     local = not ("://" in url or "@" in url.split("/", 1)[0])
-    if local and not Path(url).exists():
-        return Missing(f"unreachable: no repository at {url}")
+    if local:
+        try:
+            if not Path(url).exists():
+                return Missing(f"unreachable: no repository at {shortened(url)}")
+        except OSError as err:  # a path the system cannot look up: one short line, not the path in full
+            return Missing(f"unreachable: {(err.strerror or 'cannot be read').lower()}: {shortened(url)}")
     args = ["clone", "--quiet", "--no-checkout", "--no-single-branch", "--no-tags"]
     if deadline is None and not local:
         args += ["--depth", "1"]
@@ -297,17 +301,19 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         if path.startswith("notebooks/") and not (path.count("/") == 1 and path.endswith(".ipynb")):
             continue  # only the chapter notebooks: anything else there is never read
         if any(p in ("..", "", ".") for p in path.split("/")):
-            dropped.append(f"{shown_name(path)}: unsafe path")
+            dropped.append(f"{named(path)}: unsafe path")
+        elif len(path.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+            dropped.append(f"{named(path)}: path too long (over the {MAX_PATH_BYTES} bytes graded)")
         elif kind == "blob" and mode in ("100644", "100755"):
             found.append((path, sha, int(size)))
         else:
-            dropped.append(f"{shown_name(path)}: {_KINDS.get(mode, 'special file')}")
+            dropped.append(f"{named(path)}: {_KINDS.get(mode, 'special file')}")
+    files, left_out = choose(found)
+    dropped = listed(sorted(dropped + left_out), "files not graded")
     if not any(path.startswith("exercises/") for path, _, _ in found):
         return Missing(f"no exercises/ folder at commit {commit[:7]}", commit, stamp)
-    files, left_out = choose(found)
-    dropped += left_out
     if not any(path.startswith("exercises/") for path, _, _ in files):
-        return Missing(f"nothing to grade in exercises/ at commit {commit[:7]}: {'; '.join(left_out)}", commit,
+        return Missing(f"nothing to grade in exercises/ at commit {commit[:7]}: {'; '.join(dropped)}", commit,
                        stamp)
     exercises = target / "exercises"
     try:
@@ -320,10 +326,13 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
             out.write_bytes(data)
     except _GitFailed as err:
         return Missing(f"could not read exercises/ at commit {commit[:7]}: {err}", commit, stamp)
+    except OSError as err:  # the grader's disk, not the learner's code: said in one line, the path shortened
+        return Missing(f"could not write exercises/ at commit {commit[:7]}: {err.strerror or type(err).__name__}: "
+                       f"{named(path)}", commit, stamp)
     shutil.rmtree(clone, ignore_errors=True)
     notebooks = target / "notebooks"
     return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note, late=late,
-                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None)
+                      dropped=dropped, branches=branches, notebooks=notebooks if notebooks.is_dir() else None)
 
 
 _KINDS = {"120000": "symbolic link", "160000": "submodule"}
@@ -338,6 +347,18 @@ def shown_name(name: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
 
 
+def named(name: str) -> str:
+    """A learner's file or branch name in a note: printable (:func:`shown_name`) and at most 160 characters."""
+    return shortened(shown_name(name))
+
+
+def listed(items: list[str], what: str) -> list[str]:
+    """The first ``MAX_LISTED`` items, and past them one more: ``"and 19,990 more <what>"``."""
+    if len(items) <= MAX_LISTED:
+        return list(items)
+    return [*items[:MAX_LISTED], f"and {len(items) - MAX_LISTED:,} more {what}"]
+
+
 def when(timestamp: int, zone: dt.tzinfo | None) -> str:
     """A commit time (seconds since the epoch) in ISO 8601, in ``zone`` (the deadline's), else in UTC."""
     return dt.datetime.fromtimestamp(timestamp, zone or dt.UTC).isoformat()
@@ -345,6 +366,8 @@ def when(timestamp: int, zone: dt.tzinfo | None) -> str:
 
 def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline: dt.datetime | None) -> list[str]:
     """Other branches whose head is newer than the graded commit: ``"work (abc1234, <time>)"``, newest first.
+
+    The newest ``MAX_LISTED`` are named, the others counted (``"and 19,990 more newer branches"``).
 
     Only a note: when git cannot say (a detached head, say), there is none, and the grade goes on.
     """
@@ -364,8 +387,8 @@ def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline:
         if name in ("HEAD", default) or sha == commit or not stamp.isdigit() or int(stamp) <= graded:
             continue
         after = " after the deadline" if deadline is not None and int(stamp) > deadline.timestamp() else ""
-        found.append((int(stamp), f"{shown_name(name)} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
-    return [text for _, text in sorted(found, reverse=True)]
+        found.append((int(stamp), f"{named(name)} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
+    return listed([text for _, text in sorted(found, reverse=True)], "newer branches")
 
 
 def choose(found: list[tuple[str, str, int]]) -> tuple[list[tuple[str, str, int]], list[str]]:
@@ -378,14 +401,14 @@ def choose(found: list[tuple[str, str, int]]) -> tuple[list[tuple[str, str, int]
     taken, too_big, no_room, total = [], [], [], 0
     for path, sha, size in sorted(found, key=lambda f: (not f[0].endswith(".py"), f[0])):
         if size > MAX_FILE_BYTES:
-            too_big.append(f"{shown_name(path)}: file over the size limit of {_size(MAX_FILE_BYTES)} ({_size(size)})")
+            too_big.append(f"{named(path)}: file over the size limit of {_size(MAX_FILE_BYTES)} ({_size(size)})")
         elif total + size > MAX_TOTAL_BYTES or len(taken) >= MAX_FILES:
             no_room.append(path)
         else:
             taken.append((path, sha, size))
             total += size
     room = f"past the limit of {_size(MAX_TOTAL_BYTES)} or {MAX_FILES} files in all"
-    said = [f"{shown_name(path)}: {room}" for path in no_room[:5]]
+    said = [f"{named(path)}: {room}" for path in no_room[:5]]
     if len(no_room) > 5:
         said.append(f"{len(no_room) - 5} more files: {room}")
     return taken, too_big + said

@@ -10,14 +10,18 @@ cell within Excel's 32,767 characters, and each of those things is named in bo's
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from kata.grading import roster, submissions
+from kata.grading import classroom, gradebook, lms, roster, submissions
 
-from ..conftest import tool
+from ..conftest import ROOT, tool
 from . import class_repos
 
 pytestmark = pytest.mark.slow
@@ -97,6 +101,102 @@ def test_a_local_path_outside_the_rosters_folder_is_refused_naming_it(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_roster_path_longer_than_the_system_allows_is_missing_in_one_short_line(tmp_path):
+    (tmp_path / "t").mkdir()
+    got = submissions.fetch("x" * 5_000, tmp_path / "t", base=tmp_path)
+    assert isinstance(got, submissions.Missing) and len(got.reason) < 250, got.reason
+    assert got.reason.startswith("unreachable: file name too long: ") and "(5,0" in got.reason, got.reason
+
+
 # -- notes: complete, and bounded -------------------------------------------------------------------------
+def test_a_notebook_with_merge_conflict_markers_is_named_with_why(tmp_path):
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "chapter01_sequences.ipynb").write_text(CONFLICTED, encoding="utf-8")
+    (tmp_path / "notebooks" / "chapter02_matrices.ipynb").write_bytes(b"\xff\xfe{}")
+    sub = submissions.Submission(commit="c" * 40, committed_at="", exercises=tmp_path / "exercises",
+                                 notebooks=tmp_path / "notebooks")
+    impl, answered = classroom._with_notebooks(sub, ROOT, [1, 2], tmp_path / "work")
+    assert impl == tmp_path / "exercises" and answered == []
+    assert sub.dropped == [
+        "notebooks/chapter01_sequences.ipynb: merge-conflict markers (<<<<<<< on line 1): resolve the conflict and "
+        "commit the notebook again; its answers are not graded (exercises/ is)",
+        "notebooks/chapter02_matrices.ipynb: not UTF-8 text (byte 0); its answers are not graded (exercises/ is)"]
+
+
+def test_a_cell_and_a_note_are_capped_however_long_their_text():
+    learner = roster.Learner("ana", "ana", 2)
+    row = gradebook.row(learner, status="missing", repo="ana", commit=None, committed_at=None, note="é" * 50_000,
+                        results=None, chapters=[1])
+    assert len(row["note"]) <= gradebook.MAX_NOTE and row["note"].endswith("more characters)")
+    assert gradebook.cell("😀" * 40_000).encode("utf-16-le").__len__() // 2 <= gradebook.MAX_CELL  # Excel's count
+    assert gradebook.cell("x" * 32_767) == "x" * 32_767
+
+
+@pytest.fixture(scope="module")
+def noisy(tmp_path_factory):
+    """bo's repository, with everything that once made a note of megabytes, graded with the LMS files."""
+    base = tmp_path_factory.mktemp("noisy")
+    course = class_repos.course_copy(base / "course")
+    repo = base / "class" / "bo"
+    repo.mkdir(parents=True)
+    git = class_repos.git
+    git(repo, "init", "-q", "-b", "main")
+    class_repos._exercises(repo, "solutions")
+    (repo / "notebooks").mkdir()
+    (repo / "notebooks" / "chapter01_sequences.ipynb").write_text(CONFLICTED, encoding="utf-8")
+    git(repo, "add", "-A")
+    blob = subprocess.run(["git", "-C", str(repo), "hash-object", "-w", "--stdin"], input=b"x = 1\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    deep = "exercises/" + "/".join(["d" * 200] * 24) + "/mine.py"  # 4,838 characters: no system writes it
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{deep}")
+    git(repo, "commit", "-q", "-m", "all", date=class_repos.BEFORE)
+    git(repo, "checkout", "-q", "-b", "work")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "newer", date=class_repos.JUST_BEFORE)
+    tip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    names = sorted(f"refs/heads/b{i:05d}-{'n' * 200}" for i in range(BRANCHES))  # written at once, not one by one
+    (repo / ".git" / "packed-refs").write_text("# pack-refs with: peeled fully-peeled sorted \n"
+                                              + "".join(f"{tip} {name}\n" for name in names), encoding="utf-8")
+    (base / "class" / "roster.csv").write_text("student,repo,email,sis_login_id,username\n"
+                                               "bo,bo,bо@example.invalid,bo01,bo\n", encoding="utf-8")  # Cyrillic о
+    out = base / "out"
+    proc = tool("grade-class", str(base / "class" / "roster.csv"), "--out", str(out), "--chapters", "1", "--seed", "1",
+                "--jobs", "1", "--lms", "canvas", "--lms", "moodle", "--lms", "blackboard", root=course,
+                env={"KATA_NO_SANDBOX": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    book = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))
+    return {"out": out, "proc": proc, "row": book["rows"][0], "deep": deep}
+
+
+def test_thousands_of_branches_are_the_first_ten_and_a_count(noisy):
+    row = noisy["row"]
+    assert row["status"] == "graded" and row["percent"] == 100.0, row["note"]
+    branches = row["other_branches"]
+    assert len(branches) == submissions.MAX_LISTED + 1 and branches[-1] == f"and {BRANCHES + 1 - 10:,} more newer branches"
+    assert all(len(b) < 250 for b in branches), max(branches, key=len)
+    assert f"and {BRANCHES - 9:,} more newer branches" in row["note"]
+
+
+def test_the_gradebook_its_json_the_report_and_the_lms_files_stay_small(noisy):
+    out = noisy["out"]
+    sizes = {p.name: p.stat().st_size for p in out.iterdir() if p.is_file()}
+    assert sizes["gradebook.json"] < 200_000 and sizes["gradebook.csv"] < 20_000, sizes  # were 35 MB and 2.5 MB
+    assert sizes["report.html"] < 400_000 and max(sizes[f"{s}.csv"] for s in lms.SYSTEMS) < 2_000, sizes
+    assert len(noisy["row"]["note"]) <= gradebook.MAX_NOTE
+    for name in ("gradebook.csv", "canvas.csv", "moodle.csv", "blackboard.csv"):
+        for cells in csv.reader(io.StringIO((out / name).read_text(encoding="utf-8-sig"))):  # csv's own limit holds
+            assert all(len(c.encode("utf-16-le")) // 2 <= gradebook.MAX_CELL for c in cells)
+
+
+def test_a_path_too_long_for_the_system_is_one_short_line(noisy):
+    said = [d for d in noisy["row"]["not_graded"] if "path too long" in d]
+    assert len(said) == 1 and len(said[0]) < 250, said
+    assert said[0].startswith("exercises/dddd") and f"({len(noisy['deep']):,} characters)" in said[0]
+
+
+def test_a_notebook_with_conflict_markers_is_in_the_note(noisy):
+    assert "notebooks/chapter01_sequences.ipynb: merge-conflict markers (<<<<<<< on line 1)" in noisy["row"]["note"]
+    assert noisy["row"]["notebooks"] == []
 
 
