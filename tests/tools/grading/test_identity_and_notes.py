@@ -200,3 +200,20 @@ def test_a_notebook_with_conflict_markers_is_in_the_note(noisy):
     assert noisy["row"]["notebooks"] == []
 
 
+def test_the_canvas_file_has_one_column_per_chapter_and_no_total_it_would_count_twice(noisy):
+    out = noisy["out"]
+    canvas = list(csv.reader(io.StringIO((out / "canvas.csv").read_text(encoding="utf-8-sig"))))
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] and len(canvas[0]) == 6
+    assert canvas[0][5].startswith("Transformer Katas 1: "), canvas[0]
+    assert canvas[1][0] == "Points Possible" and len(canvas[1]) == 6 and canvas[2][3] == "bo01"
+    for name in ("moodle.csv", "blackboard.csv"):
+        header = next(csv.reader(io.StringIO((out / name).read_text(encoding="utf-8"))))
+        assert not any("total" in c.lower() for c in header), header
+
+
+def test_an_lms_identifier_longer_than_a_cell_is_refused_not_cut():
+    """a cut identifier would match nobody in the LMS: the roster has to be corrected"""
+    with pytest.raises(ValueError, match=r"ada's SIS Login ID \(roster line 2\) is 40,000 characters long"):
+        lms.check_identifiers("canvas", ["sis_login_id"], [roster.Learner("ada", "ada", 2, {"sis_login_id": "x" * 40_000})])
+
+
