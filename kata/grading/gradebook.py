@@ -72,7 +72,8 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
 
     ``late``: commits after the deadline; ``branches``: newer branch heads not graded; ``dropped``: files left
     out; ``notebooks``: chapters answered in notebooks; ``shared_with``: students with the same repository.
-    Each of them, and a grade without a sandbox, is also said in the ``note`` (at most ``MAX_NOTE`` characters).
+    Each of them, a grade without a sandbox and the roster's warnings about the learner's row, is also said in
+    the ``note`` (at most ``MAX_NOTE`` characters).
     """
     said = [note] if note else []
     if branches:
@@ -87,6 +88,7 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
         said.append(f"the same repository as {', '.join(shared_with)} (--allow-shared)")
     if sandbox(results) == "none":
         said.append("graded without a sandbox (bubblewrap is not installed where it ran)")
+    said += list(learner.warnings)  # look-alike characters (roster.look_alikes)
     note = capped("; ".join(said), MAX_NOTE)
     by_number = {c["chapter"]: c for c in (results or {}).get("chapters", [])}
     total = (results or {}).get("total")

@@ -217,3 +217,28 @@ def test_an_lms_identifier_longer_than_a_cell_is_refused_not_cut():
         lms.check_identifiers("canvas", ["sis_login_id"], [roster.Learner("ada", "ada", 2, {"sis_login_id": "x" * 40_000})])
 
 
+def test_a_look_alike_email_is_warned_about_printed_and_in_the_note(noisy):
+    warning = "roster.csv, line 2: the email 'bо@example.invalid' mixes Cyrillic and Latin letters ('о': CYRILLIC " \
+              "SMALL LETTER O, U+043E)"
+    assert f"grade-class: warning: {warning}" in noisy["proc"].stderr, noisy["proc"].stderr[-2000:]
+    assert warning in noisy["row"]["note"]
+
+
+@pytest.mark.parametrize(("value", "column", "said"), [
+    ("Sоphie", "student", "mixes Cyrillic and Latin letters"),
+    ("ａｎａ", "sis_login_id", "compatibility characters"),
+    ("ana\u200b", "username", "invisible characters ('\\u200b': ZERO WIDTH SPACE"),
+])
+def test_look_alike_characters_are_warned_about(value, column, said):
+    warnings = roster.look_alikes({column: value})
+    assert len(warnings) == 1 and said in warnings[0], warnings
+
+
+def test_a_look_alike_warning_is_one_short_line_however_long_the_value():
+    warnings = roster.look_alikes({"email": "а" + "x" * 100_000})
+    assert len(warnings) == 1 and len(warnings[0]) < 400, len(warnings[0])
+
+
+@pytest.mark.parametrize("value", ["Ana Müller", "Анна Smith", "山田 たろう", "김 민준", "Zoë", "Mu\u0308ller", "ana.b@x.edu"])
+def test_honest_names_in_one_script_a_word_are_not_warned_about(value):
+    assert roster.look_alikes({"student": value, "email": "ana@example.invalid"}) == []
