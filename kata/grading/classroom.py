@@ -78,6 +78,8 @@ def parser() -> argparse.ArgumentParser:
                    help="also write that system's grade import file: canvas, moodle or blackboard (repeatable)")
     p.add_argument("--allow-shared", action="store_true",
                    help="grade a repository that two or more students name, for each, and flag those rows")
+    p.add_argument("--allow-outside-paths", action="store_true",
+                   help="grade a local repository outside the roster's folder (refused without it)")
     return p
 
 
@@ -149,15 +151,31 @@ def take_snapshot(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ValueError("--jobs takes a number of learners ≥ 1")
     class_roster = roster.load(Path(args.roster))
-    base = class_roster.path.resolve().parent
-    if not args.allow_shared:
-        roster.refuse_shared(class_roster, roster.shared(
-            class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host)))
+    checked_repositories(class_roster, args)
     record = Path(args.snapshot).resolve()
     body = deadline.take(class_roster, record, git_host=args.git_host, jobs=args.jobs,
                          clone_timeout=args.clone_timeout)
     print(deadline.summary(body, record))
     return 0
+
+
+def checked_repositories(class_roster: roster.Roster, args: argparse.Namespace) -> dict[str, list[roster.Learner]]:
+    """The learners that share a repository (by identity); ``RosterError`` naming every bad line at once.
+
+    Refused unless the instructor allows it: a repository that two lines name (``--allow-shared``), a local path
+    outside the roster's folder (``--allow-outside-paths``). The snapshot and the grading run check alike.
+    """
+    base = class_roster.path.resolve().parent
+
+    def where(repo: str) -> str:
+        return submissions.source(repo, base, args.git_host)
+
+    sharing = roster.shared(class_roster.learners, where, args.git_host)
+    refused = ([] if args.allow_outside_paths else roster.outside_problems(class_roster, where)) + \
+        ([] if args.allow_shared else roster.shared_problems(class_roster, sharing))
+    if refused:  # both checks' lines at once: every bad line is named before anything is graded
+        raise roster.RosterError("\n".join(refused))
+    return sharing
 
 
 # -- one run ------------------------------------------------------------------------------------------
@@ -169,9 +187,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         lms.check(system, class_roster.extra_columns)
         lms.check_identifiers(system, class_roster.extra_columns, class_roster.learners)
     base = class_roster.path.resolve().parent
-    sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
-    if not args.allow_shared:
-        roster.refuse_shared(class_roster, sharing)
+    sharing = checked_repositories(class_roster, args)
     if args.at and args.deadline:
         raise ValueError("--at grades the heads recorded at the deadline by --snapshot; --deadline picks commits by "
                          "their committer dates: give one of them, not both")
@@ -197,6 +213,9 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     budget = float(getattr(settings, "budget", 60.0))
     learner_timeout = args.learner_timeout or 2 * budget + 60
     learners = class_roster.shard(*shard) if shard else list(class_roster.learners)
+    for learner in learners:  # graded all the same: names in two scripts exist
+        for warning in learner.warnings:
+            print(f"grade-class: warning: {warning}", file=sys.stderr)
     # Checked whole before anything is graded: another roster's snapshot, or a damaged one, is refused.
     snapshot = deadline.load(Path(args.at), class_roster, [x.student for x in learners]) if args.at else None
     key_base = {
@@ -237,7 +256,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 sub = submissions.fetch(learner.repo, work, base=base, deadline=cutoff,
                                         timeout=args.clone_timeout, git_host=args.git_host)
             common = dict(repo=repo, chapters=numbers,
-                          shared_with=[x.student for x in sharing.get(learner.student, [])])
+                          shared_with=submissions.listed([x.student for x in sharing.get(learner.student, [])],
+                                                         "students"))
             if isinstance(sub, submissions.Missing):
                 (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: missing\n\n"
                                                    f"{escape.markdown(sub.reason)}\n", encoding="utf-8")
@@ -327,6 +347,9 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
     functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
     of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
     ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.
+
+    A chapter's notebook that cannot be read (merge-conflict markers, not JSON, not UTF-8) gives no answers
+    there; it is named in ``sub.dropped`` with why, so the row does not read "not started" with no word.
     """
     if sub.notebooks is None:
         return sub.exercises, []
@@ -334,6 +357,12 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
 
     target = work / "answers" / "exercises"
     try:
+        for chapter in project.chapters(root):
+            path = sub.notebooks / f"{chapter.module}.ipynb"
+            if chapter.number in chapters and path.is_file() and not path.is_symlink():
+                why = unreadable_notebook(path)
+                if why:
+                    sub.dropped.append(f"notebooks/{path.name}: {why}; its answers are not graded (exercises/ is)")
         answered = [c.number for c in project.chapters(root)
                     if c.number in chapters and answers.saved_answers(c, root, sub.notebooks)[1]]
         if not answered:
@@ -345,6 +374,30 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
         shutil.rmtree(target, ignore_errors=True)
         return sub.exercises, []
     return target, answered
+
+
+def unreadable_notebook(path: Path) -> str:
+    """Why a saved notebook cannot be read for its answers ("merge-conflict markers (<<<<<<< on line 12)…"), or ''.
+
+    The same reading as ``answers.code_cells`` (JSON; no cell runs): what it would pass over in silence,
+    this names.
+    """
+    data = path.read_bytes()
+    marker = re.search(rb"^(<<<<<<<|=======|>>>>>>>)(?:[ \r]|$)", data, re.M)
+    if marker:
+        line = data.count(b"\n", 0, marker.start()) + 1
+        return (f"merge-conflict markers ({marker.group(1).decode()} on line {line}): resolve the conflict and "
+                "commit the notebook again")
+    try:
+        notebook = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        return f"not UTF-8 text (byte {err.start})"
+    except ValueError as err:
+        return f"not a notebook: not valid JSON ({getattr(err, 'msg', err)}, line {getattr(err, 'lineno', '?')})"
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+        return "not a notebook: no list of cells"
+    return ""
 
 
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError: )?No module named '(?:graded|exercises)\.([\w.]+)'")
@@ -447,8 +500,9 @@ def _run_all(learners: list, one, jobs: int, chapters: list[int]) -> list[dict]:
             try:
                 r = future.result()
             except Exception as err:  # noqa: BLE001 - one learner never stops the class
+                said = submissions.shortened(str(err), 300)  # an OSError's path can be 4,000 characters
                 r = gradebook.row(learner, status="error", repo=submissions.shown(learner.repo), commit=None,
-                                  committed_at=None, note=f"the grader failed: {type(err).__name__}: {err}",
+                                  committed_at=None, note=f"the grader failed: {type(err).__name__}: {said}",
                                   results=None, chapters=chapters)
             rows.append(r)
             if r["status"] != "graded":

@@ -30,6 +30,11 @@ STATUSES = ("graded", "missing", "error")
 LEADING = ("student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent")
 # After the chapters and the note: what the instructor must know about how a row was graded.
 FLAGS = ("late", "sandbox", "other_branches", "not_graded", "notebooks", "shared_with")
+# The most a spreadsheet cell holds: Excel's limit, in UTF-16 code units (an emoji takes two). Python's csv
+# refuses a field over 131,072 characters on reading, LibreOffice and Google Sheets read this much.
+MAX_CELL = 32_767
+# A row's note: its parts come bounded (submissions.listed), this bounds their sum, whatever a learner made.
+MAX_NOTE = 4_000
 
 
 class MergeError(ValueError):
@@ -93,7 +98,8 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
 
     ``late``: commits after the deadline; ``branches``: newer branch heads not graded; ``dropped``: files left
     out; ``notebooks``: chapters answered in notebooks; ``shared_with``: students with the same repository.
-    Each of them, and a grade without a sandbox, is also said in the ``note``.
+    Each of them, a grade without a sandbox and the roster's warnings about the learner's row, is also said in
+    the ``note`` (at most ``MAX_NOTE`` characters).
     """
     said = [note] if note else []
     if branches:
@@ -108,7 +114,8 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
         said.append(f"the same repository as {', '.join(shared_with)} (--allow-shared)")
     if sandbox(results) == "none":
         said.append("graded without a sandbox (bubblewrap is not installed where it ran)")
-    note = "; ".join(said)
+    said += list(learner.warnings)  # look-alike characters (roster.look_alikes)
+    note = capped("; ".join(said), MAX_NOTE)
     by_number = {c["chapter"]: c for c in (results or {}).get("chapters", [])}
     total = (results or {}).get("total")
     private = None
@@ -162,9 +169,24 @@ _number = number
 def cell(text) -> str:
     """A text cell of a CSV file for a spreadsheet or an LMS (the one place such a cell is made).
 
-    A learner's text that a spreadsheet would read as a formula is made inert (:func:`escape.csv_cell`).
+    A learner's text that a spreadsheet would read as a formula is made inert (:func:`escape.csv_cell`), and
+    a cell is at most ``MAX_CELL`` characters (:func:`capped`): a longer one would be cut by Excel where
+    nobody sees it, or stop Python's ``csv`` reading the file.
     """
-    return escape.csv_cell("" if text is None else str(text))
+    return capped(escape.csv_cell("" if text is None else str(text)), MAX_CELL)
+
+
+def capped(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` UTF-16 code units (as Excel counts); else cut, saying how much was cut."""
+    if len(text) <= limit // 2 or _units(text) <= limit:
+        return text
+    # Cut in UTF-16 (Excel's count); a character of two units cut in half is dropped whole.
+    cut = text.encode("utf-16-le", "surrogatepass")[: 2 * (limit - 60)].decode("utf-16-le", "ignore")
+    return f"{cut} … (cut: {len(text) - len(cut):,} more characters)"
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 MAX_ROW = "(maximum points)"
