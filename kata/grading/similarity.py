@@ -50,6 +50,7 @@ COMMON = 0.2  # a fingerprint more than this share of the learners hold is commo
 MAX_HOLDERS = 50  # nor one that more learners hold (it would count 2/50 at most, and cost 1,225 pairs)
 MIN_RARE = 60.0  # the least rare shared code for a pair to be listed (60 slices only the two hold: ~5 lines)
 MAX_BYTES = 2_000_000  # a learner's files compared, in all (the course's own stubs are 0.15 MB)
+RANGE = 4_000_000  # fingerprints of the class counted at a time (~100 MB of arrays)
 MIN_SAME_FAILURES = 3
 MAX_GROUP = 4
 FAILING = ("failed", "error", "timed out")
@@ -81,45 +82,38 @@ def fingerprints(text: str):  # noqa: ANN201 - a numpy array
 
 
 class _Prints:
-    """Fingerprints by a file's contents: computed once a run, and kept in ``cache`` for the next."""
+    """Fingerprints by a file's contents, kept in ``cache`` for the next run."""
 
     def __init__(self, cache: Path | None) -> None:
         import importlib.metadata
 
         self.cache = cache / "fingerprints" if cache is not None else None
         self.salt = f"{NOISE}\0blake2b-8\0{importlib.metadata.version('copydetect')}\0".encode()
-        self.seen: dict[str, object] = {}
 
     def __call__(self, data: bytes):  # noqa: ANN204 - a numpy array, or None when the file is not UTF-8 text
         """The fingerprints of ``data``, or None when it is not UTF-8 text (nothing Python would run)."""
         import numpy as np
 
         key = hashlib.sha256(self.salt + data).hexdigest()
-        if key in self.seen:
-            return self.seen[key]
         stored = self.cache / key[:2] / f"{key}.npy" if self.cache is not None else None
-        hashes = None
         if stored is not None and stored.is_file():
             try:
-                hashes = np.load(stored, allow_pickle=False)
+                return np.load(stored, allow_pickle=False)
             except (OSError, ValueError):
-                hashes = None  # a broken entry is computed again
-        if hashes is None:
+                pass  # a broken entry is computed again
+        try:
+            hashes = fingerprints(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+        if stored is not None:
             try:
-                hashes = fingerprints(data.decode("utf-8"))
-            except UnicodeDecodeError:
-                self.seen[key] = None
-                return None
-            if stored is not None:
-                try:
-                    stored.parent.mkdir(parents=True, exist_ok=True)
-                    partial = stored.with_suffix(f".{os.getpid()}.tmp")
-                    with open(partial, "wb") as f:
-                        np.save(f, hashes, allow_pickle=False)
-                    partial.replace(stored)
-                except OSError:
-                    pass  # a cache that cannot be written only costs time
-        self.seen[key] = hashes
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                partial = stored.with_suffix(f".{os.getpid()}.tmp")
+                with open(partial, "wb") as f:
+                    np.save(f, hashes, allow_pickle=False)
+                partial.replace(stored)
+            except OSError:
+                pass  # a cache that cannot be written only costs time
         return hashes
 
 
@@ -189,29 +183,38 @@ def alike_code(folders: dict[str, Path], course_root: Path, cache: Path | None =
     """
     import numpy as np
 
-    prints = _Prints(cache)
-    base = [p for _, data in course_files(course_root) if (p := prints(data)) is not None]
+    prints, seen = _Prints(cache), {}
+
+    def own(data: bytes, base):  # noqa: ANN001, ANN202 - what is not ``base`` of a file's prints, once a content
+        key = hashlib.sha256(data).digest()
+        if key not in seen:  # the stubs a class leaves alone are one content: fingerprinted and kept once
+            hashes = prints(data)
+            seen[key] = hashes if hashes is None or base is None else np.setdiff1d(hashes, base, assume_unique=True)
+        return seen[key]
+
+    base = [p for _, data in course_files(course_root) if (p := own(data, None)) is not None]
     base = np.unique(np.concatenate(base)) if base else np.zeros(0, dtype=np.int64)
+    seen.clear()
     held: dict[str, list[tuple[str, object]]] = {}
     skipped = []
     compared = [s for s in sorted(folders) if folders[s].is_dir()]
     for student in compared:
         files, left = learner_files(folders[student])
         skipped += [f"{student}: {said}" for said in left]
-        own = []
+        theirs = []
         for name, data in files:
-            hashes = prints(data)
-            if hashes is None:
+            mine = own(data, base)
+            if mine is None:
                 skipped.append(f"{student}: {name}: not UTF-8 text, not compared")
-            elif (mine := np.setdiff1d(hashes, base, assume_unique=True)).size:
-                own.append((name, mine))
-        if own:
-            held[student] = own
+            elif mine.size:
+                theirs.append((name, mine))
+        if theirs:
+            held[student] = theirs
     students = sorted(held)
     whole = [np.unique(np.concatenate([h for _, h in held[s]])) for s in students]
     holders = max(2, min(int(COMMON * len(compared)), MAX_HOLDERS))  # of the class, with nothing done or not
     values, counts, scores = _rare_scores(whole, holders)
-    pairs = [_pair(students[i], students[j], held, whole[i], whole[j], values, counts)
+    pairs = [_pair(students[i], students[j], score, held, whole[i], whole[j], values, counts)
              for (i, j), score in scores.items() if score >= MIN_RARE]
     pairs.sort(key=lambda p: (-p["rare"], p["students"]))
     return {"pairs": pairs, "learners": len(compared), "holders": holders, "skipped": skipped}
@@ -221,48 +224,55 @@ def _rare_scores(whole: list, holders: int):  # noqa: ANN202 - numpy arrays and 
     """Each pair's rare shared code: the sum of 2/n over the fingerprints both hold, n (2 to ``holders``) holding each.
 
     Pairs are found fingerprint by fingerprint (the learners holding each, grouped by how many), so the cost
-    follows the rare shared fingerprints, not the class squared times every fingerprint.
+    follows the rare shared fingerprints, not the class squared times every fingerprint; and one range of
+    fingerprints at a time (each learner's are sorted), so memory follows a range, not the whole class.
 
     Returns:
         The rare fingerprints (sorted), how many learners hold each, and {(i, j): score} for i < j.
     """
     import numpy as np
 
-    if len(whole) < 2:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {}
     learners = len(whole)
-    every = np.concatenate(whole)
-    owner = np.repeat(np.arange(learners), [w.size for w in whole])
-    order = np.argsort(every, kind="stable")  # a fingerprint's holders together, in ascending order
-    every, owner = every[order], owner[order]
-    starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
-    counts = np.diff(np.r_[starts, every.size])
-    keep = (counts >= 2) & (counts <= holders)
     ids, weights = np.zeros(0, dtype=np.int64), np.zeros(0)
-    for n in range(2, holders + 1):
-        first = starts[counts == n]
-        if not first.size:
-            continue
-        a, b = np.triu_indices(n, 1)
-        step = max(1, 4_000_000 // a.size)  # at most ~4 million pairs at a time
-        for at in range(0, first.size, step):
-            group = owner[first[at:at + step, None] + np.arange(n)]
-            new = (group[:, a] * learners + group[:, b]).ravel()
-            ids, inverse = np.unique(np.r_[ids, new], return_inverse=True)
-            weights = np.bincount(inverse, np.r_[weights, np.full(new.size, 2.0 / n)], minlength=ids.size)
+    rare, held_by = [], []
+    ranges = max(1, sum(w.size for w in whole) // RANGE) if learners >= 2 else 0
+    cuts = [-(2**63) + k * (2**64 // ranges) for k in range(1, ranges)] if ranges else []
+    for lo, hi in zip([None, *cuts], [*cuts, None], strict=True) if ranges else ():
+        part = [w[(0 if lo is None else np.searchsorted(w, lo)):(w.size if hi is None else np.searchsorted(w, hi))]
+                for w in whole]
+        every = np.concatenate(part)
+        owner = np.repeat(np.arange(learners, dtype=np.int64), [p.size for p in part])
+        order = np.argsort(every, kind="stable")  # a fingerprint's holders together, in ascending order
+        every, owner = every[order], owner[order]
+        starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
+        counts = np.diff(np.r_[starts, every.size])
+        keep = (counts >= 2) & (counts <= holders)
+        rare.append(every[starts[keep]])
+        held_by.append(counts[keep])
+        for n in range(2, holders + 1):
+            first = starts[counts == n]
+            if not first.size:
+                continue
+            a, b = np.triu_indices(n, 1)
+            step = max(1, 4_000_000 // a.size)  # at most ~4 million pairs at a time
+            for at in range(0, first.size, step):
+                group = owner[first[at:at + step, None] + np.arange(n)]
+                new = (group[:, a] * learners + group[:, b]).ravel()
+                ids, inverse = np.unique(np.r_[ids, new], return_inverse=True)
+                weights = np.bincount(inverse, np.r_[weights, np.full(new.size, 2.0 / n)], minlength=ids.size)
     scores = {(int(k) // learners, int(k) % learners): round(float(w), 1) for k, w in zip(ids, weights, strict=True)}
-    return every[starts[keep]], counts[keep], scores
+    values = np.concatenate(rare) if rare else np.zeros(0, dtype=np.int64)
+    return values, np.concatenate(held_by) if held_by else np.zeros(0, dtype=np.int64), scores
 
 
-def _pair(a: str, b: str, held: dict, whole_a, whole_b, values, counts) -> dict:  # noqa: ANN001
-    """One pair's rare shared code, as a whole and by the files each of the two holds it in."""
+def _pair(a: str, b: str, score: float, held: dict, whole_a, whole_b, values, counts) -> dict:  # noqa: ANN001
+    """One pair's rare shared code (``score``, as ranked), and where: by the files each of the two holds it in."""
     import numpy as np
 
     shared = np.intersect1d(whole_a, whole_b, assume_unique=True)
     at = np.searchsorted(values, shared).clip(max=max(values.size - 1, 0))
-    rare = values.size > 0
-    mask = values[at] == shared if rare else np.zeros(shared.size, dtype=bool)
-    rare_prints, weight = shared[mask], 2.0 / counts[at[mask]] if rare else np.zeros(0)
+    mask = values[at] == shared if values.size else np.zeros(shared.size, dtype=bool)
+    rare_prints, weight = shared[mask], 2.0 / counts[at[mask]]
 
     def where(files: list) -> list:  # the first of the learner's files (by path) holding each rare fingerprint
         found = np.full(rare_prints.size, -1)
@@ -282,7 +292,7 @@ def _pair(a: str, b: str, held: dict, whole_a, whole_b, values, counts) -> dict:
         chapters.append({"chapter": number if number is not None else _chapter(file_b), "files": [file_a, file_b],
                          "rare": round(w, 1), "shared": n})
     chapters.sort(key=lambda c: (-c["rare"], c["files"]))
-    return {"students": [a, b], "rare": round(float(weight.sum()), 1), "shared": int(shared.size),
+    return {"students": [a, b], "rare": score, "shared": int(shared.size),
             "share": [round(shared.size / whole_a.size, 3), round(shared.size / whole_b.size, 3)],
             "chapters": chapters}
 
@@ -291,6 +301,8 @@ def _chapter(file: str) -> int | None:
     """The chapter of a course file name (``chapter04_attention.py``: 4), or None for any other name."""
     found = _CHAPTER.match(Path(file).name)
     return int(found.group(1)) if found else None
+
+
 def same_failures(rows: list[dict]) -> list[dict]:
     """Groups (2 to ``MAX_GROUP`` learners) whose failing steps are the same set of ``MIN_SAME_FAILURES`` or more."""
     by_set: dict[frozenset, list[str]] = defaultdict(list)

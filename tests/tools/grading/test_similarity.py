@@ -142,6 +142,20 @@ def test_pairs_are_ranked_by_how_rare_their_shared_code_is(tmp_path, cache):
     assert "Rare shared code" in shown and f'<td class="n">{rare("pair0", "pair1"):g}</td>' in shown
 
 
+def test_a_class_counted_range_by_range_scores_the_same(monkeypatch):
+    """a big class's fingerprints are counted one range at a time: the scores are those of one pass"""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    pool = rng.integers(-(2**63), 2**63 - 1, size=3000, dtype=np.int64)
+    whole = [np.unique(rng.choice(pool, size=400)) for _ in range(12)]
+    once = similarity._rare_scores(whole, 4)
+    monkeypatch.setattr(similarity, "RANGE", 500)  # ~10 ranges
+    ranged = similarity._rare_scores(whole, 4)
+    assert once[2] and ranged[2] == once[2]
+    assert np.array_equal(ranged[0], once[0]) and np.array_equal(ranged[1], once[1])
+
+
 @pytest.mark.parametrize(("scores", "said"), [
     ([90, 80, 70, 60], "… and 1 more pair below 70 of rare shared code, the last score shown (the best of them 60)"),
     ([90, 80, 70, 70, 65], "… and 2 more pairs at or below 70 of rare shared code, the last score shown: 1 of them "
