@@ -449,7 +449,7 @@ def test_each_learners_graded_files_are_kept_at_the_graded_commit(trust):
         (nia / "exercises" / "chapter01_sequences.py").read_text(encoding="utf-8")  # what was graded
 
 
-def test_the_report_lists_alike_code_as_a_signal(trust):
+def test_the_report_gives_the_similarity_signals_and_no_pair_for_the_course_solution(trust):
     """ada and max hand in the course's solutions (max's names changed): boilerplate, not a pair (test_similarity.py)"""
     text = _report(trust)
     section = text[text.index('id="similarity"'):]
