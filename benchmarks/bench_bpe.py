@@ -14,7 +14,6 @@ This is not a test: it prints numbers and exits 0, whatever they are.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from kata import project  # noqa: E402
 
 
 def corpus() -> str:
@@ -34,11 +35,12 @@ def corpus() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Time training and encoding once each; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default="solutions" if (ROOT / "solutions").is_dir() else "exercises",
-                        help="package holding chapter14_bpe (default: solutions/ where it is, else your exercises/)")
+    parser.add_argument("--impl", default=project.measured_impl(),
+                        help="package holding chapter14_bpe (default: solutions/ where it is, "
+                        "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--vocab-size", type=int, default=512)
     args = parser.parse_args(argv)
-    bpe = importlib.import_module(f"{args.impl}.chapter14_bpe")
+    bpe = project.chapter_module(args.impl, 14)
     text = corpus()
     n_bytes = len(text.encode("utf-8"))
     print(f"corpus: pydoc_data.topics, {len(text):,} characters, {n_bytes:,} bytes (Python {sys.version.split()[0]})")

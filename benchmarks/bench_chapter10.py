@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
-import importlib
 import os
 import sys
 import time
@@ -33,6 +32,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kata import project  # noqa: E402
+
 VOCAB, D_MODEL, D_FF, N_LAYERS, SEQ = 64, 64, 256, 2, 64
 
 
@@ -90,12 +94,13 @@ def best_time(fn, number: int, repeats: int) -> float:
 def main() -> None:
     """Time a training step and its matmul floor; print both and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default="solutions" if (ROOT / "solutions").is_dir() else "exercises",
-                        help="whose chapter 10 to time (default: solutions/ where it exists, else your exercises/)")
+    parser.add_argument("--impl", default=project.measured_impl(),
+                        help="whose chapter 10 to time (default: solutions/ where it exists, "
+                        "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--repeats", type=int, default=7, help="timing repeats; the best one counts")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    ch = importlib.import_module(f"{args.impl}.chapter10_transformer")
+    ch = project.chapter_module(args.impl, 10)
 
     rng = np.random.default_rng(0)
     params = ch.init_params(VOCAB, D_MODEL, D_FF, N_LAYERS, SEQ, seed=0)

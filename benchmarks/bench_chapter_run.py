@@ -23,7 +23,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
+from kata import project  # noqa: E402
 
 # As on a learner's machine: Python caches compiled modules (some CI images switch that off, which makes
 # every run recompile the course's modules and pytest's rewritten tests).
@@ -68,8 +71,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--chapter", type=int, default=4)
-    parser.add_argument("--impl", default="solutions" if (ROOT / "solutions").is_dir() else "exercises",
-                        help="whose code is measured (default: solutions/ where it exists, else your exercises/)")
+    parser.add_argument("--impl", default=project.measured_impl(),
+                        help="whose code is measured (default: solutions/ where it exists, "
+                        "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--grade-repeat", type=int, default=3, help="runs of the full grade (default 3)")
     args = parser.parse_args()
     test_file = next((ROOT / "tests").glob(f"test_chapter{args.chapter:02d}_*.py"))

@@ -106,7 +106,8 @@ def bench_training(ch, s: GptSettings, tokens, steps: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the three measurements once each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default="solutions", help="package holding chapters 11-16 (default: solutions)")
+    parser.add_argument("--impl", default=project.measured_impl(), help="package or folder holding chapters 11-16 "
+                        "(default: solutions/ where it is, else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--steps", type=int, default=20, help="training steps to time (default 20)")
     args = parser.parse_args(argv)
     ch = chapters(args.impl)

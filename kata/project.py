@@ -133,3 +133,27 @@ def impl_folder(impl: str | None, root: Path = ROOT) -> Path:
     if found is not None:
         return found
     raise SystemExit(f"no implementation {impl!r}: give a package name such as 'exercises' or a folder path")
+
+
+def measured_impl(root: Path = ROOT) -> str:
+    """What a benchmark measures when not told: ``solutions`` where it is, else the learner's work.
+
+    The authors' edition has ``solutions``; a learner's edition measures the learner's work by the one rule
+    (``answers.default_impl``: exercises/ with the saved notebooks' answers).
+    """
+    if (root / "solutions").is_dir():
+        return "solutions"
+    from . import answers
+
+    return answers.default_impl(root)
+
+
+def chapter_module(impl: str | None, number: int, root: Path = ROOT):
+    """Import chapter ``number`` of an implementation (a package name or a folder, as ``impl_folder`` reads it)."""
+    folder = impl_folder(impl, root)
+    found = chapter_files(folder).get(number)
+    if found is None:
+        raise SystemExit(f"{folder} has no chapter{number:02d}_*.py")
+    if str(folder.parent) not in sys.path:
+        sys.path.insert(0, str(folder.parent))
+    return importlib.import_module(f"{folder.name}.{found.stem}")

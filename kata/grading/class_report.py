@@ -21,7 +21,7 @@ import urllib.parse
 from collections import Counter
 from pathlib import Path
 
-from . import escape
+from . import escape, gradebook
 
 LOOKS_LIKE = re.compile(r"^\s*looks like:\s*(.+?)\s*$", re.M)
 FAILING = ("failed", "error", "timed out")
@@ -318,7 +318,7 @@ def render(book: dict, cache: Path | None = None, similarity: dict | None = None
            else "")
     )
     meta = [f"course version <code>{_e(book['course_version'])}</code>", f"seed {book['seed']}",
-            f"deadline {_e(book['deadline'])}" if book["deadline"] else "each repository's default branch head",
+            _e(gradebook.deadline_said(book["deadline"])),
             f"chapters {', '.join(map(str, book['options']['chapters']))}", f"created {_e(book['created'])}"]
     if book["shard"]:
         meta.append(f"shard {_e(book['shard'])} only")
@@ -432,37 +432,52 @@ def _by_column(book: dict, columns: list[tuple[str, list[str]]]) -> list[str]:
     return parts
 
 
-MAX_PAIRS = 100  # alike pairs shown; the rest are counted
+MAX_PAIRS = 100  # pairs with rare shared code shown; the rest are counted, with the score they are all below
+MAX_PLACES = 6  # a pair's places (chapter, files) shown; the rest are counted
 
 
 def similarity_section(signals: dict, who) -> list[str]:  # noqa: ANN001 - who: render's learner span
     """The copying signals (``similarity.signals``), worded as what they are: something to look at."""
+    holders = signals.get("holders")
     parts = [
         '<h2 id="similarity">Similarity: signals to read, not verdicts</h2>',
-        '<p class="muted">Pairs of learners whose code is alike once the course\'s own stubs are taken out '
-        f"({signals['compared']} learners' graded files compared chapter by chapter by their copydetect "
-        "fingerprints; renamed variables do not hide a match), listed when at least "
-        f"{signals['alike']:.0%} of one learner's fingerprints in a chapter are found in the other's; and "
-        "learners who fail exactly the same steps. Short functions have few ways to be right, and learners "
-        "may have worked together as allowed: two honest learners can look alike. Open both learners' "
-        "<code>students/&lt;name&gt;/graded/</code> folders and talk to them before drawing any conclusion.</p>",
+        '<p class="muted">Pairs of learners who share code the rest of the class does not '
+        f"({signals['compared']} learners' graded files compared as a whole, every file whatever its name, by "
+        "their copydetect fingerprints: renamed variables and moved code do not hide a match; the course's own "
+        "stubs and solutions are taken out). <em>Rare shared code</em> counts each fingerprint the two share as "
+        "2/n when n learners hold it: 1 when only these two do"
+        + (f", nothing when more than {signals['common']:.0%} of the class ({holders} learners or more) do"
+           if holders is not None else "")
+        + f"; a pair is listed from {signals['min_rare']:g}, most first, with where each of the two holds it. "
+        "And learners who fail exactly the same steps. Short functions have few ways to be right, a small class "
+        "has little to say what is rare, and learners may have worked together as allowed: two honest learners "
+        "can look alike. Open both learners' <code>students/&lt;name&gt;/graded/</code> folders and talk to "
+        "them before drawing any conclusion.</p>",
     ]
     if signals.get("error"):
         parts.append(f"<p>Code was not compared: {_e(signals['error'])}</p>")
-    if signals["code"]:
-        parts.append('<table id="alike-code"><thead><tr><th>learners</th><th>alike chapters (share of each '
-                     "one's fingerprints found in the other's)</th></tr></thead><tbody>")
-        for pair in signals["code"][:MAX_PAIRS]:
+    pairs = signals["code"]
+    if pairs:
+        parts.append('<table id="alike-code"><thead><tr><th>learners</th><th>rare shared code</th><th>share of each '
+                     "one's code found in the other's</th><th>where (chapter: each one's file, rare shared code)"
+                     "</th></tr></thead><tbody>")
+        for pair in pairs[:MAX_PAIRS]:
             a, b = pair["students"]
-            chapters = "; ".join(f"{_e(c['file'])}: {c['similarity'][0]:.0%} / {c['similarity'][1]:.0%}"
-                                 for c in pair["chapters"])
-            parts.append(f'<tr><td><span class="names">{who(a)}{who(b)}</span></td><td>{chapters}</td></tr>')
+            places = [f"{_place(c)}: {c['rare']:g}" for c in pair["chapters"][:MAX_PLACES]]
+            if len(pair["chapters"]) > MAX_PLACES:
+                places.append(f"and {len(pair['chapters']) - MAX_PLACES} more")
+            parts.append(f'<tr><td><span class="names">{who(a)}{who(b)}</span></td><td class="n">{pair["rare"]:g}'
+                         f'</td><td>{pair["share"][0]:.0%} / {pair["share"][1]:.0%}</td>'
+                         f"<td>{'<br>'.join(places)}</td></tr>")
         parts.append("</tbody></table>")
-        if len(signals["code"]) > MAX_PAIRS:
-            parts.append(f"<p>… and {len(signals['code']) - MAX_PAIRS} more pairs, less alike (so many pairs: the "
-                         "chapters may have one obvious answer; compare within a chapter first).</p>")
+        if len(pairs) > MAX_PAIRS:
+            parts.append(f"<p>{_below_the_cut(pairs)}</p>")
     elif not signals.get("error"):
-        parts.append("<p>No two learners' code is that alike.</p>")
+        parts.append(f"<p>No two learners share {signals['min_rare']:g} or more of rare code.</p>")
+    if signals.get("skipped"):
+        shown = "; ".join(_e(s) for s in signals["skipped"][:20])
+        more = len(signals["skipped"]) - 20
+        parts.append(f"<p>Not compared: {shown}{f'; and {more} more' if more > 0 else ''}.</p>")
     if signals["failures"]:
         parts.append(f'<table id="same-failures"><thead><tr><th>learners</th><th>the same failing steps (all of '
                      f"them, {signals['min_same_failures']} or more)</th></tr></thead><tbody>")
@@ -475,3 +490,24 @@ def similarity_section(signals: dict, who) -> list[str]:  # noqa: ANN001 - who: 
         parts.append(f"<p>No small group of learners fails exactly the same {signals['min_same_failures']} or more "
                      "steps.</p>")
     return parts
+
+
+def _place(chapter: dict) -> str:
+    """Where a pair's rare shared code is: its chapter, and the file each of the two holds it in."""
+    a, b = chapter["files"]
+    files = _e(a) if a == b else f"{_e(a)} ↔ {_e(b)}"
+    return f"chapter {chapter['chapter']}: {files}" if chapter["chapter"] is not None else files
+
+
+def _below_the_cut(pairs: list[dict]) -> str:
+    """What the pairs past ``MAX_PAIRS`` are, worded so it is true wherever the cut falls (ties included)."""
+    last, hidden = pairs[MAX_PAIRS - 1]["rare"], pairs[MAX_PAIRS:]
+    more = f"{len(hidden)} more pair{'s' if len(hidden) != 1 else ''}"
+    tied = sum(p["rare"] == last for p in hidden)
+    if tied:
+        said = (f"… and {more} at or below {last:g} of rare shared code, the last score shown: {tied} of them "
+                f"score{'s' if tied == 1 else ''} {last:g} too (a tie at the cut).")
+    else:
+        said = (f"… and {more} below {last:g} of rare shared code, the last score shown (the best of them "
+                f"{hidden[0]['rare']:g}).")
+    return said + " So many pairs: the chapters may have one obvious answer; compare within a chapter first."

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from .. import project
 from ..process import Drain, kill_tree
-from . import class_report, course, escape, gradebook, lms, reports, roster, similarity, strict, submissions
+from . import class_report, course, deadline, escape, gradebook, lms, reports, roster, similarity, strict, submissions
 from . import points as points_mod
 
 
@@ -53,7 +53,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("roster", nargs="?", help="CSV with a header and the columns student,repo (extra columns kept)")
     p.add_argument("--out", default="gradebook", metavar="DIR", help="where to write everything (default: gradebook/)")
     p.add_argument("--deadline", metavar="TIME",
-                   help="grade the last commit at or before TIME (committer date), e.g. 2027-03-01T23:59:00+01:00")
+                   help="grade the last commit at or before TIME by its committer date, which a learner can forge "
+                        "(--snapshot and --at cannot be), e.g. 2027-03-01T23:59:00+01:00")
+    p.add_argument("--snapshot", metavar="FILE",
+                   help="at the deadline: record every learner's default-branch head in FILE (JSON) and fetch its "
+                        "files beside it (<FILE's stem>.files/), grading nothing")
+    p.add_argument("--at", metavar="FILE", help="grade exactly the heads recorded by --snapshot FILE, from its files")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="learners graded at once (default: the number of CPUs)")
     p.add_argument("--shard", metavar="I/N", help="grade only the I-th of N slices of the roster (by student)")
@@ -79,6 +84,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unsealed", action="store_true",
                    help="accept learners graded without a sandbox that held (no bubblewrap, or it cannot start "
                         "here): their rows say so, and the run does not fail for it")
+    p.add_argument("--allow-outside-paths", action="store_true",
+                   help="grade a local repository outside the roster's folder (refused without it)")
     return p
 
 
@@ -88,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     started = time.monotonic()
     try:
+        if args.snapshot:
+            return take_snapshot(args)
         if args.merge:
             if args.roster or args.shard:
                 raise ValueError("--merge combines finished shards: give it no roster and no --shard")
@@ -132,6 +141,53 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+# -- the deadline snapshot --------------------------------------------------------------------------------
+# Options with no use when grading nothing (given with --snapshot, each is refused, not ignored).
+_GRADING_ONLY = ("deadline", "at", "shard", "merge", "shards", "extra_tests", "chapters", "isolate", "seed", "cache",
+                 "no_cache", "learner_timeout", "lms")
+
+
+def take_snapshot(args: argparse.Namespace) -> int:
+    """``--snapshot FILE``: record every learner's head and fetch its files (``deadline.take``); grade nothing."""
+    defaults = parser().parse_args([])
+    given = [f"--{name.replace('_', '-')}" for name in _GRADING_ONLY if getattr(args, name) != getattr(defaults, name)]
+    if args.out != defaults.out:
+        given.append("--out")
+    if given:
+        raise ValueError(f"--snapshot grades nothing: {', '.join(given)} {'has' if len(given) == 1 else 'have'} no "
+                         "use with it (give the grading options to the run with --at FILE)")
+    if not args.roster:
+        raise ValueError("--snapshot: give the roster (a CSV with the columns student,repo)")
+    if args.jobs < 1:
+        raise ValueError("--jobs takes a number of learners ≥ 1")
+    class_roster = roster.load(Path(args.roster))
+    checked_repositories(class_roster, args)
+    record = Path(args.snapshot).resolve()
+    body = deadline.take(class_roster, record, git_host=args.git_host, jobs=args.jobs,
+                         clone_timeout=args.clone_timeout)
+    print(deadline.summary(body, record))
+    return 0
+
+
+def checked_repositories(class_roster: roster.Roster, args: argparse.Namespace) -> dict[str, list[roster.Learner]]:
+    """The learners that share a repository (by identity); ``RosterError`` naming every bad line at once.
+
+    Refused unless the instructor allows it: a repository that two lines name (``--allow-shared``), a local path
+    outside the roster's folder (``--allow-outside-paths``). The snapshot and the grading run check alike.
+    """
+    base = class_roster.path.resolve().parent
+
+    def where(repo: str) -> str:
+        return submissions.source(repo, base, args.git_host)
+
+    sharing = roster.shared(class_roster.learners, where, args.git_host)
+    refused = ([] if args.allow_outside_paths else roster.outside_problems(class_roster, where)) + \
+        ([] if args.allow_shared else roster.shared_problems(class_roster, sharing))
+    if refused:  # both checks' lines at once: every bad line is named before anything is graded
+        raise roster.RosterError("\n".join(refused))
+    return sharing
+
+
 # -- one run ------------------------------------------------------------------------------------------
 def grade_class(args: argparse.Namespace, out: Path) -> dict:
     """Grade the roster's learners (or one shard of them); return the gradebook."""
@@ -141,10 +197,11 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         lms.check(system, class_roster.extra_columns)
         lms.check_identifiers(system, class_roster.extra_columns, class_roster.learners)
     base = class_roster.path.resolve().parent
-    sharing = roster.shared(class_roster.learners, lambda repo: submissions.source(repo, base, args.git_host))
-    if not args.allow_shared:
-        roster.refuse_shared(class_roster, sharing)
-    deadline = submissions.parse_deadline(args.deadline) if args.deadline else None
+    sharing = checked_repositories(class_roster, args)
+    if args.at and args.deadline:
+        raise ValueError("--at grades the heads recorded at the deadline by --snapshot; --deadline picks commits by "
+                         "their committer dates: give one of them, not both")
+    cutoff = submissions.parse_deadline(args.deadline) if args.deadline else None
     shard = roster.parse_shard(args.shard) if args.shard else None
     if args.jobs < 1:
         raise ValueError("--jobs takes a number of learners ≥ 1")
@@ -166,6 +223,11 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
     budget = float(getattr(settings, "budget", 60.0))
     learner_timeout = args.learner_timeout or 2 * budget + 60
     learners = class_roster.shard(*shard) if shard else list(class_roster.learners)
+    for learner in learners:  # graded all the same: names in two scripts exist
+        for warning in learner.warnings:
+            print(f"grade-class: warning: {warning}", file=sys.stderr)
+    # Checked whole before anything is graded: another roster's snapshot, or a damaged one, is refused.
+    snapshot = deadline.load(Path(args.at), class_roster, [x.student for x in learners]) if args.at else None
     key_base = {
         "machinery": course.machinery_version(root, points_file),
         "extra_tests": hashlib.sha256(
@@ -198,10 +260,14 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         folder.mkdir(parents=True)
         work = Path(tempfile.mkdtemp(prefix="kata-class-"))
         try:
-            sub = submissions.fetch(learner.repo, work, base=base, deadline=deadline,
-                                    timeout=args.clone_timeout, git_host=args.git_host)
+            if snapshot is not None:
+                sub = deadline.submission(snapshot, learner.student, work)
+            else:
+                sub = submissions.fetch(learner.repo, work, base=base, deadline=cutoff,
+                                        timeout=args.clone_timeout, git_host=args.git_host)
             common = dict(repo=repo, chapters=numbers,
-                          shared_with=[x.student for x in sharing.get(learner.student, [])])
+                          shared_with=submissions.listed([x.student for x in sharing.get(learner.student, [])],
+                                                         "students"))
             if isinstance(sub, submissions.Missing):
                 (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: missing\n\n"
                                                    f"{escape.markdown(sub.reason)}\n", encoding="utf-8")
@@ -258,7 +324,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "course_version": course.course_version(root, points_file),
         "seed": seed,
-        "deadline": args.deadline,
+        "deadline": (gradebook.snapshot_deadline(snapshot.record, snapshot.path.name) if snapshot is not None
+                     else gradebook.committer_deadline(args.deadline) if args.deadline else None),
         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
         "shards": [],
         "options": {"chapters": chosen, "extra_tests": extra is not None, "isolate": bool(args.isolate)},
@@ -293,6 +360,9 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
     functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
     of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
     ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.
+
+    A chapter's notebook that cannot be read (merge-conflict markers, not JSON, not UTF-8) gives no answers
+    there; it is named in ``sub.dropped`` with why, so the row does not read "not started" with no word.
     """
     if sub.notebooks is None:
         return sub.exercises, []
@@ -300,6 +370,12 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
 
     target = work / "answers" / "exercises"
     try:
+        for chapter in project.chapters(root):
+            path = sub.notebooks / f"{chapter.module}.ipynb"
+            if chapter.number in chapters and path.is_file() and not path.is_symlink():
+                why = unreadable_notebook(path)
+                if why:
+                    sub.dropped.append(f"notebooks/{path.name}: {why}; its answers are not graded (exercises/ is)")
         answered = [c.number for c in project.chapters(root)
                     if c.number in chapters and answers.saved_answers(c, root, sub.notebooks)[1]]
         if not answered:
@@ -311,6 +387,30 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
         shutil.rmtree(target, ignore_errors=True)
         return sub.exercises, []
     return target, answered
+
+
+def unreadable_notebook(path: Path) -> str:
+    """Why a saved notebook cannot be read for its answers ("merge-conflict markers (<<<<<<< on line 12)…"), or ''.
+
+    The same reading as ``answers.code_cells`` (JSON; no cell runs): what it would pass over in silence,
+    this names.
+    """
+    data = path.read_bytes()
+    marker = re.search(rb"^(<<<<<<<|=======|>>>>>>>)(?:[ \r]|$)", data, re.M)
+    if marker:
+        line = data.count(b"\n", 0, marker.start()) + 1
+        return (f"merge-conflict markers ({marker.group(1).decode()} on line {line}): resolve the conflict and "
+                "commit the notebook again")
+    try:
+        notebook = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        return f"not UTF-8 text (byte {err.start})"
+    except ValueError as err:
+        return f"not a notebook: not valid JSON ({getattr(err, 'msg', err)}, line {getattr(err, 'lineno', '?')})"
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+        return "not a notebook: no list of cells"
+    return ""
 
 
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError: )?No module named '(?:graded|exercises)\.([\w.]+)'")
@@ -421,8 +521,9 @@ def _run_all(learners: list, one, jobs: int, chapters: list[int]) -> list[dict]:
             try:
                 r = future.result()
             except Exception as err:  # noqa: BLE001 - one learner never stops the class
+                said = submissions.shortened(str(err), 300)  # an OSError's path can be 4,000 characters
                 r = gradebook.row(learner, status="error", repo=submissions.shown(learner.repo), commit=None,
-                                  committed_at=None, note=f"the grader failed: {type(err).__name__}: {err}",
+                                  committed_at=None, note=f"the grader failed: {type(err).__name__}: {said}",
                                   results=None, chapters=chapters)
             rows.append(r)
             if r["status"] != "graded":
@@ -457,7 +558,7 @@ def closing(book: dict, seconds: float) -> str:
              + (f" ({cached} from the cache)" if cached else "")
              + f"; {s['missing']} missing, {s['error']} error"
              + (f"; mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
-                else "")]
+                else ""), gradebook.deadline_said(book.get("deadline"))]
     graded = sorted((r for r in rows if r["status"] == "graded"), key=lambda r: (r["percent"], r["student"]))
     problems = [r for r in rows if r["status"] != "graded"]
     width = max([24] + [len(r["student"]) for r in graded[:10] + problems])  # a name is never cut
@@ -507,7 +608,8 @@ def markdown(book: dict) -> str:
     lines = [f"## Transformer Katas: class gradebook{' (shard ' + book['shard'] + ')' if book['shard'] else ''}", "",
              f"{s['learners']} learners: {s['graded']} graded, {s['missing']} missing, {s['error']} in error"
              + (f"; mean {s['mean_percent']:.1f} %, median {s['median_percent']:.1f} %" if s["mean_percent"] is not None
-                else ""), "", "| student | status | percent | note |", "| --- | --- | ---: | --- |"]
+                else ""), "", escape.markdown(gradebook.deadline_said(book["deadline"])), "",
+             "| student | status | percent | note |", "| --- | --- | ---: | --- |"]
     worst = sorted(book["rows"], key=lambda r: (r["status"] == "graded", r["percent"] or 0))[:20]
     for r in worst:
         percent = "" if r["percent"] is None else f"{r['percent']:.1f}"

@@ -24,12 +24,17 @@ from pathlib import Path
 from . import escape
 from .roster import Learner
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: ``deadline`` is an object that says how the deadline was applied (was: the text)
 SCHEMA = Path(__file__).with_name("gradebook.schema.json")
 STATUSES = ("graded", "missing", "error")
 LEADING = ("student", "repo", "commit", "committed_at", "status", "points", "max_points", "percent")
 # After the chapters and the note: what the instructor must know about how a row was graded.
 FLAGS = ("late", "sandbox", "other_branches", "not_graded", "notebooks", "shared_with")
+# The most a spreadsheet cell holds: Excel's limit, in UTF-16 code units (an emoji takes two). Python's csv
+# refuses a field over 131,072 characters on reading, LibreOffice and Google Sheets read this much.
+MAX_CELL = 32_767
+# A row's note: its parts come bounded (submissions.listed), this bounds their sum, whatever a learner made.
+MAX_NOTE = 4_000
 
 
 class MergeError(ValueError):
@@ -47,6 +52,32 @@ def columns(chapters: list[int], extra_columns: list[str], private: bool) -> lis
     if private:
         cols += ["private_points", "private_max_points"]
     return cols
+
+
+TRUSTS_COMMITTER_DATES = ("committer dates, which the learner's own git writes and a learner can forge: for a "
+                          "deadline nobody can forge, take --snapshot FILE at the deadline and grade with --at FILE")
+
+
+def committer_deadline(time: str) -> dict:
+    """The gradebook's ``deadline`` for ``--deadline TIME``: the last commit by committer date, which it trusts."""
+    return {"mode": "committer dates", "time": time, "taken": None, "file": None, "digest": None,
+            "trusts": TRUSTS_COMMITTER_DATES}
+
+
+def snapshot_deadline(record: dict, file: str) -> dict:
+    """The gradebook's ``deadline`` for ``--at FILE``: the heads that ``--snapshot`` recorded at ``taken``."""
+    return {"mode": "snapshot", "time": None, "taken": record["taken"], "file": file, "digest": record["digest"],
+            "trusts": "the grader's clock: each learner's head as fetched when the snapshot was taken"}
+
+
+def deadline_said(block: dict | None) -> str:
+    """How the deadline was applied, in one line (the closing table, the run's page, ``report.html``)."""
+    if block is None:
+        return "each repository's default branch head, now (no deadline)"
+    if block["mode"] == "snapshot":
+        return (f"graded at the deadline snapshot of {block['taken']} ({block['file']}): "
+                "whatever was pushed since is not graded")
+    return f"deadline {block['time']}: graded by {block['trusts']}"
 
 
 UNSEALED = "none"  # the sandbox column of a learner whose code ran without a sandbox that held
@@ -82,8 +113,9 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
 
     ``late``: commits after the deadline; ``branches``: newer branch heads not graded; ``dropped``: files left
     out; ``notebooks``: chapters answered in notebooks; ``shared_with``: students with the same repository.
-    Each of them, and a grade without a sandbox (with its cause, and ``allow_unsealed``: that the instructor
-    accepted it), is also said in the ``note``.
+    Each of them, a grade without a sandbox (with its cause, and ``allow_unsealed``: that the instructor accepted
+    it) and the roster's warnings about the learner's row, is also said in the ``note`` (at most ``MAX_NOTE``
+    characters).
     """
     said = [note] if note else []
     if branches:
@@ -99,7 +131,8 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
     if sandbox(results) in (UNSEALED, ALLOWED):
         said.append(f"graded without a sandbox{' (allowed: --allow-unsealed)' if allow_unsealed else ''}: "
                     f"{unsealed_cause(results)}")
-    note = "; ".join(said)
+    said += list(learner.warnings)  # look-alike characters (roster.look_alikes)
+    note = capped("; ".join(said), MAX_NOTE)
     by_number = {c["chapter"]: c for c in (results or {}).get("chapters", [])}
     total = (results or {}).get("total")
     private = None
@@ -153,9 +186,24 @@ _number = number
 def cell(text) -> str:
     """A text cell of a CSV file for a spreadsheet or an LMS (the one place such a cell is made).
 
-    A learner's text that a spreadsheet would read as a formula is made inert (:func:`escape.csv_cell`).
+    A learner's text that a spreadsheet would read as a formula is made inert (:func:`escape.csv_cell`), and
+    a cell is at most ``MAX_CELL`` characters (:func:`capped`): a longer one would be cut by Excel where
+    nobody sees it, or stop Python's ``csv`` reading the file.
     """
-    return escape.csv_cell("" if text is None else str(text))
+    return capped(escape.csv_cell("" if text is None else str(text)), MAX_CELL)
+
+
+def capped(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` UTF-16 code units (as Excel counts); else cut, saying how much was cut."""
+    if len(text) <= limit // 2 or _units(text) <= limit:
+        return text
+    # Cut in UTF-16 (Excel's count); a character of two units cut in half is dropped whole.
+    cut = text.encode("utf-16-le", "surrogatepass")[: 2 * (limit - 60)].decode("utf-16-le", "ignore")
+    return f"{cut} … (cut: {len(text) - len(cut):,} more characters)"
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 MAX_ROW = "(maximum points)"

@@ -17,6 +17,10 @@ Each system matches a row to its own learner by an identifier of its own, which 
   ``username``). New columns (without a Blackboard column ID) are created as text columns.
 
 A learner with no grade (missing, error) gets empty cells: the import leaves that grade as it was.
+
+No file carries a total: every numeric column Canvas imports becomes an assignment (a total column would be
+a 17th one, counting every point twice in the course's total), and Moodle and Blackboard would make it a
+grade item or column of its own. Each system sums the chapter columns itself.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import re
 from pathlib import Path
 
 from . import escape
-from .gradebook import cell, number
+from .gradebook import MAX_CELL, capped, cell, number
 
 SYSTEMS = ("canvas", "moodle", "blackboard")
 TITLE = "Transformer Katas"
@@ -80,8 +84,12 @@ def _identifier(value: str, column: str, student: str, system: str) -> str:
     """An identifier cell as the roster gives it; one a spreadsheet would run as a formula is refused.
 
     A learner's other cells get a leading ``'`` (:func:`escape.csv_cell`), but an identifier changed so would
-    no longer match the learner in the LMS: the roster has to be corrected instead.
+    no longer match the learner in the LMS: the roster has to be corrected instead. So is one too long for a
+    spreadsheet's cell (``gradebook.MAX_CELL``), which could only be cut.
     """
+    if len(value) > MAX_CELL // 2 and capped(value, MAX_CELL) != value:
+        raise ValueError(f"--lms {system}: {student}'s {column} is {len(value):,} characters long, more than a "
+                         "spreadsheet's cell holds; correct it in the roster")
     if escape.csv_cell(value) != value:
         raise ValueError(f"--lms {system}: {student}'s {column} {value!r} starts with {value[:1]!r}: a spreadsheet "
                          f"would run it as a formula, and with a quote in front {system.title()} would not match the "
@@ -107,7 +115,6 @@ def csv_text(book: dict, system: str) -> str:
     maxima = _chapter_max(book)
     titles = {c["chapter"]: c["title"] for c in book["chapters"]}
     grades = [f"{TITLE} {n}: {titles.get(n, f'chapter {n}')}" for n in chapters]
-    total = f"{TITLE}: total"
     ids = [(column, _find(extra_columns, names)) for column, names in IDENTIFIERS[system]]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\r\n", quoting=csv.QUOTE_ALL if system == "blackboard" else
@@ -116,14 +123,13 @@ def csv_text(book: dict, system: str) -> str:
     def scores(r: dict) -> list[str]:
         by = {c["chapter"]: c["points"] for c in r["chapters"]}
         if r["status"] != "graded":
-            return [""] * (len(chapters) + 1)
-        return [number(by.get(n)) for n in chapters] + [number(r["points"])]
+            return [""] * len(chapters)
+        return [number(by.get(n)) for n in chapters]
 
     if system == "canvas":
         section = _find(extra_columns, ("section",))
-        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *grades, total])
-        writer.writerow(["Points Possible", "", "", "", "", *(number(maxima.get(n)) for n in chapters),
-                         number(sum(maxima.get(n, 0) for n in chapters))])
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *grades])
+        writer.writerow(["Points Possible", "", "", "", "", *(number(maxima.get(n)) for n in chapters)])
         for r in book["rows"]:
             got = {column: r["extra"].get(source, "") if source else "" for column, source in ids}
             ident = [_identifier(got[c], c, r["student"], system) for c in ("ID", "SIS User ID", "SIS Login ID")]
@@ -132,7 +138,7 @@ def csv_text(book: dict, system: str) -> str:
                                          system)] + scores(r))
     elif system == "moodle":
         present = [(column, source) for column, source in ids if source]
-        writer.writerow(["Full name", *(c for c, _ in present), *grades, total])
+        writer.writerow(["Full name", *(c for c, _ in present), *grades])
         for r in book["rows"]:
             writer.writerow([cell(r["student"]),
                              *(_identifier(r["extra"].get(s, ""), c, r["student"], system) for c, s in present),
@@ -141,7 +147,7 @@ def csv_text(book: dict, system: str) -> str:
         last = _find(extra_columns, ("lastname", "surname", "familyname"))
         first = _find(extra_columns, ("firstname", "givenname"))
         got_ids = dict(ids)
-        writer.writerow(["Last Name", "First Name", "Username", "Student ID", *grades, total])
+        writer.writerow(["Last Name", "First Name", "Username", "Student ID", *grades])
         for r in book["rows"]:
             writer.writerow([cell(r["extra"].get(last, "") if last else r["student"]),
                              cell(r["extra"].get(first, "") if first else ""),

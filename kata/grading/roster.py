@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import submissions
 
 REQUIRED = ("student", "repo")
 # Names the gradebook uses itself: an extra column may not take one.
@@ -40,6 +43,7 @@ class Learner:
     repo: str
     line: int
     extra: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # look-alike characters in the name or a column (:func:`look_alikes`)
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,8 @@ def load(path: Path) -> Roster:
         if student and student not in first_line:
             first_line[student] = line
         extra = {columns[i]: values[lowered[i]] for i in range(len(columns)) if lowered[i] not in REQUIRED}
-        learners.append(Learner(student=student, repo=repo, line=line, extra=extra))
+        said = tuple(f"{name}, line {line}: {warning}" for warning in look_alikes({"student": student, **extra}))
+        learners.append(Learner(student=student, repo=repo, line=line, extra=extra, warnings=said))
     if problems:
         raise RosterError("\n".join(problems))
     if not learners:
@@ -153,35 +158,124 @@ def load(path: Path) -> Roster:
     return Roster(path=path, learners=learners, extra_columns=extra_columns)
 
 
+# Columns holding a person's name: each word is checked on its own there ("Анна Smith" is two honest words);
+# in any other column (an e-mail, an LMS id, a section) the whole value is one word.
+NAME_COLUMNS = {"student", "name", "fullname", "firstname", "lastname", "givenname", "familyname", "surname"}
+# Scripts that are written together in one word (Unicode's UTS #39): Japanese, Korean, Chinese with Bopomofo.
+_TOGETHER = ({"HAN", "HIRAGANA", "KATAKANA"}, {"HAN", "HANGUL"}, {"HAN", "BOPOMOFO"})
+
+
+def look_alikes(values: dict[str, str]) -> list[str]:
+    """A warning for each value (``{column: value}``) with characters that can pass for others.
+
+    - a word of letters from more than one script, as ``аna@example.edu`` with a Cyrillic ``а``: it reads as
+      ``ana@example.edu`` and is not (one learner passing for another, an LMS id matching nobody);
+    - a compatibility character (fullwidth ``ｅ``, mathematical ``𝐞``: Unicode's NFKC form differs);
+    - an invisible character (a zero-width space, a direction mark: Unicode category Cf).
+
+    Only a warning (printed, and in the learner's note): names in two scripts exist. A letter's script is
+    the first word of its Unicode name (LATIN, CYRILLIC, GREEK, CJK for Han...): the standard library has
+    no script property, and this is the part of UTS #39's mixed-script test a roster needs, without a
+    package for the grader to install.
+    """
+    warnings = []
+    for column, value in values.items():
+        key = re.sub(r"[\s_-]+", "", column).casefold()
+        words = re.findall(r"[^\W\d_]+", value) if key in NAME_COLUMNS else [value]
+        found = []
+        for word in words:
+            scripts: dict[str, list[str]] = {}
+            for c in word:
+                script = _script(c)
+                if script:
+                    scripts.setdefault(script, []).append(c)
+            if len(scripts) > 1 and not any(set(scripts) <= together for together in _TOGETHER):
+                main = max(scripts, key=lambda k: len(scripts[k]))
+                odd = [c for k, cs in scripts.items() if k != main for c in cs]
+                names = " and ".join(sorted(k.title() for k in scripts))
+                found.append(f"mixes {names} letters ({_described(odd)})")
+        odd = [c for c in value if unicodedata.normalize("NFKC", c) != unicodedata.normalize("NFC", c)
+               and unicodedata.category(c)[0] in "LN"]
+        if odd:
+            found.append(f"has compatibility characters that pass for others ({_described(odd)})")
+        hidden = [c for c in value if unicodedata.category(c) == "Cf"]
+        if hidden:
+            found.append(f"has invisible characters ({_described(hidden)})")
+        if found:
+            warnings.append(f"the {column} {submissions.shortened(repr(value), 120)} {'; '.join(found)}: a look-alike "
+                            "of another? check it")
+    return warnings
+
+
+def _script(c: str) -> str | None:
+    """The script of a letter (the first word of its Unicode name; CJK is Han), or None for anything else."""
+    if not unicodedata.category(c).startswith("L"):
+        return None  # digits, punctuation, marks and spaces belong to every script
+    word = unicodedata.name(c, "").split(" ", 1)[0]
+    if word == "CJK":
+        return "HAN"
+    return word if word.isalpha() and word not in ("MODIFIER", "FULLWIDTH", "HALFWIDTH", "MATHEMATICAL") else None
+
+
+def _described(chars: list[str]) -> str:
+    """The first three characters, each with its Unicode name and code point."""
+    unique = list(dict.fromkeys(chars))
+    said = ", ".join(f"{c!r}: {unicodedata.name(c, 'unnamed')}, U+{ord(c):04X}" for c in unique[:3])
+    return said + (f" and {len(unique) - 3} more" if len(unique) > 3 else "")
+
+
 def folded_name(student: str) -> str:
     """A name as macOS and Windows folders compare it: one Unicode form, case folded, spaces collapsed."""
     return " ".join(unicodedata.normalize("NFC", student).casefold().split())
 
 
-def shared(learners: list[Learner], where: Callable[[str], str]) -> dict[str, list[Learner]]:
+def shared(learners: list[Learner], where: Callable[[str], str],
+           git_host: str = "https://github.com") -> dict[str, list[Learner]]:
     """Learners whose repositories are one (``where`` maps a roster's repo to where it is fetched from).
 
-    Returns ``{student: [the other learners with the same repository]}`` for every learner who shares one.
+    Repositories are compared by identity (:func:`submissions.identity`), not by spelling: a trailing ``/``,
+    ``.git``, a symbolic link, ``ssh://`` for ``https://``, a user, port ``:443``, ``www.`` or upper case on
+    GitHub do not make another repository. Returns ``{student: [the other learners with the same
+    repository]}`` for every learner who shares one.
     """
     by_place: dict[str, list[Learner]] = {}
     for x in learners:
-        place = where(x.repo).rstrip("/").removesuffix(".git")
-        scp = re.fullmatch(r"[\w.-]+@([\w.-]+):(.+)", place)  # git@github.com:owner/name, as https would say it
-        if scp:
-            place = f"https://{scp.group(1)}/{scp.group(2)}"
-        by_place.setdefault(place.casefold() if "://" in place or "@" in place else place, []).append(x)
+        by_place.setdefault(submissions.identity(where(x.repo), git_host), []).append(x)
     return {x.student: [y for y in group if y is not x] for group in by_place.values() if len(group) > 1
             for x in group}
 
 
-def refuse_shared(roster: Roster, sharing: dict[str, list[Learner]]) -> None:
-    """Raise ``RosterError`` naming every learner whose repository an earlier line already claims."""
+def shared_problems(roster: Roster, sharing: dict[str, list[Learner]]) -> list[str]:
+    """A line for every learner whose repository an earlier line already claims."""
     problems = []
     for x in roster.learners:
         earlier = [y for y in sharing.get(x.student, []) if y.line < x.line]
         if earlier:
+            also = "" if x.repo == earlier[0].repo else f" (there written {_said(earlier[0].repo)})"
             problems.append(f"{roster.path.name}, line {x.line}: {x.student!r} has the repository of "
-                            f"{earlier[0].student!r} (line {earlier[0].line}): {x.repo}; one repository per "
-                            "learner (--allow-shared grades it for each and flags the rows)")
-    if problems:
-        raise RosterError("\n".join(problems))
+                            f"{earlier[0].student!r} (line {earlier[0].line}): {_said(x.repo)}{also}; one "
+                            "repository per learner (--allow-shared grades it for each and flags the rows)")
+    return problems
+
+
+def outside_problems(roster: Roster, where: Callable[[str], str]) -> list[str]:
+    """A line for every learner whose repository is a local folder outside the roster's folder.
+
+    A local path can name any repository on the grading machine (the instructor's own course copy, with its
+    answer key): only the learners' repositories, kept in or under the roster's folder, are graded unless the
+    instructor says otherwise (``--allow-outside-paths``). Symbolic links are followed before the check.
+    """
+    base = Path(os.path.realpath(roster.path.parent))
+    problems = []
+    for x in roster.learners:
+        folder = submissions.local_path(where(x.repo))
+        if folder is not None and not folder.is_relative_to(base):
+            problems.append(f"{roster.path.name}, line {x.line}: {x.student!r}: the repository {_said(x.repo)} is "
+                            f"{submissions.shortened(str(folder))}, outside the roster's folder {base}: a local "
+                            "repository must be in it (--allow-outside-paths grades one elsewhere)")
+    return problems
+
+
+def _said(repo: str) -> str:
+    """A roster's repo in a message: without credentials, and short."""
+    return submissions.shortened(submissions.shown(repo))

@@ -4,6 +4,8 @@
 - Without a deadline the default branch's head is graded, from a shallow clone (depth 1).
 - With a deadline, the last commit on the default branch whose committer date is at or before it (from a
   clone without file contents, ``--filter=blob:none``); later commits are counted for the gradebook's note.
+  A committer date is written by the learner's own git, so it can be forged: ``deadline.py`` records the
+  heads at the deadline instead (``--snapshot``), with this same fetch, and grades them later (``--at``).
 - Only regular files under ``exercises/``, and the chapter notebooks ``notebooks/*.ipynb``, are taken
   out of the commit (nothing else of the learner's: their tests, ``conftest.py`` and ``grading.toml`` never
   reach the grader). A symbolic link or a submodule is left out and named in ``dropped``, so the gradebook
@@ -30,6 +32,7 @@ import re
 import shutil
 import subprocess
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +44,23 @@ TOKEN_VARIABLE = "KATA_GIT_TOKEN"
 MAX_FILES = 200
 MAX_FILE_BYTES = 1024 * 1024
 MAX_TOTAL_BYTES = 8 * 1024 * 1024
+# A path in the repository longer than this is not graded. The course's own are under 40 bytes; 255 leaves room
+# for a learner's folders, keeps every name within the 255 bytes a file system allows, and keeps the copies
+# the grader writes (students/<name>/graded/...) far below the 4,096 of a whole path, wherever --out is.
+MAX_PATH_BYTES = 255
+# Lists a note holds (newer branches, files not graded): the first ones are named, the rest counted, so a
+# repository of 20,000 branches is one line of the gradebook, not 2.5 MB.
+MAX_LISTED = 10
 _OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+
+# Hosts where an owner's and a repository's names are the same whatever their case: github.com/Alice/Katas is
+# github.com/alice/katas (GitHub, GitLab and Bitbucket all say so). Elsewhere the path's case is kept: a plain
+# git server on Linux tells /srv/git/Ana from /srv/git/ana. The --git-host's host is taken as one of these too
+# (owner/name repositories live there: GitHub, or a GitHub Enterprise server).
+CASE_INSENSITIVE_HOSTS = frozenset({"github.com", "gitlab.com", "bitbucket.org"})
+_DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git+ssh": 22, "ssh+git": 22, "git": 9418}
+# git's "scp-like" address, user@host:path (git@github.com:owner/name.git).
+_SCP = re.compile(r"^[\w.-]+@([\w.-]+):(.*)$")
 
 
 @dataclass
@@ -56,6 +75,7 @@ class Submission:
     dropped: list[str] = field(default_factory=list)  # "exercises/x.py: symbolic link", left out
     branches: list[str] = field(default_factory=list)  # "work (abc1234, 2027-…)": newer heads elsewhere
     notebooks: Path | None = None  # the learner's notebooks/ (chapter notebooks only), when there are any
+    branch: str | None = None  # the default branch's name ("main"), None when HEAD names no branch
 
 
 @dataclass
@@ -69,20 +89,105 @@ class Missing:
 
 def source(repo: str, base: Path, git_host: str = "https://github.com") -> str:
     """Where git fetches ``repo`` from: a URL as it is, ``owner/name`` on the git host, or a local path."""
-    if "://" in repo or re.match(r"^[\w.-]+@[\w.-]+:", repo):
+    if "://" in repo or _SCP.match(repo):
         return repo
     path = Path(repo).expanduser()
     for candidate in ([path] if path.is_absolute() else [base / path, Path.cwd() / path]):
-        if candidate.exists():
+        if _exists(candidate):
             return str(candidate.resolve())
     if _OWNER_NAME.fullmatch(repo):
         return f"{git_host.rstrip('/')}/{repo.removesuffix('.git')}.git"
     return str(path if path.is_absolute() else base / path)
 
 
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; a path the system cannot even look up (too long, say) does not."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
+def local_path(place: str) -> Path | None:
+    """The folder a local ``place`` (a path or a ``file://`` URL) names, resolved as git would read it; else None.
+
+    git looks for ``PATH/.git``, ``PATH``, ``PATH.git/.git`` and ``PATH.git`` in that order: the first that is a
+    folder is the repository. Symbolic links are followed, and the ``.git`` folder of a working tree stands for
+    the working tree (``/c/ana/.git/`` is ``/c/ana``).
+    """
+    if "://" in place:
+        parts = urllib.parse.urlsplit(place)
+        if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+            return None
+        place = urllib.parse.unquote(parts.path)
+    elif _SCP.match(place):
+        return None
+    given = Path(os.path.realpath(os.path.expanduser(place)))
+    found = given
+    for candidate in (given / ".git", given, Path(f"{given}.git") / ".git", Path(f"{given}.git")):
+        try:
+            if candidate.is_dir():
+                found = Path(os.path.realpath(candidate))
+                break
+        except OSError:  # a name too long to look up: nothing there
+            break
+    return found.parent if found.name == ".git" else found
+
+
+def identity(place: str, git_host: str = "https://github.com") -> str:
+    """One repository's identity however it is written: two learners whose identities are equal share one.
+
+    ``place`` is where git fetches from (:func:`source`). A local repository is its folder (:func:`local_path`):
+    ``learners/ana``, ``learners/ana/``, ``learners/ana/.git/`` and a link to it are one. A URL keeps only what
+    names the repository: not its scheme (https, ssh, git), user, password, default port, a leading ``www.``,
+    the case of its host, a trailing ``/`` or ``.git``, nor, on :data:`CASE_INSENSITIVE_HOSTS` and the git host,
+    the case of its path. ``https://github.com/o/r``, ``ssh://git@github.com/o/r.git``,
+    ``https://www.github.com:443/O/R/`` and ``git@github.com:o/r.git`` are all ``//github.com/o/r``; a port that
+    is not its scheme's default stays (``//git.example.edu:8443/o/r``). Local folders start with ``/``, URLs
+    with ``//``: the two never meet.
+    """
+    folder = local_path(place)
+    if folder is not None:
+        return str(folder)
+    scp = _SCP.match(place)
+    if scp:
+        scheme, host, port, path = "ssh", scp.group(1), None, scp.group(2)
+    else:
+        parts = urllib.parse.urlsplit(place)
+        scheme, netloc, path = parts.scheme.lower(), parts.netloc.rpartition("@")[2], parts.path
+        host, _, port = netloc.rpartition(":") if re.search(r":\d*$", netloc) else (netloc, "", "")
+        port = int(port) if port else None
+    host = host.rstrip(".").lower().removeprefix("www.")
+    where = host if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
+    path = "/".join(p for p in urllib.parse.unquote(path).split("/") if p)
+    path = path.removesuffix(".git").rstrip("/")
+    if host in CASE_INSENSITIVE_HOSTS or host == _host(git_host):
+        path = path.casefold()
+    return f"//{where}/{path}"
+
+
+def _host(url: str) -> str:
+    return (urllib.parse.urlsplit(url).hostname or "").rstrip(".").removeprefix("www.")
+
+
 def shown(repo: str) -> str:
     """``repo`` as it may appear in a report: without a user name or token in a URL."""
-    return re.sub(r"(://)[^/@]*@", r"\1", repo)
+    if "://" not in repo:
+        return repo
+    parts = urllib.parse.urlsplit(repo)
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def shortened(text: str, limit: int = 160) -> str:
+    """``text`` whole when it is at most ``limit`` characters; else its start, "…", its end and its length.
+
+    A learner's path or branch name can be thousands of characters long: a note names it in one short line
+    that still shows where it starts and how it ends.
+    """
+    if len(text) <= limit:
+        return text
+    room = max(limit - 28, 8)
+    return f"{text[:room * 2 // 3]}…{text[-(room // 3):]} ({len(text):,} characters)"
 
 
 def _env(git_host: str) -> dict[str, str]:
@@ -141,8 +246,12 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     env = _env(git_host)
     clone = target / "clone"
     local = not ("://" in url or "@" in url.split("/", 1)[0])
-    if local and not Path(url).exists():
-        return Missing(f"unreachable: no repository at {url}")
+    if local:
+        try:
+            if not Path(url).exists():
+                return Missing(f"unreachable: no repository at {shortened(url)}")
+        except OSError as err:  # a path the system cannot look up: one short line, not the path in full
+            return Missing(f"unreachable: {(err.strerror or 'cannot be read').lower()}: {shortened(url)}")
     args = ["clone", "--quiet", "--no-checkout", "--no-single-branch", "--no-tags"]
     if deadline is None and not local:
         args += ["--depth", "1"]
@@ -160,6 +269,11 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=clone, env=env, until=until)
     except _GitFailed:
         return Missing("empty repository: no commit on the default branch")
+    try:
+        branch = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env,
+                      until=until).decode(errors="replace").strip()  # a branch name is any bytes git allows
+    except _GitFailed:
+        branch = None  # a detached HEAD: the commit is still graded
     zone = deadline.tzinfo if deadline is not None else None
     try:
         if deadline is None:
@@ -195,17 +309,19 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         if path.startswith("notebooks/") and not (path.count("/") == 1 and path.endswith(".ipynb")):
             continue  # only the chapter notebooks: anything else there is never read
         if any(p in ("..", "", ".") for p in path.split("/")):
-            dropped.append(f"{shown_name(path)}: unsafe path")
+            dropped.append(f"{named(path)}: unsafe path")
+        elif len(path.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+            dropped.append(f"{named(path)}: path too long (over the {MAX_PATH_BYTES} bytes graded)")
         elif kind == "blob" and mode in ("100644", "100755"):
             found.append((path, sha, int(size)))
         else:
-            dropped.append(f"{shown_name(path)}: {_KINDS.get(mode, 'special file')}")
+            dropped.append(f"{named(path)}: {_KINDS.get(mode, 'special file')}")
+    files, left_out = choose(found)
+    dropped = listed(sorted(dropped + left_out), "files not graded")
     if not any(path.startswith("exercises/") for path, _, _ in found):
         return Missing(f"no exercises/ folder at commit {commit[:7]}", commit, stamp)
-    files, left_out = choose(found)
-    dropped += left_out
     if not any(path.startswith("exercises/") for path, _, _ in files):
-        return Missing(f"nothing to grade in exercises/ at commit {commit[:7]}: {'; '.join(left_out)}", commit,
+        return Missing(f"nothing to grade in exercises/ at commit {commit[:7]}: {'; '.join(dropped)}", commit,
                        stamp)
     exercises = target / "exercises"
     try:
@@ -218,10 +334,14 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
             out.write_bytes(data)
     except _GitFailed as err:
         return Missing(f"could not read exercises/ at commit {commit[:7]}: {err}", commit, stamp)
+    except OSError as err:  # the grader's disk, not the learner's code: said in one line, the path shortened
+        return Missing(f"could not write exercises/ at commit {commit[:7]}: {err.strerror or type(err).__name__}: "
+                       f"{named(path)}", commit, stamp)
     shutil.rmtree(clone, ignore_errors=True)
     notebooks = target / "notebooks"
     return Submission(commit=commit, committed_at=stamp, exercises=exercises, note=note, late=late,
-                      dropped=sorted(dropped), branches=branches, notebooks=notebooks if notebooks.is_dir() else None)
+                      dropped=dropped, branches=branches, notebooks=notebooks if notebooks.is_dir() else None,
+                      branch=branch)
 
 
 _KINDS = {"120000": "symbolic link", "160000": "submodule"}
@@ -236,6 +356,18 @@ def shown_name(name: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
 
 
+def named(name: str) -> str:
+    """A learner's file or branch name in a note: printable (:func:`shown_name`) and at most 160 characters."""
+    return shortened(shown_name(name))
+
+
+def listed(items: list[str], what: str) -> list[str]:
+    """The first ``MAX_LISTED`` items, and past them one more: ``"and 19,990 more <what>"``."""
+    if len(items) <= MAX_LISTED:
+        return list(items)
+    return [*items[:MAX_LISTED], f"and {len(items) - MAX_LISTED:,} more {what}"]
+
+
 def when(timestamp: int, zone: dt.tzinfo | None) -> str:
     """A commit time (seconds since the epoch) in ISO 8601, in ``zone`` (the deadline's), else in UTC."""
     return dt.datetime.fromtimestamp(timestamp, zone or dt.UTC).isoformat()
@@ -243,6 +375,8 @@ def when(timestamp: int, zone: dt.tzinfo | None) -> str:
 
 def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline: dt.datetime | None) -> list[str]:
     """Other branches whose head is newer than the graded commit: ``"work (abc1234, <time>)"``, newest first.
+
+    The newest ``MAX_LISTED`` are named, the others counted (``"and 19,990 more newer branches"``).
 
     Only a note: when git cannot say (a detached head, say), there is none, and the grade goes on.
     """
@@ -262,8 +396,8 @@ def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline:
         if name in ("HEAD", default) or sha == commit or not stamp.isdigit() or int(stamp) <= graded:
             continue
         after = " after the deadline" if deadline is not None and int(stamp) > deadline.timestamp() else ""
-        found.append((int(stamp), f"{shown_name(name)} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
-    return [text for _, text in sorted(found, reverse=True)]
+        found.append((int(stamp), f"{named(name)} ({sha[:7]}, {when(int(stamp), zone)}{after})"))
+    return listed([text for _, text in sorted(found, reverse=True)], "newer branches")
 
 
 def choose(found: list[tuple[str, str, int]]) -> tuple[list[tuple[str, str, int]], list[str]]:
@@ -276,14 +410,14 @@ def choose(found: list[tuple[str, str, int]]) -> tuple[list[tuple[str, str, int]
     taken, too_big, no_room, total = [], [], [], 0
     for path, sha, size in sorted(found, key=lambda f: (not f[0].endswith(".py"), f[0])):
         if size > MAX_FILE_BYTES:
-            too_big.append(f"{shown_name(path)}: file over the size limit of {_size(MAX_FILE_BYTES)} ({_size(size)})")
+            too_big.append(f"{named(path)}: file over the size limit of {_size(MAX_FILE_BYTES)} ({_size(size)})")
         elif total + size > MAX_TOTAL_BYTES or len(taken) >= MAX_FILES:
             no_room.append(path)
         else:
             taken.append((path, sha, size))
             total += size
     room = f"past the limit of {_size(MAX_TOTAL_BYTES)} or {MAX_FILES} files in all"
-    said = [f"{shown_name(path)}: {room}" for path in no_room[:5]]
+    said = [f"{named(path)}: {room}" for path in no_room[:5]]
     if len(no_room) > 5:
         said.append(f"{len(no_room) - 5} more files: {room}")
     return taken, too_big + said

@@ -41,10 +41,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=None, help="a GPT (--model gpt) only: draw among the k likeliest")
     p.add_argument("--top-p", type=float, default=None, help="a GPT (--model gpt) only: draw among the likeliest "
                    "tokens whose probabilities add up to p (nucleus sampling)")
-    p.add_argument("--impl", default="", help="package name or folder whose transformer_forward runs "
-                   "(default: the one the run was trained with, if it is there, else exercises)")
+    p.add_argument("--impl", default="", help="package name or folder whose code runs (default: the one the run "
+                   "was trained with, if it is there, else your work: exercises/ with your saved notebooks' answers)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds one call into your code may take")
     return p
+
+
+def trained_with(run: dict) -> str | None:
+    """The implementation a run was trained with, from its run.json; None (the learner's work) for exercises/.
+
+    The learner's work is exercises/ with the saved notebooks' finished functions, as ``nox -s chapterN`` runs it:
+    a run trained on ``exercises`` generates with the notebooks' answers of now, like every other tool.
+    """
+    impl = run.get("impl")
+    return None if impl in (None, "", "exercises") else str(impl)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,13 +78,12 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise train.TrainError(f"--prompt {prompt!r} has characters this model never saw: {unknown} (its "
                                    f"{len(vocab)} characters: {''.join(vocab)!r})")
-        impl = args.impl or run.get("impl", "exercises")
         try:
-            folder, module, shown = train.chapter10(impl)
+            folder, module, shown = train.chapter10(args.impl or trained_with(run))
         except train.TrainError:
             if args.impl:
                 raise
-            folder, module, shown = train.chapter10("exercises")
+            folder, module, shown = train.chapter10(None)
     except train.TrainError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -110,13 +119,12 @@ def _gpt(args, path: Path, arrays: dict) -> int:
         run_json = path.parent / "run.json"
         run = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
         prompt = args.prompt or run.get("settings", {}).get("prompt", "") or "A"
-        impl = args.impl or run.get("impl", "exercises")
         try:
-            folder, modules, shown = chapters_of(impl, GENERATE_CHAPTERS)
+            folder, modules, shown = chapters_of(args.impl or trained_with(run), GENERATE_CHAPTERS)
         except train.TrainError:
             if args.impl:
                 raise
-            folder, modules, shown = chapters_of("exercises", GENERATE_CHAPTERS)
+            folder, modules, shown = chapters_of(None, GENERATE_CHAPTERS)
     except (train.TrainError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

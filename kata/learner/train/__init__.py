@@ -92,8 +92,12 @@ __all__ = [
 ]
 
 
-def chapter10(impl: str) -> tuple[Path, str, str]:
-    """(folder, module name, folder as shown) of an implementation's chapter 10; TrainError if it has none."""
+def chapter10(impl: str | None) -> tuple[Path, str, str]:
+    """(folder, module name, folder as shown) of an implementation's chapter 10; TrainError if it has none.
+
+    ``impl`` None is the learner's work by the rule every tool follows (``project.impl_location``): exercises/, with
+    the saved notebooks' finished functions put in.
+    """
     try:
         folder = project.impl_folder(impl)
     except SystemExit as err:
@@ -118,7 +122,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", default=None, help="zen (default: the Zen of Python), book (a few pages of "
                    "Shakespeare in data/), or the path of a UTF-8 text file; --model gpt: pydoc, Python's own "
                    "documentation")
-    p.add_argument("--impl", default="exercises", help="package name or folder to train (default: exercises)")
+    p.add_argument("--impl", default=None, help="package name or folder to train (default: your work as nox -s "
+                   "chapterN checks it: exercises/ with your saved notebooks' finished functions)")
     p.add_argument("--steps", type=int, default=None, help=f"training steps (default {d.steps}; gpt {g.steps})")
     p.add_argument("--lr", type=float, default=None, help=f"the learning rate (default {d.lr:g}, Adam's, falling to "
                    f"a tenth over the second half; gpt {g.lr:g}, AdamW's peak)")
@@ -289,9 +294,9 @@ def _write_run(out: Path, corpus: Corpus, s: Settings, args, result: dict, start
                 for x in result["samples"]), encoding="utf-8")
     seconds = time.perf_counter() - started
     run = {
-        "settings": asdict(s), "impl": args.impl, "corpus": {"name": corpus.name, "source": corpus.source,
-                                                             "characters": len(corpus.text),
-                                                             "vocab_size": len(corpus.vocab)},
+        "settings": asdict(s), "impl": args.impl or "exercises",
+        "corpus": {"name": corpus.name, "source": corpus.source, "characters": len(corpus.text),
+                   "vocab_size": len(corpus.vocab)},
         "first_loss": losses[0], "final_loss": smoothed_tail(losses),
         "final_loss_means": f"mean of the last {min(100, len(losses))} steps", "seconds": round(seconds, 3),
         "train_seconds": round(result["train_seconds"], 3),

@@ -31,8 +31,12 @@ OPTIONS = {"steps": "steps", "lr": "lr", "d_model": "d_model", "d_ff": "d_ff", "
            "corpus": "corpus"}  # command-line option -> GptSettings field
 
 
-def chapters_of(impl: str, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
-    """(folder, {key: module name}, folder as shown) of an implementation's chapters; TrainError if one is missing."""
+def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
+    """(folder, {key: module name}, folder as shown) of an implementation's chapters; TrainError if one is missing.
+
+    ``impl`` None is the learner's work by the rule every tool follows (``project.impl_location``): exercises/, with
+    the saved notebooks' finished functions put in.
+    """
     try:
         folder = project.impl_folder(impl)
     except SystemExit as err:
@@ -148,7 +152,7 @@ def _resume_command(args) -> str:
         words += ["--name", args.name]
     if args.runs != "runs":
         words += ["--runs", str(args.runs)]
-    if args.impl != "exercises":
+    if args.impl is not None:
         words += ["--impl", args.impl]
     return command(*words)
 
@@ -196,7 +200,7 @@ def _write_run(out: Path, s: GptSettings, args, info: dict, done: dict, rate: fl
         save_png(head_attention_figure(done["attention_tokens"], done["attention"],
                                        "Every head's attention on the first validation tokens"), out / "attention.png")
     run = {
-        "model": "gpt", "settings": s.as_dict(), "impl": args.impl,
+        "model": "gpt", "settings": s.as_dict(), "impl": args.impl or "exercises",
         "corpus": {"name": "pydoc", "source": "pydoc_data.topics (Python's own documentation)",
                    "train_tokens": info["train_tokens"], "val_tokens": info["val_tokens"]},
         "tokenizer": {"vocab_size": info["vocab_size"], "bytes_per_token": info["bytes_per_token"],

@@ -516,7 +516,7 @@ def test_private_tests_are_reported_separately(klass, tmp_path):
     roster_file.write_text(f"student,repo\nada,{klass['made']['ada']['repo']}\n", encoding="utf-8")
     out = tmp_path / "out"
     proc = grade_class(klass["course"], str(roster_file), "--out", str(out), "--chapters", "1",
-                       "--extra-tests", str(extra))
+                       "--extra-tests", str(extra), "--allow-outside-paths")
     assert proc.returncode == 0, proc.stderr[-3000:]
     header = (out / "gradebook.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
     assert header[-2:] == ["private_points", "private_max_points"]

@@ -207,12 +207,14 @@ def test_a_repository_claimed_twice_is_refused_or_flagged(trust, tmp_path):
     path = tmp_path / "roster.csv"
     ada = trust["made"]["ada"]["repo"]
     path.write_text(f"student,repo\nada,{ada}\ncopy,{ada}/\n", encoding="utf-8")
-    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--chapters", "1", root=trust["course"])
+    proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--chapters", "1", "--allow-outside-paths",
+                root=trust["course"])  # the learners' folder is not the roster's here
     assert proc.returncode == 2
     assert "line 3: 'copy' has the repository of 'ada' (line 2)" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
     proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--chapters", "1", "--allow-shared",
-                "--allow-unsealed", root=trust["course"], env={"KATA_NO_SANDBOX": "1"})  # unsealed, and allowed
+                "--allow-outside-paths", "--allow-unsealed", root=trust["course"],
+                env={"KATA_NO_SANDBOX": "1"})  # and graded unsealed, as without bubblewrap: allowed
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["student"]: r for r in json.loads((tmp_path / "out" / "gradebook.json").read_text())["rows"]}
     assert rows["ada"]["shared_with"] == ["copy"] and rows["copy"]["shared_with"] == ["ada"]
@@ -326,7 +328,7 @@ def test_canvas_moodle_and_blackboard_files_have_their_columns(trust):
     assert raw.startswith(b"\xef\xbb\xbf")
     canvas = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-    assert len(canvas[0]) == 5 + 2 + 1  # chapters 1 and 2, and the total
+    assert len(canvas[0]) == 5 + 2  # chapters 1 and 2, no total (Canvas would import it as an assignment)
     assert canvas[1][0] == "Points Possible" and canvas[1][5] == f"{chapter(trust['rows']['ada'], 1)['max_points']:g}"
     lou = next(r for r in canvas if r[0] == "lou")
     assert lou[3] == "lou03" and lou[4] == "S1" and lou[6] == "0"
@@ -449,56 +451,12 @@ def test_each_learners_graded_files_are_kept_at_the_graded_commit(trust):
         (nia / "exercises" / "chapter01_sequences.py").read_text(encoding="utf-8")  # what was graded
 
 
-def test_the_report_lists_alike_code_as_a_signal(trust):
+def test_the_report_gives_the_similarity_signals_and_no_pair_for_the_course_solution(trust):
+    """ada and max hand in the course's solutions (max's names changed): boilerplate, not a pair (test_similarity.py)"""
     text = _report(trust)
     section = text[text.index('id="similarity"'):]
     assert "signals to read, not verdicts" in section and "before drawing any conclusion" in section
-    table = section[section.index('<table id="alike-code">'):]
-    table = table[:table.index("</table>")]
-    rows = [r for r in table.split("<tr>") if "chapter01_sequences.py" in r]
-    assert any(">ada</span>" in r and ">max</span>" in r for r in rows), table
-
-
-def _folder(base: Path, name: str, files: dict[str, str]) -> Path:
-    folder = base / name
-    folder.mkdir()
-    for module, code in files.items():
-        (folder / f"{module}.py").write_text(code, encoding="utf-8")
-    return folder
-
-
-def test_alike_code_ignores_the_stubs_and_sees_through_renamed_locals(tmp_path):
-    from kata.grading import similarity
-
-    modules = ("chapter01_sequences", "chapter02_matrices")
-    stubs = {m: (ROOT / "exercises" / f"{m}.py").read_text(encoding="utf-8") for m in modules}
-    solved = {m: (ROOT / "solutions" / f"{m}.py").read_text(encoding="utf-8") for m in modules}
-    own = dict(stubs)
-    own["chapter01_sequences"] += (
-        "\n\ndef encode(text):\n    result = []\n    for position, word in enumerate(text.split()):\n"
-        "        result.append(len(word) * 31 + position % 7)\n    while len(result) > 99:\n"
-        "        result.pop()\n    return list(reversed(result))\n")
-    folders = {"ada": _folder(tmp_path, "ada", solved), "max": _folder(tmp_path, "max", {m: renamed(c) for m, c in
-                                                                                          solved.items()}),
-               "oli": _folder(tmp_path, "oli", own), "pia": _folder(tmp_path, "pia", stubs),
-               "quinn": _folder(tmp_path, "quinn", stubs)}
-    pairs = similarity.alike_code(folders, ROOT / "exercises", cache=tmp_path / "cache")
-    assert [p["students"] for p in pairs] == [["ada", "max"]], pairs  # untouched stubs are not alike
-    assert {c["file"] for c in pairs[0]["chapters"]} == {f"{m}.py" for m in modules}
-    assert list((tmp_path / "cache" / "fingerprints").rglob("*.npy"))
-    assert similarity.alike_code(folders, ROOT / "exercises", cache=tmp_path / "cache") == pairs  # from the cache
-
-
-def test_the_same_failing_steps_are_grouped(tmp_path):
-    from kata.grading import similarity
-
-    def learner(name: str, failing: list[str]) -> dict:
-        steps = [{"id": i, "status": "failed"} for i in failing] + [{"id": "9.9", "status": "not started"}]
-        return {"student": name, "status": "graded", "results": {"chapters": [{"steps": steps}]}}
-
-    rows = [learner("bo", ["4.2", "4.3", "5.1"]), learner("cy", ["4.3", "4.2", "5.1"]), learner("di", ["4.2", "4.3"]),
-            *(learner(f"e{i}", ["1.1", "1.2", "1.3"]) for i in range(5))]
-    assert similarity.same_failures(rows) == [{"students": ["bo", "cy"], "steps": ["4.2", "4.3", "5.1"]}]
+    assert "No two learners share 60 or more of rare code." in section, section[:3000]
 
 
 # -- the class workflow ----------------------------------------------------------------------------------------------

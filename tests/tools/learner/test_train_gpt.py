@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import pytest
 
 from kata.learner import train
 from kata.learner.train.gpt_check import check_gpt_gradients
+from kata.project import chapter_files as project_files
 
 from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
 
@@ -269,3 +271,36 @@ def test_options_that_cannot_work_are_refused_with_a_reason(tmp_path, capsys, ar
     err = capsys.readouterr().err
     assert err.startswith("error: ") and words in err, err
 
+
+
+def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for_chapter_n(tmp_path):
+    """One answer everywhere: a chapter answered in its notebook counts for train and generate.
+
+    Chapter 14 answered only in its saved notebook (its file still the stub) is the chapter 14 that `train --model gpt` and `generate` run with no --impl, as `nox -s chapter14` runs it
+    """
+    nbformat = pytest.importorskip("nbformat", reason="the notebook dependency group (pyproject.toml) is not installed")
+    from .notebook_tools import course_copy, solved
+
+    copy = course_copy(tmp_path / "course")
+    for number, path in project_files(copy / "solutions").items():
+        if number in (11, 12, 13, 15, 16):
+            shutil.copy2(path, copy / "exercises" / path.name)
+    notebook_file = copy / "notebooks" / "chapter14_bpe.ipynb"
+    nbformat.write(solved(nbformat.read(notebook_file, as_version=4), "chapter14_bpe"), notebook_file)
+    probe = (
+        "import importlib, sys\n"
+        "from kata.learner import generate, train\n"
+        "from kata.learner.train.gpt_run import TRAIN_CHAPTERS, chapters_of\n"
+        "for impl in (train.parser().parse_args(['--model', 'gpt']).impl, generate.trained_with({'impl': 'exercises'})):\n"
+        "    folder, modules, shown = chapters_of(impl, TRAIN_CHAPTERS)\n"
+        "    sys.path.insert(0, str(folder.parent))\n"
+        "    bpe = importlib.import_module(f'{folder.name}.{modules[\"c14\"]}')\n"
+        "    print(len(bpe.train_bpe('abababab', 258)), shown)\n"
+        "    sys.path.pop(0); [sys.modules.pop(m) for m in list(sys.modules) if m.split('.')[0] == folder.name]\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTHONPATH"] = str(copy)
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=copy, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("2 .kata/answers/") == 2, proc.stdout
