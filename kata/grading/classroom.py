@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 # -- the deadline snapshot --------------------------------------------------------------------------------
 # Options with no use when grading nothing (given with --snapshot, each is refused, not ignored).
 _GRADING_ONLY = ("deadline", "at", "shard", "merge", "shards", "extra_tests", "chapters", "isolate", "seed", "cache",
-                 "no_cache", "learner_timeout", "lms")
+                 "no_cache", "learner_timeout", "lms", "allow_unsealed")
 
 
 def take_snapshot(args: argparse.Namespace) -> int:
