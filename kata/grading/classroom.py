@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
+from ..judge import launch, proxy
 from ..process import Drain, kill_tree
 from . import class_report, course, deadline, escape, gradebook, lms, reports, roster, similarity, strict, submissions
 from . import points as points_mod
@@ -114,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, roster.RosterError, strict.StrictError) as err:
         print(f"grade-class: {err}", file=sys.stderr)
         return 2
+    except NotSealed as err:
+        print(err, file=sys.stderr)
+        return 3
     paths = gradebook.write(book, out)
     code = 0
     for system in args.lms or []:  # checked before grading; a merge learns the roster only now
@@ -218,6 +222,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         raise ValueError(f"--extra-tests: {extra} is not a folder")
     points_file = root / "grading.toml"
     strict.check(points_file, root, sorted(extra.rglob("test_*.py")) if extra else [])
+    if not args.allow_unsealed:
+        prove_sealed()
     settings = points_mod.load(points_file)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     budget = float(getattr(settings, "budget", 60.0))
@@ -285,7 +291,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 cached = False
             if not cached:
                 graded = work / "grade"
-                failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout)
+                failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout,
+                                     require_seal=not args.allow_unsealed)
                 if failure:
                     (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: error\n\n"
                                                        f"{escape.markdown(failure)}\n", encoding="utf-8")
@@ -477,11 +484,16 @@ def _store(source: Path, entry: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _run_grade(options: list[str], root: Path, limit: float) -> str:
-    """Run ``python -m kata grade OPTIONS`` from the course copy; return '' or why it did not complete."""
+def _run_grade(options: list[str], root: Path, limit: float, require_seal: bool = True) -> str:
+    """Run ``python -m kata grade OPTIONS`` from the course copy; return '' or why it did not complete.
+
+    ``require_seal``: a worker whose sandbox does not hold is ended before the learner's code loads
+    (``proxy.SEAL_REQUIRED``); the learner's row then says the sandbox did not hold and the run fails.
+    """
     env = {k: v for k, v in os.environ.items()
            if k not in (submissions.TOKEN_VARIABLE, "GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS", "PYTHONSTARTUP")}
     env["PYTHONPATH"] = str(root)
+    env[proxy.SEAL_REQUIRED] = "1" if require_seal else "0"
     proc = subprocess.Popen([sys.executable, "-m", "kata", "grade", *options], cwd=root, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -587,6 +599,30 @@ def closing(book: dict, seconds: float) -> str:
     return "\n".join(lines)
 
 
+class NotSealed(Exception):  # noqa: N818
+    """The sandbox does not hold on this machine: nothing is graded (exit code 3), unless ``--allow-unsealed``."""
+
+
+def prove_sealed() -> None:
+    """Start one empty worker and read its probe before grading anyone; ``NotSealed`` when it did not hold.
+
+    A machine where the sandbox cannot hold (bubblewrap missing, or stopped by Ubuntu 24.04's AppArmor) is refused
+    here, before any learner's code has run, rather than found out from the first learners' rows.
+    """
+    said = proxy.sandbox_here()
+    if said != launch.SANDBOXED:
+        raise NotSealed(
+            f"grade-class: nothing graded: the sandbox does not hold on this machine: "
+            f"{said.removeprefix(launch.UNSEALED)}\n"
+            "  A learner's code would run with this user's rights (as root: the whole machine's).\n"
+            f"  {FIX}\n"
+            "  Or pass --allow-unsealed to grade without it (every row and the report then say so).")
+
+
+FIX = ("Fix: install bubblewrap (sudo apt-get install bubblewrap); on Ubuntu 24.04 allow its user namespaces "
+       "(docs/instructors.md, \"Grading as root, and whether learners were sealed\"); then grade again.")
+
+
 def refusal(unsealed: list[dict]) -> str:
     """Why a class run in which learners were graded unsealed fails, and how to fix it (exit code 3)."""
     names = [r["student"] for r in unsealed]
@@ -596,9 +632,7 @@ def refusal(unsealed: list[dict]) -> str:
             f"  why: {'; '.join(causes[:3]) or 'unknown'}\n"
             "  Their code ran with this user's rights: it could read and change files the grader can, so their "
             "grades are not to be trusted.\n"
-            "  Fix: install bubblewrap (sudo apt-get install bubblewrap); on Ubuntu 24.04 allow its user "
-            "namespaces (docs/instructors.md, \"Grading as root, and whether learners were sealed\"); then grade "
-            "again. Or pass --allow-unsealed to accept it (each such row then says so).\n"
+            f"  {FIX} Or pass --allow-unsealed to accept it (each such row then says so).\n"
             "  The gradebook and the report are written.")
 
 

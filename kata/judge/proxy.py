@@ -67,6 +67,17 @@ class WorkerCrashed(Exception):  # noqa: N818
     """The learner's process ended in the middle of a call (``os._exit``, a crash, a limit)."""
 
 
+class Unsealed(WorkerCrashed):
+    """The sandbox did not hold where it is required (``SEAL_REQUIRED``): the learner's code was never loaded."""
+
+
+# Set by ``grade-class`` for each learner's grade unless the instructor passed ``--allow-unsealed``: a worker whose
+# sandbox did not hold is then ended before the learner's code loads (the probe runs first), instead of running the
+# code unsealed and reporting it afterwards. A learner checking their own code (``nox -s chapterN``) runs it as
+# themselves anyway, so nothing else sets it.
+SEAL_REQUIRED = "KATA_REQUIRE_SEAL"
+
+
 class Raised:
     """Mixed into every exception re-raised from the worker: where in the learner's code it happened."""
 
@@ -268,7 +279,11 @@ class Worker:
             self.stop()
             raise WorkerCrashed(f"the learner's process did not start: {words or self._last_words()}")
         self.launched.startup_words(wait=0)  # closes the pipe: nothing later is read from it
-        self.protections += [*self.sandbox_said(item[0].get("sealed")), *item[0].get("protections", [])]
+        sandbox = self.sandbox_said(item[0].get("sealed"))
+        self.protections += [*sandbox, *item[0].get("protections", [])]
+        if os.environ.get(SEAL_REQUIRED) == "1" and launch.SANDBOXED not in sandbox:
+            self.stop()  # before the set-up's import of the learner's code: nothing of theirs has run
+            raise Unsealed(f"the learner's code was not run: {sandbox[0].removeprefix(launch.UNSEALED)}")
         self._ready = True
 
     def sandbox_said(self, sealed) -> list[str]:
@@ -637,3 +652,25 @@ class ChapterProxy:
 
     def __repr__(self) -> str:
         return f"<the learner's {self.__name__}, in its own process>"
+
+
+def sandbox_here() -> str:
+    """The sandbox line of an empty worker started here now: ``launch.SANDBOXED`` when its probe held.
+
+    ``grade-class`` asks before grading anyone (unless ``--allow-unsealed``), so that a machine where the sandbox
+    cannot hold (no bubblewrap; Ubuntu 24.04's AppArmor) refuses the run before any learner's code runs. The worker
+    gets an empty package: nothing but the worker's own code and its probe run.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kata-seal-") as tmp:
+        (Path(tmp) / "empty").mkdir()
+        worker = Worker(Path(tmp), "empty")
+        try:
+            worker._ensure_ready()
+        except WorkerCrashed as err:
+            return f"{launch.UNSEALED}{err}"
+        finally:
+            worker.close()
+        return next((line for line in worker.protections
+                     if line == launch.SANDBOXED or line.startswith(launch.UNSEALED)), f"{launch.UNSEALED}no probe")

@@ -167,7 +167,11 @@ def test_a_sandbox_that_does_not_seal_is_reported_unsealed(tmp_path, fresh_launc
 
 
 def test_a_class_graded_unsealed_fails_unless_allowed(tmp_path):
-    """bubblewrap that cannot start, as on Ubuntu 24.04: exit 3 naming the sandbox and its fix; --allow-unsealed passes"""
+    """Bubblewrap that cannot start, as on Ubuntu 24.04, stops the class run (exit 3) unless allowed.
+
+    Nothing is graded and no learner's code runs; the sandbox and its fix are named. With --allow-unsealed the class
+    is graded, every row and the report saying so.
+    """
     course = class_repos.course_copy(tmp_path / "course")
     class_repos.build(tmp_path / "learners", ("ada",))
     env = _fake_bwrap(tmp_path / "bin", FAILING_BWRAP)
@@ -176,22 +180,35 @@ def test_a_class_graded_unsealed_fails_unless_allowed(tmp_path):
                 timeout=300)
     assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-3000:]
     said = proc.stderr
-    assert "1 learner(s) were graded without a sandbox that held: ada" in said, said
-    assert "bubblewrap failed to start: setting up uid map: Permission denied" in said, said
+    assert "nothing graded: the sandbox does not hold on this machine: bubblewrap failed to start: setting up uid " \
+           "map: Permission denied" in said, said
     assert "sudo apt-get install bubblewrap" in said and "Ubuntu 24.04" in said and "--allow-unsealed" in said, said
-    row = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["rows"][0]  # written all the same
-    assert row["status"] == "graded" and row["sandbox"] == "none", row["sandbox"]
-    assert "graded without a sandbox: bubblewrap failed to start: setting up uid map" in row["note"], row["note"]
-    assert (out / "report.html").is_file()
+    assert not (out / "gradebook.json").exists() and not (out / "students" / "ada").exists()  # nobody was graded
 
     proc = tool("grade-class", roster, "--out", str(out), "--chapters", "1", "--seed", "1", "--allow-unsealed",
-                root=course, env=env, timeout=300)  # the grade just made is taken from the cache
+                root=course, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     row = json.loads((out / "gradebook.json").read_text(encoding="utf-8"))["rows"][0]
-    assert row["sandbox"] == "none (allowed)", row["sandbox"]
+    assert row["status"] == "graded" and row["sandbox"] == "none (allowed)", row["sandbox"]
     assert "graded without a sandbox (allowed: --allow-unsealed): bubblewrap failed to start" in row["note"]
     assert "graded unsealed (allowed)" in (out / "report.html").read_text(encoding="utf-8")
     assert "graded without a sandbox (install bubblewrap" in proc.stdout  # the console's "read the note of"
+
+
+def test_where_sealing_is_required_an_unsealed_worker_never_loads_the_learners_code(tmp_path, fresh_launcher):
+    """grade-class's learners (proxy.SEAL_REQUIRED): a sandbox whose probe fails is ended before the learner's import"""
+    fresh_launcher.delenv("KATA_NO_SANDBOX", raising=False)
+    fresh_launcher.setenv("PATH", _fake_bwrap(tmp_path / "bin", EXEC_BWRAP.format(python=sys.executable))["PATH"])
+    fresh_launcher.setenv(proxy.SEAL_REQUIRED, "1")
+    marker = tmp_path / "RAN"
+    worker = proxy.Worker(_package(tmp_path / "impl", f"open({str(marker)!r}, 'w').close()\n"), "learner")
+    try:
+        with pytest.raises(proxy.Unsealed, match="the learner's code was not run: the sandbox did not hold"):
+            worker.import_module("chapter99_escape")
+        assert any(p.startswith(launch.UNSEALED) for p in worker.protections), worker.protections
+    finally:
+        worker.close()
+    assert not marker.exists(), "the learner's code ran unsealed"
 
 
 def test_one_unsealed_worker_makes_the_learner_unsealed():
