@@ -56,11 +56,19 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
+def _signature(node: ast.AST) -> bool:
+    """A bare call of a function by name with plain names and constants, as a page names it: `raw_scores(Q, K)`."""
+    plain = (ast.Name, ast.Constant)
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and all(isinstance(a, plain) for a in node.args) and all(isinstance(k.value, plain) for k in node.keywords))
+
+
 def body_lines(path: Path) -> dict[str, str]:
     """Every line a learner writes in ``path``'s functions, flattened -> the function it is in.
 
     A line is a statement (a compound statement by its header: ``for token in text.split()``), or the value an
-    assignment, an augmented assignment, a ``return`` or an expression statement computes.
+    assignment, an augmented assignment, a ``return`` or an expression statement computes — unless that value
+    is a bare call such as ``raw_scores(Q, K)``, which is how a page names a function the learner writes.
     """
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
@@ -79,7 +87,7 @@ def body_lines(path: Path) -> dict[str, str]:
                 else:
                     texts = [ast.get_source_segment(source, node) or ""]
                     value = getattr(node, "value", None)
-                    if isinstance(value, ast.AST):
+                    if isinstance(value, ast.AST) and not _signature(value):
                         texts.append(ast.get_source_segment(source, value) or "")
                 for text in texts:
                     flat = _flat(_without_comments(text))
