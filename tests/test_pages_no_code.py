@@ -56,9 +56,16 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
-def _signature(node: ast.AST) -> bool:
-    """A bare call of a function by name with plain names and constants, as a page names it: `raw_scores(Q, K)`."""
+def _names_something(node: ast.AST) -> bool:
+    """A value a page may show without handing over a line: it only names something.
+
+    A bare call of a function with plain names and constants (``raw_scores(Q, K)``, how a page names a
+    function), or an entry of a named dict or array (``state["step"]``, what a function reads or returns).
+    """
     plain = (ast.Name, ast.Constant)
+    if isinstance(node, ast.Subscript):
+        key = node.slice.operand if isinstance(node.slice, ast.UnaryOp) else node.slice
+        return isinstance(node.value, ast.Name) and isinstance(key, ast.Constant)
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and all(isinstance(a, plain) for a in node.args) and all(isinstance(k.value, plain) for k in node.keywords))
 
@@ -68,7 +75,7 @@ def body_lines(path: Path) -> dict[str, str]:
 
     A line is a statement (a compound statement by its header: ``for token in text.split()``), or the value an
     assignment, an augmented assignment, a ``return`` or an expression statement computes — unless that value
-    is a bare call such as ``raw_scores(Q, K)``, which is how a page names a function the learner writes.
+    only names something (``raw_scores(Q, K)``, ``state["step"]``: ``_names_something``).
     """
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
@@ -87,7 +94,7 @@ def body_lines(path: Path) -> dict[str, str]:
                 else:
                     texts = [ast.get_source_segment(source, node) or ""]
                     value = getattr(node, "value", None)
-                    if isinstance(value, ast.AST) and not _signature(value):
+                    if isinstance(value, ast.AST) and not _names_something(value):
                         texts.append(ast.get_source_segment(source, value) or "")
                 for text in texts:
                     flat = _flat(_without_comments(text))
