@@ -565,15 +565,23 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
     def weights(d):
         return {k: rng.normal(size=(d, d)) / np.sqrt(d) * 1.5 for k in s.PARAM_NAMES}
 
-    def attend(Qh, Kh, Vh, scale, masked):
-        """Every head's softmax(Q Kᵀ / scale) V, with the causal mask in the heads listed in ``masked``."""
+    def attend(Qh, Kh, Vh, scale, masked, how="add"):
+        """Every head's softmax(Q Kᵀ / scale) V, with the causal mask in the heads listed in ``masked``.
+
+        ``how``: "add" (−∞ above the diagonal: right), or the mistakes "multiply" (the scores times the 0/1
+        mask) and "after" (the weights times the mask, after the softmax).
+        """
         n = Qh.shape[1]
         outs, probs = [], []
         for h in range(len(Qh)):
             S = Qh[h] @ Kh[h].T / scale
-            if h in masked:
+            if h in masked and how == "add":
                 S = np.where(a.causal_mask(n), S, -np.inf)
+            elif h in masked and how == "multiply":
+                S = S * a.causal_mask(n)
             P = a.softmax(S)
+            if h in masked and how == "after":
+                P = P * a.causal_mask(n)
             outs.append(P @ Vh[h])
             probs.append(P)
         return np.stack(outs), np.stack(probs)
@@ -584,7 +592,8 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
         H = rng.normal(size=(n, seq, d // n))
         put(f"split/{i}", X=X, n_heads=np.array(n), heads=s.split_heads(X, n),
             reshape=X.reshape(n, seq, d // n), interleaved=np.stack([X[:, h::n] for h in range(n)]),
-            H=H, merged=s.merge_heads(H), merge_reshape=H.reshape(seq, d))
+            H=H, merged=s.merge_heads(H), merge_reshape=H.reshape(seq, d), merge_reversed=s.merge_heads(H[::-1]),
+            merge_interleaved=H.transpose(1, 2, 0).reshape(seq, d))
 
     # every head on its own: (n_heads, seq, d_head)
     for i, (n, seq, dh) in enumerate([(2, 5, 3), (4, 8, 4), (1, 6, 5), (3, 4, 2)]):
@@ -592,8 +601,11 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
         out, P = s.attend_heads(Qh, Kh, Vh)
         wide = attend(Qh, Kh, Vh, np.sqrt(n * dh), range(n))
         one = attend(Qh, Kh, Vh, np.sqrt(dh), {0})
+        times = attend(Qh, Kh, Vh, np.sqrt(dh), range(n), "multiply")
+        after = attend(Qh, Kh, Vh, np.sqrt(dh), range(n), "after")
         put(f"heads/{i}", Qh=Qh, Kh=Kh, Vh=Vh, out=out, weights=P, d_model_out=wide[0], d_model_weights=wide[1],
-            one_mask_out=one[0], one_mask_weights=one[1])
+            one_mask_out=one[0], one_mask_weights=one[1], times_mask_out=times[0], times_mask_weights=times[1],
+            after_mask_out=after[0], after_mask_weights=after[1])
 
     # the whole layer, with what the classic mistakes give
     for i, (seq, d, n) in enumerate([(5, 8, 2), (8, 16, 4), (6, 6, 1), (4, 12, 4), (7, 9, 3), (2, 4, 2), (1, 8, 4)]):
@@ -604,7 +616,11 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
                                                   mask=a.causal_mask(len(c)))[0]
                    for c in np.array_split(np.arange(seq), n) if len(c)]
         cut = [(x @ W[k]).reshape(n, seq, d // n) for k in ("WQ", "WK", "WV")]
+        merged = attend(Qh, Kh, Vh, np.sqrt(d // n), range(n))[0]
         put(f"mha/{i}", x=x, params=W, n_heads=np.array(n), out=out,
+            WO_T=s.merge_heads(merged) @ W["WO"].T, merge_reversed=s.merge_heads(merged[::-1]) @ W["WO"],
+            projections_T=s.merge_heads(attend(*(s.split_heads(x @ W[k].T, n) for k in ("WQ", "WK", "WV")),
+                                               np.sqrt(d // n), range(n))[0]) @ W["WO"],
             no_WO=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d // n), range(n))[0]),
             d_model=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d), range(n))[0]) @ W["WO"],
             one_mask=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d // n), {0})[0]) @ W["WO"],
