@@ -679,7 +679,8 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
             mistakes=mistakes(X, base, start))
         put(f"backward/{i}", dY=G, base=base, start=start,
             numerical=numerical_gradient(lambda v: float(np.sum(G * s.apply_rope(v, base, start))), X),
-            forward=s.apply_rope(G, base, start), from_one=s.rope_backward(G, base, start + 1))
+            forward=s.apply_rope(G, base, start), from_one=s.rope_backward(G, base, start + 1),
+            start_ignored=s.rope_backward(G, base, 0), base_ignored=s.rope_backward(G, 10000.0, start))
 
     for i, (shape, base) in enumerate([((4, 6), 10000.0), ((6, 8), 10000.0), ((3, 5, 4), 100.0),
                                        ((2, 8, 16), 10000.0)]):
@@ -697,11 +698,15 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
         output, weights = s.rope_attention(Q, K, V, base)
         found = {"no_rope": a.scaled_dot_product_attention(Q, K, V, mask=mask)[0],
                  "unmasked": a.scaled_dot_product_attention(Qr, Kr, V)[0]}
+        found_weights = {"no_rope": a.scaled_dot_product_attention(Q, K, V, mask=mask)[1],
+                         "unmasked": a.scaled_dot_product_attention(Qr, Kr, V)[1]}
         if d_v % 2 == 0:
             found["v_rotated"] = a.scaled_dot_product_attention(Qr, Kr, s.apply_rope(V, base), mask=mask)[0]
         if base != 10000.0:
             found["base_ignored"] = s.rope_attention(Q, K, V)[0]
-        put(f"attention/{i}", Q=Q, K=K, V=V, base=base, output=output, weights=weights, mistakes=found)
+            found_weights["base_ignored"] = s.rope_attention(Q, K, V)[1]
+        put(f"attention/{i}", Q=Q, K=K, V=V, base=base, output=output, weights=weights, mistakes=found,
+            weight_mistakes=found_weights)
 
     for i, (n, d, base, start) in enumerate([(5, 6, 10000.0, 0), (3, 10, 10000.0, 4), (7, 2, 50.0, 1), (1, 8, 1e6, 0),
                                                   (4, 6, 1.5, 2)]):
@@ -709,7 +714,8 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
             frequencies=s.rope_frequencies(d, base))
 
     X = rng.integers(-3, 4, size=(5, 6))  # whole numbers: the result is float64 all the same
-    put("integers", X=X, out=s.apply_rope(X.astype(np.float64), start=1))
+    put("integers", X=X, out=s.apply_rope(X.astype(np.float64), start=1),
+        start_ignored=s.apply_rope(X.astype(np.float64)))
     X, angles = rng.normal(size=(3, 4, 6)), rng.normal(size=(4, 3)) * 2
     put("rotate", X=X, angles=angles, out=s.rotate_pairs(X, angles), sign=s.rotate_pairs(X, -angles))
     return data
