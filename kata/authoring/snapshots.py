@@ -736,13 +736,16 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
     # 13.3 and 13.7: the gradients the worksheet does not print
     step = answer_key.load(13).step("13.3")
     x, g, d_out = step.input("x"), step.input("g"), step.input("d_out")
-    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v)), g))
+    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v)), g),
+        dg_features=np.sum(d_out * x / rms(x), axis=-1))
     step = answer_key.load(13).step("13.7")
     args = [step.input(k) for k in ("x", "W_gate", "W_up", "W_down")]
     R = step.input("d_out")
-    put("ws_13_7", **{k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
-                                                                                 for i in range(4)])[0]), args[j])
-                      for j, k in enumerate(("W_gate", "W_up", "W_down"), start=1)})
+    ws_13_7 = {k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
+                                                                          for i in range(4)])[0]), args[j])
+               for j, k in enumerate(("W_gate", "W_up", "W_down"), start=1)}
+    put("ws_13_7", **ws_13_7, swapped={"W_gate": ws_13_7["W_up"], "W_up": ws_13_7["W_gate"]},
+        W_down_T=ws_13_7["W_down"].T)
 
     for i, shape in enumerate([(3, 5), (6, 4), (2, 3, 7), (4, 1), (8, 16), (5,)]):
         x = rng.normal(size=shape) * 2 + 1  # rows with a mean far from 0: LayerNorm's answer is far from ours
@@ -759,7 +762,9 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"rms_norm_backward/{i}", x=x, g=g, d_out=R, eps=eps,
             dx=numerical_gradient(lambda v: np.sum(R * s.rms_norm(v, g, eps=eps)), x),
             dg=numerical_gradient(lambda v: np.sum(R * s.rms_norm(x, v, eps=eps)), g),
-            direct_path_only=g * R / rms(x, eps))
+            direct_path_only=g * R / rms(x, eps),
+            eps_ignored=dict(zip(("dx", "dg"), s.rms_norm_backward(x, g, R), strict=True)),
+            dg_first_axis=np.sum(R * x / rms(x, eps), axis=0))
 
     x = rng.uniform(-8, 8, size=(4, 6))
     put("silu", x=x, out=s.silu(x), sigmoid=1 / (1 + np.exp(-x)))
@@ -787,7 +792,7 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"swiglu_backward/{i}", **dict(zip(names, args, strict=True)), d_out=R, grads=grads)
 
     # -- rotary multi-head attention and the pre-norm block ---------------------------------------------------
-    from solutions.chapter12_rope import apply_rope
+    from solutions.chapter12_rope import apply_rope, rope_backward
 
     keys = ("WQ", "WK", "WV", "WO")
 
@@ -852,8 +857,11 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         dKr = numerical_gradient(lambda K: np.sum(R * attend_given(Qr, K, x @ p["WV"], p["WO"], n)), Kr)
         dV = numerical_gradient(lambda V: np.sum(R * attend_given(Qr, Kr, V, p["WO"], n)), x @ p["WV"])
         not_undone = {"x": dQr @ p["WQ"].T + dKr @ p["WK"].T + dV @ p["WV"].T, "WQ": x.T @ dQr, "WK": x.T @ dKr}
+        # the base not passed on: turned back with rope_backward's default base 10000
+        dQb, dKb = (rope_backward(heads(M, n)).transpose(1, 0, 2).reshape(seq, d) for M in (dQr, dKr))
+        base_dropped = {"x": dQb @ p["WQ"].T + dKb @ p["WK"].T + dV @ p["WV"].T, "WQ": x.T @ dQb, "WK": x.T @ dKb}
         put(f"attention_backward/{i}", x=x, params=p, n_heads=n, base=base, d_out=R, grads=grads,
-            not_undone=not_undone)
+            not_undone=not_undone, base_dropped=base_dropped)
 
     def random_block(d, d_ff):
         return {"g1": 1 + 0.3 * rng.normal(size=d), **attention_params(d), "g2": 1 + 0.3 * rng.normal(size=d),
@@ -872,7 +880,8 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         x, p = rng.normal(size=(seq, d)), random_block(d, d_ff)
         y, _ = s.prenorm_block(x, p, n)
         put(f"block/{i}", x=x, params=p, n_heads=n, y=y, post_norm=post_norm(x, p, n), no_residual=no_residual(x, p, n),
-            gains_swapped=s.prenorm_block(x, {**p, "g1": p["g2"], "g2": p["g1"]}, n)[0])
+            gains_swapped=s.prenorm_block(x, {**p, "g1": p["g2"], "g2": p["g1"]}, n)[0],
+            g1_twice=s.prenorm_block(x, {**p, "g2": p["g1"]}, n)[0])
 
     for i, (seq, d, d_ff, n) in enumerate([(3, 4, 6, 2), (5, 8, 6, 4), (4, 6, 5, 1)]):
         x, p, R = rng.normal(size=(seq, d)), random_block(d, d_ff), rng.normal(size=(seq, d))
