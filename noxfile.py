@@ -135,7 +135,7 @@ def suite(session: nox.Session, *args: str, python: str = "python") -> None:
     session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
     session.env["PYTHONPYCACHEPREFIX"] = str(ROOT / "build" / "pycache")
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: unset (the prefix keeps the source folders clean)
-    session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions",
+    session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", "--given",
                 "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", *args, external=python != "python")
 
 

@@ -13,6 +13,13 @@ from collections.abc import Callable
 import numpy as np
 
 
+def _check_matrix(name: str, A) -> np.ndarray:
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {A.shape}")
+    return A
+
+
 def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     r"""Multiply two matrices with explicit loops.
 
@@ -27,12 +34,14 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
     Raises:
         ValueError: if A's columns and B's rows differ (the message names both shapes and says how many
-            columns A has and how many rows B has: "A has 3 columns, B 4 rows"), or either is not 2-D (the
-            message names the matrix, A or B, and its shape).
+            columns A has and how many rows B has: "A has 3 columns, B 4 rows"): yours to write. A or B not
+            2-D is refused by the checks given above the ``raise``.
 
     See docs: chapter 2, steps 2.1 and 2.2.
     """
-    raise NotImplementedError("2.1 matmul: check shapes, then three nested loops adding A[i, k] * B[k, j] (10 lines)")
+    A = _check_matrix("A", A)
+    B = _check_matrix("B", B)
+    raise NotImplementedError("2.1 matmul: check A's columns match B's rows, then three nested loops adding A[i, k] * B[k, j] (9 lines)")
 
 
 def transpose(A: np.ndarray) -> np.ndarray:
@@ -47,11 +56,12 @@ def transpose(A: np.ndarray) -> np.ndarray:
         Aᵀ, shape (n, m), a new array.
 
     Raises:
-        ValueError: if A is not 2-D (the message names A and its shape).
+        ValueError: if A is not 2-D: the check given above the ``raise``.
 
     See docs: chapter 2, step 2.6.
     """
-    raise NotImplementedError("2.6 transpose: T[j, i] = A[i, j] in two loops (6 lines)")
+    A = _check_matrix("A", A)
+    raise NotImplementedError("2.6 transpose: T[j, i] = A[i, j] in two loops (5 lines)")
 
 
 def dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -67,11 +77,12 @@ def dot(a: np.ndarray, b: np.ndarray) -> float:
         The dot product, a float.
 
     Raises:
-        ValueError: if a and b are not 1-D vectors of the same length (the message names both shapes).
+        ValueError: if a and b are not 1-D vectors of the same length: the check given above the ``raise``.
 
     See docs: chapter 2, steps 2.3–2.5.
     """
-    raise NotImplementedError("2.3 dot: check both are vectors of one length, then sum a[i] * b[i] (6 lines)")
+    a, b = _check_vectors(a, b)
+    raise NotImplementedError("2.3 dot: sum a[i] * b[i] (4 lines)")
 
 
 def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,12 +102,13 @@ def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.nd
         (dA, dB) with shapes (m, n) and (n, p).
 
     Raises:
-        ValueError: if the shapes do not fit together (the message names them), or A, B or dC is not 2-D (the
-            message names the matrix, A, B or dC, and its shape).
+        ValueError: if A, B or dC is not 2-D or the shapes do not fit together: the check given above the
+            ``raise``, which hands you A, B and dC as float64 arrays.
 
     See docs: chapter 2, steps 2.7 and 2.8.
     """
-    raise NotImplementedError("2.7 matmul_backward: dA = dC Bᵀ, dB = Aᵀ dC — let the shapes guide you (5 lines)")
+    A, B, dC = _check_product(A, B, dC)
+    raise NotImplementedError("2.7 matmul_backward: dA = dC Bᵀ, dB = Aᵀ dC — let the shapes guide you (3 lines)")
 
 
 def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -122,3 +134,19 @@ def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: flo
     See docs: chapter 2, step 2.9.
     """
     raise NotImplementedError("2.9 numerical_gradient: nudge each entry by ±eps, (f(up) − f(down)) / (2 eps) (12 lines)")
+
+
+def _check_vectors(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) as float64 arrays, after checking they are vectors of one length (the message names both shapes)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"dot needs two vectors of the same length, got shapes {a.shape} and {b.shape}")
+    return a, b
+
+
+def _check_product(A, B, dC) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B, dC) as float64 matrices, after checking that dC has the shape of C = AB."""
+    A, B, dC = _check_matrix("A", A), _check_matrix("B", B), _check_matrix("dC", dC)
+    if A.shape[1] != B.shape[0] or dC.shape != (A.shape[0], B.shape[1]):
+        raise ValueError(f"matmul_backward: A {A.shape}, B {B.shape} and dC {dC.shape} do not fit C = AB")
+    return A, B, dC

@@ -16,6 +16,7 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
+from .chapter02_matrices import _check_matrix  # noqa: F401 - yours to use
 from .chapter05_forward_pass import PARAM_NAMES, forward  # noqa: F401 - yours to use
 from .chapter06_training_step import cross_entropy, cross_entropy_grad, sgd_step  # noqa: F401 - yours to use
 

@@ -21,6 +21,11 @@ from .chapter06_training_step import cross_entropy, cross_entropy_grad, output_b
 from .chapter07_backprop import backward  # noqa: F401 - yours to use
 
 
+def _check_target(k: int, target: int, vocab: int) -> None:
+    if not 0 <= target < vocab:
+        raise IndexError(f"example {k}: target {target} is outside the vocabulary of {vocab} tokens (0..{vocab - 1})")
+
+
 def per_example(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
                 embeddings: np.ndarray | None = None) -> dict[str, np.ndarray]:
     r"""Forward every example and take its loss and output gradients: the worksheet's Parts 1 and 2, stacked.

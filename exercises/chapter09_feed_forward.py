@@ -14,7 +14,29 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
+from .chapter02_matrices import _check_matrix
 from .chapter04_attention import causal_mask, scaled_dot_product_attention  # noqa: F401 - yours to use
+
+
+def _check_ffn(x, W1, W2, b1, b2) -> tuple:
+    """Validate the shapes of a feed-forward layer's input and parameters; return them as float64."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-D (seq, d_model); got shape {x.shape} (use x[None, :] for one row)")
+    W1, W2 = _check_matrix("W1", W1), _check_matrix("W2", W2)
+    if W1.shape[0] != x.shape[1]:
+        raise ValueError(f"W1 {W1.shape} must have one row per input feature: x is {x.shape}")
+    if W2.shape[0] != W1.shape[1]:
+        raise ValueError(f"W2 {W2.shape} must have one row per hidden feature: W1 is {W1.shape}")
+    if b1 is not None:
+        b1 = np.asarray(b1, dtype=np.float64)
+        if b1.shape != (W1.shape[1],):
+            raise ValueError(f"b1 {b1.shape} must have shape ({W1.shape[1]},), one entry per column of W1 {W1.shape}")
+    if b2 is not None:
+        b2 = np.asarray(b2, dtype=np.float64)
+        if b2.shape != (W2.shape[1],):
+            raise ValueError(f"b2 {b2.shape} must have shape ({W2.shape[1]},), one entry per column of W2 {W2.shape}")
+    return x, W1, W2, b1, b2
 
 
 def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray) -> np.ndarray:
@@ -35,13 +57,14 @@ def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray
         Attention output, shape (seq, d_v): every row, not just the last.
 
     Raises:
-        ValueError: if X is not 2-D or a projection does not have one row per column of X (the message
-            names both shapes), or a projection is not 2-D (the message names it, ``X``, ``WQ``, ``WK`` or
-            ``WV``, and its shape).
+        ValueError: if X or a projection is not 2-D, or a projection does not have one row per column of X:
+            the checks given above the ``raise``.
 
     See docs: chapter 9, step 9.1.
     """
-    raise NotImplementedError("9.1 self_attention: project X three ways, then chapter 4's attention with a causal mask (5 lines)")
+    X = _check_matrix("X", X)
+    _check_projections(X, WQ, WK, WV)
+    raise NotImplementedError("9.1 self_attention: project X three ways, then chapter 4's attention with a causal mask (3 lines)")
 
 
 def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
@@ -58,13 +81,14 @@ def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndar
         Output rows, shape (seq, d_out).
 
     Raises:
-        ValueError: if x or W is not 2-D, W does not have one row per column of x, or b is not (d_out,)
-            (the message names the shapes, the array that does not fit, ``x``, ``W`` or ``b``, and for ``b``
-            the shape it should have).
+        ValueError: if x or W is not 2-D, W does not have one row per column of x, or b is not (d_out,):
+            the check given above the ``raise``, which hands you x, W and b as float64 arrays (b may stay
+            None).
 
     See docs: chapter 9, step 9.2.
     """
-    raise NotImplementedError("9.2 linear: check the shapes, x @ W, add b when given (7 lines)")
+    x, W, b = _check_linear(x, W, b)
+    raise NotImplementedError("9.2 linear: x @ W, add b when given (4 lines)")
 
 
 def relu(x: np.ndarray) -> np.ndarray:
@@ -99,11 +123,12 @@ def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
         Gradient with respect to x, same shape as x.
 
     Raises:
-        ValueError: if x and d_out have different shapes (the message names both).
+        ValueError: if x and d_out have different shapes: the check given above the ``raise``.
 
     See docs: chapter 9, step 9.7.
     """
-    raise NotImplementedError("9.7 relu_backward: keep d_out where x > 0, zero elsewhere (0 at exactly 0) (5 lines)")
+    x, d_out = _check_same_shape(x, d_out)
+    raise NotImplementedError("9.7 relu_backward: keep d_out where x > 0, zero elsewhere (0 at exactly 0) (1 line)")
 
 
 def feed_forward(
@@ -126,12 +151,13 @@ def feed_forward(
         Output rows, shape (seq, d_out).
 
     Raises:
-        ValueError: if a shape does not fit (the message names the shapes involved; for a bias, also
-            which one, ``b1`` or ``b2``; for a matrix that is not 2-D, which one, ``W1`` or ``W2``).
+        ValueError: if a shape does not fit: the check given above the ``raise``, which hands you x, W1, W2,
+            b1 and b2 as float64 arrays.
 
     See docs: chapter 9, step 9.4.
     """
-    raise NotImplementedError("9.4 feed_forward: linear, relu, linear (3 lines plus shape checks)")
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
+    raise NotImplementedError("9.4 feed_forward: linear, relu, linear (2 lines)")
 
 
 def feed_forward_backward(
@@ -167,12 +193,14 @@ def feed_forward_backward(
         they are the gradients a zero bias would receive.
 
     Raises:
-        ValueError: if a shape does not fit, d_out included, biases too, though b2 does not enter any gradient
-            (the message names the shapes involved, as ``feed_forward``).
+        ValueError: if a shape does not fit, d_out and the biases included: the checks given above the
+            ``raise``, as ``feed_forward``.
 
     See docs: chapter 9, steps 9.8 and 9.9.
     """
-    raise NotImplementedError("9.8 feed_forward_backward: recompute h and ReLU(h), then back through W2, ReLU, W1 (10 lines)")
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
+    d_out = _check_d_out(d_out, (x.shape[0], W2.shape[1]))
+    raise NotImplementedError("9.8 feed_forward_backward: recompute h and ReLU(h), then back through W2, ReLU, W1 (8 lines)")
 
 
 def residual_feed_forward(
@@ -193,10 +221,12 @@ def residual_feed_forward(
         Output rows, shape (seq, d_model).
 
     Raises:
-        ValueError: if a shape does not fit, or W2's output width differs from x's (the message names both).
+        ValueError: if W2's output width differs from x's (the message names both shapes): yours to write,
+            the residual adds the two. Every other shape is checked by the check given above the ``raise``.
 
     See docs: chapter 9, step 9.5.
     """
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
     raise NotImplementedError("9.5 residual_feed_forward: x + feed_forward(x, ...) (2 lines plus a width check)")
 
 
@@ -227,8 +257,47 @@ def residual_feed_forward_backward(
         (dx, dW1, dW2, db1, db2), shaped as in ``feed_forward_backward``.
 
     Raises:
-        ValueError: if a shape does not fit (as ``residual_feed_forward`` and ``feed_forward_backward``).
+        ValueError: if W2's output width differs from x's, as ``residual_feed_forward`` (yours to write);
+            every other shape as ``feed_forward_backward``.
 
     See docs: chapter 9, step 9.10.
     """
-    raise NotImplementedError("9.10 residual_feed_forward_backward: the FFN's gradients, plus d_out itself on dx (3 lines)")
+    x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
+    raise NotImplementedError("9.10 residual_feed_forward_backward: the FFN's gradients, plus d_out itself on dx (3 lines plus the width check)")
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_projections(X: np.ndarray, WQ, WK, WV) -> None:
+    """WQ, WK and WV each 2-D with one row per column of X (the message names the projection and both shapes)."""
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        W = _check_matrix(name, W)
+        if W.shape[0] != X.shape[1]:
+            raise ValueError(f"{name} {W.shape} must have one row per column of X {X.shape}")
+
+
+def _check_linear(x, W, b) -> tuple:
+    """(x, W, b) as float64 arrays (b None stays None), after checking that they fit one another."""
+    x, W = _check_matrix("x", x), _check_matrix("W", W)
+    if W.shape[0] != x.shape[1]:
+        raise ValueError(f"W {W.shape} must have one row per column of x {x.shape}")
+    if b is not None:
+        b = np.asarray(b, dtype=np.float64)
+        if b.shape != (W.shape[1],):
+            raise ValueError(f"b {b.shape} must have shape ({W.shape[1]},), one entry per column of W {W.shape}")
+    return x, W, b
+
+
+def _check_same_shape(x, d_out) -> tuple:
+    """(x, d_out) as float64 arrays, after checking they have one shape (the message names both)."""
+    x, d_out = np.asarray(x, dtype=np.float64), np.asarray(d_out, dtype=np.float64)
+    if x.shape != d_out.shape:
+        raise ValueError(f"x {x.shape} and d_out {d_out.shape} must have the same shape")
+    return x, d_out
+
+
+def _check_d_out(d_out, shape: tuple) -> np.ndarray:
+    """d_out as a float64 array, after checking it has the output's shape (the message names both shapes)."""
+    d_out = np.asarray(d_out, dtype=np.float64)
+    if d_out.shape != tuple(shape):
+        raise ValueError(f"d_out {d_out.shape} must have the output's shape {tuple(shape)}")
+    return d_out

@@ -22,7 +22,6 @@ BLOCK_KEYS = ("ln1_gamma", "ln1_beta", "WQ", "WK", "WV", "ln2_gamma", "ln2_beta"
 MODEL_KEYS = ("tok_emb", "pos_emb", "blocks", "lnf_gamma", "lnf_beta", "WO")
 
 
-
 def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5) -> np.ndarray:
     r"""Normalise every row to mean 0 and variance 1, then scale by gamma and shift by beta.
 
@@ -42,12 +41,12 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
         Array of the shape of x.
 
     Raises:
-        ValueError: if x has no feature axis, or an empty one (the message says "feature axis"), or gamma
-            or beta does not have shape (d_model,) (the message names ``gamma`` or ``beta`` and its shape).
+        ValueError: if x has no feature axis or gamma or beta does not fit it: the check given above the ``raise``.
 
     See docs: chapter 10, steps 10.1 and 10.2.
     """
-    raise NotImplementedError("10.1 layer_norm: (x - mean) / sqrt(population var + eps) * gamma + beta (5 lines)")
+    x = _check_features(x, gamma, beta)
+    raise NotImplementedError("10.1 layer_norm: (x - mean) / sqrt(population var + eps) * gamma + beta (4 lines)")
 
 
 def layer_norm_backward(
@@ -76,11 +75,12 @@ def layer_norm_backward(
         every row.
 
     Raises:
-        ValueError: if d_out does not have the shape of x, or gamma does not have shape (d_model,) (the
-            message names ``d_out`` or ``gamma`` and the shapes).
+        ValueError: if x, gamma or d_out do not fit: the checks given above the ``raise``.
 
     See docs: chapter 10, step 10.3.
     """
+    x = _check_features(x, gamma)
+    d_out = _check_shape(d_out, x.shape, "layer_norm_backward: d_out")
     raise NotImplementedError("10.3 layer_norm_backward: dgamma, dbeta are row sums; dx has three terms (9 lines)")
 
 
@@ -99,15 +99,18 @@ def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndar
         WV: value weights, shape (d_model, d_model).
 
     Returns:
-        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``attention_backward``.
+        (out, cache): out has shape (seq, d_model); cache is a tuple for ``attention_backward`` that starts
+        with x (its given check reads x's shape there); what follows x is yours to choose.
 
     Raises:
-        ValueError: if x has no rows (no position to attend from), or x is not 2-D or a weight is not
-            (d_model, d_model) (the message names it, ``x``, ``WQ``, ``WK`` or ``WV``, and its shape).
+        ValueError: if x has no rows (no position to attend from), x is not 2-D or a weight is not
+            (d_model, d_model): the checks given above the ``raise``.
 
     See docs: chapter 10, step 10.4.
     """
-    raise NotImplementedError("10.4 attention_forward: Q K V, scale, causal mask, softmax, P @ V, cache (8 lines)")
+    x = _check_rows(x, "attention_forward: x")
+    _check_attention_weights(x.shape[1], WQ, WK, WV)
+    raise NotImplementedError("10.4 attention_forward: Q K V, scale, causal mask, softmax, P @ V, cache with x first (5 lines)")
 
 
 def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -127,11 +130,12 @@ def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.
         (dx, dWQ, dWK, dWV): dx has shape (seq, d_model); each weight gradient (d_model, d_model).
 
     Raises:
-        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+        ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 10, step 10.8.
     """
-    raise NotImplementedError("10.8 attention_backward: dV, dP, softmax backward, dQ, dK; dx has 3 paths (10 lines)")
+    d_out = _check_shape(d_out, np.shape(cache[0]), "attention_backward: d_out")
+    raise NotImplementedError("10.8 attention_backward: dV, dP, softmax backward, dQ, dK; dx has 3 paths (9 lines)")
 
 
 def ffn_forward(
@@ -152,12 +156,14 @@ def ffn_forward(
         (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``ffn_backward``.
 
     Raises:
-        ValueError: if x is not 2-D, or a weight or bias has the wrong shape (the message names it, ``x``,
-            ``W1``, ``b1``, ``W2`` or ``b2``, and its shape).
+        ValueError: if x is not 2-D, or a weight or bias has the wrong shape: the checks given above the
+            ``raise``.
 
     See docs: chapter 10, step 10.5.
     """
-    raise NotImplementedError("10.5 ffn_forward: ReLU(x @ W1 + b1) @ W2 + b2, and a cache (7 lines)")
+    x = _check_rows(x, "ffn_forward: x")
+    _check_ffn_weights(x.shape[1], W1, b1, W2, b2)
+    raise NotImplementedError("10.5 ffn_forward: ReLU(x @ W1 + b1) @ W2 + b2, and a cache with x first (3 lines)")
 
 
 def ffn_backward(
@@ -180,11 +186,12 @@ def ffn_backward(
         (dx, dW1, db1, dW2, db2), shaped like x, W1, b1, W2, b2.
 
     Raises:
-        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+        ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 10, step 10.7.
     """
-    raise NotImplementedError("10.7 ffn_backward: back through W2, the ReLU gate z > 0, then W1 (5 lines)")
+    d_out = _check_shape(d_out, np.shape(cache[0]), "ffn_backward: d_out")
+    raise NotImplementedError("10.7 ffn_backward: back through W2, the ReLU gate z > 0, then W1 (3 lines)")
 
 
 def block_forward(x: np.ndarray, block: dict) -> tuple[np.ndarray, tuple]:
@@ -261,12 +268,12 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
         The parameter dict above.
 
     Raises:
-        ValueError: if a size is not a positive whole number: 0, 4.0 or True (n_layers may be 0, every other
-            size may be 1; the message names the size as written, e.g. ``d_model``, and its value).
+        ValueError: if a size is not a positive whole number (n_layers may be 0): the check given above the ``raise``.
 
     See docs: chapter 10, step 10.10.
     """
-    raise NotImplementedError("10.10 init_params: default_rng(seed), then the documented layout (15 lines)")
+    _check_sizes(vocab_size, d_model, d_ff, n_layers, max_len)
+    raise NotImplementedError("10.10 init_params: default_rng(seed), then the documented layout (12 lines)")
 
 
 def embed(ids, params: dict) -> np.ndarray:
@@ -282,14 +289,13 @@ def embed(ids, params: dict) -> np.ndarray:
         The residual stream entering block 0, shape (seq, d_model).
 
     Raises:
-        ValueError: if ids is empty (the message says "empty"), not a 1-D sequence of whole numbers (the
-            message names ``ids`` and its shape or dtype, e.g. float64), outside the vocabulary (the message
-            names the id and the vocab size), or longer than max_len (the message names the length and
-            max_len).
+        ValueError: if ids is empty, not a 1-D sequence of whole numbers, outside the vocabulary or longer
+            than max_len: the check given above the ``raise``, which hands you ids as an integer array.
 
     See docs: chapter 10, step 10.11.
     """
-    raise NotImplementedError("10.11 embed: check the ids, then tok_emb[ids] + pos_emb[:seq] (2 lines + checks)")
+    ids = _check_ids(ids, params)
+    raise NotImplementedError("10.11 embed: tok_emb[ids] + pos_emb[:seq] (1 line)")
 
 
 def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
@@ -304,19 +310,17 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
 
     Returns:
         (logits, cache): logits has shape (seq, vocab), row i scoring the token after position i; cache
-        is an opaque dict for ``transformer_backward``.
+        is a dict for ``transformer_backward`` that holds at least ``"ids"`` (as an array) and ``"params"``
+        (its given check reads them); its other keys are yours to choose.
 
     Raises:
-        ValueError: if params is not a dict with exactly the keys of ``init_params`` (the message lists them
-            and names what came instead), a block is not such a dict, a parameter is missing or has a shape
-            that does not fit the others (the message names it by its key, e.g. ``W1``, ``b2``, ``tok_emb``,
-            ``lnf_beta`` or ``WO`` — ``params['WO']`` names it too — and its shape; when ``blocks`` is not a list
-            of dicts, the message names ``blocks`` and what came instead: a ``dict``, a ``list``), or the ids are
-            bad (as ``embed``).
+        ValueError: if params is not the dict ``init_params`` makes (a key, a block or a shape that does not
+            fit): the check given above the ``raise``; or the ids are bad (as ``embed``).
 
     See docs: chapter 10, step 10.12.
     """
-    raise NotImplementedError("10.12 transformer_forward: embed, blocks, final LN, @ W_out (10 lines)")
+    _check_params(params)
+    raise NotImplementedError("10.12 transformer_forward: embed, blocks, final LN, @ W_out; cache ids and params (9 lines)")
 
 
 def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
@@ -340,13 +344,13 @@ def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
         (loss, d_logits): loss is a float; d_logits has shape (seq, vocab).
 
     Raises:
-        ValueError: if targets does not have one entry per position or is not whole numbers (the message
-            names ``targets`` and its shape or dtype), has an entry ≥ vocab (the message lists those entries,
-            e.g. [4], and the vocab size), or has no entry ≥ 0.
+        ValueError: if targets does not have one whole number per position, has an entry ≥ vocab or has no
+            entry ≥ 0: the check given above the ``raise``, which hands you targets as an integer array.
 
     See docs: chapter 10, steps 10.13 and 10.14.
     """
-    raise NotImplementedError("10.13 cross_entropy: mean -log p over targets >= 0; (softmax - onehot) / n (10 lines)")
+    targets = _check_targets(targets, np.shape(logits))
+    raise NotImplementedError("10.13 cross_entropy: mean -log p over targets >= 0; (softmax - onehot) / n (9 lines)")
 
 
 def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
@@ -365,12 +369,12 @@ def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
         ``init_params``).
 
     Raises:
-        ValueError: if d_logits does not have the logits' shape (the message names ``d_logits`` and its
-            shape).
+        ValueError: if d_logits does not have the logits' shape: the check given above the ``raise``.
 
     See docs: chapter 10, step 10.15.
     """
-    raise NotImplementedError("10.15 transformer_backward: W_out, final LN, blocks reversed, np.add.at (14 lines)")
+    d_logits = _check_d_logits(d_logits, cache)
+    raise NotImplementedError("10.15 transformer_backward: W_out, final LN, blocks reversed, np.add.at (13 lines)")
 
 
 def transformer_loss_and_grads(ids, targets, params: dict) -> tuple[float, dict]:
@@ -410,14 +414,15 @@ def train_transformer(data, params: dict, lr: float, epochs: int) -> tuple[dict,
         the mean loss over ``data`` before update i.
 
     Raises:
-        ValueError: if data is empty (the message says "empty"), a pair is bad (as
-            ``transformer_loss_and_grads``), lr is not a finite number or epochs is not a whole number ≥ 0:
-            -1, 2.0 or True (the message names ``lr`` or ``epochs`` and its value). epochs = 0 is allowed:
-            the parameters come back unchanged, with no losses.
+        ValueError: if data is empty, lr is not a finite number or epochs is not a whole number ≥ 0: the
+            check given above the ``raise``, which hands you data as a list; or a pair is bad (as
+            ``transformer_loss_and_grads``). epochs = 0 is allowed: the parameters come back unchanged, with
+            no losses.
 
     See docs: chapter 10, step 10.17.
     """
-    raise NotImplementedError("10.17 train_transformer: per epoch one step on the MEAN gradient (15 lines)")
+    data = _check_training(data, lr, epochs)
+    raise NotImplementedError("10.17 train_transformer: per epoch one step on the MEAN gradient (11 lines)")
 
 
 def generate(prompt_ids, params: dict, n_new: int) -> np.ndarray:
@@ -434,10 +439,157 @@ def generate(prompt_ids, params: dict, n_new: int) -> np.ndarray:
         The prompt followed by the new tokens, integer array of shape (n_prompt + n_new,).
 
     Raises:
-        ValueError: if n_new is not a whole number ≥ 0: -1, 2.0 or True (the message names ``n_new`` and its
-            value; n_new = 0 gives the prompt back), the result would be longer than max_len, the number of
-            rows of pos_emb (the message says "max_len"), or the prompt is bad (as ``embed``).
+        ValueError: if n_new is not a whole number ≥ 0, the result would be longer than max_len (the rows of
+            pos_emb) or the prompt is bad (as ``embed``): the check given above the ``raise``, which hands
+            you the prompt's ids as a list. n_new = 0 gives the prompt back.
 
     See docs: chapter 10, step 10.18.
     """
-    raise NotImplementedError("10.18 generate: n_new times, append argmax of the last logits row (8 lines)")
+    ids = _check_generation(prompt_ids, params, n_new)  # noqa: F841 - yours to use
+    raise NotImplementedError("10.18 generate: n_new times, append argmax of the last logits row (3 lines)")
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_shape(a, shape: tuple, what: str) -> np.ndarray:
+    """``a`` as a float64 array, after checking it has ``shape`` (the message names ``what`` and both shapes)."""
+    if np.shape(a) != tuple(shape):
+        raise ValueError(f"{what} has shape {np.shape(a)}, expected {tuple(shape)}")
+    return np.asarray(a, dtype=np.float64)
+
+
+def _check_rows(x, what: str) -> np.ndarray:
+    """``x`` as a float64 array, after checking it is (seq, d_model) with at least one row and one column."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"{what} must be 2-D (seq, d_model) with at least one row, got shape {x.shape}")
+    return x
+
+
+def _check_features(x, gamma, beta=None) -> np.ndarray:
+    """``x`` as a float64 array, after checking it has a feature axis that gamma (and beta) fit."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"layer norm needs a feature axis with at least one entry, got shape {x.shape}")
+    _check_shape(gamma, (x.shape[-1],), "layer norm: gamma")
+    if beta is not None:
+        _check_shape(beta, (x.shape[-1],), "layer norm: beta")
+    return x
+
+
+def _check_attention_weights(d_model: int, WQ, WK, WV) -> None:
+    """WQ, WK and WV each (d_model, d_model) (the message names the weight and its shape)."""
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        _check_shape(W, (d_model, d_model), f"attention_forward: {name}")
+
+
+def _check_ffn_weights(d_model: int, W1, b1, W2, b2) -> None:
+    """W1 (d_model, d_ff), b1 (d_ff,), W2 (d_ff, d_model), b2 (d_model,); W1 decides d_ff."""
+    d_ff = np.shape(W1)[-1]
+    for name, a, shape in (("W1", W1, (d_model, d_ff)), ("b1", b1, (d_ff,)), ("W2", W2, (d_ff, d_model)),
+                           ("b2", b2, (d_model,))):
+        _check_shape(a, shape, f"ffn_forward: {name}")
+
+
+def _check_sizes(vocab_size, d_model, d_ff, n_layers, max_len) -> None:
+    """Every size a whole number ≥ 1 (n_layers ≥ 0); a bool or a float such as 4.0 is refused."""
+    for name, value, least in (("vocab_size", vocab_size, 1), ("d_model", d_model, 1), ("d_ff", d_ff, 1),
+                               ("n_layers", n_layers, 0), ("max_len", max_len, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"init_params: {name} must be a whole number ≥ {least}, got {value!r}")
+
+
+def _check_params(params: dict) -> None:
+    """Every parameter present, float, and with a shape that fits the others."""
+    if not isinstance(params, dict) or set(params) != set(MODEL_KEYS):
+        got = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise ValueError(f"params must be a dict with keys {sorted(MODEL_KEYS)}, got {got}")
+    vocab, d_model = np.shape(params["tok_emb"]) if np.ndim(params["tok_emb"]) == 2 else (None, None)
+    if vocab is None:
+        raise ValueError(f"params['tok_emb'] must be 2-D (vocab, d_model), got shape {np.shape(params['tok_emb'])}")
+    if np.ndim(params["pos_emb"]) != 2:
+        raise ValueError(f"params['pos_emb'] must be 2-D (max_len, d_model), got shape {np.shape(params['pos_emb'])}")
+    max_len = np.shape(params["pos_emb"])[0]
+    _check_shape(params["pos_emb"], (max_len, d_model), "params['pos_emb']")
+    _check_shape(params["lnf_gamma"], (d_model,), "params['lnf_gamma']")
+    _check_shape(params["lnf_beta"], (d_model,), "params['lnf_beta']")
+    _check_shape(params["WO"], (d_model, vocab), "params['WO']")
+    if not isinstance(params["blocks"], list):
+        raise ValueError(f"params['blocks'] must be a list of dicts, got {type(params['blocks']).__name__}")
+    for i, block in enumerate(params["blocks"]):
+        if not isinstance(block, dict) or set(block) != set(BLOCK_KEYS):
+            got = sorted(block) if isinstance(block, dict) else type(block).__name__
+            raise ValueError(f"params['blocks'][{i}] must be a dict with keys {sorted(BLOCK_KEYS)}, got {got}")
+        d_ff = np.shape(block["W1"])[-1] if np.ndim(block["W1"]) == 2 else -1
+        shapes = {"ln1_gamma": (d_model,), "ln1_beta": (d_model,), "WQ": (d_model, d_model),
+                  "WK": (d_model, d_model), "WV": (d_model, d_model), "ln2_gamma": (d_model,),
+                  "ln2_beta": (d_model,), "W1": (d_model, d_ff), "b1": (d_ff,), "W2": (d_ff, d_model),
+                  "b2": (d_model,)}
+        for key, shape in shapes.items():
+            _check_shape(block[key], shape, f"params['blocks'][{i}]['{key}']")
+
+
+def _check_whole_numbers(values, what: str) -> np.ndarray:
+    """``values`` as a 1-D int64 array, after checking they are whole numbers."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be a 1-D sequence of token ids, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{what} must be whole numbers, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _check_ids(ids, params: dict) -> np.ndarray:
+    """The ids as an int64 array, after checking they are 1 to max_len whole numbers in [0, vocab)."""
+    ids = _check_whole_numbers(ids, "ids")
+    vocab, max_len = np.shape(params["tok_emb"])[0], np.shape(params["pos_emb"])[0]
+    if ids.size == 0:
+        raise ValueError("ids is empty: the model needs at least one token")
+    if ids.size > max_len:
+        raise ValueError(f"a sequence of {ids.size} tokens is longer than max_len {max_len}")
+    bad = ids[(ids < 0) | (ids >= vocab)]
+    if bad.size:
+        raise ValueError(f"token ids must lie in [0, {vocab}) (the vocabulary), got {bad.tolist()}")
+    return ids
+
+
+def _check_targets(targets, logits_shape: tuple) -> np.ndarray:
+    """The targets as an int64 array, after checking: one per position, below vocab, at least one ≥ 0."""
+    targets = _check_whole_numbers(targets, "targets")
+    if len(logits_shape) != 2 or targets.shape != (logits_shape[0],):
+        raise ValueError(f"targets {targets.shape} must have one entry per position of logits {logits_shape}")
+    vocab = logits_shape[1]
+    if np.any(targets >= vocab):
+        raise ValueError(f"targets must lie below vocab = {vocab} (negative = no loss), got "
+                         f"{targets[targets >= vocab].tolist()} outside the vocabulary")
+    if not np.any(targets >= 0):
+        raise ValueError("targets: no position has a target (all are negative), so there is no loss to average")
+    return targets
+
+
+def _check_d_logits(d_logits, cache: dict) -> np.ndarray:
+    """d_logits as a float64 array, after checking it has the logits' shape (seq, vocab), read from the cache."""
+    shape = (len(cache["ids"]), np.shape(cache["params"]["WO"])[1])
+    return _check_shape(d_logits, shape, "transformer_backward: d_logits")
+
+
+def _check_training(data, lr, epochs) -> list:
+    """The data as a list, after checking it is not empty, lr is finite and epochs a whole number ≥ 0."""
+    data = list(data)
+    if not data:
+        raise ValueError("train_transformer: data is empty; give at least one (ids, targets) pair")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+        raise ValueError(f"train_transformer: epochs must be a whole number ≥ 0, got {epochs!r}")
+    if not np.isfinite(lr):
+        raise ValueError(f"train_transformer: lr must be a finite number, got {lr!r}")
+    return data
+
+
+def _check_generation(prompt_ids, params: dict, n_new) -> list[int]:
+    """The prompt's ids as a list, after checking them (as ``embed``), n_new ≥ 0 and the length ≤ max_len."""
+    if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
+        raise ValueError(f"generate: n_new must be a whole number ≥ 0, got {n_new!r}")
+    ids = [int(i) for i in _check_ids(prompt_ids, params)]
+    max_len = np.shape(params["pos_emb"])[0]
+    if len(ids) + n_new > max_len:
+        raise ValueError(f"generate: {len(ids)} prompt tokens + {n_new} new ones exceed max_len {max_len}")
+    return ids

@@ -41,13 +41,15 @@ def split_heads(X: np.ndarray, n_heads: int) -> np.ndarray:
         The heads, shape (n_heads, seq, d_head); X is not modified.
 
     Raises:
-        ValueError: if X is not 2-D (the message names its shape); if n_heads is not a whole number ≥ 1
-            (the message says "n_heads"; a bool or a float such as 2.0 is refused too); or if d_model is not
-            divisible by n_heads (the message says "divisible" and names d_model and n_heads).
+        ValueError: if d_model is not divisible by n_heads (the message says "divisible" and names d_model
+            and n_heads): yours to write, the one check of this chapter. X not 2-D and an n_heads that is not
+            a whole number ≥ 1 are refused by the checks given above the ``raise``.
 
     See docs: chapter 11, step 11.1.
     """
-    raise NotImplementedError("11.1 split_heads: check n_heads divides d_model, reshape to (seq, n_heads, d_head), move the head axis first (5 lines)")
+    X = _check_array(X, 2, "split_heads: X (seq, d_model)")
+    _check_n_heads(n_heads)
+    raise NotImplementedError("11.1 split_heads: check n_heads divides d_model, reshape to (seq, n_heads, d_head), move the head axis first (4 lines)")
 
 
 def merge_heads(H: np.ndarray) -> np.ndarray:
@@ -65,11 +67,12 @@ def merge_heads(H: np.ndarray) -> np.ndarray:
         The merged rows, shape (seq, n_heads * d_head); H is not modified.
 
     Raises:
-        ValueError: if H is not 3-D (the message names its shape).
+        ValueError: if H is not 3-D: the check given above the ``raise``.
 
     See docs: chapter 11, step 11.4.
     """
-    raise NotImplementedError("11.4 merge_heads: move the head axis back behind seq, then reshape to (seq, d_model) (4 lines)")
+    H = _check_array(H, 3, "merge_heads: H (n_heads, seq, d_head)")
+    raise NotImplementedError("11.4 merge_heads: move the head axis back behind seq, then reshape to (seq, d_model) (2 lines)")
 
 
 def attend_heads(Qh: np.ndarray, Kh: np.ndarray, Vh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,12 +95,13 @@ def attend_heads(Qh: np.ndarray, Kh: np.ndarray, Vh: np.ndarray) -> tuple[np.nda
         diagonal).
 
     Raises:
-        ValueError: if Qh, Kh or Vh is not 3-D or the three shapes differ (the message names all three
-            shapes).
+        ValueError: if Qh, Kh or Vh is not 3-D or the three shapes differ: the check given above the
+            ``raise``.
 
     See docs: chapter 11, steps 11.2 and 11.3.
     """
-    raise NotImplementedError("11.2 attend_heads: chapter 4's attention with a causal mask in every head, stacked (6 lines)")
+    Qh, Kh, Vh = _check_heads_alike(Qh, Kh, Vh)
+    raise NotImplementedError("11.2 attend_heads: chapter 4's attention with a causal mask in every head, stacked (3 lines)")
 
 
 def multi_head_attention(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, tuple]:
@@ -117,20 +121,21 @@ def multi_head_attention(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.
         n_heads: how many heads, a whole number ≥ 1 that divides d_model.
 
     Returns:
-        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for
-        ``multi_head_attention_backward``. Neither x nor params is modified.
+        (out, cache): out has shape (seq, d_model); cache is a tuple for
+        ``multi_head_attention_backward`` that starts with x (its given check reads x's shape there); what
+        follows x is yours to choose. Neither x nor params is modified.
 
     Raises:
-        ValueError: if x is not 2-D with at least one row (the message names its shape); if params is not a
-            dict (the message says "dict" and names the type given, e.g. "list") or lacks a key (the message
-            names the missing key, e.g. ``WO``); if a weight is not
-            (d_model, d_model) (the message names the key, e.g. ``WK``, its shape and the shape expected);
-            if n_heads is not a whole number ≥ 1 (the message says "n_heads"); or if d_model is not
-            divisible by n_heads (the message says "divisible" and names d_model and n_heads).
+        ValueError: if d_model is not divisible by n_heads, as ``split_heads``. x, params and n_heads are
+            checked by the lines given above the ``raise``, which hand you x and the weights ``W`` as
+            float64 arrays.
 
     See docs: chapter 11, step 11.5.
     """
-    raise NotImplementedError("11.5 multi_head_attention: check the weights, project, split, attend, merge, W_O; keep a cache (10 lines)")
+    x = _check_rows(x)
+    _check_n_heads(n_heads)
+    W = _check_weights(params, x.shape[1])  # noqa: F841 - yours to use
+    raise NotImplementedError("11.5 multi_head_attention: project, split, attend, merge, W_O; keep a cache, x first (4 lines)")
 
 
 def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
@@ -156,9 +161,63 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
         x (seq, d_model) and like each weight (d_model, d_model).
 
     Raises:
-        ValueError: if d_out does not have the output's shape (the message names ``d_out``, its shape and
-            the shape expected).
+        ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 11, steps 11.6, 11.7 and 11.8.
     """
-    raise NotImplementedError("11.6 multi_head_attention_backward: back through W_O, split, chapter 7 per head, merge, projections (14 lines)")
+    d_out = _check_d_out(d_out, np.shape(cache[0]))
+    raise NotImplementedError("11.6 multi_head_attention_backward: back through W_O, split, chapter 7 per head, merge, projections (11 lines)")
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_array(a, ndim: int, what: str) -> np.ndarray:
+    """``a`` as a float64 array, after checking it has ``ndim`` axes (the message names ``what`` and its shape)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim != ndim:
+        raise ValueError(f"{what} must have {ndim} axes, got shape {a.shape}")
+    return a
+
+
+def _check_rows(x) -> np.ndarray:
+    """``x`` as a float64 array, after checking it is (seq, d_model) with at least one row."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 1:
+        raise ValueError(f"multi_head_attention needs x of shape (seq, d_model) with seq >= 1, got shape {x.shape}")
+    return x
+
+
+def _check_n_heads(n_heads) -> None:
+    """n_heads a whole number ≥ 1 (a bool or a float such as 2.0 is refused)."""
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
+
+
+def _check_heads_alike(Qh, Kh, Vh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Qh, Kh, Vh as float64 arrays, after checking they are 3-D and of one shape (the message names all three)."""
+    Qh, Kh, Vh = (np.asarray(a, dtype=np.float64) for a in (Qh, Kh, Vh))
+    if Qh.ndim != 3 or Kh.shape != Qh.shape or Vh.shape != Qh.shape:
+        raise ValueError(f"attend_heads needs Qh, Kh and Vh of one shape (n_heads, seq, d_head), got "
+                         f"{Qh.shape}, {Kh.shape} and {Vh.shape}")
+    return Qh, Kh, Vh
+
+
+def _check_weights(params, d_model: int) -> dict[str, np.ndarray]:
+    """The four weights of ``params`` as float64 arrays, each checked to be (d_model, d_model)."""
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict with keys {list(PARAM_NAMES)}, got {type(params).__name__}")
+    missing = [k for k in PARAM_NAMES if k not in params]
+    if missing:
+        raise ValueError(f"params lacks {', '.join(missing)}: multi-head attention needs W_Q, W_K, W_V and W_O")
+    W = {k: np.asarray(params[k], dtype=np.float64) for k in PARAM_NAMES}
+    for k, w in W.items():
+        if w.shape != (d_model, d_model):
+            raise ValueError(f"params[{k!r}] has shape {w.shape}, expected {(d_model, d_model)} (d_model, d_model)")
+    return W
+
+
+def _check_d_out(d_out, shape: tuple) -> np.ndarray:
+    """d_out as a float64 array, after checking it has the output's shape (the message names d_out)."""
+    d_out = np.asarray(d_out, dtype=np.float64)
+    if d_out.shape != tuple(shape):
+        raise ValueError(f"d_out has shape {d_out.shape}, expected the output's shape {tuple(shape)}")
+    return d_out

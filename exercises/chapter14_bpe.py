@@ -45,6 +45,7 @@ def to_byte_ids(text: str) -> list[int]:
 
     See docs: chapter 14, step 14.1.
     """
+    _check_text(text)
     raise NotImplementedError("14.1 to_byte_ids: refuse a text that is not a str, then list its UTF-8 bytes (3 lines)")
 
 
@@ -144,6 +145,7 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
 
     See docs: chapter 14, step 14.5.
     """
+    _check_vocab_size(vocab_size)
     raise NotImplementedError("14.5 train_bpe: check vocab_size, then count, pick, merge and record once per new id; stop when no pair is left (12 lines)")
 
 
@@ -223,3 +225,13 @@ def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
     See docs: chapter 14, step 14.8.
     """
     raise NotImplementedError("14.8 decode: refuse unknown ids, join every token's bytes, decode once with errors=\"replace\" (6 lines)")
+
+
+def _check_text(text) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+
+def _check_vocab_size(vocab_size) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < N_BYTES:
+        raise ValueError(f"vocab_size must be a whole number ≥ 256 (the bytes themselves), got {vocab_size!r}")

@@ -34,7 +34,7 @@ import numpy as np
 from .chapter04_attention import scaled_dot_product_attention, softmax  # noqa: F401 - yours to use
 from .chapter11_multi_head_attention import merge_heads, split_heads  # noqa: F401 - yours to use
 from .chapter12_rope import apply_rope  # noqa: F401 - yours to use
-from .chapter13_modern_block import BLOCK_KEYS, rms_norm, swiglu  # noqa: F401 - yours to use
+from .chapter13_modern_block import BLOCK_KEYS, _check_block, _check_heads, _check_weights, rms_norm, swiglu  # noqa: F401 - yours to use
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")

@@ -38,9 +38,34 @@ def functions_of(chapter, root: Path = project.ROOT) -> list[str]:
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
 
 
-def is_stub(node: ast.FunctionDef) -> bool:
-    """Whether a function's body is still only its docstring and ``raise NotImplementedError(...)``."""
+GIVEN = "_check"  # the prefix of the input checks a chapter file ships, and its stubs call (CONTRIBUTING.md)
+
+
+def is_given(statement: ast.stmt) -> bool:
+    """Whether a statement is an input check the course gives in a stub: a call of the chapter's ``_check_*`` helper.
+
+    Alone (``_check_rows(x, "swiglu: x")``) or assigned (``x = _check_rows(x, ...)``, ``W = _check_weights(...)``).
+    stubgen keeps the run of them that opens a function's body; the learner writes what follows.
+    """
+    value = statement.value if isinstance(statement, ast.Expr | ast.Assign) else None
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id.startswith(GIVEN)
+
+
+def given_checks(node: ast.FunctionDef) -> list[ast.stmt]:
+    """The given input checks that open a function's body (after its docstring): what its stub keeps."""
     body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    given = []
+    for statement in body:
+        if not is_given(statement):
+            break
+        given.append(statement)
+    return given
+
+
+def is_stub(node: ast.FunctionDef) -> bool:
+    """Whether a function's body is still only its docstring, its given checks and ``raise NotImplementedError``."""
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    body = body[len(given_checks(node)):]
     if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
         return False
     exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc

@@ -187,7 +187,7 @@ def baseline(chapter: answer_key.Chapter, work: Path, python: str) -> tuple[dict
     package = work / "baseline" / "solutions"
     shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
     results, junit = work / "baseline.jsonl", work / "baseline.xml"
-    proc = subprocess.run([python, "-m", "pytest", chapter.test_file, "--impl", str(package), "-q",
+    proc = subprocess.run([python, "-m", "pytest", chapter.test_file, "--impl", str(package), "--given", "-q",
                            "-p", "no:cacheprovider", *runner.stream_options(results), "--junitxml", str(junit)],
                           cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -218,7 +218,7 @@ def run_mutant(mutant: Mutant, tests: list[str], work: Path, python: str, timeou
     (package / f"{mutant.module}.py").write_text(mutant.source, encoding="utf-8")
     results = folder / "results.jsonl"
     try:
-        proc = subprocess.run([python, "-m", "pytest", *tests, "--impl", str(package), "-x", "-q", "-p",
+        proc = subprocess.run([python, "-m", "pytest", *tests, "--impl", str(package), "--given", "-x", "-q", "-p",
                                "no:cacheprovider", *runner.stream_options(results), "--timeout", str(int(timeout))],
                               cwd=ROOT, capture_output=True, text=True, check=False, timeout=timeout * 4)
     except subprocess.TimeoutExpired:
@@ -327,7 +327,7 @@ def run_shard(path: str) -> int:
     spec = json.loads(Path(path).read_text(encoding="utf-8"))
     loop = MutantLoop(spec["jobs"])
     tests = spec.get("files") or sorted({t.split("::")[0] for job in spec["jobs"] for t in job["tests"]})
-    pytest.main([*tests, "--impl", spec["jobs"][0]["folder"] + "/solutions", "-q", "-p", "no:cacheprovider",
+    pytest.main([*tests, "--impl", spec["jobs"][0]["folder"] + "/solutions", "--given", "-q", "-p", "no:cacheprovider",
                  "--timeout", str(int(spec["timeout"])), "-o", "console_output_style=classic"], plugins=[loop])
     return 0
 

@@ -6,7 +6,8 @@ no outputs. Three directives are expanded on the way, so that no stub, no number
 chapter's page is typed twice:
 
 - a code cell ``# kata:setup`` becomes the cell that finds the course folder and imports what the stubs use
-  (the stub file's own imports; its constants and the earlier chapters' functions through ``yours``);
+  (the stub file's own imports; its constants, its given ``_check_*`` input checks and the earlier chapters'
+  functions through ``yours``);
 
 - a Markdown line ``<!-- kata:worksheet N -->`` becomes the worksheet table from the answer key (the same
   table as the chapter page's, ``docs/hooks/answer_key.py``);
@@ -179,6 +180,8 @@ def setup_code(chapter) -> str:
             theirs += [a.asname or a.name for a in node.names]
         elif isinstance(node, ast.Assign):
             theirs += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.FunctionDef) and node.name.startswith("_check"):
+            theirs.append(node.name)  # an input check the course gives: the stubs call it
     setup += [*absolute, "", "import kata"]
     if theirs:
         setup += ["from kata.learner.notebook import yours"]

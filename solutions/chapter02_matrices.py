@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 
-def _matrix(name: str, A) -> np.ndarray:
+def _check_matrix(name: str, A) -> np.ndarray:
     A = np.asarray(A, dtype=np.float64)
     if A.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {A.shape}")
@@ -34,12 +34,13 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
     Raises:
         ValueError: if A's columns and B's rows differ (the message names both shapes and says how many
-            columns A has and how many rows B has: "A has 3 columns, B 4 rows"), or either is not 2-D (the
-            message names the matrix, A or B, and its shape).
+            columns A has and how many rows B has: "A has 3 columns, B 4 rows"): yours to write. A or B not
+            2-D is refused by the checks given above the ``raise``.
 
     See docs: chapter 2, steps 2.1 and 2.2.
     """
-    A, B = _matrix("A", A), _matrix("B", B)
+    A = _check_matrix("A", A)
+    B = _check_matrix("B", B)
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"cannot multiply A {A.shape} by B {B.shape}: A has {A.shape[1]} columns, B {B.shape[0]} rows")
     m, n = A.shape
@@ -64,11 +65,11 @@ def transpose(A: np.ndarray) -> np.ndarray:
         Aᵀ, shape (n, m), a new array.
 
     Raises:
-        ValueError: if A is not 2-D (the message names A and its shape).
+        ValueError: if A is not 2-D: the check given above the ``raise``.
 
     See docs: chapter 2, step 2.6.
     """
-    A = _matrix("A", A)
+    A = _check_matrix("A", A)
     m, n = A.shape
     T = np.zeros((n, m))
     for i in range(m):
@@ -90,14 +91,11 @@ def dot(a: np.ndarray, b: np.ndarray) -> float:
         The dot product, a float.
 
     Raises:
-        ValueError: if a and b are not 1-D vectors of the same length (the message names both shapes).
+        ValueError: if a and b are not 1-D vectors of the same length: the check given above the ``raise``.
 
     See docs: chapter 2, steps 2.3–2.5.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"dot needs two vectors of the same length, got shapes {a.shape} and {b.shape}")
+    a, b = _check_vectors(a, b)
     total = 0.0
     for x, y in zip(a, b, strict=True):
         total += x * y
@@ -121,14 +119,12 @@ def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.nd
         (dA, dB) with shapes (m, n) and (n, p).
 
     Raises:
-        ValueError: if the shapes do not fit together (the message names them), or A, B or dC is not 2-D (the
-            message names the matrix, A, B or dC, and its shape).
+        ValueError: if A, B or dC is not 2-D or the shapes do not fit together: the check given above the
+            ``raise``, which hands you A, B and dC as float64 arrays.
 
     See docs: chapter 2, steps 2.7 and 2.8.
     """
-    A, B, dC = _matrix("A", A), _matrix("B", B), _matrix("dC", dC)
-    if A.shape[1] != B.shape[0] or dC.shape != (A.shape[0], B.shape[1]):
-        raise ValueError(f"matmul_backward: A {A.shape}, B {B.shape} and dC {dC.shape} do not fit C = AB")
+    A, B, dC = _check_product(A, B, dC)
     dA = dC @ B.T  # (m, p) @ (p, n) -> (m, n)
     dB = A.T @ dC  # (n, m) @ (m, p) -> (n, p)
     return dA, dB
@@ -169,3 +165,19 @@ def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: flo
         X[idx] = old
         grad[idx] = (up - down) / (2 * eps)
     return grad
+
+
+def _check_vectors(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) as float64 arrays, after checking they are vectors of one length (the message names both shapes)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"dot needs two vectors of the same length, got shapes {a.shape} and {b.shape}")
+    return a, b
+
+
+def _check_product(A, B, dC) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B, dC) as float64 matrices, after checking that dC has the shape of C = AB."""
+    A, B, dC = _check_matrix("A", A), _check_matrix("B", B), _check_matrix("dC", dC)
+    if A.shape[1] != B.shape[0] or dC.shape != (A.shape[0], B.shape[1]):
+        raise ValueError(f"matmul_backward: A {A.shape}, B {B.shape} and dC {dC.shape} do not fit C = AB")
+    return A, B, dC

@@ -16,7 +16,7 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
-from .chapter02_matrices import _matrix
+from .chapter02_matrices import _check_matrix
 from .chapter05_forward_pass import PARAM_NAMES, forward
 from .chapter06_training_step import cross_entropy, cross_entropy_grad, sgd_step
 
@@ -75,7 +75,7 @@ def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.nd
 
     See docs: chapter 7, steps 7.2, 7.3 and 7.5.
     """
-    X, W, dY = _matrix("X", X), _matrix("W", W), _matrix("dY", dY)
+    X, W, dY = _check_matrix("X", X), _check_matrix("W", W), _check_matrix("dY", dY)
     if X.shape[1] != W.shape[0] or dY.shape != (X.shape[0], W.shape[1]):
         raise ValueError(f"linear_backward: X {X.shape}, W {W.shape} and dY {dY.shape} do not fit Y = X @ W")
     dX = dY @ W.T  # (n, d_out) @ (d_out, d_in) -> (n, d_in)
@@ -114,8 +114,8 @@ def attention_backward(
 
     See docs: chapter 7, steps 7.9, 7.10 and 7.11.
     """
-    Q, K, V = _matrix("Q", Q), _matrix("K", K), _matrix("V", V)
-    A, dH = _matrix("weights", weights), _matrix("d_output", d_output)
+    Q, K, V = _check_matrix("Q", Q), _check_matrix("K", K), _check_matrix("V", V)
+    A, dH = _check_matrix("weights", weights), _check_matrix("d_output", d_output)
     n = Q.shape[0]
     if K.shape != Q.shape or V.shape[0] != n or A.shape != (n, n) or dH.shape != V.shape:
         raise ValueError(f"attention_backward: Q {Q.shape}, K {K.shape}, V {V.shape}, weights {A.shape} and "

@@ -14,7 +14,7 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
-from .chapter02_matrices import _matrix
+from .chapter02_matrices import _check_matrix
 from .chapter04_attention import causal_mask, scaled_dot_product_attention
 
 
@@ -23,7 +23,7 @@ def _check_ffn(x, W1, W2, b1, b2) -> tuple:
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"x must be 2-D (seq, d_model); got shape {x.shape} (use x[None, :] for one row)")
-    W1, W2 = _matrix("W1", W1), _matrix("W2", W2)
+    W1, W2 = _check_matrix("W1", W1), _check_matrix("W2", W2)
     if W1.shape[0] != x.shape[1]:
         raise ValueError(f"W1 {W1.shape} must have one row per input feature: x is {x.shape}")
     if W2.shape[0] != W1.shape[1]:
@@ -57,17 +57,13 @@ def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray
         Attention output, shape (seq, d_v): every row, not just the last.
 
     Raises:
-        ValueError: if X is not 2-D or a projection does not have one row per column of X (the message
-            names both shapes), or a projection is not 2-D (the message names it, ``X``, ``WQ``, ``WK`` or
-            ``WV``, and its shape).
+        ValueError: if X or a projection is not 2-D, or a projection does not have one row per column of X:
+            the checks given above the ``raise``.
 
     See docs: chapter 9, step 9.1.
     """
-    X = _matrix("X", X)
-    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
-        W = _matrix(name, W)
-        if W.shape[0] != X.shape[1]:
-            raise ValueError(f"{name} {W.shape} must have one row per column of X {X.shape}")
+    X = _check_matrix("X", X)
+    _check_projections(X, WQ, WK, WV)
     Q, K, V = X @ WQ, X @ WK, X @ WV  # (seq, d_model) @ (d_model, d_k) -> (seq, d_k)
     output, _ = scaled_dot_product_attention(Q, K, V, mask=causal_mask(X.shape[0]))
     return output
@@ -87,20 +83,15 @@ def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndar
         Output rows, shape (seq, d_out).
 
     Raises:
-        ValueError: if x or W is not 2-D, W does not have one row per column of x, or b is not (d_out,)
-            (the message names the shapes, the array that does not fit, ``x``, ``W`` or ``b``, and for ``b``
-            the shape it should have).
+        ValueError: if x or W is not 2-D, W does not have one row per column of x, or b is not (d_out,):
+            the check given above the ``raise``, which hands you x, W and b as float64 arrays (b may stay
+            None).
 
     See docs: chapter 9, step 9.2.
     """
-    x, W = _matrix("x", x), _matrix("W", W)
-    if W.shape[0] != x.shape[1]:
-        raise ValueError(f"W {W.shape} must have one row per column of x {x.shape}")
+    x, W, b = _check_linear(x, W, b)
     y = x @ W  # (seq, d_in) @ (d_in, d_out) -> (seq, d_out)
     if b is not None:
-        b = np.asarray(b, dtype=np.float64)
-        if b.shape != (W.shape[1],):
-            raise ValueError(f"b {b.shape} must have shape ({W.shape[1]},), one entry per column of W {W.shape}")
         y = y + b  # broadcast over rows
     return y
 
@@ -138,14 +129,11 @@ def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
         Gradient with respect to x, same shape as x.
 
     Raises:
-        ValueError: if x and d_out have different shapes (the message names both).
+        ValueError: if x and d_out have different shapes: the check given above the ``raise``.
 
     See docs: chapter 9, step 9.7.
     """
-    x = np.asarray(x, dtype=np.float64)
-    d_out = np.asarray(d_out, dtype=np.float64)
-    if x.shape != d_out.shape:
-        raise ValueError(f"x {x.shape} and d_out {d_out.shape} must have the same shape")
+    x, d_out = _check_same_shape(x, d_out)
     return np.where(x > 0, d_out, 0.0)  # derivative 1 for x > 0, 0 for x <= 0 (0 at the kink)
 
 
@@ -169,8 +157,8 @@ def feed_forward(
         Output rows, shape (seq, d_out).
 
     Raises:
-        ValueError: if a shape does not fit (the message names the shapes involved; for a bias, also
-            which one, ``b1`` or ``b2``; for a matrix that is not 2-D, which one, ``W1`` or ``W2``).
+        ValueError: if a shape does not fit: the check given above the ``raise``, which hands you x, W1, W2,
+            b1 and b2 as float64 arrays.
 
     See docs: chapter 9, step 9.4.
     """
@@ -212,15 +200,13 @@ def feed_forward_backward(
         they are the gradients a zero bias would receive.
 
     Raises:
-        ValueError: if a shape does not fit, d_out included, biases too, though b2 does not enter any gradient
-            (the message names the shapes involved, as ``feed_forward``).
+        ValueError: if a shape does not fit, d_out and the biases included: the checks given above the
+            ``raise``, as ``feed_forward``.
 
     See docs: chapter 9, steps 9.8 and 9.9.
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
-    d_out = np.asarray(d_out, dtype=np.float64)
-    if d_out.shape != (x.shape[0], W2.shape[1]):
-        raise ValueError(f"d_out {d_out.shape} must have the output's shape {(x.shape[0], W2.shape[1])}")
+    d_out = _check_d_out(d_out, (x.shape[0], W2.shape[1]))
     hidden = linear(x, W1, b1)  # recompute the forward pass: (seq, d_ff)
     activated = relu(hidden)  # (seq, d_ff)
     dW2 = activated.T @ d_out  # (d_ff, seq) @ (seq, d_out) -> (d_ff, d_out)
@@ -250,7 +236,8 @@ def residual_feed_forward(
         Output rows, shape (seq, d_model).
 
     Raises:
-        ValueError: if a shape does not fit, or W2's output width differs from x's (the message names both).
+        ValueError: if W2's output width differs from x's (the message names both shapes): yours to write,
+            the residual adds the two. Every other shape is checked by the check given above the ``raise``.
 
     See docs: chapter 9, step 9.5.
     """
@@ -288,7 +275,8 @@ def residual_feed_forward_backward(
         (dx, dW1, dW2, db1, db2), shaped as in ``feed_forward_backward``.
 
     Raises:
-        ValueError: if a shape does not fit (as ``residual_feed_forward`` and ``feed_forward_backward``).
+        ValueError: if W2's output width differs from x's, as ``residual_feed_forward`` (yours to write);
+            every other shape as ``feed_forward_backward``.
 
     See docs: chapter 9, step 9.10.
     """
@@ -299,3 +287,40 @@ def residual_feed_forward_backward(
     dx, dW1, dW2, db1, db2 = feed_forward_backward(x, W1, W2, b1, b2, d_out)
     dx = dx + np.asarray(d_out, dtype=np.float64)  # the residual path copies d_out straight to x
     return dx, dW1, dW2, db1, db2
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_projections(X: np.ndarray, WQ, WK, WV) -> None:
+    """WQ, WK and WV each 2-D with one row per column of X (the message names the projection and both shapes)."""
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        W = _check_matrix(name, W)
+        if W.shape[0] != X.shape[1]:
+            raise ValueError(f"{name} {W.shape} must have one row per column of X {X.shape}")
+
+
+def _check_linear(x, W, b) -> tuple:
+    """(x, W, b) as float64 arrays (b None stays None), after checking that they fit one another."""
+    x, W = _check_matrix("x", x), _check_matrix("W", W)
+    if W.shape[0] != x.shape[1]:
+        raise ValueError(f"W {W.shape} must have one row per column of x {x.shape}")
+    if b is not None:
+        b = np.asarray(b, dtype=np.float64)
+        if b.shape != (W.shape[1],):
+            raise ValueError(f"b {b.shape} must have shape ({W.shape[1]},), one entry per column of W {W.shape}")
+    return x, W, b
+
+
+def _check_same_shape(x, d_out) -> tuple:
+    """(x, d_out) as float64 arrays, after checking they have one shape (the message names both)."""
+    x, d_out = np.asarray(x, dtype=np.float64), np.asarray(d_out, dtype=np.float64)
+    if x.shape != d_out.shape:
+        raise ValueError(f"x {x.shape} and d_out {d_out.shape} must have the same shape")
+    return x, d_out
+
+
+def _check_d_out(d_out, shape: tuple) -> np.ndarray:
+    """d_out as a float64 array, after checking it has the output's shape (the message names both shapes)."""
+    d_out = np.asarray(d_out, dtype=np.float64)
+    if d_out.shape != tuple(shape):
+        raise ValueError(f"d_out {d_out.shape} must have the output's shape {tuple(shape)}")
+    return d_out

@@ -50,13 +50,11 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
         Array of the shape of x.
 
     Raises:
-        ValueError: if x has no feature axis, or an empty one (the message says "feature axis"), or gamma
-            or beta does not have shape (d_model,) (the message names ``gamma`` or ``beta`` and its shape).
+        ValueError: if x has no feature axis or gamma or beta does not fit it: the check given above the ``raise``.
 
     See docs: chapter 10, steps 10.1 and 10.2.
     """
-    x = np.asarray(x, dtype=np.float64)
-    _check_features(x, gamma, beta)
+    x = _check_features(x, gamma, beta)
     x_hat, _ = _standardise(x, eps)  # (..., d_model), every row mean 0 and variance ≈ 1
     return gamma * x_hat + beta
 
@@ -87,16 +85,12 @@ def layer_norm_backward(
         every row.
 
     Raises:
-        ValueError: if d_out does not have the shape of x, or gamma does not have shape (d_model,) (the
-            message names ``d_out`` or ``gamma`` and the shapes).
+        ValueError: if x, gamma or d_out do not fit: the checks given above the ``raise``.
 
     See docs: chapter 10, step 10.3.
     """
-    x = np.asarray(x, dtype=np.float64)
-    d_out = np.asarray(d_out, dtype=np.float64)
-    _check_features(x, gamma)
-    if d_out.shape != x.shape:
-        raise ValueError(f"layer_norm_backward: d_out {d_out.shape} must have the shape of x {x.shape}")
+    x = _check_features(x, gamma)
+    d_out = _check_shape(d_out, x.shape, "layer_norm_backward: d_out")
     x_hat, inv_std = _standardise(x, eps)
     rows = tuple(range(x.ndim - 1))  # every axis but the features
     d_gamma = np.sum(d_out * x_hat, axis=rows)  # (d_model,)
@@ -124,18 +118,17 @@ def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndar
         WV: value weights, shape (d_model, d_model).
 
     Returns:
-        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``attention_backward``.
+        (out, cache): out has shape (seq, d_model); cache is a tuple for ``attention_backward`` that starts
+        with x (its given check reads x's shape there); what follows x is yours to choose.
 
     Raises:
-        ValueError: if x has no rows (no position to attend from), or x is not 2-D or a weight is not
-            (d_model, d_model) (the message names it, ``x``, ``WQ``, ``WK`` or ``WV``, and its shape).
+        ValueError: if x has no rows (no position to attend from), x is not 2-D or a weight is not
+            (d_model, d_model): the checks given above the ``raise``.
 
     See docs: chapter 10, step 10.4.
     """
-    x = np.asarray(x, dtype=np.float64)
-    _check_rows(x, "attention_forward: x")
-    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
-        _check_shape(W, (x.shape[1], x.shape[1]), f"attention_forward: {name}")
+    x = _check_rows(x, "attention_forward: x")
+    _check_attention_weights(x.shape[1], WQ, WK, WV)
     Q, K, V = x @ WQ, x @ WK, x @ WV  # (seq, d_model) each
     S = Q @ K.T / np.sqrt(K.shape[1])  # (seq, seq)
     S = np.where(causal_mask(len(x)), S, -np.inf)  # position i sees positions 0..i only
@@ -160,13 +153,12 @@ def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.
         (dx, dWQ, dWK, dWV): dx has shape (seq, d_model); each weight gradient (d_model, d_model).
 
     Raises:
-        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+        ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 10, step 10.8.
     """
+    d_out = _check_shape(d_out, np.shape(cache[0]), "attention_backward: d_out")
     x, WQ, WK, WV, Q, K, V, P = cache
-    d_out = np.asarray(d_out, dtype=np.float64)
-    _check_shape(d_out, x.shape, "attention_backward: d_out")
     dV = P.T @ d_out  # (seq, d_model)
     dP = d_out @ V.T  # (seq, seq)
     dS = P * (dP - np.sum(dP * P, axis=-1, keepdims=True))  # softmax backward, row by row
@@ -195,17 +187,13 @@ def ffn_forward(
         (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``ffn_backward``.
 
     Raises:
-        ValueError: if x is not 2-D, or a weight or bias has the wrong shape (the message names it, ``x``,
-            ``W1``, ``b1``, ``W2`` or ``b2``, and its shape).
+        ValueError: if x is not 2-D, or a weight or bias has the wrong shape: the checks given above the
+            ``raise``.
 
     See docs: chapter 10, step 10.5.
     """
-    x = np.asarray(x, dtype=np.float64)
-    _check_rows(x, "ffn_forward: x")
-    d_model, d_ff = x.shape[1], np.shape(W1)[-1]
-    for name, a, shape in (("W1", W1, (d_model, d_ff)), ("b1", b1, (d_ff,)), ("W2", W2, (d_ff, d_model)),
-                           ("b2", b2, (d_model,))):
-        _check_shape(a, shape, f"ffn_forward: {name}")
+    x = _check_rows(x, "ffn_forward: x")
+    _check_ffn_weights(x.shape[1], W1, b1, W2, b2)
     z = x @ W1 + b1  # (seq, d_ff)
     r = np.maximum(z, 0.0)  # ReLU
     return r @ W2 + b2, (x, W1, W2, z, r)  # (seq, d_model)
@@ -231,13 +219,12 @@ def ffn_backward(
         (dx, dW1, db1, dW2, db2), shaped like x, W1, b1, W2, b2.
 
     Raises:
-        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+        ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 10, step 10.7.
     """
+    d_out = _check_shape(d_out, np.shape(cache[0]), "ffn_backward: d_out")
     x, W1, W2, z, r = cache
-    d_out = np.asarray(d_out, dtype=np.float64)
-    _check_shape(d_out, x.shape, "ffn_backward: d_out")
     dz = (d_out @ W2.T) * (z > 0)  # (seq, d_ff); no gradient where the ReLU was off
     return dz @ W1.T, x.T @ dz, np.sum(dz, axis=0), r.T @ d_out, np.sum(d_out, axis=0)
 
@@ -331,15 +318,11 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
         The parameter dict above.
 
     Raises:
-        ValueError: if a size is not a positive whole number: 0, 4.0 or True (n_layers may be 0, every other
-            size may be 1; the message names the size as written, e.g. ``d_model``, and its value).
+        ValueError: if a size is not a positive whole number (n_layers may be 0): the check given above the ``raise``.
 
     See docs: chapter 10, step 10.10.
     """
-    for name, value, least in (("vocab_size", vocab_size, 1), ("d_model", d_model, 1), ("d_ff", d_ff, 1),
-                               ("n_layers", n_layers, 0), ("max_len", max_len, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-            raise ValueError(f"init_params: {name} must be a whole number ≥ {least}, got {value!r}")
+    _check_sizes(vocab_size, d_model, d_ff, n_layers, max_len)
     rng = np.random.default_rng(seed)
 
     def normal(shape, variance):
@@ -372,10 +355,8 @@ def embed(ids, params: dict) -> np.ndarray:
         The residual stream entering block 0, shape (seq, d_model).
 
     Raises:
-        ValueError: if ids is empty (the message says "empty"), not a 1-D sequence of whole numbers (the
-            message names ``ids`` and its shape or dtype, e.g. float64), outside the vocabulary (the message
-            names the id and the vocab size), or longer than max_len (the message names the length and
-            max_len).
+        ValueError: if ids is empty, not a 1-D sequence of whole numbers, outside the vocabulary or longer
+            than max_len: the check given above the ``raise``, which hands you ids as an integer array.
 
     See docs: chapter 10, step 10.11.
     """
@@ -395,15 +376,12 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
 
     Returns:
         (logits, cache): logits has shape (seq, vocab), row i scoring the token after position i; cache
-        is an opaque dict for ``transformer_backward``.
+        is a dict for ``transformer_backward`` that holds at least ``"ids"`` (as an array) and ``"params"``
+        (its given check reads them); its other keys are yours to choose.
 
     Raises:
-        ValueError: if params is not a dict with exactly the keys of ``init_params`` (the message lists them
-            and names what came instead), a block is not such a dict, a parameter is missing or has a shape
-            that does not fit the others (the message names it by its key, e.g. ``W1``, ``b2``, ``tok_emb``,
-            ``lnf_beta`` or ``WO`` — ``params['WO']`` names it too — and its shape; when ``blocks`` is not a list
-            of dicts, the message names ``blocks`` and what came instead: a ``dict``, a ``list``), or the ids are
-            bad (as ``embed``).
+        ValueError: if params is not the dict ``init_params`` makes (a key, a block or a shape that does not
+            fit): the check given above the ``raise``; or the ids are bad (as ``embed``).
 
     See docs: chapter 10, step 10.12.
     """
@@ -440,14 +418,13 @@ def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
         (loss, d_logits): loss is a float; d_logits has shape (seq, vocab).
 
     Raises:
-        ValueError: if targets does not have one entry per position or is not whole numbers (the message
-            names ``targets`` and its shape or dtype), has an entry ≥ vocab (the message lists those entries,
-            e.g. [4], and the vocab size), or has no entry ≥ 0.
+        ValueError: if targets does not have one whole number per position, has an entry ≥ vocab or has no
+            entry ≥ 0: the check given above the ``raise``, which hands you targets as an integer array.
 
     See docs: chapter 10, steps 10.13 and 10.14.
     """
+    targets = _check_targets(targets, np.shape(logits))
     logits = np.asarray(logits, dtype=np.float64)
-    targets = _check_targets(targets, logits.shape)
     rows = np.flatnonzero(targets >= 0)  # positions that count
     shifted = logits - np.max(logits, axis=-1, keepdims=True)  # stable: the largest logit becomes 0
     log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))  # (seq, vocab)
@@ -474,14 +451,12 @@ def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
         ``init_params``).
 
     Raises:
-        ValueError: if d_logits does not have the logits' shape (the message names ``d_logits`` and its
-            shape).
+        ValueError: if d_logits does not have the logits' shape: the check given above the ``raise``.
 
     See docs: chapter 10, step 10.15.
     """
+    d_logits = _check_d_logits(d_logits, cache)
     params, ids, h = cache["params"], cache["ids"], cache["h"]
-    d_logits = np.asarray(d_logits, dtype=np.float64)
-    _check_shape(d_logits, (len(ids), params["WO"].shape[1]), "transformer_backward: d_logits")
     grads = {"WO": h.T @ d_logits}  # (d_model, vocab)
     dh = d_logits @ params["WO"].T  # (seq, d_model)
     dx, grads["lnf_gamma"], grads["lnf_beta"] = layer_norm_backward(cache["x"], params["lnf_gamma"], dh)
@@ -537,20 +512,14 @@ def train_transformer(data, params: dict, lr: float, epochs: int) -> tuple[dict,
         the mean loss over ``data`` before update i.
 
     Raises:
-        ValueError: if data is empty (the message says "empty"), a pair is bad (as
-            ``transformer_loss_and_grads``), lr is not a finite number or epochs is not a whole number ≥ 0:
-            -1, 2.0 or True (the message names ``lr`` or ``epochs`` and its value). epochs = 0 is allowed:
-            the parameters come back unchanged, with no losses.
+        ValueError: if data is empty, lr is not a finite number or epochs is not a whole number ≥ 0: the
+            check given above the ``raise``, which hands you data as a list; or a pair is bad (as
+            ``transformer_loss_and_grads``). epochs = 0 is allowed: the parameters come back unchanged, with
+            no losses.
 
     See docs: chapter 10, step 10.17.
     """
-    data = list(data)
-    if not data:
-        raise ValueError("train_transformer: data is empty; give at least one (ids, targets) pair")
-    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
-        raise ValueError(f"train_transformer: epochs must be a whole number ≥ 0, got {epochs!r}")
-    if not np.isfinite(lr):
-        raise ValueError(f"train_transformer: lr must be a finite number, got {lr!r}")
+    data = _check_training(data, lr, epochs)
     step = lr / len(data)  # the mean gradient: the sum divided by the number of examples
     losses = np.zeros(epochs)
     for epoch in range(epochs):
@@ -578,50 +547,66 @@ def generate(prompt_ids, params: dict, n_new: int) -> np.ndarray:
         The prompt followed by the new tokens, integer array of shape (n_prompt + n_new,).
 
     Raises:
-        ValueError: if n_new is not a whole number ≥ 0: -1, 2.0 or True (the message names ``n_new`` and its
-            value; n_new = 0 gives the prompt back), the result would be longer than max_len, the number of
-            rows of pos_emb (the message says "max_len"), or the prompt is bad (as ``embed``).
+        ValueError: if n_new is not a whole number ≥ 0, the result would be longer than max_len (the rows of
+            pos_emb) or the prompt is bad (as ``embed``): the check given above the ``raise``, which hands
+            you the prompt's ids as a list. n_new = 0 gives the prompt back.
 
     See docs: chapter 10, step 10.18.
     """
-    if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
-        raise ValueError(f"generate: n_new must be a whole number ≥ 0, got {n_new!r}")
-    ids = list(_check_ids(prompt_ids, params))
-    max_len = np.shape(params["pos_emb"])[0]
-    if len(ids) + n_new > max_len:
-        raise ValueError(f"generate: {len(ids)} prompt tokens + {n_new} new ones exceed max_len {max_len}")
+    ids = _check_generation(prompt_ids, params, n_new)
     for _ in range(n_new):
         logits, _ = transformer_forward(ids, params)
         ids.append(int(np.argmax(logits[-1])))  # greedy: the single most likely next token
     return np.array(ids, dtype=np.int64)
 
 
-# -- checks and helpers (not part of the exercise) -----------------------------------------------------
-def _tree(fn, a, b):
-    """Apply fn leaf by leaf to two trees of the same structure (dicts, lists, arrays)."""
-    if isinstance(a, dict):
-        return {k: _tree(fn, a[k], b[k]) for k in a}
-    if isinstance(a, list):
-        return [_tree(fn, x, y) for x, y in zip(a, b, strict=True)]
-    return fn(a, b)
-
-
-def _check_shape(a, shape: tuple, what: str) -> None:
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_shape(a, shape: tuple, what: str) -> np.ndarray:
+    """``a`` as a float64 array, after checking it has ``shape`` (the message names ``what`` and both shapes)."""
     if np.shape(a) != tuple(shape):
         raise ValueError(f"{what} has shape {np.shape(a)}, expected {tuple(shape)}")
+    return np.asarray(a, dtype=np.float64)
 
 
-def _check_rows(x: np.ndarray, what: str) -> None:
+def _check_rows(x, what: str) -> np.ndarray:
+    """``x`` as a float64 array, after checking it is (seq, d_model) with at least one row and one column."""
+    x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"{what} must be 2-D (seq, d_model) with at least one row, got shape {x.shape}")
+    return x
 
 
-def _check_features(x: np.ndarray, gamma, beta=None) -> None:
+def _check_features(x, gamma, beta=None) -> np.ndarray:
+    """``x`` as a float64 array, after checking it has a feature axis that gamma (and beta) fit."""
+    x = np.asarray(x, dtype=np.float64)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"layer norm needs a feature axis with at least one entry, got shape {x.shape}")
     _check_shape(gamma, (x.shape[-1],), "layer norm: gamma")
     if beta is not None:
         _check_shape(beta, (x.shape[-1],), "layer norm: beta")
+    return x
+
+
+def _check_attention_weights(d_model: int, WQ, WK, WV) -> None:
+    """WQ, WK and WV each (d_model, d_model) (the message names the weight and its shape)."""
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        _check_shape(W, (d_model, d_model), f"attention_forward: {name}")
+
+
+def _check_ffn_weights(d_model: int, W1, b1, W2, b2) -> None:
+    """W1 (d_model, d_ff), b1 (d_ff,), W2 (d_ff, d_model), b2 (d_model,); W1 decides d_ff."""
+    d_ff = np.shape(W1)[-1]
+    for name, a, shape in (("W1", W1, (d_model, d_ff)), ("b1", b1, (d_ff,)), ("W2", W2, (d_ff, d_model)),
+                           ("b2", b2, (d_model,))):
+        _check_shape(a, shape, f"ffn_forward: {name}")
+
+
+def _check_sizes(vocab_size, d_model, d_ff, n_layers, max_len) -> None:
+    """Every size a whole number ≥ 1 (n_layers ≥ 0); a bool or a float such as 4.0 is refused."""
+    for name, value, least in (("vocab_size", vocab_size, 1), ("d_model", d_model, 1), ("d_ff", d_ff, 1),
+                               ("n_layers", n_layers, 0), ("max_len", max_len, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"init_params: {name} must be a whole number ≥ {least}, got {value!r}")
 
 
 def _check_params(params: dict) -> None:
@@ -654,7 +639,8 @@ def _check_params(params: dict) -> None:
             _check_shape(block[key], shape, f"params['blocks'][{i}]['{key}']")
 
 
-def _whole_numbers(values, what: str) -> np.ndarray:
+def _check_whole_numbers(values, what: str) -> np.ndarray:
+    """``values`` as a 1-D int64 array, after checking they are whole numbers."""
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{what} must be a 1-D sequence of token ids, got shape {arr.shape}")
@@ -664,7 +650,8 @@ def _whole_numbers(values, what: str) -> np.ndarray:
 
 
 def _check_ids(ids, params: dict) -> np.ndarray:
-    ids = _whole_numbers(ids, "ids")
+    """The ids as an int64 array, after checking they are 1 to max_len whole numbers in [0, vocab)."""
+    ids = _check_whole_numbers(ids, "ids")
     vocab, max_len = np.shape(params["tok_emb"])[0], np.shape(params["pos_emb"])[0]
     if ids.size == 0:
         raise ValueError("ids is empty: the model needs at least one token")
@@ -677,7 +664,8 @@ def _check_ids(ids, params: dict) -> np.ndarray:
 
 
 def _check_targets(targets, logits_shape: tuple) -> np.ndarray:
-    targets = _whole_numbers(targets, "targets")
+    """The targets as an int64 array, after checking: one per position, below vocab, at least one ≥ 0."""
+    targets = _check_whole_numbers(targets, "targets")
     if len(logits_shape) != 2 or targets.shape != (logits_shape[0],):
         raise ValueError(f"targets {targets.shape} must have one entry per position of logits {logits_shape}")
     vocab = logits_shape[1]
@@ -687,3 +675,42 @@ def _check_targets(targets, logits_shape: tuple) -> np.ndarray:
     if not np.any(targets >= 0):
         raise ValueError("targets: no position has a target (all are negative), so there is no loss to average")
     return targets
+
+
+def _check_d_logits(d_logits, cache: dict) -> np.ndarray:
+    """d_logits as a float64 array, after checking it has the logits' shape (seq, vocab), read from the cache."""
+    shape = (len(cache["ids"]), np.shape(cache["params"]["WO"])[1])
+    return _check_shape(d_logits, shape, "transformer_backward: d_logits")
+
+
+def _check_training(data, lr, epochs) -> list:
+    """The data as a list, after checking it is not empty, lr is finite and epochs a whole number ≥ 0."""
+    data = list(data)
+    if not data:
+        raise ValueError("train_transformer: data is empty; give at least one (ids, targets) pair")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+        raise ValueError(f"train_transformer: epochs must be a whole number ≥ 0, got {epochs!r}")
+    if not np.isfinite(lr):
+        raise ValueError(f"train_transformer: lr must be a finite number, got {lr!r}")
+    return data
+
+
+def _check_generation(prompt_ids, params: dict, n_new) -> list[int]:
+    """The prompt's ids as a list, after checking them (as ``embed``), n_new ≥ 0 and the length ≤ max_len."""
+    if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
+        raise ValueError(f"generate: n_new must be a whole number ≥ 0, got {n_new!r}")
+    ids = [int(i) for i in _check_ids(prompt_ids, params)]
+    max_len = np.shape(params["pos_emb"])[0]
+    if len(ids) + n_new > max_len:
+        raise ValueError(f"generate: {len(ids)} prompt tokens + {n_new} new ones exceed max_len {max_len}")
+    return ids
+
+
+# -- helpers of the solution (the learner writes their own) ---------------------------------------------
+def _tree(fn, a, b):
+    """Apply fn leaf by leaf to two trees of the same structure (dicts, lists, arrays)."""
+    if isinstance(a, dict):
+        return {k: _tree(fn, a[k], b[k]) for k in a}
+    if isinstance(a, list):
+        return [_tree(fn, x, y) for x, y in zip(a, b, strict=True)]
+    return fn(a, b)

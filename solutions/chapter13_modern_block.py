@@ -45,13 +45,11 @@ def rms_norm(x: np.ndarray, g: np.ndarray, eps: float = 1e-6) -> np.ndarray:
         Array of the shape of x.
 
     Raises:
-        ValueError: if x has no feature axis, or an empty one (the message says "feature axis"), or g does
-            not have shape (d_model,) (the message names ``g`` and its shape).
+        ValueError: if x has no feature axis or g does not fit it: the check given above the ``raise``.
 
     See docs: chapter 13, steps 13.1 and 13.2.
     """
-    x = np.asarray(x, dtype=np.float64)
-    _check_features(x, g)
+    x = _check_features(x, g)
     return g * x / _rms(x, eps)
 
 
@@ -78,16 +76,12 @@ def rms_norm_backward(
         (dx, dg): dx has the shape of x; dg has shape (d_model,), summed over every row.
 
     Raises:
-        ValueError: if x has no feature axis (as ``rms_norm``), g does not have shape (d_model,) or d_out
-            does not have the shape of x (the message names ``g`` or ``d_out`` and the shapes).
+        ValueError: if x, g or d_out do not fit: the checks given above the ``raise``.
 
     See docs: chapter 13, step 13.3.
     """
-    x = np.asarray(x, dtype=np.float64)
-    d_out = np.asarray(d_out, dtype=np.float64)
-    _check_features(x, g)
-    if d_out.shape != x.shape:
-        raise ValueError(f"rms_norm_backward: d_out {d_out.shape} must have the shape of x {x.shape}")
+    x = _check_features(x, g)
+    d_out = _check_shape(d_out, x.shape, "rms_norm_backward: d_out")
     r = _rms(x, eps)  # (..., 1)
     x_hat = x / r
     dg = np.sum(d_out * x_hat, axis=tuple(range(x.ndim - 1)))  # (d_model,): every row adds its share
@@ -131,14 +125,11 @@ def silu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
         Gradient with respect to x, same shape as x.
 
     Raises:
-        ValueError: if x and d_out have different shapes (the message names both).
+        ValueError: if x and d_out have different shapes: the check given above the ``raise``.
 
     See docs: chapter 13, step 13.5.
     """
-    x = np.asarray(x, dtype=np.float64)
-    d_out = np.asarray(d_out, dtype=np.float64)
-    if x.shape != d_out.shape:
-        raise ValueError(f"silu_backward: x {x.shape} and d_out {d_out.shape} must have the same shape")
+    x, d_out = _check_same_shape(x, d_out, "silu_backward")
     s = _sigmoid(x)
     return d_out * s * (1.0 + x * (1.0 - s))  # σ(x)·1 + x·σ(x)(1 − σ(x))
 
@@ -157,23 +148,17 @@ def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarr
         W_down: down projection, shape (d_ff, d_model).
 
     Returns:
-        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for ``swiglu_backward``.
+        (out, cache): out has shape (seq, d_model); cache is a tuple for ``swiglu_backward`` that starts
+        with x (its given check reads x's shape there); what follows x is yours to choose.
 
     Raises:
-        ValueError: if x is not 2-D with at least one row and one column, or a weight has the wrong shape
-            (the message names it, ``x``, ``W_gate``, ``W_up`` or ``W_down``, and its shape). W_gate decides
-            d_ff and needs at least one column; d_model = 1 and d_ff = 1 are allowed.
+        ValueError: if x or a weight does not fit: the checks given above the ``raise``. W_gate decides
+            d_ff; d_model = 1 and d_ff = 1 are allowed.
 
     See docs: chapter 13, step 13.6.
     """
-    x = np.asarray(x, dtype=np.float64)
-    _check_rows(x, "swiglu: x")
-    d_model = x.shape[1]
-    if np.ndim(W_gate) != 2 or np.shape(W_gate)[0] != d_model or np.shape(W_gate)[1] < 1:
-        raise ValueError(f"swiglu: W_gate has shape {np.shape(W_gate)}, expected ({d_model}, d_ff) with d_ff ≥ 1")
-    d_ff = np.shape(W_gate)[1]
-    _check_shape(W_up, (d_model, d_ff), "swiglu: W_up")
-    _check_shape(W_down, (d_ff, d_model), "swiglu: W_down")
+    x = _check_rows(x, "swiglu: x")
+    _check_swiglu_weights(x.shape[1], W_gate, W_up, W_down)
     a = x @ W_gate  # (seq, d_ff): the gate's pre-activation
     b = x @ W_up  # (seq, d_ff): the value being gated
     h = silu(a) * b  # (seq, d_ff)
@@ -200,13 +185,12 @@ def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
         ``"W_up"`` and ``"W_down"``.
 
     Raises:
-        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+        ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 13, step 13.7.
     """
+    d_out = _check_shape(d_out, np.shape(cache[0]), "swiglu_backward: d_out")
     x, W_gate, W_up, W_down, a, b, h = cache
-    d_out = np.asarray(d_out, dtype=np.float64)
-    _check_shape(d_out, x.shape, "swiglu_backward: d_out")
     dh = d_out @ W_down.T  # (seq, d_ff)
     db = dh * silu(a)  # the up branch was multiplied by the gate
     da = silu_backward(a, dh * b)  # the gate was multiplied by the up branch, then through SiLU
@@ -239,24 +223,20 @@ def rope_multi_head_attention(
         base: RoPE's base, as in chapter 12: pair i of a head turns by position·base^(−2i/d_head).
 
     Returns:
-        (out, cache): out has shape (seq, d_model); cache is an opaque tuple for
-        ``rope_multi_head_attention_backward``. Neither x nor params is modified.
+        (out, cache): out has shape (seq, d_model); cache is a tuple for
+        ``rope_multi_head_attention_backward`` that starts with x (its given check reads x's shape there);
+        what follows x is yours to choose. Neither x nor params is modified.
 
     Raises:
-        ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if n_heads
-            is not a whole number ≥ 1, 2.0 and True included (the message names ``n_heads``); if d_model is
-            not divisible by n_heads (the message says "divisible" and names d_model and n_heads with their
-            values); if d_head is odd (the message says "odd" and names d_head); if params is not a dict (the
-            message names ``params`` and the type it got, e.g. list) or lacks a weight (the message names the
-            missing key, e.g. ``WO``); or if a weight is not (d_model, d_model) (the message names it, e.g.
-            ``WK``, and its shape).
+        ValueError: if x, n_heads or a weight does not fit (d_model not divisible by n_heads, an odd d_head
+            included): the checks given above the ``raise``; they hand you x and the weights ``W`` as
+            float64 arrays.
 
     See docs: chapter 13, step 13.8.
     """
-    x = np.asarray(x, dtype=np.float64)
-    _check_rows(x, "rope_multi_head_attention: x")
+    x = _check_rows(x, "rope_multi_head_attention: x")
     _check_heads(x.shape[1], n_heads)
-    W = _weights(params, ATTENTION_KEYS, x.shape[1])
+    W = _check_weights(params, ATTENTION_KEYS, x.shape[1])
     Qh = apply_rope(split_heads(x @ W["WQ"], n_heads), base)  # (n_heads, seq, d_head), each head rotated
     Kh = apply_rope(split_heads(x @ W["WK"], n_heads), base)
     Vh = split_heads(x @ W["WV"], n_heads)  # values are not rotated
@@ -293,13 +273,12 @@ def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
         like x and like each weight.
 
     Raises:
-        ValueError: if d_out does not have the output's shape (the message names ``d_out`` and its shape).
+        ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 13, step 13.10.
     """
+    d_out = _check_shape(d_out, np.shape(cache[0]), "rope_multi_head_attention_backward: d_out")
     x, W, Qh, Kh, Vh, P, merged, base = cache
-    d_out = np.asarray(d_out, dtype=np.float64)
-    _check_shape(d_out, x.shape, "rope_multi_head_attention_backward: d_out")
     d_merged, dWO = linear_backward(merged, W["WO"], d_out)  # out = merged W_O
     d_heads = split_heads(d_merged, len(Qh))  # (n_heads, seq, d_head)
     per_head = [attention_backward(q, k, v, p, d) for q, k, v, p, d in zip(Qh, Kh, Vh, P, d_heads, strict=True)]
@@ -330,21 +309,18 @@ def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray
         n_heads: the number of attention heads (as ``rope_multi_head_attention``).
 
     Returns:
-        (y, cache): y has shape (seq, d_model); cache is an opaque tuple for ``prenorm_block_backward``.
-        Neither x nor params is modified.
+        (y, cache): y has shape (seq, d_model); cache is a tuple for ``prenorm_block_backward`` that
+        starts with params, then x (its given check reads x's shape there); what follows is yours to
+        choose. Neither x nor params is modified.
 
     Raises:
-        ValueError: if x is not 2-D with at least one row (the message names ``x`` and its shape); if params
-            is not a dict (the message names ``params`` and the type it got, e.g. list); if it does not have
-            exactly those keys (the message names a missing key, e.g. ``g2``, or one that does not belong, e.g.
-            ``bias``); if a parameter has the wrong shape (the message names it, e.g. ``g1`` or ``W_up``, and
-            its shape); or as ``rope_multi_head_attention`` and ``swiglu``.
+        ValueError: if x, params or n_heads does not fit: the checks given above the ``raise``.
 
     See docs: chapter 13, step 13.9.
     """
-    x = np.asarray(x, dtype=np.float64)
-    _check_rows(x, "prenorm_block: x")
+    x = _check_rows(x, "prenorm_block: x")
     _check_block(params, x.shape[1], "prenorm_block")
+    _check_heads(x.shape[1], n_heads)
     h1 = rms_norm(x, params["g1"])  # the attention reads a normalised copy of the stream
     a, attention_cache = rope_multi_head_attention(h1, params, n_heads)
     x1 = x + a  # the stream itself is never normalised
@@ -375,13 +351,12 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
         belongs to.
 
     Raises:
-        ValueError: if d_y does not have the output's shape (the message names ``d_y`` and its shape).
+        ValueError: if d_y does not have the output's shape: the check given above the ``raise``.
 
     See docs: chapter 13, step 13.11.
     """
+    d_y = _check_shape(d_y, np.shape(cache[1]), "prenorm_block_backward: d_y")
     params, x, x1, attention_cache, ffn_cache = cache
-    d_y = np.asarray(d_y, dtype=np.float64)
-    _check_shape(d_y, x.shape, "prenorm_block_backward: d_y")
     ffn = swiglu_backward(d_y, ffn_cache)
     dx1_via_branch, dg2 = rms_norm_backward(x1, params["g2"], ffn["x"])
     dx1 = d_y + dx1_via_branch  # the residual path + the path through RMSNorm₂ and SwiGLU
@@ -392,34 +367,49 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
             **{k: ffn[k] for k in ("W_gate", "W_up", "W_down")}}
 
 
-# -- checks and helpers (not part of the exercise) -----------------------------------------------------
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """σ(x) = exp(−log(1 + e^(−x))), through logaddexp: no overflow for any x."""
-    return np.exp(-np.logaddexp(0.0, -x))
-
-
-def _rms(x: np.ndarray, eps: float) -> np.ndarray:
-    """√(mean of the squares + eps) over the last axis, kept as a column."""
-    return np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
-
-
-def _check_shape(a, shape: tuple, what: str) -> None:
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_shape(a, shape: tuple, what: str) -> np.ndarray:
+    """``a`` as a float64 array, after checking it has ``shape`` (the message names ``what`` and both shapes)."""
     if np.shape(a) != tuple(shape):
         raise ValueError(f"{what} has shape {np.shape(a)}, expected {tuple(shape)}")
+    return np.asarray(a, dtype=np.float64)
 
 
-def _check_rows(x: np.ndarray, what: str) -> None:
+def _check_same_shape(x, d_out, who: str) -> tuple[np.ndarray, np.ndarray]:
+    """(x, d_out) as float64 arrays, after checking they have one shape (the message names both)."""
+    if np.shape(x) != np.shape(d_out):
+        raise ValueError(f"{who}: x {np.shape(x)} and d_out {np.shape(d_out)} must have the same shape")
+    return np.asarray(x, dtype=np.float64), np.asarray(d_out, dtype=np.float64)
+
+
+def _check_rows(x, what: str) -> np.ndarray:
+    """``x`` as a float64 array, after checking it is (seq, d_model) with at least one row and one column."""
+    x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"{what} must be 2-D (seq, d_model) with at least one row, got shape {x.shape}")
+    return x
 
 
-def _check_features(x: np.ndarray, g) -> None:
+def _check_features(x, g) -> np.ndarray:
+    """``x`` as a float64 array, after checking it has a feature axis and ``g`` one gain per feature."""
+    x = np.asarray(x, dtype=np.float64)
     if x.ndim < 1 or x.shape[-1] < 1:
         raise ValueError(f"rms_norm needs a feature axis with at least one entry, got shape {x.shape}")
     _check_shape(g, (x.shape[-1],), "rms_norm: g")
+    return x
+
+
+def _check_swiglu_weights(d_model: int, W_gate, W_up, W_down) -> None:
+    """W_gate (d_model, d_ff) with d_ff ≥ 1 decides d_ff; W_up (d_model, d_ff) and W_down (d_ff, d_model)."""
+    if np.ndim(W_gate) != 2 or np.shape(W_gate)[0] != d_model or np.shape(W_gate)[1] < 1:
+        raise ValueError(f"swiglu: W_gate has shape {np.shape(W_gate)}, expected ({d_model}, d_ff) with d_ff ≥ 1")
+    d_ff = np.shape(W_gate)[1]
+    _check_shape(W_up, (d_model, d_ff), "swiglu: W_up")
+    _check_shape(W_down, (d_ff, d_model), "swiglu: W_down")
 
 
 def _check_heads(d_model: int, n_heads) -> None:
+    """n_heads a whole number ≥ 1 that divides d_model into heads of an even width (RoPE turns pairs)."""
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
         raise ValueError(f"n_heads must be a whole number >= 1, got {n_heads!r}")
     if d_model % n_heads:
@@ -429,7 +419,8 @@ def _check_heads(d_model: int, n_heads) -> None:
         raise ValueError(f"d_head = d_model / n_heads = {d_head} is odd: RoPE turns a head's features in pairs")
 
 
-def _weights(params, keys: tuple, d_model: int) -> dict:
+def _check_weights(params, keys: tuple, d_model: int) -> dict:
+    """The weights ``keys`` of ``params`` as float64 arrays, after checking each is there and (d_model, d_model)."""
     if not isinstance(params, dict):
         raise ValueError(f"params must be a dict with the keys {list(keys)}, got {type(params).__name__}")
     missing = [k for k in keys if k not in params]
@@ -441,6 +432,7 @@ def _weights(params, keys: tuple, d_model: int) -> dict:
 
 
 def _check_block(params, d_model: int, who: str) -> None:
+    """``params`` a dict with exactly the block's keys, each of its shape (the gains (d_model,), ...)."""
     # who: the function taking the block, named in the messages (prenorm_block; chapter 16's block_with_cache)
     if not isinstance(params, dict):
         raise ValueError(f"{who}: params must be a dict with the keys {list(BLOCK_KEYS)}, got {type(params).__name__}")
@@ -450,5 +442,19 @@ def _check_block(params, d_model: int, who: str) -> None:
     extra = sorted(str(k) for k in params if k not in BLOCK_KEYS)
     if extra:
         raise ValueError(f"{who}: params has keys a block does not use: {', '.join(extra)}")
-    for key in ("g1", "g2"):  # the weights are checked where they are used (attention, swiglu), by name
+    for key in ("g1", "g2"):
         _check_shape(params[key], (d_model,), f"{who}: params[{key!r}]")
+    for key in ATTENTION_KEYS:
+        _check_shape(params[key], (d_model, d_model), f"{who}: params[{key!r}]")
+    _check_swiglu_weights(d_model, params["W_gate"], params["W_up"], params["W_down"])
+
+
+# -- helpers of the solution (the learner writes their own) ---------------------------------------------
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """σ(x) = exp(−log(1 + e^(−x))), through logaddexp: no overflow for any x."""
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+def _rms(x: np.ndarray, eps: float) -> np.ndarray:
+    """√(mean of the squares + eps) over the last axis, kept as a column."""
+    return np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)

@@ -160,8 +160,8 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
 
     See docs: chapter 14, step 14.5.
     """
-    ids = to_byte_ids(text)
     _check_vocab_size(vocab_size)
+    ids = to_byte_ids(text)
     n = len(ids)
     nxt = [i + 1 for i in range(n)]  # the next live position after i (n: none)
     prv = [i - 1 for i in range(n)]  # the previous live position before i (-1: none)

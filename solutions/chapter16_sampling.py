@@ -34,7 +34,7 @@ import numpy as np
 from .chapter04_attention import scaled_dot_product_attention, softmax
 from .chapter11_multi_head_attention import merge_heads, split_heads
 from .chapter12_rope import apply_rope
-from .chapter13_modern_block import BLOCK_KEYS, _check_block, _check_heads, _weights, rms_norm, swiglu  # noqa: F401 - BLOCK_KEYS: the stub binds it for the learner
+from .chapter13_modern_block import BLOCK_KEYS, _check_block, _check_heads, _check_weights, rms_norm, swiglu  # noqa: F401 - BLOCK_KEYS: the stub binds it for the learner
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
@@ -255,7 +255,7 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     _rows(x)
     _check_heads(x.shape[1], n_heads)
     d_head = x.shape[1] // n_heads
-    W = _weights(params, ATTENTION_KEYS, x.shape[1])
+    W = _check_weights(params, ATTENTION_KEYS, x.shape[1])
     K_old, V_old = _cache(cache, n_heads, d_head)
     t, m = K_old.shape[1], len(x)
     Q = apply_rope(split_heads(x @ W["WQ"], n_heads), start=t)  # (n_heads, m, d_head), from position t

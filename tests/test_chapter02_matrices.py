@@ -132,6 +132,7 @@ def test_mismatched_shapes_name_both(ch):
                    "4 rows", hint="A's columns are A.shape[1], B's rows are B.shape[0]")
 
 
+@pytest.mark.given
 def test_a_matrix_that_is_not_2d_is_named(ch):
     """a 1-D A, B or dC raises ValueError naming the matrix (A, B, dC) and its shape, in every function"""
     raises_clearly(lambda: ch.matmul(np.ones(3), np.ones((3, 2))), ValueError, "(3,)", names=("A",))
@@ -160,11 +161,13 @@ def test_numerical_gradient_of_an_integer_point(ch):
           mistakes=[("the nudges were rounded away: X kept its integer dtype (copy it as float64)", np.zeros((2, 2)))])
 
 
+@pytest.mark.given
 def test_dot_of_different_lengths_is_refused(ch):
     """dot of length 2 and length 3 raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.dot(np.ones(2), np.ones(3)), ValueError, "(2,)", "(3,)")
 
 
+@pytest.mark.given
 def test_matmul_backward_refuses_a_wrong_gradient_shape(ch):
     """matmul_backward with dC of the wrong shape raises ValueError naming it"""
     raises_clearly(lambda: ch.matmul_backward(np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2))),

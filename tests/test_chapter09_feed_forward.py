@@ -229,7 +229,8 @@ def test_nothing_modifies_its_inputs(ch):
         ch.residual_feed_forward_backward(x, W1, W2, b1, b2, d)
 
 
-# -- bad input gets a clear error ------------------------------------------------------------------
+# -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
+@pytest.mark.given
 def test_w1_that_does_not_fit_x_names_both_shapes(ch):
     """x (2, 3) with W1 (2, 4) raises ValueError naming both shapes"""
     x, W1, W2 = np.ones((2, 3)), np.ones((2, 4)), np.ones((4, 3))
@@ -238,12 +239,14 @@ def test_w1_that_does_not_fit_x_names_both_shapes(ch):
                    "(2, 3)", "(2, 4)")
 
 
+@pytest.mark.given
 def test_w2_that_does_not_fit_w1_names_both_shapes(ch):
     """W1 (3, 4) followed by W2 (5, 3) raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.feed_forward(np.ones((2, 3)), np.ones((3, 4)), np.ones((5, 3))), ValueError,
                    "(3, 4)", "(5, 3)")
 
 
+@pytest.mark.given
 def test_a_bias_of_the_wrong_length_is_refused(ch):
     """a bias of the wrong length raises ValueError naming which bias (b1, b2) and its shape"""
     x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3))
@@ -259,6 +262,7 @@ def test_a_residual_needs_the_output_as_wide_as_the_input(ch):
                    "(2, 3)", "(4, 2)")
 
 
+@pytest.mark.given
 def test_d_out_of_the_wrong_shape_is_refused(ch):
     """d_out (3, 3) for a (2, 3) output raises ValueError naming both shapes"""
     x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3))
@@ -267,11 +271,13 @@ def test_d_out_of_the_wrong_shape_is_refused(ch):
     raises_clearly(lambda: ch.relu_backward(np.ones((2, 3)), np.ones((3, 2))), ValueError, "(2, 3)", "(3, 2)")
 
 
+@pytest.mark.given
 def test_a_single_row_must_be_made_2d(ch):
     """a 1-D x raises ValueError naming its shape"""
     raises_clearly(lambda: ch.feed_forward(np.ones(3), np.ones((3, 4)), np.ones((4, 3))), ValueError, "(3,)")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("which", ["W1", "W2"])
 def test_a_weight_matrix_that_is_not_2d_is_named(ch, which):
     """a 1-D W1 or W2 raises ValueError naming it (W1, W2, exactly) and its shape, forward and backward"""
@@ -282,6 +288,7 @@ def test_a_weight_matrix_that_is_not_2d_is_named(ch, which):
                    names=(which,))
 
 
+@pytest.mark.given
 def test_backward_passes_refuse_a_bias_of_the_wrong_length(ch):
     """feed_forward_backward and residual_feed_forward_backward refuse a wrong b1 or b2 too, naming it"""
     x, W1, W2, d = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 3)), np.ones((2, 3))
@@ -292,6 +299,7 @@ def test_backward_passes_refuse_a_bias_of_the_wrong_length(ch):
         raises_clearly(lambda f=f: f(x, W1, W2, np.ones(3), None, d), ValueError, "(3,)", names=("b1",))
 
 
+@pytest.mark.given
 def test_linear_names_what_does_not_fit(ch):
     """linear names a 1-D x or W, and a bias of the wrong length with the shape it should have"""
     raises_clearly(lambda: ch.linear(np.ones(3), np.ones((3, 2))), ValueError, "(3,)", names=("x",))
@@ -300,6 +308,7 @@ def test_linear_names_what_does_not_fit(ch):
                    names=("b",), hint="b needs one entry per column of W: shape (W.shape[1],)")
 
 
+@pytest.mark.given
 def test_self_attention_names_a_matrix_that_is_not_2d(ch):
     """self_attention with a 1-D X, W_Q, W_K or W_V raises ValueError naming it (X, WQ, WK, WV) and its shape"""
     X, W = np.ones((2, 3)), np.ones((3, 2))
@@ -309,6 +318,7 @@ def test_self_attention_names_a_matrix_that_is_not_2d(ch):
     raises_clearly(lambda: ch.self_attention(X, W, W, np.ones(3)), ValueError, "(3,)", names=("WV",))
 
 
+@pytest.mark.given
 def test_projections_that_do_not_fit_x_name_both_shapes(ch):
     """self_attention with X (2, 3) and WQ (2, 2) raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.self_attention(np.ones((2, 3)), np.ones((2, 2)), np.ones((3, 2)), np.ones((3, 2))),

@@ -447,6 +447,7 @@ def test_init_params_takes_seed_0_by_default_and_the_smallest_sizes(ch):
     close(np.shape(p["tok_emb"]), (1, 1), "tok_emb of init_params(1, 1, 1, 0, 1)")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(("args", "name", "value"), [
     ((0, 8, 16, 1, 8), "vocab_size", "0"), ((4, 0, 16, 1, 8), "d_model", "0"), ((4, 8, 0, 1, 8), "d_ff", "0"),
     ((4, 8, 16, -1, 8), "n_layers", "-1"), ((4, 8, 16, 1, 0), "max_len", "0"), ((True, 8, 16, 1, 8), "vocab_size", "True"),
@@ -544,7 +545,8 @@ def test_without_positions_two_layers_can_tell_them_apart_through_the_mask(ch):
             "two layers without positions gave identical last-position logits for [A, B, A] and [B, A, A]")
 
 
-# -- bad input gets a clear error ------------------------------------------------------------------
+# -- bad input gets a clear error: the stubs give these checks (marked given; CONTRIBUTING.md) -------------
+@pytest.mark.given
 def test_parameters_of_the_wrong_shape_are_named(ch):
     """a mis-shaped W1, WO or gamma raises ValueError naming the parameter and its shape"""
     params = ch.init_params(4, 8, 16, 2, 8, seed=0)
@@ -559,6 +561,7 @@ def test_parameters_of_the_wrong_shape_are_named(ch):
     raises_clearly(lambda: ch.layer_norm(np.float64(2.0), np.ones(1), np.zeros(1)), ValueError, "feature axis")
 
 
+@pytest.mark.given
 def test_each_layer_names_what_does_not_fit(ch):
     """each layer function refuses a mis-shaped argument, naming it exactly (x, WQ, b1, d_out, beta…) and its shape"""
     x, W = np.ones((3, 4)), np.ones((4, 4))
@@ -570,8 +573,8 @@ def test_each_layer_names_what_does_not_fit(ch):
         Ws = [W, W, W]
         Ws[k] = np.ones((4, 3))
         raises_clearly(lambda Ws=Ws: ch.attention_forward(x, *Ws), ValueError, "(4, 3)", names=(name,))
-    _, cache = ch.attention_forward(x, W, W, W)
-    raises_clearly(lambda: ch.attention_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
+    raises_clearly(lambda: ch.attention_forward(np.ones((0, 4)), W, W, W), ValueError,
+                   hint="x with no rows has no position to attend from: the docstring says ValueError")
     good = [np.ones((4, 6)), np.zeros(6), np.ones((6, 4)), np.zeros(4)]
     raises_clearly(lambda: ch.ffn_forward(np.ones(4), *good), ValueError, "(4,)", names=("x",))
     for k, (name, bad) in enumerate(zip(("W1", "b1", "W2", "b2"), (np.ones((5, 6)), np.zeros(5), np.ones((6, 5)),
@@ -580,15 +583,20 @@ def test_each_layer_names_what_does_not_fit(ch):
         args[k] = bad
         raises_clearly(lambda args=args: ch.ffn_forward(x, *args), ValueError, str(bad.shape), names=(name,))
     raises_clearly(lambda: ch.ffn_forward(x, np.ones(6), *good[1:]), ValueError, "(6,)", names=("W1",))
-    _, cache = ch.ffn_forward(x, *good)
+
+
+@pytest.mark.given
+def test_each_backward_names_a_d_out_of_the_wrong_shape(ch):
+    """attention_backward and ffn_backward refuse a d_out that is not the output's shape, naming d_out (waits for the forward)"""
+    x, W = np.ones((3, 4)), np.ones((4, 4))
+    _, cache = ch.attention_forward(x, W, W, W)
+    raises_clearly(lambda: ch.attention_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
+    _, cache = ch.ffn_forward(x, np.ones((4, 6)), np.zeros(6), np.ones((6, 4)), np.zeros(4))
     raises_clearly(lambda: ch.ffn_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
 
 
-def test_attention_needs_rows_and_columns_and_takes_one_feature(ch):
-    """attention_forward refuses x with no rows, takes x of shape (3, 0) either way (refused or (3, 0)), and d_model = 1"""
-    W = np.ones((4, 4))
-    raises_clearly(lambda: ch.attention_forward(np.ones((0, 4)), W, W, W), ValueError,
-                   hint="x with no rows has no position to attend from: the docstring says ValueError")
+def test_attention_takes_x_without_features_either_way_and_one_feature(ch):
+    """attention_forward takes x of shape (3, 0) either way (refused or (3, 0)), and d_model = 1"""
     none = np.ones((0, 0))
     try:  # d_model = 0 is not refused by the docstring: a ValueError or a (3, 0) output, both are right
         empty = ch.attention_forward(np.ones((3, 0)), none, none, none)[0]
@@ -601,6 +609,7 @@ def test_attention_needs_rows_and_columns_and_takes_one_feature(ch):
     close(out, np.full((3, 1), 2.0), "attention over three equal values 2 (d_model = 1): every row is 2")
 
 
+@pytest.mark.given
 def test_params_that_are_not_the_documented_dict_are_named(ch):
     """transformer_forward names what is wrong with params: not a dict, a missing key, a 1-D table, a bad block"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
@@ -629,12 +638,14 @@ def test_params_that_are_not_the_documented_dict_are_named(ch):
                    names=("W1",))
 
 
+@pytest.mark.given
 def test_transformer_backward_names_a_d_logits_of_the_wrong_shape(ch):
     """transformer_backward with a (2, 5) d_logits for (2, 4) logits raises ValueError naming d_logits"""
     _, cache = ch.transformer_forward([0, 1], ch.init_params(4, 8, 16, 1, 8, seed=0))
     raises_clearly(lambda: ch.transformer_backward(np.ones((2, 5)), cache), ValueError, "(2, 5)", names=("d_logits",))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(("epochs", "lr"), [(-1, 0.1), (2.0, 0.1), (True, 0.1), (2, float("nan")), (2, float("inf"))])
 def test_train_transformer_refuses_epochs_and_rates_that_are_not_allowed(ch, epochs, lr):
     """epochs −1, 2.0 or True, or a learning rate that is not finite, raise ValueError naming it and its value"""
@@ -653,14 +664,21 @@ def test_zero_epochs_train_nothing(ch):
         close(a, b, f"params{path} after 0 epochs")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("n_new", [-1, 2.0, True])
 def test_generate_refuses_a_count_that_is_not_a_whole_number(ch, n_new):
-    """generate with n_new −1, 2.0 or True raises ValueError naming n_new and its value; n_new = 0 gives the prompt"""
+    """generate with n_new −1, 2.0 or True raises ValueError naming n_new and its value"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
     raises_clearly(lambda: ch.generate([0, 1], params, n_new), ValueError, str(n_new), names=("n_new",))
+
+
+def test_generating_no_new_token_gives_the_prompt(ch):
+    """generate with n_new = 0 gives the prompt back"""
+    params = ch.init_params(4, 8, 16, 1, 8, seed=0)
     close(ch.generate([0, 1], params, 0), [0, 1], "generate([0, 1], params, 0): the prompt itself")
 
 
+@pytest.mark.given
 def test_a_sequence_longer_than_max_len_is_refused(ch):
     """9 tokens for max_len 8 raises ValueError naming both; so does generating past max_len"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
@@ -671,12 +689,14 @@ def test_a_sequence_longer_than_max_len_is_refused(ch):
                    hint="max_len is params['pos_emb'].shape[0], the rows of the position table")
 
 
+@pytest.mark.given
 def test_empty_data_is_refused(ch):
     """train_transformer with no examples raises ValueError saying the data is empty"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
     raises_clearly(lambda: ch.train_transformer([], params, 0.1, 3), ValueError, "empty")
 
 
+@pytest.mark.given
 def test_targets_outside_the_vocabulary_are_refused(ch):
     """a target ≥ vocab, a target list of the wrong length, or no target at all raises ValueError"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)
@@ -690,6 +710,7 @@ def test_targets_outside_the_vocabulary_are_refused(ch):
     raises_clearly(lambda: ch.transformer_loss_and_grads([0, 1], [-1, -1], params), ValueError, "target")
 
 
+@pytest.mark.given
 def test_token_ids_outside_the_vocabulary_are_refused(ch):
     """an id ≥ vocab, a negative id or an empty sequence raises ValueError"""
     params = ch.init_params(4, 8, 16, 1, 8, seed=0)

@@ -212,7 +212,7 @@ def test_nothing_modifies_its_inputs(ch):
             assert sorted(params) == sorted(KEYS), f"params has the keys {sorted(params)} after the calls"
 
 
-# -- bad input gets a clear error ------------------------------------------------------------------
+# -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
 def test_a_d_model_that_n_heads_does_not_divide_is_refused(ch):
     """d_model 6 in 4 heads raises ValueError saying "divisible" and naming 6 and 4"""
     why = "check d_model % n_heads before cutting: every head needs the same whole number of features"
@@ -222,6 +222,7 @@ def test_a_d_model_that_n_heads_does_not_divide_is_refused(ch):
                    hint=why)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("n", [0, -2, 2.0, True])
 def test_n_heads_must_be_a_whole_number_of_at_least_one(ch, n):
     """n_heads 0, −2, 2.0 and True raise ValueError saying 'n_heads'"""
@@ -231,6 +232,7 @@ def test_n_heads_must_be_a_whole_number_of_at_least_one(ch, n):
     raises_clearly(lambda: ch.multi_head_attention(np.ones((3, 4)), params, n), ValueError, "n_heads", hint=why)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("key", KEYS)
 def test_a_weight_of_the_wrong_shape_is_named(ch, key):
     """a (4, 3) weight where (4, 4) belongs raises ValueError naming the key and its shape"""
@@ -239,6 +241,7 @@ def test_a_weight_of_the_wrong_shape_is_named(ch, key):
     raises_clearly(lambda: ch.multi_head_attention(np.ones((3, 4)), params, 2), ValueError, "(4, 3)", names=(key,))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("key", KEYS)
 def test_a_missing_weight_is_named(ch, key):
     """params without one of WQ, WK, WV, WO raises ValueError naming the missing key"""
@@ -246,12 +249,14 @@ def test_a_missing_weight_is_named(ch, key):
     raises_clearly(lambda: ch.multi_head_attention(np.ones((3, 4)), params, 2), ValueError, names=(key,))
 
 
+@pytest.mark.given
 def test_params_that_are_not_a_dict_are_refused(ch):
     """a list of four weights instead of a dict raises ValueError saying 'dict' and naming what came (a list)"""
     raises_clearly(lambda: ch.multi_head_attention(np.ones((3, 4)), [np.ones((4, 4))] * 4, 2), ValueError, "dict",
                    "list")
 
 
+@pytest.mark.given
 def test_arrays_of_the_wrong_rank_are_refused(ch):
     """a 1-D x or X, a 2-D H and a 2-D Qh raise ValueError naming the shape"""
     params = {k: np.ones((4, 4)) for k in KEYS}
@@ -262,6 +267,7 @@ def test_arrays_of_the_wrong_rank_are_refused(ch):
     raises_clearly(lambda: ch.attend_heads(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2))), ValueError, "(3, 2)")
 
 
+@pytest.mark.given
 def test_heads_of_different_shapes_are_refused(ch):
     """Qh (2, 3, 2) with Kh (2, 4, 2) or Vh (2, 3, 3) raises ValueError naming all three shapes"""
     raises_clearly(lambda: ch.attend_heads(np.ones((2, 3, 2)), np.ones((2, 4, 2)), np.ones((2, 3, 2))), ValueError,
@@ -270,6 +276,7 @@ def test_heads_of_different_shapes_are_refused(ch):
                    "(2, 3, 2)", "(2, 3, 3)")
 
 
+@pytest.mark.given
 def test_a_d_out_of_the_wrong_shape_is_named(ch):
     """d_out (2, 4) for a (3, 4) output raises ValueError naming d_out and its shape"""
     x, params, n = worksheet()

@@ -325,7 +325,8 @@ def test_the_first_pieces_leave_their_inputs_untouched(ch):
         ch.swiglu_backward(R, cache)
 
 
-# -- bad input gets a clear error ------------------------------------------------------------------
+# -- bad input gets a clear error: the stubs give these checks (marked given; CONTRIBUTING.md) -------------
+@pytest.mark.given
 def test_rms_norm_names_what_does_not_fit(ch):
     """a gain of the wrong shape, an empty feature axis or a d_out of the wrong shape raises ValueError naming it"""
     raises_clearly(lambda: ch.rms_norm(np.ones((2, 3)), np.ones(4)), ValueError, "(4,)", names=("g",))
@@ -337,11 +338,13 @@ def test_rms_norm_names_what_does_not_fit(ch):
                    names=("g",))
 
 
+@pytest.mark.given
 def test_silu_backward_names_both_shapes(ch):
     """x (2, 3) with d_out (3, 2) raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.silu_backward(np.ones((2, 3)), np.ones((3, 2))), ValueError, "(2, 3)", "(3, 2)")
 
 
+@pytest.mark.given
 def test_swiglu_names_a_weight_that_does_not_fit(ch):
     """swiglu refuses x that is not 2-D and a mis-shaped W_gate, W_up or W_down, naming it and its shape"""
     x = np.ones((3, 4))
@@ -356,7 +359,12 @@ def test_swiglu_names_a_weight_that_does_not_fit(ch):
     raises_clearly(lambda: ch.swiglu(x, np.ones(6), *good[1:]), ValueError, "(6,)", names=("W_gate",))
     raises_clearly(lambda: ch.swiglu(x, np.ones((4, 0)), np.ones((4, 0)), np.ones((0, 4))), ValueError, "(4, 0)",
                    names=("W_gate",), hint="d_ff must be at least 1: a W_gate with no columns gives no hidden layer")
-    _, cache = ch.swiglu(x, *good)
+
+
+@pytest.mark.given
+def test_swiglu_backward_names_a_d_out_of_the_wrong_shape(ch):
+    """a d_out that is not the output's shape raises ValueError naming d_out and its shape (waits for swiglu)"""
+    _, cache = ch.swiglu(np.ones((3, 4)), np.ones((4, 6)), np.ones((4, 6)), np.ones((6, 4)))
     raises_clearly(lambda: ch.swiglu_backward(np.ones((3, 5)), cache), ValueError, "(3, 5)", names=("d_out",))
 
 
@@ -372,6 +380,7 @@ def test_the_block_and_its_attention_leave_their_inputs_untouched(ch):
         ch.prenorm_block_backward(d_y, cache)
 
 
+@pytest.mark.given
 def test_rotary_attention_names_what_does_not_fit(ch):
     """bad heads (not dividing d_model, an odd d_head, 0, 2.0, True), a missing or mis-shaped weight, a bad x or d_out"""
     x, W = np.ones((3, 8)), {k: np.eye(8) for k in ATTENTION_KEYS}
@@ -388,11 +397,18 @@ def test_rotary_attention_names_what_does_not_fit(ch):
     raises_clearly(lambda: ch.rope_multi_head_attention(np.ones(8), W, 2), ValueError, "(8,)", names=("x",))
     raises_clearly(lambda: ch.rope_multi_head_attention(np.ones((0, 8)), W, 2), ValueError, "(0, 8)", names=("x",))
     raises_clearly(lambda: ch.rope_multi_head_attention(x, list(W.values()), 2), ValueError, "list", names=("params",))
+
+
+@pytest.mark.given
+def test_rotary_attention_backward_names_a_d_out_of_the_wrong_shape(ch):
+    """a d_out that is not the output's shape raises ValueError naming d_out and its shape (waits for the forward)"""
+    x, W = np.ones((3, 8)), {k: np.eye(8) for k in ATTENTION_KEYS}
     _, cache = ch.rope_multi_head_attention(x, W, 2)
     raises_clearly(lambda: ch.rope_multi_head_attention_backward(np.ones((3, 4)), cache), ValueError, "(3, 4)",
                    names=("d_out",))
 
 
+@pytest.mark.given
 def test_the_block_names_a_parameter_that_does_not_fit(ch):
     """a missing, extra or mis-shaped block parameter raises ValueError naming it; so does a d_y of the wrong shape"""
     params = SNAP.tree("block/0/params")
@@ -407,5 +423,10 @@ def test_the_block_names_a_parameter_that_does_not_fit(ch):
     raises_clearly(lambda: ch.prenorm_block(x, list(params.values()), 2), ValueError, "list", names=("params",))
     raises_clearly(lambda: ch.prenorm_block(x, params, 3), ValueError, "divisible")
     raises_clearly(lambda: ch.prenorm_block(np.ones((3, 8, 1)), params, 2), ValueError, "(3, 8, 1)", names=("x",))
-    _, cache = ch.prenorm_block(x, params, 2)
+
+
+@pytest.mark.given
+def test_the_block_backward_names_a_d_y_of_the_wrong_shape(ch):
+    """a d_y that is not the output's shape raises ValueError naming d_y and its shape (waits for prenorm_block)"""
+    _, cache = ch.prenorm_block(SNAP["block/0/x"], SNAP.tree("block/0/params"), 2)
     raises_clearly(lambda: ch.prenorm_block_backward(np.ones((2, 8)), cache), ValueError, "(2, 8)", names=("d_y",))

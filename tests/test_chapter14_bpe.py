@@ -302,6 +302,7 @@ def test_text_that_is_not_a_str_is_refused(ch, bad):
     raises_clearly(lambda: ch.encode(bad, NO_MERGES), TypeError, "str", kind, hint=why)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("size", [255, 0, -1, True, 300.0, "300"])
 def test_a_vocab_size_below_256_or_not_a_whole_number_is_refused(ch, size):
     """vocab_size 255, 0, −1, True, 300.0 and "300" raise ValueError saying 'vocab_size' and '256'"""

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from kata import project
+from kata.answers import GIVEN, is_stub
 from kata.authoring import stubgen
 from kata.judge import answer_key
 
@@ -56,7 +57,8 @@ def test_the_stub_binds_the_names_of_the_exercise_file(solution):
     assert bound(stub) == bound(exercise), (
         f"{solution.name}: the stub binds {sorted(bound(stub) - bound(exercise))} that exercises/ does not, "
         f"and not {sorted(bound(exercise) - bound(stub))}")
-    helpers = [f.name for f in ast.parse(stub).body if isinstance(f, ast.FunctionDef) and f.name.startswith("_")]
+    helpers = [f.name for f in ast.parse(stub).body if isinstance(f, ast.FunctionDef) and f.name.startswith("_")
+               and not f.name.startswith(GIVEN)]
     assert not helpers, f"{solution.name}: the stub keeps the solution's helpers {helpers}"
 
 
@@ -105,3 +107,49 @@ def test_the_ruff_check_here_fails_on_an_unmarked_unused_import():
     assert proc.returncode == 1 and "F401" in proc.stdout and "causal_mask" in proc.stdout, proc.stdout
     piled = stubgen.stub(EARLIER).replace("\n\n\ndef weights", "\n\n\n\n\ndef weights")
     assert "I001" in ruff(piled, "exercises/chapter99_made_up.py").stdout
+
+
+GIVEN_CHECKS = '''"""Chapter 99: a made-up chapter."""
+
+import numpy as np
+
+from .chapter13_modern_block import _check_rows, _other
+
+
+def scaled(x: np.ndarray, c: float) -> np.ndarray:
+    """Scaled.
+
+    Returns:
+        x times c.
+
+    See docs: chapter 99, step 99.1.
+    """
+    x = _check_rows(x, "scaled: x")
+    W = _check_c(c)
+    if c == 0:
+        raise ValueError("c must not be 0")
+    return _twice(x) * W / 2
+
+
+# -- given ---
+def _check_c(c):
+    """The float c."""
+    return float(c)
+
+
+# the solution's own
+def _twice(x):
+    return 2 * x
+'''
+
+
+def test_stubgen_keeps_the_given_checks_and_drops_the_rest():
+    """the `_check_*` calls opening a body, the `_check_*` helpers and their imports stay; the learner's check goes"""
+    stub = stubgen.stub(GIVEN_CHECKS)
+    assert 'x = _check_rows(x, "scaled: x")\n' in stub and "W = _check_c(c)  # noqa: F841 - yours to use\n" in stub
+    assert "c must not be 0" not in stub and "_twice" not in stub and "the solution's own" not in stub
+    assert "def _check_c(c):\n" in stub and "return float(c)" in stub and "# -- given ---" in stub
+    assert "from .chapter13_modern_block import _check_rows\n" in stub and "_other" not in stub
+    function = next(n for n in ast.parse(stub).body if isinstance(n, ast.FunctionDef) and n.name == "scaled")
+    assert is_stub(function), "kata.answers.is_stub must take a stub with given checks for a stub"
+    assert ruff(stub, "exercises/chapter99_made_up.py").returncode == 0

@@ -1,7 +1,9 @@
 """The suite proves itself.
 
 Every test fails on the untouched stubs, passes on solutions/, and catches and names the planted
-mistakes in tests/mutants.toml.
+mistakes in tests/mutants.toml. The tests marked ``given`` check the input checks the stubs give (the
+course's code, not the learner's): they pass on solutions/ too, and on the stubs they pass, or wait for a
+function the learner writes (a cache from the forward pass); they never fail there.
 
 Each run is a separate pytest process with `--impl`, reading the results the judge streams
 (`kata.judge.stream`, read back by `kata.judge.runner.read`); a chapter's planted mistakes are checked one after another in one pytest
@@ -10,6 +12,7 @@ copy, the tests' random inputs put back), every test of the chapter on each. Wit
 the stubs and the solutions are of chapter N's tests only.
 """
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -23,6 +26,25 @@ from tests.mutants import MUTANTS
 
 ROOT = answer_key.ROOT
 CHAPTER_TESTS = [str(p.relative_to(ROOT)) for p in project.chapter_files(ROOT / "tests", prefix="test_").values()]
+
+
+def given_tests() -> set[str]:
+    """``file::test`` of every chapter test marked ``given`` (read from the files: ``@pytest.mark.given``)."""
+    found = set()
+    for path in CHAPTER_TESTS:
+        for node in ast.parse((ROOT / path).read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and any(
+                    "given" in {getattr(n, "attr", None) for n in ast.walk(d)} for d in node.decorator_list):
+                found.add(f"{path}::{node.name}")
+    return found
+
+
+GIVEN = given_tests()
+
+
+def is_given(result: dict) -> bool:
+    """Whether a result is of a test marked ``given``."""
+    return result["nodeid"].split("[")[0] in GIVEN
 
 
 def chapters_run(config: pytest.Config) -> list[answer_key.Chapter]:
@@ -55,7 +77,7 @@ def on_solutions(request, tmp_path_factory):
     # --strict-exact: the key's exact values must agree with the reference to 1e-12, so a value typed from
     # a rounded printout (off by 1e-9, inside the learners' tolerance) is caught here.
     return run_chapters("solutions", tmp_path_factory.mktemp("solutions") / "results.jsonl",
-                        chapter_tests(request.config), "--strict-exact")
+                        chapter_tests(request.config), "--strict-exact", "--given")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +85,7 @@ def on_stubs(request, tmp_path_factory):
     # --tb=no, as a chapter run and the grader have it: a stub's "not started" is the same either way, and
     # pytest drawing hundreds of NotImplementedError tracebacks nobody reads was most of this run.
     return run_chapters("exercises", tmp_path_factory.mktemp("stubs") / "results.jsonl",
-                        chapter_tests(request.config), "--tb=no")
+                        chapter_tests(request.config), "--tb=no", "--given")
 
 
 @pytest.mark.every_chapter
@@ -78,14 +100,33 @@ def test_every_chapter_test_passes_on_the_solutions(on_solutions):
 
 @pytest.mark.every_chapter
 def test_no_chapter_test_passes_on_the_untouched_stubs(on_stubs):
-    """every test, step or check, fails on the stubs, and every one shows as 'not started'"""
-    results = on_stubs["results"]
+    """every test, step or check, fails on the stubs, and every one shows as 'not started' (but the given ones)"""
+    results = [r for r in on_stubs["results"] if not is_given(r)]
     assert results, "no chapter tests ran"
     passing = [r["nodeid"] for r in results if r["status"] == "passed"]
     assert not passing, "these tests pass on the untouched stubs, so they cannot tell a learner anything:\n" + \
         "\n".join(passing)
     other = [f"{r['nodeid']}: {r['status']}" for r in results if r["status"] != "not started"]
     assert not other, "on the stubs every test should read 'not started':\n" + "\n".join(other)
+
+
+@pytest.mark.every_chapter
+def test_the_given_checks_work_in_the_untouched_stubs(on_stubs):
+    """a test marked given passes on the stubs, or waits for a function the learner writes; it never fails there"""
+    given = [r for r in on_stubs["results"] if is_given(r)]
+    bad = [f"{r['nodeid']}: {r['status']}: {r['message'][:300]}" for r in given
+           if r["status"] not in ("passed", "not started")]
+    assert not bad, "these given checks do not work in the stubs as given:\n" + "\n".join(bad)
+    steps = [r["nodeid"] for r in given if r["step"]]
+    assert not steps, f"a worksheet step is the learner's, never given: {steps}"
+
+
+def test_a_learner_run_leaves_the_given_tests_out(tmp_path):
+    """without --given (a learner's run, the grade, the progress) the tests marked given are not run"""
+    chapter = answer_key.load(13)
+    run = run_chapters("solutions", tmp_path / "results.jsonl", [chapter.test_file])
+    assert not [r["nodeid"] for r in run["results"] if is_given(r)]
+    assert any(n.startswith(chapter.test_file) for n in GIVEN), "chapter 13 has tests marked given"
 
 
 @pytest.mark.every_chapter

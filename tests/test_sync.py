@@ -5,6 +5,7 @@ import ast
 import pytest
 
 from kata import project
+from kata.answers import GIVEN, given_checks
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
@@ -54,10 +55,15 @@ def test_stub_and_solution_have_the_same_public_names_signatures_and_docstrings(
 
 @pytest.mark.parametrize("module", MODULES)
 def test_every_stub_only_raises_not_implemented(module):
-    """each stub body is its docstring and one `raise NotImplementedError(...)` naming a step"""
+    """each stub body is its docstring, the solution's given checks and one `raise NotImplementedError(...)`"""
     _, funcs, _ = _public(ROOT / "exercises" / f"{module}.py")
+    _, s_funcs, _ = _public(ROOT / "solutions" / f"{module}.py")
     for name, f in funcs.items():
-        body = f.body[1:] if ast.get_docstring(f) else f.body
+        given = given_checks(f)
+        assert [ast.dump(s) for s in given] == [ast.dump(s) for s in given_checks(s_funcs[name])], (
+            f"{module}.{name}: the stub's given checks (the `_check_*` calls above its raise) are not the "
+            f"solution's: run python -m kata.authoring.stubgen on it")
+        body = (f.body[1:] if ast.get_docstring(f) else f.body)[len(given):]
         assert len(body) == 1 and isinstance(body[0], ast.Raise), f"{module}.{name} is not an untouched stub"
         exc = body[0].exc
         call = exc.func.id if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name) else None
@@ -66,3 +72,17 @@ def test_every_stub_only_raises_not_implemented(module):
         number = int(module[len("chapter"):len("chapter") + 2])
         assert message.startswith(f"{number}."), (
             f"{module}.{name}: the stub's message should start with its step id ('{number}.k ...'), got {message!r}")
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_the_given_checks_are_the_solutions_word_for_word(module):
+    """the `_check_*` helpers the stub gives are the solution's, every one, line for line"""
+    def helpers(folder):
+        source = (ROOT / folder / f"{module}.py").read_text(encoding="utf-8")
+        return {n.name: ast.get_source_segment(source, n) for n in ast.parse(source).body
+                if isinstance(n, ast.FunctionDef) and n.name.startswith(GIVEN)}
+
+    given, written = helpers("exercises"), helpers("solutions")
+    assert sorted(given) == sorted(written), f"{module}: the stub gives {sorted(given)}, the solution has {sorted(written)}"
+    changed = [name for name in given if given[name] != written[name]]
+    assert not changed, f"{module}: the given checks {changed} differ from the solution's: run python -m kata.authoring.stubgen"

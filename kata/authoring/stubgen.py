@@ -1,9 +1,15 @@
 """Write a chapter's stub from its solution.
 
 Same imports, names, signatures and docstrings; every public function body replaced by
-``raise NotImplementedError(...)``; private helpers dropped (with the blank lines after them). A starting
-point for authors: edit each message to name the step and give a nudge, e.g. ``"4.2: divide Q @ K.T by
-sqrt(d_k)"``.
+``raise NotImplementedError(...)``; private helpers dropped (with the comments just above them and the blank
+lines after them). A starting point for authors: edit each message to name the step and give a nudge, e.g.
+``"4.2: divide Q @ K.T by sqrt(d_k)"``.
+
+The input checks that teach nothing about transformers are the course's, not the learner's: the chapter's
+``_check_*`` helpers stay in the stub, word for word, and so do the calls of them that open a function's body
+(``kata.answers.is_given``: ``_check_rows(x, "swiglu: x")`` or ``W = _check_weights(params, ...)``), above the
+``raise``; so does an import of an earlier chapter's ``_check_*`` helper. The learner writes the maths. A name
+such a call binds (``W``) is marked ``# noqa: F841 - yours to use`` in the stub, where nothing uses it yet.
 
 The stub passes ``ruff check`` as it is written to ``exercises/`` (``tests/test_stubgen.py`` runs ruff on
 the stub of every chapter): every import the solution has stays, so the stub binds the same names as the
@@ -21,7 +27,10 @@ import re
 import sys
 from pathlib import Path
 
+from kata.answers import GIVEN, given_checks
+
 UNUSED = "  # noqa: F401 - yours to use"
+GIVEN_NAME = "  # noqa: F841 - yours to use"
 
 
 def _bound(alias: ast.alias) -> str:
@@ -49,6 +58,11 @@ def _mark_unused_imports(source: str) -> str:
     return "".join(lines)
 
 
+def _dropped(name: str) -> bool:
+    """Whether a private name goes from the stub: a helper of the solution's, not a ``_check_*`` the course gives."""
+    return name.startswith("_") and not name.startswith(GIVEN)
+
+
 def stub(source: str) -> str:
     """Return ``source`` with public function bodies (after the docstring) replaced by a raise.
 
@@ -60,15 +74,17 @@ def stub(source: str) -> str:
     lines = source.splitlines(keepends=True)
     edits = []
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and any(a.name.startswith("_") for a in node.names):
-            kept = [a for a in node.names if not a.name.startswith("_")]
+        if isinstance(node, ast.ImportFrom) and any(_dropped(a.name) for a in node.names):
+            kept = [a for a in node.names if not _dropped(a.name)]
             again = ast.unparse(ast.ImportFrom(node.module, kept, node.level)) + "\n" if kept else None
             edits.append((node.lineno, node.end_lineno, [again] if again else []))
             continue
-        if not isinstance(node, ast.FunctionDef):
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith(GIVEN):  # a given check stays whole
             continue
-        if node.name.startswith("_"):  # a helper of the solution: the learner writes their own
+        if _dropped(node.name):  # a helper of the solution: the learner writes their own
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            while first > 1 and lines[first - 2].startswith("#"):  # the comment heading it goes with it
+                first -= 1
             last = node.end_lineno
             while last < len(lines) and not lines[last].strip():
                 last += 1
@@ -80,6 +96,16 @@ def stub(source: str) -> str:
         body = node.body
         has_doc = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
         start = body[0].end_lineno + 1 if has_doc else body[0].lineno
+        given = given_checks(node)
+        if given:  # the checks the course gives stay, above the raise
+            start = given[-1].end_lineno + 1
+            arguments = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+            for statement in given:  # a new name a given check binds is the learner's to use: not unused
+                targets = getattr(statement, "targets", [])
+                bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                if bound - arguments and "# noqa" not in lines[statement.end_lineno - 1]:
+                    edits.append((statement.end_lineno, statement.end_lineno,
+                                  [lines[statement.end_lineno - 1].rstrip("\r\n") + GIVEN_NAME + "\n"]))
         indent = " " * (node.col_offset + 4)
         step = re.search(r"See docs: chapter \d+, step (\d+\.\d+)", ast.get_docstring(node) or "")
         said = f"{step[1]} {node.name}" if step else node.name  # CONTRIBUTING: a message starts with its step id

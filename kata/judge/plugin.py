@@ -90,6 +90,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "answer key's exact values are stored to full float64 precision",
     )
     group.addoption(
+        "--given",
+        action="store_true",
+        help="authors: also run the tests marked given, of the input checks the stubs give (a learner's run, "
+        "the grade and the progress leave them out: they are the course's code, not the learner's)",
+    )
+    group.addoption(
         "--kata-seed",
         type=int,
         default=None,
@@ -99,7 +105,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    """With ``--kata-seed N``: reseed every test module's ``RNG`` (in place: defaults that hold it follow)."""
+    """Leave out the tests marked ``given`` (unless ``--given``); reseed the modules' ``RNG`` (``--kata-seed N``).
+
+    The reseeding is in place: defaults that hold the generator follow it.
+    """
+    if not config.getoption("given"):
+        given = [item for item in items if item.get_closest_marker("given")]
+        if given:
+            config.hook.pytest_deselected(items=given)
+            items[:] = [item for item in items if not item.get_closest_marker("given")]
     seed = config.getoption("kata_seed")
     if seed is None:
         return
@@ -129,6 +143,8 @@ def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the step marker, choose the view, and start collecting results."""
     config.addinivalue_line("markers", "step(id): the worksheet step this test checks, e.g. step('4.3')")
+    config.addinivalue_line("markers", "given: checks an input check the stub gives (the course's code, not the "
+                            "learner's): run with --given, by the suite, never counted for a learner")
     root = str(answer_key.ROOT)
     if root not in sys.path:
         sys.path.insert(0, root)

@@ -54,7 +54,7 @@ def test_every_check_passes_on_an_alternative_implementation(folder, tmp_path, r
     out = tmp_path / "results.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     env["KATA_WARM"] = "0"
-    proc = subprocess.run([sys.executable, "-m", "pytest", *files, "--impl", str(folder), *runner.stream_options(out),
+    proc = subprocess.run([sys.executable, "-m", "pytest", *files, "--impl", str(folder), "--given", *runner.stream_options(out),
                            "-p", "no:cacheprovider", "-q", "--steps", "-o", "addopts="],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert out.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
