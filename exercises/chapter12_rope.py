@@ -40,13 +40,15 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
         θ as float64, shape (d/2,).
 
     Raises:
-        ValueError: if d is not a positive whole number (the message names d and the value given), if d is
-            odd, 1 included (the message says "odd" and names d), or if base is not a finite number greater
-            than 1 (the message names base).
+        ValueError: if d is odd, 1 included (the message says "odd" and names d): yours to write, RoPE turns
+            the features two at a time. A d that is not a positive whole number and a base that is not a
+            finite number greater than 1 are refused by the checks given above the ``raise``.
 
     See docs: chapter 12, step 12.1.
     """
-    raise NotImplementedError("12.1 rope_frequencies: refuse a d that is not a positive even whole number or a bad base, then base ** (-2 * i / d) for i = 0 … d/2 − 1 (7 lines)")
+    _check_whole(d, "d", 1)
+    _check_base(base)
+    raise NotImplementedError("12.1 rope_frequencies: refuse an odd d, then base ** (-2 * i / d) for i = 0 … d/2 − 1 (4 lines)")
 
 
 def rope_angles(seq_len: int, d: int, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -68,12 +70,14 @@ def rope_angles(seq_len: int, d: int, base: float = 10000.0, start: int = 0) -> 
         Angles in radians, float64, shape (seq_len, d/2).
 
     Raises:
-        ValueError: if seq_len is not a whole number ≥ 0 (the message names seq_len), if start is negative or
-            not a whole number (the message names start), or as ``rope_frequencies`` for d and base.
+        ValueError: if seq_len or start is not a whole number ≥ 0: the checks given above the ``raise``; or
+            as ``rope_frequencies`` for d and base.
 
     See docs: chapter 12, step 12.2.
     """
-    raise NotImplementedError("12.2 rope_angles: refuse a bad seq_len or start, then the outer product of the positions start … start + seq_len − 1 with rope_frequencies (5 lines)")
+    _check_whole(seq_len, "seq_len", 0)
+    _check_whole(start, "start", 0)
+    raise NotImplementedError("12.2 rope_angles: the outer product of the positions start … start + seq_len − 1 with rope_frequencies (3 lines)")
 
 
 def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
@@ -94,12 +98,13 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
         A new array of X's shape, float64. X is not modified.
 
     Raises:
-        ValueError: if X has fewer than 2 dimensions (the message names its shape), if d is odd (the
-            message says "odd"), or if angles is not of shape (seq, d/2) (the message names both shapes).
+        ValueError: if X has fewer than 2 dimensions, d is odd or angles is not of shape (seq, d/2): the
+            check given above the ``raise``, which hands you X and angles as float64 arrays.
 
     See docs: chapter 12, step 12.3.
     """
-    raise NotImplementedError("12.3 rotate_pairs: check the shapes, take features 0::2 and 1::2, write x0·cos − x1·sin and x0·sin + x1·cos back into a new array (12 lines)")
+    X, angles = _check_rotation(X, angles)
+    raise NotImplementedError("12.3 rotate_pairs: take features 0::2 and 1::2, write x0·cos − x1·sin and x0·sin + x1·cos back into a new array (6 lines)")
 
 
 def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -123,12 +128,16 @@ def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarr
         A new array of X's shape, float64. X is not modified.
 
     Raises:
-        ValueError: if X has fewer than 2 dimensions (the message names its shape), if d is odd (the
-            message says "odd"), if start is negative (the message names start), or as ``rope_angles``.
+        ValueError: if d is odd (the message says "odd"), as ``rope_frequencies``. X with fewer than 2
+            dimensions, a start or a base that does not fit are refused by the checks given above the
+            ``raise``.
 
     See docs: chapter 12, step 12.4.
     """
-    raise NotImplementedError("12.4 apply_rope: refuse X with fewer than 2 dims, then rotate_pairs(X, rope_angles(seq, d, base, start)) (4 lines)")
+    X = _check_positions(X, "X")
+    _check_whole(start, "start", 0)
+    _check_base(base)
+    raise NotImplementedError("12.4 apply_rope: rotate_pairs(X, rope_angles(seq, d, base, start)) (2 lines)")
 
 
 def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarray:
@@ -148,11 +157,12 @@ def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarr
         Scores, shape (..., seq, seq): entry [m, n] is rotated query m dotted with rotated key n.
 
     Raises:
-        ValueError: if Q and K differ in shape (the message names both shapes), or as ``apply_rope``.
+        ValueError: if Q and K differ in shape: the check given above the ``raise``; or as ``apply_rope``.
 
     See docs: chapter 12, step 12.5.
     """
-    raise NotImplementedError("12.5 rope_scores: check the shapes match, rotate Q and K with apply_rope, multiply by the rotated keys transposed (5 lines)")
+    Q, K = _check_same_shape(Q, K)
+    raise NotImplementedError("12.5 rope_scores: rotate Q and K with apply_rope, multiply by the rotated keys transposed (2 lines)")
 
 
 def rope_attention(
@@ -179,13 +189,13 @@ def rope_attention(
         and each row sums to 1.
 
     Raises:
-        ValueError: if Q and K differ in shape (the message names both shapes), or as ``apply_rope`` and
-            chapter 4's attention (Q or K not 2-D: the message names the shape; V with a different number of
-            rows than K: the message names V's shape).
+        ValueError: if Q and K differ in shape: the check given above the ``raise``; or as ``apply_rope``
+            and chapter 4's attention (Q or K not 2-D, V with another number of rows than K: its given check).
 
     See docs: chapter 12, step 12.6.
     """
-    raise NotImplementedError("12.6 rope_attention: rotate Q and K (not V), then chapter 4's scaled_dot_product_attention with causal_mask (5 lines)")
+    Q, K = _check_same_shape(Q, K)
+    raise NotImplementedError("12.6 rope_attention: rotate Q and K (not V), then chapter 4's scaled_dot_product_attention with causal_mask (2 lines)")
 
 
 def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -207,9 +217,51 @@ def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.n
         The gradient with respect to X, a new array of dY's shape, float64. dY is not modified.
 
     Raises:
-        ValueError: as ``apply_rope`` (fewer than 2 dimensions: the message names the shape; d odd: the
-            message says "odd"; a negative start: the message names start).
+        ValueError: as ``apply_rope`` (d odd: the message says "odd"); fewer than 2 dimensions, a start or a
+            base that does not fit: the checks given above the ``raise``.
 
     See docs: chapter 12, step 12.7.
     """
-    raise NotImplementedError("12.7 rope_backward: like apply_rope, with every angle negated: the inverse rotation (4 lines)")
+    dY = _check_positions(dY, "dY")
+    _check_whole(start, "start", 0)
+    _check_base(base)
+    raise NotImplementedError("12.7 rope_backward: like apply_rope, with every angle negated: the inverse rotation (2 lines)")
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_whole(value, name: str, smallest: int) -> None:
+    """Refuse what is not a whole number at least ``smallest`` (a bool or a float is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < smallest:
+        raise ValueError(f"{name} must be a whole number ≥ {smallest}, got {value!r}")
+
+
+def _check_base(base) -> None:
+    """Refuse a base that is not a finite number greater than 1 (the frequencies must fall from pair to pair)."""
+    if not np.isfinite(base) or base <= 1:
+        raise ValueError(f"base must be a finite number greater than 1, got {base!r}")
+
+
+def _check_positions(X, name: str) -> np.ndarray:
+    """``X`` as a float64 array, after checking it has a position axis and a feature axis (..., seq, d)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim < 2:
+        raise ValueError(f"{name} of shape {X.shape} needs at least 2 dimensions (..., seq, d)")
+    return X
+
+
+def _check_rotation(X, angles) -> tuple[np.ndarray, np.ndarray]:
+    """(X, angles) as float64 arrays, after checking X is (..., seq, d) with d even and angles (seq, d/2)."""
+    X, angles = _check_positions(X, "X"), np.asarray(angles, dtype=np.float64)
+    if X.shape[-1] % 2:
+        raise ValueError(f"the width d = {X.shape[-1]} is odd: RoPE rotates pairs of features, so d must be even")
+    if angles.ndim != 2 or angles.shape[0] != X.shape[-2] or 2 * angles.shape[1] != X.shape[-1]:
+        raise ValueError(f"angles of shape {angles.shape} must be (seq, d/2) for X of shape {X.shape}")
+    return X, angles
+
+
+def _check_same_shape(Q, K) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, K) as arrays, after checking they have one shape (the message names both)."""
+    Q, K = np.asarray(Q), np.asarray(K)
+    if Q.shape != K.shape:
+        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must have the same shape")
+    return Q, K

@@ -21,7 +21,7 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import math  # noqa: F401 - yours to use
 
-import numpy as np  # noqa: F401 - yours to use
+import numpy as np
 
 FORMAT = "kata-adamw-checkpoint-1"  # the marker every checkpoint of this chapter carries
 
@@ -40,11 +40,12 @@ def adamw_init(params: dict) -> dict:
         params is not modified.
 
     Raises:
-        ValueError: if params is not a dict (the message says "dict", names ``params`` and the type given, e.g.
-            "list").
+        ValueError: if params is not a dict: the check given above the ``raise``, which hands you params as
+            new float64 arrays.
 
     See docs: chapter 15, step 15.1.
     """
+    params = _check_tree(params, "params")
     raise NotImplementedError("15.1 adamw_init: step 0 and a dict of zeros shaped like each parameter for m and for v (4 lines)")
 
 
@@ -79,18 +80,18 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
         them) is modified.
 
     Raises:
-        ValueError: if params, grads or state is not a dict (the message says "dict", names the argument, e.g.
-            ``grads``, and the type given, e.g. "list"); if grads lacks a key of params or has one params lacks
-            (the message names the key, e.g. ``b``, and ``grads``); if a gradient's shape is not its
-            parameter's (the message names the key and both shapes); if state lacks ``"step"``, ``"m"`` or
-            ``"v"`` (the message names the missing one, e.g. ``m``); if ``state["m"]`` or ``state["v"]`` is not
-            a dict (the message says "dict", names it, e.g. ``m``, and the type given) or lacks a key of params
-            or has another (the message says ``state`` and names the key); if state's step is not a whole
-            number ≥ 0 (the message names ``step``); or if lr is not > 0 (the message says "lr").
+        ValueError: if params, grads or state is not a dict, grads or the moments do not have the keys and
+            shapes of params, state's step is not a whole number ≥ 0 or lr is not > 0: the checks given above
+            the ``raise``, which hand you params and grads as float64 arrays and the steps taken so far.
 
     See docs: chapter 15, steps 15.1 and 15.2.
     """
-    raise NotImplementedError("15.1 adamw_step: check the keys and shapes, then per parameter: m, v, bias correction, w - lr(m̂/(√v̂+ε) + λw) (20 lines)")
+    params = _check_tree(params, "params")
+    grads = _check_tree(grads, "grads")
+    _check_same_keys(params, grads, "grads")
+    taken = _check_state(state, params)  # noqa: F841 - yours to use
+    _check_positive(lr, "lr")
+    raise NotImplementedError("15.1 adamw_step: t = taken + 1, then per parameter: m, v, bias correction, w - lr(m̂/(√v̂+ε) + λw) (12 lines)")
 
 
 def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
@@ -122,16 +123,14 @@ def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_
         The learning rate, a float.
 
     Raises:
-        ValueError: if step is not a whole number ≥ 0 (the message names ``step``; a bool or a float such as
-            2.0 is refused too); if warmup_steps or total_steps is not a whole number ≥ 0 (the message names
-            it, e.g. ``warmup_steps``);
-            if warmup_steps > total_steps (the message names ``warmup_steps`` and ``total_steps`` and both
-            values); if total_steps < 1 (the message names ``total_steps``); or if max_lr is not > 0 or
-            min_lr is not between 0 and max_lr (the message names ``max_lr`` or ``min_lr``).
+        ValueError: if step, warmup_steps or total_steps is not a whole number ≥ 0, warmup_steps > total_steps,
+            total_steps < 1, max_lr is not > 0 or min_lr is not between 0 and max_lr: the check given above
+            the ``raise``.
 
     See docs: chapter 15, steps 15.3 and 15.4.
     """
-    raise NotImplementedError("15.3 lr_at: check the settings; warm-up (step + 1)/warmup, then the cosine, then the floor (16 lines)")
+    _check_schedule(step, warmup_steps, total_steps, max_lr, min_lr)
+    raise NotImplementedError("15.3 lr_at: warm-up (step + 1)/warmup, then the cosine, then the floor (6 lines)")
 
 
 def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
@@ -153,12 +152,14 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
         norm is the global norm before clipping, a float. grads is not modified.
 
     Raises:
-        ValueError: if grads is not a dict (the message says "dict", names ``grads`` and the type given, e.g.
-            "list"); or if max_norm is not > 0 (the message says "max_norm" and names the value).
+        ValueError: if grads is not a dict or max_norm is not > 0: the checks given above the ``raise``,
+            which hand you grads as new float64 arrays.
 
     See docs: chapter 15, steps 15.5 and 15.6.
     """
-    raise NotImplementedError("15.5 clip_by_global_norm: one norm over every number of every tensor, one factor for all (6 lines)")
+    grads = _check_tree(grads, "grads")
+    _check_positive(max_norm, "max_norm")
+    raise NotImplementedError("15.5 clip_by_global_norm: one norm over every number of every tensor, one factor for all (3 lines)")
 
 
 def save_checkpoint(path: str, params: dict, state: dict) -> None:
@@ -177,15 +178,17 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
         None. Neither params nor state is modified.
 
     Raises:
-        ValueError: if params or state is not a dict (the message says "dict" and names the argument, e.g.
-            ``params``, and the type given); if a key holds ``/`` (the
-            message names the key); if state lacks ``"step"``, ``"m"`` or ``"v"`` or its moments do not have
-            the keys and shapes of params (the message names what is wrong); or if path does not end in
-            ``.npz`` (the message says ".npz").
+        ValueError: if path does not end in ``.npz``, params or state is not a dict, a key holds ``/`` or the
+            state does not fit params: the checks given above the ``raise``, which hand you params as float64
+            arrays and the state's step count.
 
     See docs: chapter 15, step 15.7.
     """
-    raise NotImplementedError("15.7 save_checkpoint: params/<key>, m/<key>, v/<key>, step and a format marker, in one np.savez (12 lines)")
+    _check_npz_path(path)
+    params = _check_tree(params, "params")
+    t = _check_state(state, params)  # noqa: F841 - yours to use
+    _check_names(params)
+    raise NotImplementedError("15.7 save_checkpoint: params/<key>, m/<key>, v/<key>, step and a format marker, in one np.savez (5 lines)")
 
 
 def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
@@ -205,13 +208,120 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
         with n an int: exactly the numbers that were saved.
 
     Raises:
-        ValueError: if the file is not a checkpoint of this chapter — not an ``.npz`` archive (a text file, a
-            single ``.npy`` array), holding a pickled array (the message also says "pickle"), or without the
-            ``format`` marker ``save_checkpoint`` writes (the message says "not a checkpoint" and names path);
-            if like is given and is not a dict (the message says "dict", names ``like`` and the type given);
-            or, with like, if a key of like is missing from the checkpoint or the checkpoint holds one like
-            lacks (the message names the key), or a shape differs (the message names the key and both shapes).
+        ValueError: if the file is not a checkpoint of this chapter (not an ``.npz`` archive, holding a pickled
+            array, or without the ``format`` marker) or does not fit like: the checks given above the
+            ``raise``, which read every array of the file into ``data``, a dict by name (``"params/W"``,
+            ``"m/W"``, ``"v/W"``, ``"step"``, ``"format"``), never unpickling one.
 
     See docs: chapter 15, step 15.7.
     """
-    raise NotImplementedError("15.7 load_checkpoint: np.load(path, allow_pickle=False), every array read, the marker checked, then like (25 lines)")
+    data = _check_checkpoint(path)  # noqa: F841 - yours to use
+    _check_fits(data, like, path)
+    raise NotImplementedError("15.7 load_checkpoint: from data, the params and the state (step, m, v) as float64 arrays (5 lines)")
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_tree(tree: dict, name: str) -> dict[str, np.ndarray]:
+    """A dict of arrays, each as a new float64 array; refused when it is not a dict."""
+    if not isinstance(tree, dict):
+        raise ValueError(f"{name} must be a dict of arrays, got {type(tree).__name__}")
+    return {k: np.array(v, dtype=np.float64) for k, v in tree.items()}
+
+
+def _check_same_keys(params: dict, other: dict, name: str) -> None:
+    """``other`` has exactly the keys of params, each of its parameter's shape."""
+    for k in params:
+        if k not in other:
+            raise ValueError(f"{name} lacks the key {k} that params has")
+    for k in other:
+        if k not in params:
+            raise ValueError(f"{name} has the key {k} that params lacks")
+    for k, p in params.items():
+        if np.shape(other[k]) != p.shape:
+            raise ValueError(f"{name}[{k!r}] has shape {np.shape(other[k])}, but params[{k!r}] has shape {p.shape}")
+
+
+def _check_state(state: dict, params: dict) -> int:
+    """The state's step count, after checking that its moments fit params."""
+    if not isinstance(state, dict):
+        raise ValueError(f"state must be a dict with 'step', 'm' and 'v', got {type(state).__name__}")
+    for part in ("step", "m", "v"):
+        if part not in state:
+            raise ValueError(f"state lacks {part!r}: it needs 'step', 'm' and 'v' (see adamw_init)")
+    for part in ("m", "v"):
+        if not isinstance(state[part], dict):
+            raise ValueError(f"state[{part!r}] must be a dict of arrays, got {type(state[part]).__name__}")
+        _check_same_keys(params, state[part], f"state[{part!r}]")
+    t = state["step"]
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
+        raise ValueError(f"state's step must be a whole number >= 0, got {t!r}")
+    return int(t)
+
+
+def _check_positive(value, name: str) -> None:
+    """Refuse a value that is not > 0 (the message names it)."""
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+def _check_schedule(step, warmup_steps, total_steps, max_lr, min_lr) -> None:
+    """Whole numbers ≥ 0 for the steps, total_steps ≥ 1 and ≥ warmup_steps, max_lr > 0, 0 ≤ min_lr ≤ max_lr."""
+    for name, value in (("step", step), ("warmup_steps", warmup_steps), ("total_steps", total_steps)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    if total_steps < 1:
+        raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+    if warmup_steps > total_steps:
+        raise ValueError(f"warmup_steps = {warmup_steps} is more than total_steps = {total_steps}")
+    _check_positive(max_lr, "max_lr")
+    if not 0 <= min_lr <= max_lr:
+        raise ValueError(f"min_lr must be between 0 and max_lr = {max_lr!r}, got {min_lr!r}")
+
+
+def _check_npz_path(path) -> None:
+    """Refuse a path that does not end in .npz (np.savez would add the suffix, and the run would not find it)."""
+    if not str(path).endswith(".npz"):
+        raise ValueError(f"a checkpoint's path must end in .npz, got {path!r}")
+
+
+def _check_names(params: dict) -> None:
+    """Refuse a parameter name holding '/': it separates the parts of a checkpoint's names."""
+    for k in params:
+        if "/" in k:
+            raise ValueError(f"parameter names cannot hold '/': {k!r}")
+
+
+def _check_checkpoint(path) -> dict[str, np.ndarray]:
+    """Every array of the checkpoint at ``path`` by name, read without pickle, after checking its marker."""
+    not_ours = f"{path!r} is not a checkpoint of this chapter"
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{not_ours}: {err}") from None
+    if isinstance(archive, np.lib.npyio.NpzFile):  # an archive: every array read now, none of them unpickled
+        with archive:
+            try:
+                data = {name: archive[name] for name in archive.files}
+            except ValueError as err:  # an object array: reading it would need pickle
+                raise ValueError(f"{not_ours}: it holds an array that needs pickle ({err})") from None
+    else:  # a single .npy array: no marker either
+        data = {}
+    if str(data.get("format")) != FORMAT:
+        raise ValueError(f"{not_ours}: it is not an .npz archive with the 'format' marker {FORMAT!r}")
+    return data
+
+
+def _check_fits(data: dict, like, path) -> None:
+    """With like: every parameter of like in the checkpoint, with like's shape, and no other."""
+    if like is None:
+        return
+    like = _check_tree(like, "like")
+    saved = {n[len("params/"):]: data[n] for n in data if n.startswith("params/")}
+    for k in like:
+        if k not in saved:
+            raise ValueError(f"the checkpoint {path!r} lacks the parameter {k}")
+        if saved[k].shape != like[k].shape:
+            raise ValueError(f"the checkpoint's {k} has shape {saved[k].shape}, the run expects {like[k].shape}")
+    for k in saved:
+        if k not in like:
+            raise ValueError(f"the checkpoint {path!r} holds a parameter {k} the run does not have")

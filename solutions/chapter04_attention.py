@@ -31,14 +31,13 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
         and sums to 1.
 
     Raises:
-        ValueError: if ``x`` is empty along ``axis`` (the message says "softmax") or a slice along ``axis``
-            is entirely ``-inf`` (the message says "-inf").
+        ValueError: if a slice along ``axis`` is entirely ``-inf`` (the message says "-inf"): yours to
+            write, nothing is left to normalise. An ``x`` empty along ``axis`` is refused by the check given
+            above the ``raise``.
 
     See docs: chapter 4, step 4.3.
     """
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 0 or x.shape[axis] == 0:
-        raise ValueError(f"softmax needs at least one score along axis {axis}; got shape {x.shape}")
+    x = _check_scores(x, axis)
     top = np.max(x, axis=axis, keepdims=True)
     if np.any(np.isneginf(top)):
         raise ValueError("softmax: a slice is entirely -inf (every position masked), nothing to normalise")
@@ -59,14 +58,11 @@ def raw_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
         Raw scores, shape (seq_q, seq_k); row i holds query i against every key.
 
     Raises:
-        ValueError: if Q or K is not 2-D, or their widths d_k differ (the message names both shapes).
+        ValueError: if Q or K is not 2-D, or their widths d_k differ: the check given above the ``raise``.
 
     See docs: chapter 4, step 4.1.
     """
-    Q = np.asarray(Q, dtype=np.float64)
-    K = np.asarray(K, dtype=np.float64)
-    if Q.ndim != 2 or K.ndim != 2 or Q.shape[1] != K.shape[1]:
-        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must be 2-D with the same width d_k")
+    Q, K = _check_queries_and_keys(Q, K)
     return Q @ K.T  # (seq_q, d_k) @ (d_k, seq_k) -> (seq_q, seq_k)
 
 
@@ -85,10 +81,11 @@ def attention_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
         Scaled scores, shape (seq_q, seq_k).
 
     Raises:
-        ValueError: if the shapes do not fit (as ``raw_scores``).
+        ValueError: if the shapes do not fit (as ``raw_scores``): the check given above the ``raise``.
 
     See docs: chapter 4, step 4.2.
     """
+    _check_queries_and_keys(Q, K)
     S = raw_scores(Q, K)
     d_k = np.asarray(K).shape[1]
     return S / np.sqrt(d_k)
@@ -104,13 +101,12 @@ def causal_mask(n: int) -> np.ndarray:
         Boolean array, shape (n, n): entry [i, j] is True when j <= i (position i may see position j).
 
     Raises:
-        ValueError: if n is not a positive whole number: 0, −1, 2.5, 2.0 and True are refused (the message
-            names n).
+        ValueError: if n is not a positive whole number (0, −1, 2.5, 2.0, True): the check given above the
+            ``raise``.
 
     See docs: chapter 4, step 4.5.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"causal_mask needs a positive whole number of positions, got {n!r}")
+    _check_positions(n)
     return np.tril(np.ones((n, n), dtype=bool))
 
 
@@ -135,21 +131,17 @@ def scaled_dot_product_attention(
         sums to 1.
 
     Raises:
-        ValueError: if Q and K do not fit (as ``raw_scores``); if V has a different number of rows than K
-            (the message names V's shape); if the mask's shape differs from the scores' (the message names
-            both shapes); or if a mask row allows nothing (the message says "mask" and names every such row,
-            e.g. "row 0").
+        ValueError: if a mask row allows nothing (the message says "mask" and names every such row, e.g.
+            "row 0"): yours to write, that query would attend to nothing. Q and K that do not fit (as
+            ``raw_scores``), a V with another number of rows than K and a mask of another shape than the
+            scores are refused by the check given above the ``raise``, which hands you V as a float64 array
+            and the mask as booleans (or None).
 
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """
+    V, mask = _check_attention_inputs(Q, K, V, mask)
     S = attention_scores(Q, K)  # (seq_q, seq_k)
-    V = np.asarray(V, dtype=np.float64)
-    if V.ndim != 2 or V.shape[0] != S.shape[1]:
-        raise ValueError(f"values V {V.shape} need one row per key; K has {S.shape[1]} rows")
     if mask is not None:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != S.shape:
-            raise ValueError(f"mask {mask.shape} must have the scores' shape {S.shape}")
         empty = np.flatnonzero(~mask.any(axis=-1))  # rows where the query may see no key at all
         if empty.size:
             raise ValueError(f"mask: row {', '.join(map(str, empty))} allows no position: that query would "
@@ -157,3 +149,40 @@ def scaled_dot_product_attention(
         S = np.where(mask, S, -np.inf)  # a masked position gets weight exp(-inf) = 0
     weights = softmax(S, axis=-1)  # (seq_q, seq_k), rows sum to 1
     return weights @ V, weights  # (seq_q, seq_k) @ (seq_k, d_v) -> (seq_q, d_v)
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_scores(x, axis: int) -> np.ndarray:
+    """``x`` as a float64 array, after checking it has at least one score along ``axis``."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0 or x.shape[axis] == 0:
+        raise ValueError(f"softmax needs at least one score along axis {axis}; got shape {x.shape}")
+    return x
+
+
+def _check_queries_and_keys(Q, K) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, K) as float64 arrays, after checking they are 2-D, of one width d_k (the message names both shapes)."""
+    Q, K = np.asarray(Q, dtype=np.float64), np.asarray(K, dtype=np.float64)
+    if Q.ndim != 2 or K.ndim != 2 or Q.shape[1] != K.shape[1]:
+        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must be 2-D with the same width d_k")
+    return Q, K
+
+
+def _check_positions(n) -> None:
+    """The number of positions n, a whole number ≥ 1 (a bool or a float such as 2.0 is refused)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"causal_mask needs a positive whole number of positions, got {n!r}")
+
+
+def _check_attention_inputs(Q, K, V, mask) -> tuple:
+    """(V as float64, mask as booleans or None), after checking Q, K, V and the mask fit one another."""
+    _check_queries_and_keys(Q, K)
+    scores = (np.shape(Q)[0], np.shape(K)[0])  # (seq_q, seq_k)
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim != 2 or V.shape[0] != scores[1]:
+        raise ValueError(f"values V {V.shape} need one row per key; K has {scores[1]} rows")
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != scores:
+            raise ValueError(f"mask {mask.shape} must have the scores' shape {scores}")
+    return V, mask

@@ -24,18 +24,6 @@ import numpy as np
 from .chapter04_attention import causal_mask, scaled_dot_product_attention
 
 
-def _whole(value, name: str, smallest: int) -> None:
-    """Refuse what is not a whole number at least ``smallest`` (a bool or a float is not one)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < smallest:
-        raise ValueError(f"{name} must be a whole number ≥ {smallest}, got {value!r}")
-
-
-def _even_width(d: int) -> None:
-    """Refuse an odd feature width: RoPE turns the features two at a time."""
-    if d % 2:
-        raise ValueError(f"the width d = {d} is odd: RoPE rotates pairs of features, so d must be even")
-
-
 def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     r"""The angle per position of every pair of features: fast for the first pair, slow for the last.
 
@@ -52,16 +40,16 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
         θ as float64, shape (d/2,).
 
     Raises:
-        ValueError: if d is not a positive whole number (the message names d and the value given), if d is
-            odd, 1 included (the message says "odd" and names d), or if base is not a finite number greater
-            than 1 (the message names base).
+        ValueError: if d is odd, 1 included (the message says "odd" and names d): yours to write, RoPE turns
+            the features two at a time. A d that is not a positive whole number and a base that is not a
+            finite number greater than 1 are refused by the checks given above the ``raise``.
 
     See docs: chapter 12, step 12.1.
     """
-    _whole(d, "d", 1)
-    _even_width(d)
-    if not np.isfinite(base) or base <= 1:
-        raise ValueError(f"base must be a finite number greater than 1, got {base!r}")
+    _check_whole(d, "d", 1)
+    _check_base(base)
+    if d % 2:  # RoPE turns the features two at a time
+        raise ValueError(f"the width d = {d} is odd: RoPE rotates pairs of features, so d must be even")
     exponent = np.arange(0, d, 2) / d  # 2i/d for the pairs i = 0 … d/2 − 1: pair i is the features (2i, 2i+1)
     return np.float64(base) ** -exponent  # (d/2,)
 
@@ -85,13 +73,13 @@ def rope_angles(seq_len: int, d: int, base: float = 10000.0, start: int = 0) -> 
         Angles in radians, float64, shape (seq_len, d/2).
 
     Raises:
-        ValueError: if seq_len is not a whole number ≥ 0 (the message names seq_len), if start is negative or
-            not a whole number (the message names start), or as ``rope_frequencies`` for d and base.
+        ValueError: if seq_len or start is not a whole number ≥ 0: the checks given above the ``raise``; or
+            as ``rope_frequencies`` for d and base.
 
     See docs: chapter 12, step 12.2.
     """
-    _whole(seq_len, "seq_len", 0)
-    _whole(start, "start", 0)
+    _check_whole(seq_len, "seq_len", 0)
+    _check_whole(start, "start", 0)
     theta = rope_frequencies(d, base)  # (d/2,)
     positions = start + np.arange(seq_len)  # (seq_len,): start, start + 1, …
     return np.outer(positions, theta)  # (seq_len, d/2)
@@ -115,18 +103,12 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
         A new array of X's shape, float64. X is not modified.
 
     Raises:
-        ValueError: if X has fewer than 2 dimensions (the message names its shape), if d is odd (the
-            message says "odd"), or if angles is not of shape (seq, d/2) (the message names both shapes).
+        ValueError: if X has fewer than 2 dimensions, d is odd or angles is not of shape (seq, d/2): the
+            check given above the ``raise``, which hands you X and angles as float64 arrays.
 
     See docs: chapter 12, step 12.3.
     """
-    X = np.asarray(X, dtype=np.float64)
-    angles = np.asarray(angles)
-    if X.ndim < 2:
-        raise ValueError(f"X of shape {X.shape} needs at least 2 dimensions (..., seq, d)")
-    _even_width(X.shape[-1])
-    if angles.ndim != 2 or angles.shape[0] != X.shape[-2] or 2 * angles.shape[1] != X.shape[-1]:
-        raise ValueError(f"angles of shape {angles.shape} must be (seq, d/2) for X of shape {X.shape}")
+    X, angles = _check_rotation(X, angles)
     cos, sin = np.cos(angles), np.sin(angles)  # (seq, d/2)
     x0, x1 = X[..., 0::2], X[..., 1::2]  # (..., seq, d/2): features 2i and 2i+1
     Y = np.empty_like(X)
@@ -156,14 +138,15 @@ def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarr
         A new array of X's shape, float64. X is not modified.
 
     Raises:
-        ValueError: if X has fewer than 2 dimensions (the message names its shape), if d is odd (the
-            message says "odd"), if start is negative (the message names start), or as ``rope_angles``.
+        ValueError: if d is odd (the message says "odd"), as ``rope_frequencies``. X with fewer than 2
+            dimensions, a start or a base that does not fit are refused by the checks given above the
+            ``raise``.
 
     See docs: chapter 12, step 12.4.
     """
-    X = np.asarray(X)
-    if X.ndim < 2:
-        raise ValueError(f"X of shape {X.shape} needs at least 2 dimensions (..., seq, d)")
+    X = _check_positions(X, "X")
+    _check_whole(start, "start", 0)
+    _check_base(base)
     angles = rope_angles(X.shape[-2], X.shape[-1], base, start)  # (seq, d/2)
     return rotate_pairs(X, angles)
 
@@ -185,13 +168,11 @@ def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarr
         Scores, shape (..., seq, seq): entry [m, n] is rotated query m dotted with rotated key n.
 
     Raises:
-        ValueError: if Q and K differ in shape (the message names both shapes), or as ``apply_rope``.
+        ValueError: if Q and K differ in shape: the check given above the ``raise``; or as ``apply_rope``.
 
     See docs: chapter 12, step 12.5.
     """
-    Q, K = np.asarray(Q), np.asarray(K)
-    if Q.shape != K.shape:
-        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must have the same shape")
+    Q, K = _check_same_shape(Q, K)
     Qr, Kr = apply_rope(Q, base), apply_rope(K, base)  # (..., seq, d)
     return Qr @ np.swapaxes(Kr, -1, -2)  # (..., seq, d) @ (..., d, seq) -> (..., seq, seq)
 
@@ -220,15 +201,12 @@ def rope_attention(
         and each row sums to 1.
 
     Raises:
-        ValueError: if Q and K differ in shape (the message names both shapes), or as ``apply_rope`` and
-            chapter 4's attention (Q or K not 2-D: the message names the shape; V with a different number of
-            rows than K: the message names V's shape).
+        ValueError: if Q and K differ in shape: the check given above the ``raise``; or as ``apply_rope``
+            and chapter 4's attention (Q or K not 2-D, V with another number of rows than K: its given check).
 
     See docs: chapter 12, step 12.6.
     """
-    Q, K = np.asarray(Q), np.asarray(K)
-    if Q.shape != K.shape:
-        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must have the same shape")
+    Q, K = _check_same_shape(Q, K)
     Qr, Kr = apply_rope(Q, base), apply_rope(K, base)  # positions enter here, and only here
     return scaled_dot_product_attention(Qr, Kr, V, mask=causal_mask(len(Q)))  # V as it is
 
@@ -252,13 +230,52 @@ def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.n
         The gradient with respect to X, a new array of dY's shape, float64. dY is not modified.
 
     Raises:
-        ValueError: as ``apply_rope`` (fewer than 2 dimensions: the message names the shape; d odd: the
-            message says "odd"; a negative start: the message names start).
+        ValueError: as ``apply_rope`` (d odd: the message says "odd"); fewer than 2 dimensions, a start or a
+            base that does not fit: the checks given above the ``raise``.
 
     See docs: chapter 12, step 12.7.
     """
-    dY = np.asarray(dY)
-    if dY.ndim < 2:
-        raise ValueError(f"dY of shape {dY.shape} needs at least 2 dimensions (..., seq, d)")
+    dY = _check_positions(dY, "dY")
+    _check_whole(start, "start", 0)
+    _check_base(base)
     angles = rope_angles(dY.shape[-2], dY.shape[-1], base, start)  # (seq, d/2)
     return rotate_pairs(dY, -angles)  # the inverse rotation
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_whole(value, name: str, smallest: int) -> None:
+    """Refuse what is not a whole number at least ``smallest`` (a bool or a float is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < smallest:
+        raise ValueError(f"{name} must be a whole number ≥ {smallest}, got {value!r}")
+
+
+def _check_base(base) -> None:
+    """Refuse a base that is not a finite number greater than 1 (the frequencies must fall from pair to pair)."""
+    if not np.isfinite(base) or base <= 1:
+        raise ValueError(f"base must be a finite number greater than 1, got {base!r}")
+
+
+def _check_positions(X, name: str) -> np.ndarray:
+    """``X`` as a float64 array, after checking it has a position axis and a feature axis (..., seq, d)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim < 2:
+        raise ValueError(f"{name} of shape {X.shape} needs at least 2 dimensions (..., seq, d)")
+    return X
+
+
+def _check_rotation(X, angles) -> tuple[np.ndarray, np.ndarray]:
+    """(X, angles) as float64 arrays, after checking X is (..., seq, d) with d even and angles (seq, d/2)."""
+    X, angles = _check_positions(X, "X"), np.asarray(angles, dtype=np.float64)
+    if X.shape[-1] % 2:
+        raise ValueError(f"the width d = {X.shape[-1]} is odd: RoPE rotates pairs of features, so d must be even")
+    if angles.ndim != 2 or angles.shape[0] != X.shape[-2] or 2 * angles.shape[1] != X.shape[-1]:
+        raise ValueError(f"angles of shape {angles.shape} must be (seq, d/2) for X of shape {X.shape}")
+    return X, angles
+
+
+def _check_same_shape(Q, K) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, K) as arrays, after checking they have one shape (the message names both)."""
+    Q, K = np.asarray(Q), np.asarray(K)
+    if Q.shape != K.shape:
+        raise ValueError(f"queries Q {Q.shape} and keys K {K.shape} must have the same shape")
+    return Q, K

@@ -178,19 +178,22 @@ def test_attention_does_not_modify_its_inputs(ch):
         ch.scaled_dot_product_attention(Q, K, V, mask=mask)
 
 
-# -- bad input gets a clear error ------------------------------------------------------------------
+# -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
+@pytest.mark.given
 def test_scores_of_mismatched_widths_name_both_shapes(ch):
     """Q (2, 3) against K (2, 2) raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.raw_scores(np.ones((2, 3)), np.ones((2, 2))), ValueError, "(2, 3)", "(2, 2)")
     raises_clearly(lambda: ch.attention_scores(np.ones((2, 3)), np.ones((2, 2))), ValueError, "(2, 3)", "(2, 2)")
 
 
+@pytest.mark.given
 def test_values_with_the_wrong_number_of_rows_are_refused(ch):
     """V with a different number of rows than K raises ValueError naming V's shape"""
     raises_clearly(lambda: ch.scaled_dot_product_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((3, 2))),
                    ValueError, "(3, 2)")
 
 
+@pytest.mark.given
 def test_a_mask_of_the_wrong_shape_is_refused(ch):
     """a (3, 3) mask for (2, 2) scores raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.scaled_dot_product_attention(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)),
@@ -198,11 +201,13 @@ def test_a_mask_of_the_wrong_shape_is_refused(ch):
                    ValueError, "(3, 3)", "(2, 2)")
 
 
+@pytest.mark.given
 def test_causal_mask_refuses_zero_positions(ch):
     """causal_mask(0) raises ValueError"""
     raises_clearly(lambda: ch.causal_mask(0), ValueError, "0")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("n", [2.5, 2.0, True, -1])
 def test_causal_mask_refuses_what_is_not_a_positive_whole_number(ch, n):
     """causal_mask(2.5), causal_mask(2.0), causal_mask(True) and causal_mask(−1) raise ValueError naming n"""
@@ -211,6 +216,7 @@ def test_causal_mask_refuses_what_is_not_a_positive_whole_number(ch, n):
                    "(check isinstance(n, bool) or not isinstance(n, int) or n < 1, with or between them)")
 
 
+@pytest.mark.given
 def test_scores_of_a_query_or_key_that_is_not_a_matrix_are_refused(ch):
     """a 1-D or 3-D Q or K raises ValueError naming its shape, even when the other one is a matrix"""
     why = "check that Q and K are each 2-D: Q.ndim != 2 or K.ndim != 2 (either one being wrong is enough)"
@@ -221,9 +227,14 @@ def test_scores_of_a_query_or_key_that_is_not_a_matrix_are_refused(ch):
                    hint=why)
 
 
+@pytest.mark.given
 def test_softmax_of_nothing_is_refused(ch):
-    """softmax of an empty array, or of a row that is all -inf, raises ValueError"""
+    """softmax of an empty array raises ValueError"""
     raises_clearly(lambda: ch.softmax(np.array([])), ValueError, "softmax")
+
+
+def test_softmax_of_a_row_that_is_all_minus_infinity_is_refused(ch):
+    """softmax of a row that is all -inf (every position masked) raises ValueError saying -inf"""
     raises_clearly(lambda: ch.softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]])), ValueError, "-inf")
 
 

@@ -239,7 +239,7 @@ def test_nothing_modifies_its_inputs(ch):
         ch.rope_attention(Q, K, V)
 
 
-# -- bad input gets a clear error ------------------------------------------------------------------
+# -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
 def test_an_odd_width_is_refused(ch):
     """d = 1, 3 or 5 raises ValueError saying "odd": RoPE turns features two at a time"""
     raises_clearly(lambda: ch.rope_frequencies(3), ValueError, "odd", names=("d",))
@@ -248,9 +248,9 @@ def test_an_odd_width_is_refused(ch):
     raises_clearly(lambda: ch.rope_angles(2, 5), ValueError, "odd")
     raises_clearly(lambda: ch.apply_rope(np.ones((2, 3))), ValueError, "odd")
     raises_clearly(lambda: ch.rope_backward(np.ones((2, 2, 5))), ValueError, "odd")
-    raises_clearly(lambda: ch.rotate_pairs(np.ones((2, 3)), np.ones((2, 1))), ValueError, "odd")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("base", [1.0, 0.5, 0.0, -10.0, float("inf"), float("nan")])
 def test_a_base_that_is_not_a_finite_number_above_1_is_refused(ch, base):
     """base 1, 0.5, 0, −10, inf or nan raises ValueError naming base: the frequencies must fall from pair to pair"""
@@ -258,6 +258,7 @@ def test_a_base_that_is_not_a_finite_number_above_1_is_refused(ch, base):
     raises_clearly(lambda: ch.apply_rope(np.ones((2, 4)), base=base), ValueError, "base")
 
 
+@pytest.mark.given
 def test_fewer_than_two_dimensions_are_refused(ch):
     """a 1-D X or dY raises ValueError naming its shape: RoPE needs (..., seq, d)"""
     why = "check X.ndim < 2 first: a single vector has no position axis (make it X[None] for one position)"
@@ -267,6 +268,7 @@ def test_fewer_than_two_dimensions_are_refused(ch):
     raises_clearly(lambda: ch.apply_rope(np.float64(1.0)), ValueError, "()", hint=why)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("bad", [-1, 0, 2.0, True])
 def test_a_width_length_or_start_that_is_not_a_whole_number_in_range_is_refused(ch, bad):
     """d ≥ 1, seq_len ≥ 0 and start ≥ 0 must be whole numbers: −1, 0 (for d), 2.0 and True raise ValueError naming which"""
@@ -281,13 +283,16 @@ def test_a_width_length_or_start_that_is_not_a_whole_number_in_range_is_refused(
                    hint="refuse d unless it is a whole number ≥ 1 (a bool or a float is not one), before checking it is even")
 
 
+@pytest.mark.given
 def test_angles_of_the_wrong_shape_are_refused(ch):
-    """rotate_pairs with angles that are not (seq, d/2) raises ValueError naming both shapes"""
+    """rotate_pairs with an odd width, or angles that are not (seq, d/2), raises ValueError naming both shapes"""
+    raises_clearly(lambda: ch.rotate_pairs(np.ones((2, 3)), np.ones((2, 1))), ValueError, "odd")
     raises_clearly(lambda: ch.rotate_pairs(np.ones((3, 4)), np.ones((3, 4))), ValueError, "(3, 4)")
     raises_clearly(lambda: ch.rotate_pairs(np.ones((3, 4)), np.ones((2, 2))), ValueError, "(2, 2)", "(3, 4)")
     raises_clearly(lambda: ch.rotate_pairs(np.ones((2, 3, 4)), np.ones(2)), ValueError, "(2,)", "(2, 3, 4)")
 
 
+@pytest.mark.given
 def test_queries_and_keys_of_different_shapes_are_refused(ch):
     """rope_scores and rope_attention with Q and K of different shapes (or 3-D for attention) raise ValueError naming the shapes"""
     raises_clearly(lambda: ch.rope_scores(np.ones((3, 4)), np.ones((2, 4))), ValueError, "(3, 4)", "(2, 4)")
@@ -297,6 +302,7 @@ def test_queries_and_keys_of_different_shapes_are_refused(ch):
                    "(2, 3, 4)", hint="rope_attention takes one sequence (seq, d): chapter 4's attention refuses more")
 
 
+@pytest.mark.given
 def test_values_with_the_wrong_number_of_rows_are_refused(ch):
     """rope_attention with V of a different number of rows than K raises ValueError naming V's shape"""
     raises_clearly(lambda: ch.rope_attention(np.ones((2, 4)), np.ones((2, 4)), np.ones((3, 2))), ValueError, "(3, 2)")

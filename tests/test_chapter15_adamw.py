@@ -333,6 +333,7 @@ def test_nothing_modifies_its_inputs(ch, scratch):
 
 
 # -- bad input gets a clear error ------------------------------------------------------------------
+@pytest.mark.given
 def test_gradients_with_other_keys_than_the_params_are_named(ch):
     """grads without b, or with a key c params lacks, raises ValueError naming the key and grads"""
     params = {"W": np.ones((2, 3)), "b": np.ones(3)}
@@ -344,6 +345,7 @@ def test_gradients_with_other_keys_than_the_params_are_named(ch):
                    hint="a gradient for a weight that does not exist is a mistake upstream: refuse it")
 
 
+@pytest.mark.given
 def test_a_gradient_of_another_shape_is_named(ch):
     """a (3, 2) gradient for a (2, 3) weight W raises ValueError naming W and both shapes"""
     params = {"W": np.ones((2, 3)), "b": np.ones(3)}
@@ -351,6 +353,7 @@ def test_a_gradient_of_another_shape_is_named(ch):
                    ValueError, "(3, 2)", "(2, 3)", names=("W",))
 
 
+@pytest.mark.given
 def test_a_state_that_does_not_fit_the_params_is_refused(ch):
     """a state without m, or with moments of another parameter, raises ValueError naming what is wrong"""
     params = {"W": np.ones((2, 3)), "b": np.ones(3)}
@@ -361,6 +364,7 @@ def test_a_state_that_does_not_fit_the_params_is_refused(ch):
     raises_clearly(lambda: ch.adamw_step(params, grads, other, 0.1), ValueError, names=("state", "b"))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("t", [-1, 1.5])
 def test_a_step_count_that_is_not_a_whole_number_is_refused(ch, t):
     """a state whose step is −1 or 1.5 raises ValueError naming step"""
@@ -369,6 +373,7 @@ def test_a_step_count_that_is_not_a_whole_number_is_refused(ch, t):
     raises_clearly(lambda: ch.adamw_step(params, {"W": np.ones(2)}, state, 0.1), ValueError, names=("step",))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("lr", [0.0, -0.1])
 def test_a_learning_rate_that_is_not_positive_is_refused(ch, lr):
     """lr 0 or −0.1 raises ValueError saying 'lr'"""
@@ -376,6 +381,7 @@ def test_a_learning_rate_that_is_not_positive_is_refused(ch, lr):
     raises_clearly(lambda: ch.adamw_step(params, {"W": np.ones(2)}, ch.adamw_init(params), lr), ValueError, "lr")
 
 
+@pytest.mark.given
 def test_arguments_that_are_not_dicts_are_refused(ch, scratch):
     """a list for params, grads, state, state['m'] or like raises ValueError saying 'dict' and 'list', naming which"""
     params, listed = {"W": np.ones(2)}, [np.ones(2)]
@@ -394,6 +400,7 @@ def test_arguments_that_are_not_dicts_are_refused(ch, scratch):
     raises_clearly(lambda: ch.load_checkpoint(path, like=listed), ValueError, "dict", "list", names=("like",))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("max_norm", [0.0, -1.0])
 def test_max_norm_must_be_positive(ch, max_norm):
     """max_norm 0 or −1 raises ValueError saying 'max_norm'"""
@@ -401,18 +408,21 @@ def test_max_norm_must_be_positive(ch, max_norm):
                    hint="a norm of at most 0 would zero every gradient: refuse max_norm <= 0")
 
 
+@pytest.mark.given
 def test_a_warm_up_longer_than_the_run_is_refused(ch):
     """warmup_steps 10 with total_steps 8 raises ValueError naming both and their values"""
     raises_clearly(lambda: ch.lr_at(0, max_lr=0.1, warmup_steps=10, total_steps=8), ValueError, "10", "8",
                    names=("warmup_steps", "total_steps"))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("step", [-1, 2.0, True])
 def test_a_step_that_is_not_a_whole_number_of_at_least_0_is_refused(ch, step):
     """lr_at(−1), lr_at(2.0) and lr_at(True) raise ValueError naming step"""
     raises_clearly(lambda: ch.lr_at(step, max_lr=0.1, warmup_steps=2, total_steps=8), ValueError, names=("step",))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("bad", [-1, 2.0])
 def test_warm_up_and_total_steps_must_be_whole_numbers(ch, bad):
     """warmup_steps or total_steps −1 or 2.0 raises ValueError naming the setting"""
@@ -422,6 +432,7 @@ def test_warm_up_and_total_steps_must_be_whole_numbers(ch, bad):
                    names=("total_steps",))
 
 
+@pytest.mark.given
 def test_schedules_with_impossible_settings_are_refused(ch):
     """total_steps 0, max_lr 0, or min_lr above max_lr raises ValueError naming the setting"""
     raises_clearly(lambda: ch.lr_at(0, max_lr=0.1, warmup_steps=0, total_steps=0), ValueError,
@@ -431,6 +442,7 @@ def test_schedules_with_impossible_settings_are_refused(ch):
                    names=("min_lr",))
 
 
+@pytest.mark.given
 def test_a_checkpoint_path_must_end_in_npz(ch, scratch):
     """save_checkpoint to a path without .npz raises ValueError saying '.npz' (np.savez would add it silently)"""
     params = {"W": np.ones(2)}
@@ -438,6 +450,7 @@ def test_a_checkpoint_path_must_end_in_npz(ch, scratch):
     raises_clearly(lambda: ch.save_checkpoint(path, params, ch.adamw_init(params)), ValueError, ".npz")
 
 
+@pytest.mark.given
 def test_a_parameter_name_with_a_slash_is_refused(ch, scratch):
     """a key 'blocks/0' raises ValueError naming it: '/' separates the parts of a checkpoint"""
     params = {"blocks/0": np.ones(2)}
@@ -445,6 +458,7 @@ def test_a_parameter_name_with_a_slash_is_refused(ch, scratch):
                    "blocks/0")
 
 
+@pytest.mark.given
 def test_a_checkpoint_that_does_not_fit_the_run_is_named(ch, scratch):
     """load_checkpoint(like=...): a key the checkpoint lacks, one it has extra, a shape that differs: each named"""
     params = {"W": np.ones((2, 3)), "b": np.ones(3)}
@@ -458,6 +472,7 @@ def test_a_checkpoint_that_does_not_fit_the_run_is_named(ch, scratch):
                    "(2, 3)", "(3, 3)", names=("W",))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("name", ["__init__.py", "lib/tests/data/python3.npy", "lib/tests/data/py3-objarr.npz"])
 def test_a_file_that_is_not_a_checkpoint_is_refused(ch, name):
     """NumPy's own __init__.py, a single .npy array and an .npz holding a pickled array: 'not a checkpoint'"""
