@@ -19,11 +19,12 @@ def encode(text: str) -> list[int]:
         One id per token, e.g. ``[0, 1]``; an empty list for empty text.
 
     Raises:
-        ValueError: if a token is not in ``VOCAB`` (the message names it and the vocabulary).
+        ValueError: if a token is not in ``VOCAB``: the check given above the ``raise``.
 
     See docs: chapter 1, step 1.1.
     """
-    raise NotImplementedError("1.1 encode: split on white space, look each token up in VOCAB, refuse unknown ones (6 lines)")
+    _check_tokens(text)
+    raise NotImplementedError("1.1 encode: split on white space, look each token up in VOCAB (4 lines)")
 
 
 def decode(ids: list[int]) -> str:
@@ -36,12 +37,13 @@ def decode(ids: list[int]) -> str:
         The tokens joined by single spaces, e.g. ``"C D A"`` for ``[2, 3, 0]``.
 
     Raises:
-        ValueError: if an id is not an int or is outside the vocabulary (negative ids too; the message names
-            the id and the range, 0..3).
+        ValueError: if an id is not an int or is outside the vocabulary (negative ids too): the check given
+            above the ``raise``.
 
     See docs: chapter 1, step 1.2.
     """
-    raise NotImplementedError("1.2 decode: check each id, then join VOCAB[i] with spaces (5 lines)")
+    _check_ids(ids)
+    raise NotImplementedError("1.2 decode: join VOCAB[i] with spaces (4 lines)")
 
 
 def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
@@ -74,11 +76,12 @@ def rnn_distance(i: int, j: int) -> int:
         The number of hops, ``|i − j|``, an int.
 
     Raises:
-        ValueError: if a position is negative (the message names it).
+        ValueError: if a position is negative: the check given above the ``raise``.
 
     See docs: chapter 1, step 1.4.
     """
-    raise NotImplementedError("1.4 rnn_distance: one hop per position in between (3 lines)")
+    _check_positions(i, j)
+    raise NotImplementedError("1.4 rnn_distance: one hop per position in between (1 line)")
 
 
 def attention_distance(i: int, j: int) -> int:
@@ -92,11 +95,12 @@ def attention_distance(i: int, j: int) -> int:
         0 when i == j, otherwise 1 (an int): any position reads any other directly.
 
     Raises:
-        ValueError: if a position is negative (the message names it).
+        ValueError: if a position is negative: the check given above the ``raise``.
 
     See docs: chapter 1, step 1.5.
     """
-    raise NotImplementedError("1.5 attention_distance: every position reads every other directly (3 lines)")
+    _check_positions(i, j)
+    raise NotImplementedError("1.5 attention_distance: every position reads every other directly (1 line)")
 
 
 def causal_pair_count(n: int) -> int:
@@ -111,8 +115,36 @@ def causal_pair_count(n: int) -> int:
         1 + 2 + … + n = n(n + 1)/2, an int (whole-number division: 21, not 21.0).
 
     Raises:
-        ValueError: if n is negative (the message names it).
+        ValueError: if n is negative: the check given above the ``raise``.
 
     See docs: chapter 1, step 1.6.
     """
-    raise NotImplementedError("1.6 causal_pair_count: position i scores i + 1 keys; add them up (3 lines)")
+    _check_count(n)
+    raise NotImplementedError("1.6 causal_pair_count: position i scores i + 1 keys; add them up (1 line)")
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_tokens(text: str) -> None:
+    """Refuse a token that is not in VOCAB (the message names it and the vocabulary)."""
+    for token in text.split():
+        if token not in VOCAB:
+            raise ValueError(f"unknown token {token!r}: the vocabulary is {', '.join(VOCAB)}")
+
+
+def _check_ids(ids) -> None:
+    """Refuse an id that is not an int (a bool or a float is not one) or is outside 0..len(VOCAB) − 1."""
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(VOCAB):
+            raise ValueError(f"token id {i!r} is outside the vocabulary 0..{len(VOCAB) - 1}")
+
+
+def _check_positions(i: int, j: int) -> None:
+    """Refuse a negative position (the message names both)."""
+    if i < 0 or j < 0:
+        raise ValueError(f"positions must be 0 or more, got {i} and {j}")
+
+
+def _check_count(n: int) -> None:
+    """Refuse a negative number of tokens (the message names it)."""
+    if n < 0:
+        raise ValueError(f"the number of tokens must be 0 or more, got {n}")

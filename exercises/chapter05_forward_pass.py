@@ -19,10 +19,19 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
-from .chapter03_embeddings import TOY_EMBEDDINGS, embed  # noqa: F401 - yours to use
+from .chapter03_embeddings import TOY_EMBEDDINGS, _check_table, embed  # noqa: F401 - yours to use
 from .chapter04_attention import attention_scores, causal_mask, raw_scores, scaled_dot_product_attention, softmax  # noqa: F401 - yours to use
 
 PARAM_NAMES = ("WQ", "WK", "WV", "WO")
+
+
+def _check_matrix(params: dict, name: str) -> np.ndarray:
+    if name not in params:
+        raise ValueError(f"params is missing {name!r}: it needs {', '.join(PARAM_NAMES)}")
+    W = np.asarray(params[name], dtype=np.float64)
+    if W.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {W.shape}")
+    return W
 
 
 def toy_params() -> dict[str, np.ndarray]:
@@ -56,13 +65,28 @@ def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarra
         (Q, K, V) with shapes (seq, d_k), (seq, d_k) and (seq, d_v); new arrays.
 
     Raises:
-        ValueError: if X is not 2-D, a matrix is missing or not 2-D, a matrix's rows differ from X's
-            width d_model, or W_Q and W_K have different widths (the message names the matrix,
-            ``WQ``, ``WK`` or ``WV``, and the shapes).
+        ValueError: if X is not 2-D, a matrix is missing or not 2-D, a matrix's rows differ from X's width
+            d_model, or W_Q and W_K have different widths: the check given above the ``raise``, which hands
+            you X, WQ, WK and WV as float64 arrays.
 
     See docs: chapter 5, step 5.3.
     """
-    raise NotImplementedError("5.3 project_qkv: check X is 2-D and each matrix fits, then X @ WQ, X @ WK, X @ WV (10 lines)")
+    X, WQ, WK, WV = _check_projections(X, params)  # noqa: F841 - yours to use
+    raise NotImplementedError("5.3 project_qkv: X @ WQ, X @ WK, X @ WV (1 line)")
+
+
+def _check_projections(X, params: dict) -> tuple:
+    """(X, WQ, WK, WV) as float64 arrays, after checking that they fit (the message names the matrix)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (seq, d_model), got shape {X.shape}")
+    WQ, WK, WV = (_check_matrix(params, name) for name in ("WQ", "WK", "WV"))
+    for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
+        if W.shape[0] != X.shape[1]:
+            raise ValueError(f"{name} {W.shape} needs {X.shape[1]} rows to multiply X {X.shape}")
+    if WQ.shape[1] != WK.shape[1]:
+        raise ValueError(f"WQ {WQ.shape} and WK {WK.shape} must have the same width d_k: queries meet keys")
+    return X, WQ, WK, WV
 
 
 def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.ndarray | None = None) -> dict:
@@ -91,15 +115,16 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
         ``"context"`` (d_v,) the output's last row; ``"logits"`` (vocab,); ``"probs"`` (vocab,).
 
     Raises:
-        IndexError: if a token id is outside the embedding table (the message names the id).
-        ValueError: if ids is empty (the message says "at least one token"), or a matrix is missing or has a
-            shape that does not fit (W_O must have d_v rows and one column per token of the table; the message
-            names the matrix, ``WQ``, ``WK``, ``WV`` or ``WO``, and its shape, and for ``WO`` the shape it
-            should have).
+        IndexError: if a token id is outside the embedding table (as chapter 3's ``embed``).
+        ValueError: if ids is empty (the message says "at least one token"): yours to write, there is no last
+            position to predict from. A matrix that is missing or has a shape that does not fit (W_O must be
+            (d_v, vocab)) is refused by the check given above the ``raise``, which hands you the table (the
+            toy one when embeddings is None) and W_O as float64 arrays.
 
     See docs: chapter 5, steps 5.2–5.8.
     """
-    raise NotImplementedError("5.2 forward: embed, project, attend causally (chapter 4), context = last row, logits, softmax (15 lines)")
+    table, WO = _check_model(params, embeddings)  # noqa: F841 - yours to use
+    raise NotImplementedError("5.2 forward: embed, project, attend causally (chapter 4), context = last row, logits, softmax; refuse no ids (12 lines)")
 
 
 def next_token_probs(ids: list[int], params: dict[str, np.ndarray], *,
@@ -121,3 +146,14 @@ def next_token_probs(ids: list[int], params: dict[str, np.ndarray], *,
     See docs: chapter 5, step 5.8.
     """
     raise NotImplementedError("5.8 next_token_probs: the probs of forward (1 line)")
+
+
+def _check_model(params: dict, embeddings) -> tuple[np.ndarray, np.ndarray]:
+    """(table, WO) as float64 arrays, after checking every matrix and that W_O is (d_v, vocab)."""
+    table = TOY_EMBEDDINGS if embeddings is None else _check_table(embeddings)
+    _, _, _, WV = _check_projections(np.zeros((1, table.shape[1])), params)
+    WO = _check_matrix(params, "WO")
+    if WO.shape != (WV.shape[1], table.shape[0]):
+        raise ValueError(f"WO {WO.shape} must be (d_v, vocab) = ({WV.shape[1]}, {table.shape[0]}): one row per "
+                         f"value dimension, one column per token of the embedding table {table.shape}")
+    return table, WO

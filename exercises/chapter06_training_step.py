@@ -16,6 +16,24 @@ import numpy as np
 from .chapter05_forward_pass import forward  # noqa: F401 - yours to use
 
 
+def _check_probs(probs) -> np.ndarray:
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"probs must be a non-empty 1-D vector (vocab,), got shape {p.shape}")
+    if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-6:
+        raise ValueError(f"probs must be a probability distribution (non-negative, summing to 1), got sum "
+                         f"{p.sum():.6g} and minimum {p.min():.6g}: were logits passed instead of probabilities?")
+    return p
+
+
+def _check_target(target, vocab: int) -> int:
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
+        raise TypeError(f"target must be a whole-number token id, got {target!r}")
+    if not 0 <= target < vocab:
+        raise IndexError(f"target {target} is outside the vocabulary of {vocab} tokens (0..{vocab - 1})")
+    return int(target)
+
+
 def cross_entropy(probs: np.ndarray, target: int) -> float:
     r"""How surprised the model is by the right answer: minus the log of its probability.
 
@@ -29,16 +47,16 @@ def cross_entropy(probs: np.ndarray, target: int) -> float:
         The loss, a float ≥ 0: 0 when the model gives the target probability 1.
 
     Raises:
-        IndexError: if target is outside 0..vocab−1 (the message names it, the vocabulary size and the
-            range, e.g. 0..3).
-        TypeError: if target is not a whole number (the message names it).
-        ValueError: if probs is not 1-D (the message names its shape), or not a probability distribution:
-            an entry below 0, or a sum more than 1e-6 away from 1 (logits passed by mistake, say; the message
-            says "probabilities"). A vocabulary of one token, probs [1.0], is a distribution.
+        IndexError: if target is outside 0..vocab−1; TypeError: if target is not a whole number;
+        ValueError: if probs is not a 1-D probability distribution (logits passed by mistake, say): the
+            checks given above the ``raise``, which hand you probs as a float64 array and target as an int.
+            A vocabulary of one token, probs [1.0], is a distribution.
 
     See docs: chapter 6, step 6.1.
     """
-    raise NotImplementedError("6.1 cross_entropy: check probs and target, then -log(probs[target]) (6 lines)")
+    p = _check_probs(probs)  # noqa: F841 - yours to use
+    t = _check_target(target, len(p))  # noqa: F841 - yours to use
+    raise NotImplementedError("6.1 cross_entropy: -log(p[t]), as a float (1 line)")
 
 
 def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
@@ -56,13 +74,14 @@ def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
         dL/dlogits, shape (vocab,), a new array summing to 0.
 
     Raises:
-        IndexError: if target is outside 0..vocab−1 (the message names it and the range, e.g. 0..3).
-        TypeError: if target is not a whole number (the message names it).
-        ValueError: if probs is not a 1-D probability distribution.
+        IndexError: if target is outside 0..vocab−1; TypeError: if target is not a whole number;
+        ValueError: if probs is not a 1-D probability distribution: the checks given above the ``raise``.
 
     See docs: chapter 6, step 6.2.
     """
-    raise NotImplementedError("6.2 cross_entropy_grad: a copy of probs with 1 subtracted at the target (5 lines)")
+    p = _check_probs(probs)  # noqa: F841 - yours to use
+    t = _check_target(target, len(p))  # noqa: F841 - yours to use
+    raise NotImplementedError("6.2 cross_entropy_grad: a copy of probs with 1 subtracted at the target (3 lines)")
 
 
 def output_backward(context: np.ndarray, WO: np.ndarray, dlogits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,12 +100,13 @@ def output_backward(context: np.ndarray, WO: np.ndarray, dlogits: np.ndarray) ->
         (dcontext, dWO) with shapes (d_v,) and (d_v, vocab).
 
     Raises:
-        ValueError: if context or dlogits is not 1-D, WO is not 2-D, or the shapes do not fit
-            z = c W_O (the message names all three shapes).
+        ValueError: if context or dlogits is not 1-D, WO is not 2-D, or the shapes do not fit z = c W_O: the
+            check given above the ``raise``, which hands you c, WO and dz as float64 arrays.
 
     See docs: chapter 6, steps 6.3 and 6.4.
     """
-    raise NotImplementedError("6.3 output_backward: dcontext = WO @ dlogits, dWO = np.outer(context, dlogits) (8 lines)")
+    c, WO, dz = _check_output(context, WO, dlogits)  # noqa: F841 - yours to use
+    raise NotImplementedError("6.3 output_backward: dcontext = WO @ dlogits, dWO = np.outer(context, dlogits) (3 lines)")
 
 
 def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
@@ -103,13 +123,15 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
         The updated parameter, a new array of the same shape; ``param`` itself is not changed.
 
     Raises:
-        ValueError: if the shapes differ (the message names both) or lr is negative or not finite (lr = 0 is
-            allowed: the parameter comes back unchanged).
-        TypeError: if lr is not a real number: a string or a bool is refused (the message names it).
+        ValueError: if the shapes differ or lr is negative or not finite; TypeError: if lr is not a real
+            number: the checks given above the ``raise`` (lr = 0 is allowed: the parameter comes back
+            unchanged).
 
     See docs: chapter 6, step 6.5.
     """
-    raise NotImplementedError("6.5 sgd_step: param - lr * grad, as a new array, after checking shapes and lr (8 lines)")
+    param, grad = _check_same_shape(param, grad)
+    _check_lr(lr)
+    raise NotImplementedError("6.5 sgd_step: param - lr * grad, as a new array (1 line)")
 
 
 def train_output_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: float, *,
@@ -137,3 +159,28 @@ def train_output_step(ids: list[int], target: int, params: dict[str, np.ndarray]
     See docs: chapter 6, step 6.6.
     """
     raise NotImplementedError("6.6 train_output_step: forward, loss, dlogits, dWO, sgd_step on WO only; copy the rest (7 lines)")
+
+
+def _check_output(context, WO, dlogits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(c, WO, dz) as float64 arrays, after checking that z = c W_O fits (the message names all three shapes)."""
+    c, WO, dz = (np.asarray(a, dtype=np.float64) for a in (context, WO, dlogits))
+    if c.ndim != 1 or WO.ndim != 2 or dz.ndim != 1 or WO.shape != (c.size, dz.size):
+        raise ValueError(f"output_backward: context {c.shape}, WO {WO.shape} and dlogits {dz.shape} do not fit "
+                         "logits = context @ WO (need (d_v,), (d_v, vocab) and (vocab,))")
+    return c, WO, dz
+
+
+def _check_same_shape(param, grad) -> tuple[np.ndarray, np.ndarray]:
+    """(param, grad) as float64 arrays, after checking they have one shape (the message names both)."""
+    param, grad = np.asarray(param, dtype=np.float64), np.asarray(grad, dtype=np.float64)
+    if param.shape != grad.shape:
+        raise ValueError(f"sgd_step: param {param.shape} and grad {grad.shape} must have the same shape")
+    return param, grad
+
+
+def _check_lr(lr) -> None:
+    """A real number (a bool or a string is not one), finite and 0 or more."""
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
+        raise TypeError(f"the learning rate must be a number, got {lr!r}")
+    if not (np.isfinite(lr) and lr >= 0):
+        raise ValueError(f"the learning rate must be finite and 0 or more, got {lr}")

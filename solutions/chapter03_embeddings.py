@@ -20,10 +20,8 @@ TOY_EMBEDDINGS = np.array(
 )
 
 
-def _ids(ids, vocab_size: int) -> np.ndarray:
-    arr = np.asarray(ids)
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise ValueError(f"token ids must be a 1-D list of whole numbers, got {ids!r}")
+def _check_ids(ids, vocab_size: int) -> np.ndarray:
+    arr = _check_whole_ids(ids)
     bad = [int(i) for i in arr if not 0 <= i < vocab_size]
     if bad:
         raise IndexError(f"token ids {bad} are outside the table of {vocab_size} tokens (0..{vocab_size - 1})")
@@ -47,7 +45,7 @@ def one_hot(ids: list[int], vocab_size: int) -> np.ndarray:
 
     See docs: chapter 3, step 3.1.
     """
-    arr = _ids(ids, vocab_size)
+    arr = _check_ids(ids, vocab_size)
     out = np.zeros((len(arr), vocab_size))
     out[np.arange(len(arr)), arr] = 1.0
     return out
@@ -67,16 +65,19 @@ def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
 
     Raises:
         IndexError: if an id is outside 0..V−1 — including −1, which NumPy would silently read as the
-            last row (the message names the id and the range, e.g. 0..3).
-        ValueError: if the table is not 2-D (the message names its shape), or ids is not a 1-D list of whole
-            numbers (the message names ids).
+            last row (the message names the id and the range, e.g. 0..3): yours to write.
+        ValueError: if the table is not 2-D or ids is not a 1-D list of whole numbers: the checks given
+            above the ``raise``, which hand you the table as a float64 array and the ids as integers.
 
     See docs: chapter 3, steps 3.2 and 3.3.
     """
-    table = np.asarray(table, dtype=np.float64)
-    if table.ndim != 2:
-        raise ValueError(f"the embedding table must be 2-D (V, d), got shape {table.shape}")
-    return table[_ids(ids, table.shape[0])].copy()
+    table = _check_table(table)
+    ids = _check_whole_ids(ids)
+    V = table.shape[0]
+    bad = [int(i) for i in ids if not 0 <= i < V]  # NumPy would read −1 as the last row: refuse it here
+    if bad:
+        raise IndexError(f"token ids {bad} are outside the table of {V} tokens (0..{V - 1})")
+    return table[ids].copy()
 
 
 def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.ndarray:
@@ -93,16 +94,14 @@ def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.n
         d_table, shape (V, d); rows of unused tokens are 0.
 
     Raises:
-        IndexError: if an id is outside 0..V−1 (the message names the id and the range, e.g. 0..3).
-        ValueError: if d_X does not have one row per id (the message names d_X's shape), or ids is not a 1-D
-            list of whole numbers (the message names ids).
+        IndexError: if an id is outside 0..V−1: the check given above the ``raise``.
+        ValueError: if d_X does not have one row per id, or ids is not a 1-D list of whole numbers: the
+            checks given above the ``raise``, which hand you the ids as integers and d_X as float64.
 
     See docs: chapter 3, step 3.6.
     """
-    arr = _ids(ids, vocab_size)
-    d_X = np.asarray(d_X, dtype=np.float64)
-    if d_X.ndim != 2 or d_X.shape[0] != len(arr):
-        raise ValueError(f"d_X {d_X.shape} needs one row per id ({len(arr)} ids)")
+    arr = _check_ids(ids, vocab_size)
+    d_X = _check_rows_per_id(d_X, len(arr))
     d_table = np.zeros((vocab_size, d_X.shape[1]))
     np.add.at(d_table, arr, d_X)  # accumulates repeated ids; d_table[arr] += d_X would keep only one
     return d_table
@@ -121,16 +120,46 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
         A float in [−1, 1]: 1 same direction, 0 perpendicular, −1 opposite.
 
     Raises:
-        ValueError: if a or b is not 1-D or their shapes differ (the message names both shapes), or either
-            vector is all zeros (no direction to compare; the message says "zero").
+        ValueError: if either vector is all zeros (no direction to compare; the message says "zero"): yours
+            to write. a or b not 1-D or of different shapes: the check given above the ``raise``.
 
     See docs: chapter 3, steps 3.4 and 3.5.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"cosine_similarity needs two vectors of the same length, got {a.shape} and {b.shape}")
+    a, b = _check_vectors(a, b)
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if na == 0 or nb == 0:
         raise ValueError("cosine similarity of a zero vector is undefined: it has no direction")
     return float(a @ b / (na * nb))
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_whole_ids(ids) -> np.ndarray:
+    """The ids as an int64 array, after checking they are a 1-D list of whole numbers (the message names ids)."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ValueError(f"token ids must be a 1-D list of whole numbers, got {ids!r}")
+    return arr.astype(np.int64)
+
+
+def _check_table(table) -> np.ndarray:
+    """The table as a float64 array, after checking it is 2-D (V, d) (the message names its shape)."""
+    table = np.asarray(table, dtype=np.float64)
+    if table.ndim != 2:
+        raise ValueError(f"the embedding table must be 2-D (V, d), got shape {table.shape}")
+    return table
+
+
+def _check_rows_per_id(d_X, n_ids: int) -> np.ndarray:
+    """d_X as a float64 array, after checking it has one row per id (the message names its shape)."""
+    d_X = np.asarray(d_X, dtype=np.float64)
+    if d_X.ndim != 2 or d_X.shape[0] != n_ids:
+        raise ValueError(f"d_X {d_X.shape} needs one row per id ({n_ids} ids)")
+    return d_X
+
+
+def _check_vectors(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) as float64 arrays, after checking they are vectors of one length (the message names both shapes)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"cosine_similarity needs two vectors of the same length, got {a.shape} and {b.shape}")
+    return a, b

@@ -19,13 +19,13 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
-from .chapter03_embeddings import TOY_EMBEDDINGS, embed
+from .chapter03_embeddings import TOY_EMBEDDINGS, _check_table, embed
 from .chapter04_attention import attention_scores, causal_mask, raw_scores, scaled_dot_product_attention, softmax
 
 PARAM_NAMES = ("WQ", "WK", "WV", "WO")
 
 
-def _matrix(params: dict, name: str) -> np.ndarray:
+def _check_matrix(params: dict, name: str) -> np.ndarray:
     if name not in params:
         raise ValueError(f"params is missing {name!r}: it needs {', '.join(PARAM_NAMES)}")
     W = np.asarray(params[name], dtype=np.float64)
@@ -70,22 +70,28 @@ def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarra
         (Q, K, V) with shapes (seq, d_k), (seq, d_k) and (seq, d_v); new arrays.
 
     Raises:
-        ValueError: if X is not 2-D, a matrix is missing or not 2-D, a matrix's rows differ from X's
-            width d_model, or W_Q and W_K have different widths (the message names the matrix,
-            ``WQ``, ``WK`` or ``WV``, and the shapes).
+        ValueError: if X is not 2-D, a matrix is missing or not 2-D, a matrix's rows differ from X's width
+            d_model, or W_Q and W_K have different widths: the check given above the ``raise``, which hands
+            you X, WQ, WK and WV as float64 arrays.
 
     See docs: chapter 5, step 5.3.
     """
+    X, WQ, WK, WV = _check_projections(X, params)
+    return X @ WQ, X @ WK, X @ WV  # (seq, d_model) @ (d_model, d_k or d_v)
+
+
+def _check_projections(X, params: dict) -> tuple:
+    """(X, WQ, WK, WV) as float64 arrays, after checking that they fit (the message names the matrix)."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (seq, d_model), got shape {X.shape}")
-    WQ, WK, WV = (_matrix(params, name) for name in ("WQ", "WK", "WV"))
+    WQ, WK, WV = (_check_matrix(params, name) for name in ("WQ", "WK", "WV"))
     for name, W in (("WQ", WQ), ("WK", WK), ("WV", WV)):
         if W.shape[0] != X.shape[1]:
             raise ValueError(f"{name} {W.shape} needs {X.shape[1]} rows to multiply X {X.shape}")
     if WQ.shape[1] != WK.shape[1]:
         raise ValueError(f"WQ {WQ.shape} and WK {WK.shape} must have the same width d_k: queries meet keys")
-    return X @ WQ, X @ WK, X @ WV  # (seq, d_model) @ (d_model, d_k or d_v)
+    return X, WQ, WK, WV
 
 
 def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.ndarray | None = None) -> dict:
@@ -114,23 +120,19 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
         ``"context"`` (d_v,) the output's last row; ``"logits"`` (vocab,); ``"probs"`` (vocab,).
 
     Raises:
-        IndexError: if a token id is outside the embedding table (the message names the id).
-        ValueError: if ids is empty (the message says "at least one token"), or a matrix is missing or has a
-            shape that does not fit (W_O must have d_v rows and one column per token of the table; the message
-            names the matrix, ``WQ``, ``WK``, ``WV`` or ``WO``, and its shape, and for ``WO`` the shape it
-            should have).
+        IndexError: if a token id is outside the embedding table (as chapter 3's ``embed``).
+        ValueError: if ids is empty (the message says "at least one token"): yours to write, there is no last
+            position to predict from. A matrix that is missing or has a shape that does not fit (W_O must be
+            (d_v, vocab)) is refused by the check given above the ``raise``, which hands you the table (the
+            toy one when embeddings is None) and W_O as float64 arrays.
 
     See docs: chapter 5, steps 5.2–5.8.
     """
-    table = TOY_EMBEDDINGS if embeddings is None else np.asarray(embeddings, dtype=np.float64)
+    table, WO = _check_model(params, embeddings)
     X = embed(ids, table)  # (seq, d_model); refuses ids outside the table
     if X.shape[0] == 0:
         raise ValueError("forward needs at least one token id, got none")
     Q, K, V = project_qkv(X, params)
-    WO = _matrix(params, "WO")
-    if WO.shape != (V.shape[1], table.shape[0]):
-        raise ValueError(f"WO {WO.shape} must be (d_v, vocab) = ({V.shape[1]}, {table.shape[0]}): one row per "
-                         f"value dimension, one column per token of the embedding table {table.shape}")
     output, weights = scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(X)))  # (seq, d_v), (seq, seq)
     context = output[-1]  # the last position is the one that predicts the next token
     logits = context @ WO  # (d_v,) @ (d_v, vocab) -> (vocab,)
@@ -161,3 +163,14 @@ def next_token_probs(ids: list[int], params: dict[str, np.ndarray], *,
     See docs: chapter 5, step 5.8.
     """
     return forward(ids, params, embeddings=embeddings)["probs"]
+
+
+def _check_model(params: dict, embeddings) -> tuple[np.ndarray, np.ndarray]:
+    """(table, WO) as float64 arrays, after checking every matrix and that W_O is (d_v, vocab)."""
+    table = TOY_EMBEDDINGS if embeddings is None else _check_table(embeddings)
+    _, _, _, WV = _check_projections(np.zeros((1, table.shape[1])), params)
+    WO = _check_matrix(params, "WO")
+    if WO.shape != (WV.shape[1], table.shape[0]):
+        raise ValueError(f"WO {WO.shape} must be (d_v, vocab) = ({WV.shape[1]}, {table.shape[0]}): one row per "
+                         f"value dimension, one column per token of the embedding table {table.shape}")
+    return table, WO

@@ -16,7 +16,7 @@ import numpy as np
 from .chapter05_forward_pass import forward
 
 
-def _probs(probs) -> np.ndarray:
+def _check_probs(probs) -> np.ndarray:
     p = np.asarray(probs, dtype=np.float64)
     if p.ndim != 1 or p.size == 0:
         raise ValueError(f"probs must be a non-empty 1-D vector (vocab,), got shape {p.shape}")
@@ -26,7 +26,7 @@ def _probs(probs) -> np.ndarray:
     return p
 
 
-def _target(target, vocab: int) -> int:
+def _check_target(target, vocab: int) -> int:
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
         raise TypeError(f"target must be a whole-number token id, got {target!r}")
     if not 0 <= target < vocab:
@@ -47,17 +47,15 @@ def cross_entropy(probs: np.ndarray, target: int) -> float:
         The loss, a float ≥ 0: 0 when the model gives the target probability 1.
 
     Raises:
-        IndexError: if target is outside 0..vocab−1 (the message names it, the vocabulary size and the
-            range, e.g. 0..3).
-        TypeError: if target is not a whole number (the message names it).
-        ValueError: if probs is not 1-D (the message names its shape), or not a probability distribution:
-            an entry below 0, or a sum more than 1e-6 away from 1 (logits passed by mistake, say; the message
-            says "probabilities"). A vocabulary of one token, probs [1.0], is a distribution.
+        IndexError: if target is outside 0..vocab−1; TypeError: if target is not a whole number;
+        ValueError: if probs is not a 1-D probability distribution (logits passed by mistake, say): the
+            checks given above the ``raise``, which hand you probs as a float64 array and target as an int.
+            A vocabulary of one token, probs [1.0], is a distribution.
 
     See docs: chapter 6, step 6.1.
     """
-    p = _probs(probs)
-    t = _target(target, len(p))
+    p = _check_probs(probs)
+    t = _check_target(target, len(p))
     return float(-np.log(p[t]))
 
 
@@ -76,14 +74,13 @@ def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
         dL/dlogits, shape (vocab,), a new array summing to 0.
 
     Raises:
-        IndexError: if target is outside 0..vocab−1 (the message names it and the range, e.g. 0..3).
-        TypeError: if target is not a whole number (the message names it).
-        ValueError: if probs is not a 1-D probability distribution.
+        IndexError: if target is outside 0..vocab−1; TypeError: if target is not a whole number;
+        ValueError: if probs is not a 1-D probability distribution: the checks given above the ``raise``.
 
     See docs: chapter 6, step 6.2.
     """
-    p = _probs(probs)
-    t = _target(target, len(p))
+    p = _check_probs(probs)
+    t = _check_target(target, len(p))
     dlogits = p.copy()
     dlogits[t] -= 1.0  # the one-hot of the target
     return dlogits
@@ -105,17 +102,12 @@ def output_backward(context: np.ndarray, WO: np.ndarray, dlogits: np.ndarray) ->
         (dcontext, dWO) with shapes (d_v,) and (d_v, vocab).
 
     Raises:
-        ValueError: if context or dlogits is not 1-D, WO is not 2-D, or the shapes do not fit
-            z = c W_O (the message names all three shapes).
+        ValueError: if context or dlogits is not 1-D, WO is not 2-D, or the shapes do not fit z = c W_O: the
+            check given above the ``raise``, which hands you c, WO and dz as float64 arrays.
 
     See docs: chapter 6, steps 6.3 and 6.4.
     """
-    c = np.asarray(context, dtype=np.float64)
-    WO = np.asarray(WO, dtype=np.float64)
-    dz = np.asarray(dlogits, dtype=np.float64)
-    if c.ndim != 1 or WO.ndim != 2 or dz.ndim != 1 or WO.shape != (c.size, dz.size):
-        raise ValueError(f"output_backward: context {c.shape}, WO {WO.shape} and dlogits {dz.shape} do not fit "
-                         "logits = context @ WO (need (d_v,), (d_v, vocab) and (vocab,))")
+    c, WO, dz = _check_output(context, WO, dlogits)
     dcontext = WO @ dz  # (d_v, vocab) @ (vocab,) -> (d_v,)
     dWO = np.outer(c, dz)  # (d_v,) outer (vocab,) -> (d_v, vocab)
     return dcontext, dWO
@@ -135,20 +127,14 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
         The updated parameter, a new array of the same shape; ``param`` itself is not changed.
 
     Raises:
-        ValueError: if the shapes differ (the message names both) or lr is negative or not finite (lr = 0 is
-            allowed: the parameter comes back unchanged).
-        TypeError: if lr is not a real number: a string or a bool is refused (the message names it).
+        ValueError: if the shapes differ or lr is negative or not finite; TypeError: if lr is not a real
+            number: the checks given above the ``raise`` (lr = 0 is allowed: the parameter comes back
+            unchanged).
 
     See docs: chapter 6, step 6.5.
     """
-    param = np.asarray(param, dtype=np.float64)
-    grad = np.asarray(grad, dtype=np.float64)
-    if param.shape != grad.shape:
-        raise ValueError(f"sgd_step: param {param.shape} and grad {grad.shape} must have the same shape")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
-        raise TypeError(f"the learning rate must be a number, got {lr!r}")
-    if not (np.isfinite(lr) and lr >= 0):
-        raise ValueError(f"the learning rate must be finite and 0 or more, got {lr}")
+    param, grad = _check_same_shape(param, grad)
+    _check_lr(lr)
     return param - lr * grad  # downhill: against the gradient
 
 
@@ -183,3 +169,28 @@ def train_output_step(ids: list[int], target: int, params: dict[str, np.ndarray]
     new_params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}  # copies, not views
     new_params["WO"] = sgd_step(params["WO"], dWO, lr)
     return new_params, loss
+
+
+def _check_output(context, WO, dlogits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(c, WO, dz) as float64 arrays, after checking that z = c W_O fits (the message names all three shapes)."""
+    c, WO, dz = (np.asarray(a, dtype=np.float64) for a in (context, WO, dlogits))
+    if c.ndim != 1 or WO.ndim != 2 or dz.ndim != 1 or WO.shape != (c.size, dz.size):
+        raise ValueError(f"output_backward: context {c.shape}, WO {WO.shape} and dlogits {dz.shape} do not fit "
+                         "logits = context @ WO (need (d_v,), (d_v, vocab) and (vocab,))")
+    return c, WO, dz
+
+
+def _check_same_shape(param, grad) -> tuple[np.ndarray, np.ndarray]:
+    """(param, grad) as float64 arrays, after checking they have one shape (the message names both)."""
+    param, grad = np.asarray(param, dtype=np.float64), np.asarray(grad, dtype=np.float64)
+    if param.shape != grad.shape:
+        raise ValueError(f"sgd_step: param {param.shape} and grad {grad.shape} must have the same shape")
+    return param, grad
+
+
+def _check_lr(lr) -> None:
+    """A real number (a bool or a string is not one), finite and 0 or more."""
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
+        raise TypeError(f"the learning rate must be a number, got {lr!r}")
+    if not (np.isfinite(lr) and lr >= 0):
+        raise ValueError(f"the learning rate must be finite and 0 or more, got {lr}")

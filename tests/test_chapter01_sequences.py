@@ -95,17 +95,20 @@ def test_causal_pair_count_matches_counting_the_mask(ch, n):
     close(ch.causal_pair_count(n), want, f"causal_pair_count({n})", mistakes=[("n², every pair", n * n)], kind="int")
 
 
+@pytest.mark.given
 def test_an_unknown_token_is_named(ch):
     """encode("A X") raises ValueError naming 'X'"""
     raises_clearly(lambda: ch.encode("A X"), ValueError, "'X'")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("bad", [4, -1])
 def test_an_id_outside_the_vocabulary_is_named(ch, bad):
     """decode([0, 4]) and decode([0, -1]) raise ValueError naming the id and the range 0..3"""
     raises_clearly(lambda: ch.decode([0, bad]), ValueError, str(bad), "0..3")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("bad", [True, 1.0])
 def test_an_id_that_is_not_an_int_is_refused(ch, bad):
     """decode([0, True]) and decode([0, 1.0]) raise ValueError naming the id: a bool or a float is not a token id"""
@@ -114,6 +117,7 @@ def test_an_id_that_is_not_an_int_is_refused(ch, bad):
                    "isinstance(i, bool) or not isinstance(i, int), with or between them")
 
 
+@pytest.mark.given
 def test_negative_positions_and_counts_are_refused(ch):
     """negative positions or token counts raise ValueError"""
     raises_clearly(lambda: ch.rnn_distance(-1, 2), ValueError, "-1")

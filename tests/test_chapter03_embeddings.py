@@ -96,6 +96,7 @@ def test_embed_refuses_an_id_outside_the_table(ch, bad):
                    hint="check 0 <= id < V yourself (V = 4 here): NumPy's own IndexError does not give the range")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("bad", [4, -1])
 def test_one_hot_refuses_an_id_outside_the_vocabulary(ch, bad):
     """one_hot with id 4 or −1 for 4 tokens raises IndexError naming the id and the range 0..3"""
@@ -103,12 +104,14 @@ def test_one_hot_refuses_an_id_outside_the_vocabulary(ch, bad):
                    hint="an id must satisfy 0 <= id < V (id == V is already outside)")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("bad", [4, -1])
 def test_embedding_backward_refuses_an_id_outside_the_table(ch, bad):
     """embedding_backward with id 4 or −1 for a 4-token table raises IndexError naming the id and the range 0..3"""
     raises_clearly(lambda: ch.embedding_backward([bad], np.ones((1, 2)), 4), IndexError, str(bad), "0..3")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("ids", [[[0, 1]], [0, 1.5]])
 def test_ids_that_are_not_a_list_of_whole_numbers_are_refused(ch, ids):
     """ids given as a 2-D list or with a fraction raise ValueError naming ids, in one_hot, embed and embedding_backward"""
@@ -118,6 +121,7 @@ def test_ids_that_are_not_a_list_of_whole_numbers_are_refused(ch, ids):
     raises_clearly(lambda: ch.embedding_backward(ids, np.ones((2, 2)), 4), ValueError, names=("ids",), hint=why)
 
 
+@pytest.mark.given
 def test_a_table_that_is_not_2d_is_refused(ch):
     """embed with a 1-D table raises ValueError naming its shape"""
     raises_clearly(lambda: ch.embed([0], np.ones(4)), ValueError, "(4,)")
@@ -130,6 +134,7 @@ def test_the_cosine_of_a_zero_vector_is_refused(ch):
                    hint="check both lengths: |a| == 0 or |b| == 0")
 
 
+@pytest.mark.given
 def test_cosine_of_vectors_that_do_not_match_is_refused(ch):
     """cosine_similarity of (2,) and (3,), or of two (2, 2) matrices, raises ValueError naming both shapes"""
     why = "check that a and b are 1-D and of the same shape: a.ndim != 1 or a.shape != b.shape"
@@ -137,6 +142,7 @@ def test_cosine_of_vectors_that_do_not_match_is_refused(ch):
     raises_clearly(lambda: ch.cosine_similarity(np.ones((2, 2)), np.ones((2, 2))), ValueError, "(2, 2)", hint=why)
 
 
+@pytest.mark.given
 def test_a_gradient_with_the_wrong_number_of_rows_is_refused(ch):
     """embedding_backward with 3 ids and 2 gradient rows raises ValueError"""
     raises_clearly(lambda: ch.embedding_backward([0, 1, 2], np.ones((2, 2)), 4), ValueError, "(2, 2)")

@@ -188,6 +188,7 @@ def _toy_with(name, value):
     return params
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(("name", "shape"), [("WQ", (3, 2)), ("WK", (3, 2)), ("WV", (1, 2))])
 def test_a_projection_with_the_wrong_number_of_rows_is_refused(ch, name, shape):
     """a W_Q, W_K or W_V whose rows differ from d_model raises ValueError naming the matrix and its shape"""
@@ -195,6 +196,7 @@ def test_a_projection_with_the_wrong_number_of_rows_is_refused(ch, name, shape):
     raises_clearly(lambda: ch.forward([0, 1], params), ValueError, str(shape), names=(name,))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("name", ["WQ", "WK", "WV", "WO"])
 def test_a_matrix_that_is_not_2d_is_named(ch, name):
     """a 1-D W_Q, W_K, W_V or W_O raises ValueError naming the matrix and its shape"""
@@ -202,12 +204,14 @@ def test_a_matrix_that_is_not_2d_is_named(ch, name):
     raises_clearly(lambda: ch.forward([0, 1], params), ValueError, "(2,)", names=(name,))
 
 
+@pytest.mark.given
 def test_queries_and_keys_of_different_widths_are_refused(ch):
     """W_K (2, 3) against W_Q (2, 2) raises ValueError naming both"""
     params = _toy_with("WK", np.ones((2, 3)))
     raises_clearly(lambda: ch.project_qkv(np.eye(2), params), ValueError, "WQ", "WK", "(2, 3)")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("shape", [(2, 3), (2, 5), (3, 4), (4, 2)])
 def test_an_output_matrix_that_does_not_fit_is_refused(ch, shape):
     """W_O must be (d_v, vocab) = (2, 4); anything else raises ValueError naming W_O and its shape"""
@@ -216,6 +220,7 @@ def test_an_output_matrix_that_does_not_fit_is_refused(ch, shape):
                    hint="the shape W_O should have is (d_v, vocab): vocab is the table's number of rows")
 
 
+@pytest.mark.given
 def test_a_missing_matrix_is_named(ch):
     """params without 'WV' raises ValueError naming WV"""
     params = _toy_with("WQ", 0.1 * np.eye(2))
@@ -223,6 +228,7 @@ def test_a_missing_matrix_is_named(ch):
     raises_clearly(lambda: ch.forward([0, 1], params), ValueError, "WV")
 
 
+@pytest.mark.given
 def test_project_qkv_refuses_a_vector(ch):
     """X must be 2-D (seq, d_model); a 1-D vector raises ValueError naming its shape"""
     raises_clearly(lambda: ch.project_qkv(np.ones(2), ch.toy_params()), ValueError, "(2,)")

@@ -249,6 +249,7 @@ def test_repeated_steps_learn_a_random_example(ch):
 P4 = np.array([0.25, 0.25, 0.25, 0.25])
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("target", [4, 9, -1])
 def test_a_target_outside_the_vocabulary_is_refused(ch, target):
     """target outside 0..3 raises IndexError naming the target (and the range 0..3), in all three functions that take one"""
@@ -258,12 +259,14 @@ def test_a_target_outside_the_vocabulary_is_refused(ch, target):
     raises_clearly(lambda: ch.train_output_step([0, 1], target, toy(), 0.1), IndexError, str(target))
 
 
+@pytest.mark.given
 def test_a_target_that_is_not_a_whole_number_is_refused(ch):
     """target 2.0 or "C" raises TypeError"""
     raises_clearly(lambda: ch.cross_entropy(P4, 2.0), TypeError, "2.0")
     raises_clearly(lambda: ch.cross_entropy_grad(P4, "C"), TypeError, "C")
 
 
+@pytest.mark.given
 def test_logits_passed_as_probabilities_are_refused(ch):
     """cross_entropy of values that are not a distribution raises ValueError saying so"""
     raises_clearly(lambda: ch.cross_entropy(np.array([2.0, -1.0, 0.5, 0.0]), 2), ValueError, "probabilit")
@@ -294,22 +297,26 @@ def test_a_misshapen_output_matrix_is_refused(ch):
 
 @pytest.mark.parametrize(("c", "WO", "dz"), [((3,), (2, 4), (4,)), ((2,), (2, 4), (5,)), ((2, 1), (2, 4), (4,)),
                                               ((2,), (2, 4), (4, 1))])
+@pytest.mark.given
 def test_output_backward_refuses_shapes_that_do_not_fit(ch, c, WO, dz):
     """context, W_O and dlogits that do not fit logits = c W_O raise ValueError naming the shapes"""
     raises_clearly(lambda: ch.output_backward(np.ones(c), np.ones(WO), np.ones(dz)), ValueError, str(c), str(WO))
 
 
+@pytest.mark.given
 def test_sgd_step_refuses_a_gradient_of_another_shape(ch):
     """a (2, 4) parameter with a (4, 2) gradient raises ValueError naming both shapes"""
     raises_clearly(lambda: ch.sgd_step(np.ones((2, 4)), np.ones((4, 2)), 0.1), ValueError, "(2, 4)", "(4, 2)")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("lr", [-0.1, float("nan"), float("inf")])
 def test_sgd_step_refuses_a_learning_rate_that_is_not_a_step_downhill(ch, lr):
     """a negative or non-finite learning rate raises ValueError naming it"""
     raises_clearly(lambda: ch.sgd_step(np.ones(3), np.ones(3), lr), ValueError, str(lr))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("lr", ["0.1", True])
 def test_sgd_step_refuses_a_learning_rate_that_is_not_a_number(ch, lr):
     """a learning rate given as a string or a bool raises TypeError naming it"""
