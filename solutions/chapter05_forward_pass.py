@@ -120,7 +120,8 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
         ``"context"`` (d_v,) the output's last row; ``"logits"`` (vocab,); ``"probs"`` (vocab,).
 
     Raises:
-        IndexError: if a token id is outside the embedding table (as chapter 3's ``embed``).
+        IndexError: if a token id is outside the embedding table (the message names the id), as chapter 3's
+            ``embed``.
         ValueError: if ids is empty (the message says "at least one token"): yours to write, there is no last
             position to predict from. A matrix that is missing or has a shape that does not fit (W_O must be
             (d_v, vocab)) is refused by the check given above the ``raise``, which hands you the table (the
