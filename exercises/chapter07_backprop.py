@@ -16,7 +16,7 @@ documented fails its checks, saying so); a float may be any NumPy float or a 0-d
 
 import numpy as np
 
-from .chapter02_matrices import _check_matrix  # noqa: F401 - yours to use
+from .chapter02_matrices import _check_matrix
 from .chapter05_forward_pass import PARAM_NAMES, forward  # noqa: F401 - yours to use
 from .chapter06_training_step import cross_entropy, cross_entropy_grad, sgd_step  # noqa: F401 - yours to use
 
@@ -39,13 +39,15 @@ def softmax_backward(probs: np.ndarray, dprobs: np.ndarray) -> np.ndarray:
         dL/dx, the gradient with respect to the softmax's input, same shape; each row sums to 0.
 
     Raises:
-        ValueError: if the shapes differ (the message names both) or the arrays are 0-D.
+        ValueError: if the shapes differ or the arrays are 0-D: the check given above the ``raise``, which
+            hands you s (probs) and g (dprobs) as float64 arrays.
 
     See docs: chapter 7, steps 7.6 and 7.7.
     """
+    s, g = _check_softmax_backward(probs, dprobs)  # noqa: F841 - yours to use
     raise NotImplementedError(
-        "7.7 softmax_backward: dot = sum of probs * dprobs along the last axis, then probs * (dprobs - dot)"
-        " (3 lines)"
+        "7.7 softmax_backward: dot = sum of s * g along the last axis, then s * (g - dot)"
+        " (2 lines)"
     )
 
 
@@ -67,12 +69,13 @@ def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.nd
         (dX, dW) with shapes (n, d_in) and (d_in, d_out).
 
     Raises:
-        ValueError: if an array is not 2-D (the message names it, ``X``, ``W`` or ``dY``, and its shape) or
-            the shapes do not fit Y = X W (the message names all three).
+        ValueError: if an array is not 2-D or the shapes do not fit Y = X W: the check given above the
+            ``raise``, which hands you X, W and dY as float64 arrays.
 
     See docs: chapter 7, steps 7.2, 7.3 and 7.5.
     """
-    raise NotImplementedError("7.2 linear_backward: check the shapes, dX = dY @ W.T, dW = X.T @ dY (5 lines)")
+    X, W, dY = _check_linear_backward(X, W, dY)
+    raise NotImplementedError("7.2 linear_backward: dX = dY @ W.T, dW = X.T @ dY (3 lines)")
 
 
 def attention_backward(
@@ -101,14 +104,15 @@ def attention_backward(
         (dQ, dK, dV) with shapes (seq, d_k), (seq, d_k) and (seq, d_v).
 
     Raises:
-        ValueError: if an array is not 2-D (the message names it, ``Q``, ``K``, ``V``, ``weights`` or
-            ``d_output``, and its shape) or the shapes do not fit, any one of them (the message names them all).
+        ValueError: if an array is not 2-D or the shapes do not fit, any one of them: the check given above
+            the ``raise``, which hands you Q, K, V, A (weights) and dH (d_output) as float64 arrays.
 
     See docs: chapter 7, steps 7.9, 7.10 and 7.11.
     """
+    Q, K, V, A, dH = _check_attention_backward(Q, K, V, weights, d_output)  # noqa: F841 - yours to use
     raise NotImplementedError(
         "7.9 attention_backward: linear_backward through weights @ V, softmax_backward, divide by sqrt(d_k),"
-        " linear_backward through Q @ K.T (8 lines)"
+        " linear_backward through Q @ K.T (5 lines)"
     )
 
 
@@ -206,3 +210,33 @@ def train_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: f
     raise NotImplementedError(
         "7.15 train_step: backward, then sgd_step on each of WQ, WK, WV, WO into a new dict (4 lines)"
     )
+
+
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_softmax_backward(probs, dprobs) -> tuple[np.ndarray, np.ndarray]:
+    """(s, g) as float64 arrays, after checking they have one shape, at least 1-D (the message names both)."""
+    s, g = np.asarray(probs, dtype=np.float64), np.asarray(dprobs, dtype=np.float64)
+    if s.shape != g.shape or s.ndim == 0:
+        raise ValueError(f"softmax_backward: probs {s.shape} and dprobs {g.shape} must have the same shape, "
+                         "at least 1-D")
+    return s, g
+
+
+def _check_linear_backward(X, W, dY) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X, W, dY) as float64 matrices, after checking they fit Y = X W (the message names all three)."""
+    X, W, dY = _check_matrix("X", X), _check_matrix("W", W), _check_matrix("dY", dY)
+    if X.shape[1] != W.shape[0] or dY.shape != (X.shape[0], W.shape[1]):
+        raise ValueError(f"linear_backward: X {X.shape}, W {W.shape} and dY {dY.shape} do not fit Y = X @ W")
+    return X, W, dY
+
+
+def _check_attention_backward(Q, K, V, weights, d_output) -> tuple:
+    """(Q, K, V, A, dH) as float64 matrices, after checking they fit one another (the message names them all)."""
+    Q, K, V = _check_matrix("Q", Q), _check_matrix("K", K), _check_matrix("V", V)
+    A, dH = _check_matrix("weights", weights), _check_matrix("d_output", d_output)
+    n = Q.shape[0]
+    if K.shape != Q.shape or V.shape[0] != n or A.shape != (n, n) or dH.shape != V.shape:
+        raise ValueError(f"attention_backward: Q {Q.shape}, K {K.shape}, V {V.shape}, weights {A.shape} and "
+                         f"d_output {dH.shape} do not fit (need (seq, d_k), (seq, d_k), (seq, d_v), "
+                         "(seq, seq), (seq, d_v))")
+    return Q, K, V, A, dH

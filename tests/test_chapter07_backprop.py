@@ -317,6 +317,7 @@ def test_a_negative_learning_rate_is_refused(ch):
     raises_clearly(lambda: ch.train_step([0, 1], 2, _toy(), -0.1), ValueError, "-0.1")
 
 
+@pytest.mark.given
 def test_backward_functions_refuse_shapes_that_do_not_fit(ch):
     """softmax_backward, linear_backward and attention_backward name the shapes that do not fit"""
     raises_clearly(lambda: ch.softmax_backward(np.ones((2, 3)) / 3, np.ones((3, 2))), ValueError, "(2, 3)", "(3, 2)")
@@ -326,6 +327,7 @@ def test_backward_functions_refuse_shapes_that_do_not_fit(ch):
                                                  np.ones((2, 2)) / 2, np.ones((3, 2))), ValueError, "(2, 2)")
 
 
+@pytest.mark.given
 def test_an_array_that_is_not_2d_is_named(ch):
     """a 1-D X, W or dY (linear_backward), or Q, K, V, weights or d_output (attention_backward), is named exactly"""
     m = np.ones((3, 2))
@@ -341,6 +343,7 @@ def test_an_array_that_is_not_2d_is_named(ch):
         raises_clearly(lambda bad=bad: ch.attention_backward(*bad.values()), ValueError, "(2,)", names=(name,))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("wrong", ["K", "V", "weights", "d_output"])
 def test_attention_backward_refuses_any_one_shape_that_does_not_fit(ch, wrong):
     """one wrong shape among K, V, weights and d_output (the others right) raises ValueError naming the shapes"""
