@@ -21,6 +21,21 @@ from .chapter06_training_step import cross_entropy, cross_entropy_grad, output_b
 from .chapter07_backprop import backward  # noqa: F401 - yours to use
 
 
+def _check_examples(examples) -> list[tuple[list[int], int]]:
+    """Check that ``examples`` is a non-empty list of (ids, target) pairs; return it as a list."""
+    if isinstance(examples, np.ndarray) or not isinstance(examples, (list, tuple)):
+        raise TypeError(f"examples must be a list of (ids, target) pairs, got {type(examples).__name__}")
+    if len(examples) == 0:
+        raise ValueError("the batch is empty: there is nothing to average over")
+    for k, example in enumerate(examples):
+        if not isinstance(example, (list, tuple)) or len(example) != 2:
+            raise TypeError(f"example {k} must be an (ids, target) pair, got {example!r}")
+        target = example[1]
+        if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
+            raise TypeError(f"example {k}: the target must be a whole-number token id, got {target!r}")
+    return list(examples)
+
+
 def _check_target(k: int, target: int, vocab: int) -> None:
     if not 0 <= target < vocab:
         raise IndexError(f"example {k}: target {target} is outside the vocabulary of {vocab} tokens (0..{vocab - 1})")
@@ -53,7 +68,8 @@ def per_example(examples: list[tuple[list[int], int]], params: dict[str, np.ndar
 
     See docs: chapter 8, steps 8.1–8.4, 8.6 and 8.7.
     """
-    raise NotImplementedError("8.1 per_example: for each (ids, target), chapter 5's forward, then the loss, dL/dlogits and dL/dcontext; stack the rows (12 lines)")
+    examples = _check_examples(examples)
+    raise NotImplementedError("8.1 per_example: for each (ids, target), chapter 5's forward, check its target (_check_target is given), then the loss, dL/dlogits and dL/dcontext; stack the rows (11 lines)")
 
 
 def batch_loss(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
@@ -79,6 +95,7 @@ def batch_loss(examples: list[tuple[list[int], int]], params: dict[str, np.ndarr
 
     See docs: chapter 8, steps 8.5 and 8.13.
     """
+    examples = _check_examples(examples)
     raise NotImplementedError("8.5 batch_loss: the mean of per_example's losses (1 line)")
 
 
@@ -109,7 +126,8 @@ def batch_gradients(examples: list[tuple[list[int], int]], params: dict[str, np.
 
     See docs: chapter 8, steps 8.8 and 8.9.
     """
-    raise NotImplementedError("8.9 batch_gradients: chapter 7's backward for every example, then the MEAN loss and the MEAN of each matrix's gradients (8 lines)")
+    examples = _check_examples(examples)
+    raise NotImplementedError("8.9 batch_gradients: chapter 7's backward for every example, then the MEAN loss and the MEAN of each matrix's gradients (7 lines)")
 
 
 def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray], lr: float) -> dict[str, np.ndarray]:
@@ -135,7 +153,8 @@ def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray],
 
     See docs: chapter 8, step 8.10.
     """
-    raise NotImplementedError("8.10 apply_gradients: copy params, then W - lr * grad for every name in grads (5 lines)")
+    _check_grads(params, grads)
+    raise NotImplementedError("8.10 apply_gradients: copy params, then W - lr * grad for every name in grads (3 lines)")
 
 
 def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], lr: float, epochs: int, *,
@@ -162,7 +181,9 @@ def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], 
 
     See docs: chapter 8, steps 8.14 and 8.16.
     """
-    raise NotImplementedError("8.14 train: each epoch, batch_gradients, record the loss, apply_gradients; return params and the losses (8 lines)")
+    _check_epochs(epochs)
+    examples = _check_examples(examples)
+    raise NotImplementedError("8.14 train: each epoch, batch_gradients, record the loss, apply_gradients; return params and the losses (6 lines)")
 
 
 def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
@@ -190,4 +211,20 @@ def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray
 
     See docs: chapter 8, steps 8.15 and 8.16.
     """
+    examples = _check_examples(examples)
     raise NotImplementedError("8.15 accuracy: argmax of each example's probabilities against its target, averaged (4 lines)")
+
+
+def _check_grads(params: dict, grads: dict) -> None:
+    """Refuse a gradient for a matrix params does not have (the message names it and params' matrices)."""
+    unknown = sorted(set(grads) - set(params))
+    if unknown:
+        raise KeyError(f"gradients for {unknown}, which params does not have (it has {sorted(params)})")
+
+
+def _check_epochs(epochs) -> None:
+    """A whole number of epochs, 0 or more (2.0 and True are refused)."""
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)):
+        raise TypeError(f"epochs must be a whole number, got {epochs!r}")
+    if epochs < 0:
+        raise ValueError(f"epochs must be 0 or more, got {epochs}")

@@ -21,7 +21,7 @@ from .chapter06_training_step import cross_entropy, cross_entropy_grad, output_b
 from .chapter07_backprop import backward
 
 
-def _examples(examples) -> list[tuple[list[int], int]]:
+def _check_examples(examples) -> list[tuple[list[int], int]]:
     """Check that ``examples`` is a non-empty list of (ids, target) pairs; return it as a list."""
     if isinstance(examples, np.ndarray) or not isinstance(examples, (list, tuple)):
         raise TypeError(f"examples must be a list of (ids, target) pairs, got {type(examples).__name__}")
@@ -68,8 +68,9 @@ def per_example(examples: list[tuple[list[int], int]], params: dict[str, np.ndar
 
     See docs: chapter 8, steps 8.1–8.4, 8.6 and 8.7.
     """
+    examples = _check_examples(examples)
     rows = {key: [] for key in ("context", "logits", "probs", "loss", "dlogits", "dcontext")}
-    for k, (ids, target) in enumerate(_examples(examples)):
+    for k, (ids, target) in enumerate(examples):
         f = forward(ids, params, embeddings=embeddings)
         _check_target(k, target, len(f["probs"]))
         dlogits = cross_entropy_grad(f["probs"], target)  # p - onehot(target), (vocab,)
@@ -103,6 +104,7 @@ def batch_loss(examples: list[tuple[list[int], int]], params: dict[str, np.ndarr
 
     See docs: chapter 8, steps 8.5 and 8.13.
     """
+    examples = _check_examples(examples)
     return float(np.mean(per_example(examples, params, embeddings=embeddings)["loss"]))
 
 
@@ -133,7 +135,7 @@ def batch_gradients(examples: list[tuple[list[int], int]], params: dict[str, np.
 
     See docs: chapter 8, steps 8.8 and 8.9.
     """
-    examples = _examples(examples)
+    examples = _check_examples(examples)
     losses, grads = [], []
     for k, (ids, target) in enumerate(examples):
         vocab = np.asarray(params["WO"]).shape[-1] if "WO" in params else None
@@ -169,9 +171,7 @@ def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray],
 
     See docs: chapter 8, step 8.10.
     """
-    unknown = sorted(set(grads) - set(params))
-    if unknown:
-        raise KeyError(f"gradients for {unknown}, which params does not have (it has {sorted(params)})")
+    _check_grads(params, grads)
     new_params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}  # copies, not views
     for name, g in grads.items():
         new_params[name] = sgd_step(params[name], g, lr)  # W - lr * dW
@@ -202,11 +202,8 @@ def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], 
 
     See docs: chapter 8, steps 8.14 and 8.16.
     """
-    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)):
-        raise TypeError(f"epochs must be a whole number, got {epochs!r}")
-    if epochs < 0:
-        raise ValueError(f"epochs must be 0 or more, got {epochs}")
-    examples = _examples(examples)
+    _check_epochs(epochs)
+    examples = _check_examples(examples)
     params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}
     losses = []
     for _ in range(epochs):
@@ -241,7 +238,22 @@ def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray
 
     See docs: chapter 8, steps 8.15 and 8.16.
     """
-    examples = _examples(examples)
+    examples = _check_examples(examples)
     probs = per_example(examples, params, embeddings=embeddings)["probs"]  # (N, vocab)
     targets = np.array([target for _, target in examples])
     return float(np.mean(np.argmax(probs, axis=1) == targets))
+
+
+def _check_grads(params: dict, grads: dict) -> None:
+    """Refuse a gradient for a matrix params does not have (the message names it and params' matrices)."""
+    unknown = sorted(set(grads) - set(params))
+    if unknown:
+        raise KeyError(f"gradients for {unknown}, which params does not have (it has {sorted(params)})")
+
+
+def _check_epochs(epochs) -> None:
+    """A whole number of epochs, 0 or more (2.0 and True are refused)."""
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)):
+        raise TypeError(f"epochs must be a whole number, got {epochs!r}")
+    if epochs < 0:
+        raise ValueError(f"epochs must be 0 or more, got {epochs}")

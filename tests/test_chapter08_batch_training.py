@@ -236,6 +236,7 @@ def toy():
             "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
 
 
+@pytest.mark.given
 def test_an_empty_batch_is_refused(ch):
     """an empty batch raises ValueError saying it is empty, in every function that averages"""
     raises_clearly(lambda: ch.batch_loss([], toy()), ValueError, "empty")
@@ -261,6 +262,7 @@ def test_mismatched_parameter_shapes_are_refused(ch):
     raises_clearly(lambda: ch.apply_gradients(toy(), {"WO": np.ones((2, 3))}, 0.1), ValueError, "(2, 3)")
 
 
+@pytest.mark.given
 def test_an_example_that_is_not_a_pair_is_refused(ch):
     """an example without a target, or with a fractional target, raises TypeError"""
     raises_clearly(lambda: ch.batch_loss([([0, 1],)], toy()), TypeError, "pair")
@@ -277,17 +279,20 @@ def test_a_missing_output_matrix_is_named_by_batch_gradients(ch):
     raises_clearly(lambda: ch.batch_gradients([([0, 1], 2)], p), ValueError, "WO")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("examples", [{"ids": [0, 1], "target": 2}, "A B C"])
 def test_examples_that_are_not_a_list_are_refused(ch, examples):
     """a dict or a string in place of the list of examples raises TypeError naming what came instead"""
     raises_clearly(lambda: ch.batch_loss(examples, toy()), TypeError, type(examples).__name__)
 
 
+@pytest.mark.given
 def test_a_gradient_for_a_matrix_params_does_not_have_is_refused(ch):
     """apply_gradients with a gradient for 'WX' raises KeyError naming it and the matrices params has"""
     raises_clearly(lambda: ch.apply_gradients(toy(), {"WX": np.ones((2, 2))}, 0.1), KeyError, "WX", "WQ")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("epochs", [2.0, True])
 def test_a_number_of_epochs_that_is_not_a_whole_number_is_refused(ch, epochs):
     """train with epochs = 2.0 or True raises TypeError naming it"""
@@ -302,6 +307,7 @@ def test_zero_epochs_train_nothing(ch):
         close(trained_params[name], W, f"{name} after 0 epochs")
 
 
+@pytest.mark.given
 def test_a_negative_number_of_epochs_is_refused(ch):
     """train with epochs = −1 raises ValueError naming it"""
     raises_clearly(lambda: ch.train([([0, 1], 2)], toy(), 0.1, -1), ValueError, "-1")
