@@ -268,4 +268,29 @@ def merge(folders: list[Path], out: Path, shards: int | None = None) -> dict:
                 target = out / "students" / learner.name
                 if learner.is_dir() and learner.resolve() != target.resolve():
                     shutil.copytree(learner, target, dirs_exist_ok=True)
+    restore_reports(merged["rows"], out)
     return merged
+
+
+def restore_reports(rows: list[dict], out: Path) -> None:
+    """Write each graded learner's ``results.json`` and ``junit.xml`` into ``out/students/`` where it is missing.
+
+    A shard in CI uploads neither (``kata.grading.shards.pack``): both are written from the learner's
+    results, which the shard's ``gradebook.json`` already holds whole, and they were two thirds of its
+    bytes. They are written here by the grade's own writer (``reports.write_all``), so a merged folder is
+    the same whether its shards were packed or not (its ``summary.md``, which may carry the grader's note,
+    is always the shard's).
+    """
+    import tempfile
+
+    from . import reports
+
+    for r in rows:
+        folder = out / "students" / r["student"]
+        wanted = [n for n in ("results.json", "junit.xml") if not (folder / n).is_file()]
+        if not r.get("results") or not folder.is_dir() or not wanted:
+            continue
+        with tempfile.TemporaryDirectory(dir=out, prefix=".reports-") as staging:
+            reports.write_all(r["results"], Path(staging))
+            for name in wanted:
+                shutil.move(Path(staging) / name, folder / name)
