@@ -200,11 +200,19 @@ def summary(rows: list[dict]) -> dict:
 
 
 def write(book: dict, out: Path) -> list[Path]:
-    """Write ``gradebook.csv`` and ``gradebook.json`` into ``out``; return their paths."""
+    """Write ``gradebook.csv`` and ``gradebook.json`` into ``out``; return their paths.
+
+    ``gradebook.json`` is written as it is encoded (``json.dump``), never whole in memory: it holds every
+    learner's results, about 0.8 MB each, and as one string (with the pieces it is joined from) it tripled
+    the merge's memory (937 MiB instead of 298 MiB for 200 learners; a class of 2,000 would not fit a
+    7 GB runner).
+    """
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "gradebook.csv", out / "gradebook.json"]
     paths[0].write_text(csv_text(book), encoding="utf-8-sig")  # the byte-order mark: Excel then reads UTF-8
-    paths[1].write_text(json.dumps(book, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with open(paths[1], "w", encoding="utf-8") as f:
+        json.dump(book, f, indent=1, ensure_ascii=False)
+        f.write("\n")
     return paths
 
 

@@ -280,3 +280,31 @@ def test_a_shard_packs_its_gradebook_and_each_learners_folder_but_not_what_the_m
     assert step(job, "Keep what the merge needs")["run"] == \
         'python -m kata.grading.shards pack "shard-$SHARD" "upload/shard-$SHARD"'
     assert step(job, "Upload this shard")["with"]["path"] == "upload/shard-${{ matrix.shard }}/"
+
+
+# -- the merge of 2,000 fits a runner's memory -----------------------------------------------------------------
+WRITE_A_BIG_GRADEBOOK = '''
+import resource, sys
+from pathlib import Path
+from kata.grading import gradebook
+from kata.grading.roster import Learner
+
+results = {"chapters": [], "total": None, "checks": "public", "protections": [],
+           "tests": [f"tests/test_chapter01.py::test_{i}" for i in range(600_000)]}  # like many learners' results
+row = gradebook.row(Learner("ana", "org/ana", 2), status="graded", repo="org/ana", commit="c", committed_at=None,
+                    note="", results=results, chapters=[1])
+book = {"columns": gradebook.columns([1], [], False), "rows": [row]}
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+gradebook.write(book, Path(sys.argv[1]))
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+'''
+
+
+def test_the_gradebook_json_is_written_without_holding_it_whole_in_memory(tmp_path):
+    """a merge of 2,000 learners writes ~1.6 GB of gradebook.json: as one string it tripled the merge's memory"""
+    proc = subprocess.run([sys.executable, "-c", WRITE_A_BIG_GRADEBOOK, str(tmp_path)], env={**os.environ,
+                          "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    size = (tmp_path / "gradebook.json").stat().st_size / 2**20
+    assert size > 20, "the file is big enough to show it"
+    assert float(proc.stdout) < size / 2, f"writing {size:.0f} MiB took {float(proc.stdout):.0f} MiB more memory"
