@@ -308,3 +308,25 @@ def test_the_gradebook_json_is_written_without_holding_it_whole_in_memory(tmp_pa
     size = (tmp_path / "gradebook.json").stat().st_size / 2**20
     assert size > 20, "the file is big enough to show it"
     assert float(proc.stdout) < size / 2, f"writing {size:.0f} MiB took {float(proc.stdout):.0f} MiB more memory"
+
+
+def test_the_merge_holds_a_text_that_every_learner_repeats_once(tmp_path):
+    """2,000 learners' results repeat the same test names and messages: read once each, they halve the memory"""
+    from kata.grading import gradebook
+    from kata.grading.roster import Learner
+
+    folders = []
+    for i, student in enumerate(("ana", "ben"), start=1):
+        results = {"chapters": [], "total": None, "checks": "public", "protections": [],
+                   "message": "expected shape (2, 3)"}  # equal texts, read from two files
+        row = gradebook.row(Learner(student, f"org/{student}", 2), status="graded", repo=f"org/{student}",
+                            commit="c", committed_at=None, note="", results=results, chapters=[1])
+        book = {"roster": {"students": ["ana", "ben"]}, "course_version": "v", "seed": 7, "deadline": None,
+                "columns": gradebook.columns([1], [], False), "rows": [row], "created": "2027-03-02T00:00:00Z",
+                "shard": f"{i}/2", "chapters": [{"chapter": 1, "title": "t"}]}
+        folders.append(tmp_path / f"shard-{i}")
+        folders[-1].mkdir()
+        (folders[-1] / "gradebook.json").write_text(json.dumps(book), encoding="utf-8")
+    merged = gradebook.merge(folders, tmp_path / "out", shards=2)
+    ana, ben = (r["results"]["message"] for r in merged["rows"])
+    assert ana == ben == "expected shape (2, 3)" and ana is ben
