@@ -34,10 +34,11 @@ from . import roster
 
 # A matrix of GitHub Actions generates at most 256 jobs per workflow run.
 MAX_SHARDS = 256
-# Learners a shard grades, by default. Measured (docs/instructors.md, "A class of 2,000"): a learner who
-# answers every chapter costs about 12 CPU-seconds; a runner has 2 CPUs, so 100 learners take ~10-20
-# minutes, far inside the shard's 120-minute limit even on a slow runner, and 2,000 learners make 20
-# shards: as many as a free plan runs at once.
+# Learners a shard grades, by default. Measured (benchmarks/bench_class_scale.py; docs/instructors.md, "A
+# class of 2,000"): 3.7 to 5 CPU-seconds a learner, so 100 learners take 3 to 4 minutes of a runner's 2 CPUs
+# (about 10 with setting up and cloning), and even learners who all spent grading.toml's whole 60-second
+# budget would take 50 minutes: inside the shard's 120-minute limit. 2,000 learners make 20 shards, as many
+# jobs as a free plan runs at once.
 PER_SHARD = 100
 ENCRYPTED = Path(".github") / "roster.csv.gpg"
 # What --merge reads from a shard's folder, and all the final artifact needs of it: the shard's gradebook
