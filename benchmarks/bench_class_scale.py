@@ -35,8 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kata.grading import shards  # noqa: E402 - after the path is set
-from tests.tools.grading import class_repos  # noqa: E402
+from tests.tools.grading import class_repos  # noqa: E402 - after the path is set
 
 # (share of the class, what its repository holds): every chapter right; the first three chapters right and the
 # rest as handed out; the stubs untouched; no repository at all.
@@ -109,6 +108,8 @@ def size(paths: list[Path], base: Path) -> tuple[int, int]:
 
 def main() -> None:
     """Measure and print."""
+    from kata.grading import shards  # here: one import after the path is set sorts alike in every edition
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=200)
     parser.add_argument("--shards", type=int, default=8)
