@@ -489,7 +489,7 @@ def test_the_class_workflow_merges_after_a_failed_shard_with_locked_tools_and_on
     text = (ROOT / ".github" / "workflows" / "grade-class.yml").read_text(encoding="utf-8")
     flow = yaml.safe_load(text)
     merge = flow["jobs"]["merge"]
-    assert merge["needs"] == "grade" and "!cancelled()" in merge["if"]
+    assert "grade" in merge["needs"] and "!cancelled()" in merge["if"]  # after the shards, also when one failed
     script = "\n".join(step.get("run", "") for step in merge["steps"])
     assert '--shards "$SHARDS"' in script and "did not finish" in script
     assert any("needs.grade.result" in str(step.get("if", "")) and "exit 1" in step.get("run", "")
