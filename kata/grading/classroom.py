@@ -584,7 +584,8 @@ def closing(book: dict, seconds: float) -> str:
         lines += ["", "missing or error:", f"  {'student':<{width}} {'status':<8} reason"]
         lines += [f"  {r['student']:<{width}} {r['status']:<8} {r['note']}" for r in problems]
     said = [(what, [r["student"] for r in rows if test(r)]) for what, test in (
-        ("graded without a sandbox (install bubblewrap: sudo apt-get install bubblewrap)",
+        ("graded without a sandbox (the note says why; docs/instructors.md: \"Grading as root, and whether learners "
+         "were sealed\")",
          lambda r: (r.get("sandbox") or "").startswith(gradebook.UNSEALED)),
         ("newer commits on another branch, not graded", lambda r: r.get("other_branches")),
         ("files not graded (links, submodules, over the size limit)", lambda r: r.get("not_graded")),
