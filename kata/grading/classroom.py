@@ -342,7 +342,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             "students": [x.student for x in class_roster.learners],
             "extra_columns": class_roster.extra_columns,
         },
-        "columns": gradebook.columns(numbers, class_roster.extra_columns, extra is not None),
+        "columns": gradebook.columns(chosen, class_roster.extra_columns, extra is not None),
         "chapters": [{"chapter": c.number, "title": c.title} for c in all_chapters],
         "summary": gradebook.summary(rows),
         "rows": rows,
