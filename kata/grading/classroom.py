@@ -185,8 +185,8 @@ def checked_repositories(class_roster: roster.Roster, args: argparse.Namespace) 
         return submissions.source(repo, base, args.git_host)
 
     sharing = roster.shared(class_roster.learners, where, args.git_host)
-    refused = ([] if args.allow_outside_paths else roster.outside_problems(class_roster, where)) + \
-        ([] if args.allow_shared else roster.shared_problems(class_roster, sharing))
+    refused = roster.repository_problems(class_roster, where, sharing, outside=not args.allow_outside_paths,
+                                         shared=not args.allow_shared)
     if refused:  # both checks' lines at once: every bad line is named before anything is graded
         raise roster.RosterError("\n".join(refused))
     return sharing
