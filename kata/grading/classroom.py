@@ -185,8 +185,8 @@ def checked_repositories(class_roster: roster.Roster, args: argparse.Namespace) 
         return submissions.source(repo, base, args.git_host)
 
     sharing = roster.shared(class_roster.learners, where, args.git_host)
-    refused = ([] if args.allow_outside_paths else roster.outside_problems(class_roster, where)) + \
-        ([] if args.allow_shared else roster.shared_problems(class_roster, sharing))
+    refused = roster.repository_problems(class_roster, where, sharing, outside=not args.allow_outside_paths,
+                                         shared=not args.allow_shared)
     if refused:  # both checks' lines at once: every bad line is named before anything is graded
         raise roster.RosterError("\n".join(refused))
     return sharing
@@ -342,7 +342,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             "students": [x.student for x in class_roster.learners],
             "extra_columns": class_roster.extra_columns,
         },
-        "columns": gradebook.columns(numbers, class_roster.extra_columns, extra is not None),
+        "columns": gradebook.columns(chosen, class_roster.extra_columns, extra is not None),
         "chapters": [{"chapter": c.number, "title": c.title} for c in all_chapters],
         "summary": gradebook.summary(rows),
         "rows": rows,

@@ -4,8 +4,10 @@
 roster's extra columns (and, with
 ``--extra-tests``, ``private_points`` and ``private_max_points``)::
 
-    student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, ch10, note,
+    student, repo, commit, committed_at, status, points, max_points, percent, ch1, …, chN, note,
     late, sandbox, other_branches, not_graded, notebooks, shared_with
+
+with one ``chN`` per chapter graded (``--chapters``; all of them without it), as the LMS files have.
 
 Its first row after the header is ``(maximum points)``: the total's and each chapter's maximum.
 ``gradebook.json`` (schema ``gradebook.schema.json``, documented in ``docs/instructors.md``) holds the
@@ -47,7 +49,11 @@ def load_schema() -> dict:
 
 
 def columns(chapters: list[int], extra_columns: list[str], private: bool) -> list[str]:
-    """The CSV header: the fixed columns, a column per chapter, note, then the roster's own columns."""
+    """The CSV header: the fixed columns, a column per chapter graded, note, then the roster's own columns.
+
+    Only the chapters graded: a run of chapters 1 and 2 with 14 empty columns beside them reads as 14 chapters
+    nobody did, and an LMS import would make them assignments.
+    """
     cols = [*LEADING, *(f"ch{n}" for n in chapters), "note", *FLAGS, *extra_columns]
     if private:
         cols += ["private_points", "private_max_points"]

@@ -245,16 +245,32 @@ def shared(learners: list[Learner], where: Callable[[str], str],
             for x in group}
 
 
+def repository_problems(roster: Roster, where: Callable[[str], str], sharing: dict[str, list[Learner]], *,
+                        outside: bool = True, shared: bool = True) -> list[str]:
+    """Both checks' lines (``outside_problems``, ``shared_problems``) at once, in the roster's line order.
+
+    One list sorted by line reads as the roster does: an instructor fixes it from the top, and a line that fails
+    both checks has its two messages together (outside first).
+    """
+    found = ([(x.line, 0, said) for x, said in _outside(roster, where)] if outside else []) + \
+        ([(x.line, 1, said) for x, said in _shared(roster, sharing)] if shared else [])
+    return [said for _, _, said in sorted(found, key=lambda f: f[:2])]
+
+
 def shared_problems(roster: Roster, sharing: dict[str, list[Learner]]) -> list[str]:
     """A line for every learner whose repository an earlier line already claims."""
+    return [said for _, said in _shared(roster, sharing)]
+
+
+def _shared(roster: Roster, sharing: dict[str, list[Learner]]) -> list[tuple[Learner, str]]:
     problems = []
     for x in roster.learners:
         earlier = [y for y in sharing.get(x.student, []) if y.line < x.line]
         if earlier:
             also = "" if x.repo == earlier[0].repo else f" (there written {_said(earlier[0].repo)})"
-            problems.append(f"{roster.path.name}, line {x.line}: {x.student!r} has the repository of "
-                            f"{earlier[0].student!r} (line {earlier[0].line}): {_said(x.repo)}{also}; one "
-                            "repository per learner (--allow-shared grades it for each and flags the rows)")
+            problems.append((x, f"{roster.path.name}, line {x.line}: {x.student!r} has the repository of "
+                                f"{earlier[0].student!r} (line {earlier[0].line}): {_said(x.repo)}{also}; one "
+                                "repository per learner (--allow-shared grades it for each and flags the rows)"))
     return problems
 
 
@@ -265,14 +281,18 @@ def outside_problems(roster: Roster, where: Callable[[str], str]) -> list[str]:
     answer key): only the learners' repositories, kept in or under the roster's folder, are graded unless the
     instructor says otherwise (``--allow-outside-paths``). Symbolic links are followed before the check.
     """
+    return [said for _, said in _outside(roster, where)]
+
+
+def _outside(roster: Roster, where: Callable[[str], str]) -> list[tuple[Learner, str]]:
     base = Path(os.path.realpath(roster.path.parent))
     problems = []
     for x in roster.learners:
         folder = submissions.local_path(where(x.repo))
         if folder is not None and not folder.is_relative_to(base):
-            problems.append(f"{roster.path.name}, line {x.line}: {x.student!r}: the repository {_said(x.repo)} is "
-                            f"{submissions.shortened(str(folder))}, outside the roster's folder {base}: a local "
-                            "repository must be in it (--allow-outside-paths grades one elsewhere)")
+            problems.append((x, f"{roster.path.name}, line {x.line}: {x.student!r}: the repository {_said(x.repo)} "
+                                f"is {submissions.shortened(str(folder))}, outside the roster's folder {base}: a local "
+                                "repository must be in it (--allow-outside-paths grades one elsewhere)"))
     return problems
 
 
