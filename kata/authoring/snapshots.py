@@ -931,6 +931,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"pairs/{i}/ids"] = ints(ids)
         data[f"pairs/{i}/counts"] = counts_table(s.count_pairs(ids))
         data[f"pairs/{i}/non_overlapping"] = counts_table(audit.pair_counts(ids, overlapping=False))
+        data[f"pairs/{i}/last_left_out"] = counts_table(audit.pair_counts(ids, last=False))
     # most_frequent_pair: ties at the top, stored in a shuffled order
     for i, (n_pairs, top) in enumerate(((1, 5), (4, 3), (9, 2), (16, 7))):
         pairs = {(int(a), int(b)) for a, b in rng.integers(0, 300, size=(3 * n_pairs, 2))}
@@ -941,6 +942,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"best/{i}/pair"] = ints(s.most_frequent_pair(counts))
         data[f"best/{i}/largest"] = ints(audit.best(counts, "largest"))
         data[f"best/{i}/first"] = ints(audit.best(counts, "first"))
+        data[f"best/{i}/first_id"] = ints(audit.best(counts, "first id"))
     # merge_pair: a == b runs and a != b pairs
     for i, (n, k, pair) in enumerate(((0, 2, (1, 1)), (1, 2, (1, 1)), (9, 2, (1, 1)), (25, 3, (0, 2)),
                                      (40, 2, (0, 0)), (30, 4, (3, 1)), (2, 1, (0, 0)), (12, 3, (2, 1)))):
@@ -951,6 +953,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"merge/{i}/ids"], data[f"merge/{i}/pair"], data[f"merge/{i}/new_id"] = ints(ids), ints(pair), ints([new])
         data[f"merge/{i}/out"] = ints(s.merge_pair(ids, pair, new))
         data[f"merge/{i}/from_right"] = ints(audit.replace(ids, pair, new, from_right=True))
+        data[f"merge/{i}/last_dropped"] = ints(audit.replace(ids, pair, new, keep_last=False))
     # train_bpe: runs, ties, multi-byte characters; the last one runs out of pairs before vocab_size
     for i, (n, extra, alphabet) in enumerate(((40, 6, small), (120, 20, small), (200, 35, small), (80, 60, small),
                                                (3, 10, small), (90, 25, "\x01\x01\x01\x02 a"))):
@@ -959,7 +962,8 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"train/{i}/text"], data[f"train/{i}/vocab_size"] = points(t), ints([256 + extra])
         data[f"train/{i}/merges"] = table(merges)
         for name, kw in (("largest", {"tie": "largest"}), ("first", {"tie": "first"}),
-                         ("from_right", {"from_right": True}), ("non_overlapping", {"overlapping": False})):
+                         ("from_right", {"from_right": True}), ("non_overlapping", {"overlapping": False}),
+                         ("first_id", {"tie": "first id"}), ("stopped", {"stop_at_one": True})):
             data[f"train/{i}/{name}"] = table(audit.train(t, 256 + extra, **kw))
         vocab = s.build_vocab(merges)
         data.update(flatten([ints(vocab[new]) for _, new in merges], f"train/{i}/tokens"))
@@ -976,6 +980,13 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
     # round trips: random Unicode texts, encoded with merges learned on another one
     for i, n in enumerate((0, 1, 5, 40, 120)):
         data[f"roundtrip/{i}/text"] = points(text(n, wide))
+    # most_frequent_pair: ties between pairs that share their first id, the larger second id counted first
+    for i, counts in enumerate(({(97, 99): 3, (256, 97): 3, (97, 98): 3, (98, 97): 1},
+                                {(300, 5): 2, (7, 400): 2, (7, 9): 2, (7, 8): 2, (6, 500): 1, (7, 7): 1}), start=4):
+        data[f"best/{i}/counts"] = np.asarray([[a, b, c] for (a, b), c in counts.items()], dtype=np.int64)
+        data[f"best/{i}/pair"] = ints(s.most_frequent_pair(counts))
+        for name in ("largest", "first", "first id"):
+            data[f"best/{i}/{name.replace(' ', '_')}"] = ints(audit.best(counts, name))
     return data
 
 
