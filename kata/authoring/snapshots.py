@@ -1123,15 +1123,15 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         p = rng.permutation(np.resize([4.0, 2.0, 1.0], n))
         return p / p.sum()
 
-    for i, (n, k) in enumerate([(7, 3), (12, 1), (30, 10), (6, 5), (40, 18)]):
+    for i, (n, k) in enumerate([(7, 3), (12, 1), (30, 10), (6, 4), (40, 18)]):
         p = rng.dirichlet(np.ones(n))
-        if i == 3:  # a tie at the boundary: tokens 1 and 4 share the 3rd … the lower index is kept
+        if i == 3:  # a tie at the boundary: tokens 1 and 4 share the 4th place, the lower index is kept
             p = np.array([0.3, 0.1, 0.25, 0.05, 0.1, 0.2])
         if i == 4:  # 40 tokens in three tied groups of 14, 13, 13: k = 18 cuts through the second
             p = tied(n)
         order = np.argsort(-p, kind="stable")
         put(f"top_k/{i}", probs=p, k=k, out=s.top_k_filter(p, k), no_renorm=keep(p, order[:k], False),
-            first_k=keep(p, np.arange(k)), tie_upper=keep(p, np.r_[order[:k - 1], order[k:k + 1]]))
+            first_k=keep(p, np.arange(k)), tie_upper=keep(p, np.argsort(p, kind="stable")[::-1][:k]))
     for i, (n, top) in enumerate([(7, 0.5), (12, 0.9), (30, 0.75), (5, 0.3), (6, 0.65), (40, 0.7)]):
         p = rng.dirichlet(np.ones(n))
         if i == 4:  # ties: 0.2 three times, the lower indices first
@@ -1144,8 +1144,15 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"top_p/{i}", probs=p, p=top, out=s.top_p_filter(p, top), dropped=keep(p, order[:max(n_keep - 1, 1)]),
             no_renorm=keep(p, order[:n_keep], False),
             index_order=keep(p, np.arange(min(int(np.searchsorted(np.cumsum(p), top)) + 1, n))))
+    def in_1024ths(q):
+        """Q rounded to whole 1024ths that add up to 1: every running sum is then exact, added in any order."""
+        w = np.floor(q * 1024)
+        w[np.argmax(w)] += 1024 - w.sum()
+        return w / 1024
+
     dyadic = np.array([0.125, 0.375, 0.0, 0.25, 0.25])  # every running sum exact: boundaries are hit exactly
-    for i, p in enumerate([dyadic, rng.dirichlet(np.ones(9)), rng.dirichlet(np.ones(20) * 0.3)]):
+    for i, p in enumerate([dyadic, in_1024ths(rng.dirichlet(np.ones(9))),
+                           in_1024ths(rng.dirichlet(np.ones(20) * 0.3))]):
         us = np.r_[np.linspace(0, 1, 401)[:-1], np.cumsum(p)[:-1]]
         us = us[us < 1]
         c = np.cumsum(p)
@@ -1168,10 +1175,12 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         t, m = K_old.shape[1], len(x_new)
         start = 0 if mode == "restart" else t
         Q = apply_rope(heads(x_new @ W["WQ"], n), start=start)
-        K_new = apply_rope(heads(x_new @ W["WK"], n), start=start)
+        K_new = apply_rope(heads(x_new @ W["WK"], n), start=0 if mode == "keys_at_zero" else start)
         if mode == "twice" and t:
             K_old = apply_rope(K_old)
         K, V = np.concatenate([K_old, K_new], axis=1), np.concatenate([V_old, heads(x_new @ W["WV"], n)], axis=1)
+        if mode == "keys_first":
+            K = np.concatenate([K_new, K_old], axis=1)
         S = Q @ K.transpose(0, 2, 1) / np.sqrt(Q.shape[-1])
         if mode != "unmasked":
             S = np.where(np.arange(t + m)[None, :] <= t + np.arange(m)[:, None], S, -np.inf)
@@ -1212,7 +1221,8 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         K_old, V_old = K_all[:, :t], V_all[:, :t]
         put(f"attention/{i}", x=x, params=W, n_heads=n, t=t, K=K_all, V=V_all,
             out=rope_multi_head_attention(x, W, n)[0][t:],
-            **{mode: cached_attention(x[t:], W, n, K_old, V_old, mode)[0] for mode in ("restart", "twice", "unmasked")})
+            **{mode: cached_attention(x[t:], W, n, K_old, V_old, mode)[0]
+               for mode in ("restart", "twice", "unmasked", "keys_at_zero", "keys_first")})
     for i, (t, m, d_model, d_ff, n) in enumerate([(3, 1, 8, 12, 2), (2, 3, 4, 6, 1), (5, 2, 16, 8, 4)]):
         x = rng.normal(size=(t + m, d_model))
         params = random_prenorm_block(d_model, d_ff, rng)
@@ -1226,7 +1236,8 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         model = random_gpt(vocab, d_model, d_ff, n_blocks, rng)
         ids = rng.integers(0, vocab, size=sum(chunks))
         put(f"model/{i}", model=model, n_heads=n, ids=ids, chunks=np.array(chunks), logits=full_forward(model, ids, n),
-            **{mode: decode(model, ids, chunks, n, mode) for mode in ("restart", "twice", "unmasked")})
+            **{mode: decode(model, ids, chunks, n, mode)
+               for mode in ("restart", "twice", "unmasked", "keys_at_zero", "keys_first")})
     for i, (vocab, d_model, n, prompt_len, n_new, T, k, top) in enumerate(
             [(11, 8, 2, 3, 8, 1.0, None, None), (13, 4, 1, 1, 6, 1.5, 2, None), (9, 12, 3, 4, 7, 1.5, None, 0.5),
              (10, 8, 4, 2, 5, 0.0, None, None)]):
@@ -1234,11 +1245,13 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         prompt = [int(v) for v in rng.integers(0, vocab, size=prompt_len)]
         us = rng.uniform(size=n_new)
         kw = {"temperature": T, "top_k": k, "top_p": top}
-        seq = list(prompt)
-        for u in us:  # the oracle: the full forward again for every token, no cache
+        seq, wrong = list(prompt), list(prompt)
+        for j, u in enumerate(us):  # the oracle: the full forward again for every token, no cache
             seq.append(s.choose_next(full_forward(model, seq, n)[-1], float(u), **kw))
+            wrong.append(s.choose_next(full_forward(model, wrong, n)[0 if j == 0 else -1], float(u), **kw))
         put(f"generate/{i}", model=model, n_heads=n, prompt=np.array(prompt), us=us, temperature=T,
-            top_k=-1 if k is None else k, top_p=-1.0 if top is None else top, ids=np.array(seq[prompt_len:]))
+            top_k=-1 if k is None else k, top_p=-1.0 if top is None else top, ids=np.array(seq[prompt_len:]),
+            first_row=np.array(wrong[prompt_len:]))
     return data
 
 
