@@ -21,10 +21,11 @@ ZERO = np.zeros((2, 2))
 WQ = 2.0 * np.block([[SWAP, ZERO], [ZERO, SWAP]])  # each head's query looks for the OTHER feature of its pair
 WK = np.eye(4)
 WV = np.eye(4)
-WO = 0.5 * np.array([[1.0, 0.0, 1.0, 0.0],
-                     [0.0, 1.0, 0.0, 1.0],
-                     [1.0, 0.0, -1.0, 0.0],
-                     [0.0, 1.0, 0.0, -1.0]])  # first half: the heads' average; second half: half their difference
+WO = np.array([[0.5, 0.0, -1.0, 0.0],
+               [0.0, 0.5, 0.0, -1.0],
+               [0.5, 0.0, 1.0, 0.0],
+               [0.0, 0.5, 0.0, 1.0]])  # first half: the heads' average; second half: head 1 minus head 0
+# W_O is not symmetric, so a W_O transposed (forward or backward) shows on the worksheet
 D_OUT = np.array([[0.0, 0.0, 0.0, 0.0],
                   [0.0, 0.0, 0.0, 0.0],
                   [1.0, 0.0, 0.0, 0.0]])  # the loss reads C's first output feature only
@@ -49,25 +50,35 @@ def side_by_side(heads):
     return np.hstack(heads)
 
 
-def softmax_row(scores, allowed):
-    """One softmax row over the allowed positions; the others get exactly 0."""
+def softmax_row(scores, allowed, mask="add"):
+    """One softmax row over the allowed positions; the others get exactly 0.
+
+    ``mask`` names how the causal mask is applied: "add" (−∞ where not allowed: right), or the mistakes
+    "multiply" (the scores times the 0/1 mask, then a softmax over every position) and "after" (a softmax
+    over every position, then the weights times the mask, rows no longer summing to 1).
+    """
+    if mask == "multiply":
+        scores, allowed = [s * a for s, a in zip(scores, allowed, strict=True)], [True] * len(scores)
+    keep = allowed
+    if mask == "after":
+        allowed = [True] * len(scores)
     top = max(s for s, a in zip(scores, allowed, strict=True) if a)
     e = [math.exp(s - top) if a else 0.0 for s, a in zip(scores, allowed, strict=True)]
     total = math.fsum(e)
-    return [v / total for v in e]
+    return [v / total if k else 0.0 for v, k in zip(e, keep, strict=True)]
 
 
-def attend(q, k, v, scale, causal=True):
+def attend(q, k, v, scale, causal=True, mask="add"):
     """One head: weights (seq, seq) and output (seq, d_v), row by row."""
     n = len(q)
     P = np.zeros((n, n))
     for i in range(n):
         scores = [math.fsum(q[i, d] * k[j, d] for d in range(q.shape[1])) / scale for j in range(n)]
-        P[i] = softmax_row(scores, [j <= i or not causal for j in range(n)])
+        P[i] = softmax_row(scores, [j <= i or not causal for j in range(n)], mask)
     return P, matmul(P, v)
 
 
-def forward(x, WQ, WK, WV, WO, n_heads, *, scale=None, masked_heads=None, use_WO=True):
+def forward(x, WQ, WK, WV, WO, n_heads, *, scale=None, masked_heads=None, use_WO=True, mask="add"):
     """Multi-head attention with knobs for the classic mistakes; returns every intermediate."""
     d_model = x.shape[1]
     d_head = d_model // n_heads
@@ -76,7 +87,7 @@ def forward(x, WQ, WK, WV, WO, n_heads, *, scale=None, masked_heads=None, use_WO
     Ps, outs = [], []
     for h in range(n_heads):
         causal = masked_heads is None or h in masked_heads
-        P, o = attend(Qh[h], Kh[h], Vh[h], math.sqrt(d_head) if scale is None else scale, causal)
+        P, o = attend(Qh[h], Kh[h], Vh[h], math.sqrt(d_head) if scale is None else scale, causal, mask)
         Ps.append(P)
         outs.append(o)
     merged = side_by_side(outs)
@@ -105,13 +116,22 @@ def reshape_split(x, WQ, WK, WV, WO, n_heads):
     return matmul(side_by_side(outs), WO)
 
 
-def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=True):
-    """The chain rule, entry by entry: dWO, dWQ, dWK, dWV and dx."""
+def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=True, WO_T=True, cut="columns",
+             reverse_merge=False, swap_qk=False):
+    """The chain rule, entry by entry: dWO, dWQ, dWK, dWV and dx; the knobs plant the classic mistakes.
+
+    ``WO_T=False``: d merged = d_out W_O (the transpose forgotten); ``cut="reshape"``: d merged cut into heads by
+    a reshape straight to (n_heads, seq, d_head); ``reverse_merge``: dQ, dK and dV put together head 1 first;
+    ``swap_qk``: the query path's gradient sent through W_K and the key path's through W_Q.
+    """
     d_head = x.shape[1] // n_heads
     scale = math.sqrt(d_head) if scale is None else scale
     dWO = matmul(f["merged"].T, d_out)
-    d_merged = matmul(d_out, WO.T) if through_WO else d_out
-    d_heads = heads_of(d_merged, n_heads)
+    d_merged = (matmul(d_out, WO.T) if WO_T else matmul(d_out, WO)) if through_WO else d_out
+    if cut == "reshape":
+        d_heads = list(d_merged.reshape(n_heads, x.shape[0], d_head))
+    else:
+        d_heads = heads_of(d_merged, n_heads)
     dQh, dKh, dVh = [], [], []
     for h in range(n_heads):
         P, q, k, v, g = f["P"][h], f["Qh"][h], f["Kh"][h], f["Vh"][h], d_heads[h]
@@ -126,7 +146,11 @@ def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=Tru
         dQh.append(matmul(dS, k))
         dKh.append(matmul(dS.T, q))
         dVh.append(dV)
+    if reverse_merge:
+        dQh, dKh, dVh = dQh[::-1], dKh[::-1], dVh[::-1]
     dQ, dK, dV = side_by_side(dQh), side_by_side(dKh), side_by_side(dVh)
+    if swap_qk:
+        dQ, dK = dK, dQ
     dx = matmul(dQ, WQ.T) + matmul(dK, WK.T) + matmul(dV, WV.T)
     return {"WO": dWO, "WQ": matmul(x.T, dQ), "WK": matmul(x.T, dK), "WV": matmul(x.T, dV), "x": dx,
             "dx_value_path": matmul(dV, WV.T)}
@@ -141,6 +165,8 @@ def computed() -> dict[str, dict]:
     one_mask = forward(*args, masked_heads={0})
     no_mask = forward(*args, masked_heads=set())
     no_WO = forward(*args, use_WO=False)
+    times_mask = forward(*args, mask="multiply")
+    after_mask = forward(*args, mask="after")
     Q = f["Q"]
     steps = {}
     steps["11.1"] = {"X": Q, "exact": np.stack(heads_of(Q, N_HEADS)),
@@ -149,26 +175,39 @@ def computed() -> dict[str, dict]:
     Qh, Kh, Vh = np.stack(f["Qh"]), np.stack(f["Kh"]), np.stack(f["Vh"])
     steps["11.2"] = {"Qh": Qh, "Kh": Kh, "Vh": Vh, "exact": np.stack(f["P"]),
                      "mistakes": {"d_model": np.stack(wide["P"]), "one_mask": np.stack(one_mask["P"]),
-                                  "no_mask": np.stack(no_mask["P"])}}
+                                  "no_mask": np.stack(no_mask["P"]), "times_mask": np.stack(times_mask["P"]),
+                                  "after_mask": np.stack(after_mask["P"])}}
     steps["11.3"] = {"exact": np.stack(f["heads"]),
                      "mistakes": {"d_model": np.stack(wide["heads"]), "one_mask": np.stack(one_mask["heads"]),
-                                  "no_mask": np.stack(no_mask["heads"])}}
+                                  "no_mask": np.stack(no_mask["heads"]), "times_mask": np.stack(times_mask["heads"]),
+                                  "after_mask": np.stack(after_mask["heads"])}}
     H = np.stack(f["heads"])
-    steps["11.4"] = {"H": H, "exact": f["merged"], "mistakes": {"reshape": H.reshape(3, 4)}}
+    steps["11.4"] = {"H": H, "exact": f["merged"],
+                     "mistakes": {"reshape": H.reshape(3, 4), "reversed": side_by_side(list(H[::-1])),
+                                  "interleaved": np.array([[H[h, i, j] for j in range(2) for h in range(2)]
+                                                           for i in range(3)])}}
     steps["11.5"] = {"exact": f["out"],
                      "mistakes": {"no_WO": no_WO["out"], "d_model": wide["out"], "one_mask": one_mask["out"],
                                   "no_mask": no_mask["out"],
                                   "sequence": sequence_split(*args),
                                   "split_reshape": reshape_split(*args),
-                                  "merge_reshape": matmul(np.stack(f["heads"]).reshape(3, 4), WO)}}
+                                  "merge_reshape": matmul(np.stack(f["heads"]).reshape(3, 4), WO),
+                                  "WO_T": matmul(f["merged"], WO.T)}}
     g = backward(f, D_OUT, *args)
     g_wide = backward(wide, D_OUT, *args, scale=root_d_model)  # √d_model in both passes: the forward mistake
     g_back = backward(f, D_OUT, *args, scale=root_d_model)  # right forward, √d_model only on the way back
     g_noWO = backward(f, D_OUT, *args, through_WO=False)
+    g_WO = backward(f, D_OUT, *args, WO_T=False)
+    g_cut = backward(f, D_OUT, *args, cut="reshape")
+    g_rev = backward(f, D_OUT, *args, reverse_merge=True)
+    g_swap = backward(f, D_OUT, *args, swap_qk=True)
     steps["11.6"] = {"exact": g["WO"], "mistakes": {"transposed": matmul(D_OUT.T, f["merged"])}}
-    steps["11.7"] = {"exact": g["WV"], "mistakes": {"no_WO_T": g_noWO["WV"], "d_model": g_wide["WV"]}}
+    steps["11.7"] = {"exact": g["WV"], "mistakes": {"no_WO_T": g_noWO["WV"], "d_model": g_wide["WV"],
+                                                   "WO_not_T": g_WO["WV"], "cut_reshape": g_cut["WV"],
+                                                   "merge_reversed": g_rev["WV"]}}
     steps["11.8"] = {"exact": g["x"], "mistakes": {"value_only": g["dx_value_path"], "no_WO_T": g_noWO["x"],
-                                                  "back_d_model": g_back["x"]}}
+                                                  "back_d_model": g_back["x"], "WO_not_T": g_WO["x"],
+                                                  "cut_reshape": g_cut["x"], "swap_qk": g_swap["x"]}}
     steps["_other"] = {"WQ": g["WQ"], "WK": g["WK"]}
     return steps
 
@@ -200,8 +239,20 @@ NAMES = {
         'the causal mask in head 0 only: head 1 looked ahead',
     ('11.3', 'no_mask'):
         'no causal mask in any head: every position looked ahead',
+    ('11.2', 'times_mask'):
+        'masked by multiplying (scores × mask): a masked score becomes 0, not −∞, so the future keeps weight',
+    ('11.2', 'after_mask'):
+        'the mask applied after the softmax: the future was zeroed but the rows no longer sum to 1',
+    ('11.3', 'times_mask'):
+        'masked by multiplying (scores × mask): a masked score becomes 0, not −∞, so the future keeps weight',
+    ('11.3', 'after_mask'):
+        'the mask applied after the softmax: the future was zeroed but the rows no longer sum to 1',
     ('11.4', 'reshape'):
         'a reshape straight to (seq, d_model), without the transpose: positions and heads mixed',
+    ('11.4', 'reversed'):
+        'the heads merged in the wrong order: head 1 first, then head 0',
+    ('11.4', 'interleaved'):
+        'the heads merged interleaved (one column of each head in turn) instead of side by side',
     ('11.5', 'no_WO'):
         'W_O forgotten: the merged heads returned as they are',
     ('11.5', 'd_model'):
@@ -216,12 +267,26 @@ NAMES = {
         'Q, K and V split by a reshape without the transpose: positions and heads mixed',
     ('11.5', 'merge_reshape'):
         'the heads merged by a reshape without the transpose: positions and heads mixed',
+    ('11.5', 'WO_T'):
+        'W_O transposed: merged W_Oᵀ instead of merged W_O',
     ('11.6', 'transposed'):
         'transposed: d_outᵀ · merged instead of mergedᵀ · d_out',
     ('11.7', 'no_WO_T'):
         'W_O forgotten on the way back: d merged = d_out instead of d_out W_Oᵀ',
     ('11.7', 'd_model'):
         'scaled by √d_model = 2 instead of √d_head = √2 (the forward weights are off, so the gradient is too)',
+    ('11.7', 'WO_not_T'):
+        'W_O not transposed on the way back: d merged = d_out W_O instead of d_out W_Oᵀ',
+    ('11.7', 'cut_reshape'):
+        'd merged cut into heads by a reshape without the transpose: positions and heads mixed',
+    ('11.7', 'merge_reversed'):
+        'the heads\' gradients merged in the wrong order: head 1 first, then head 0',
+    ('11.8', 'WO_not_T'):
+        'W_O not transposed on the way back: d merged = d_out W_O instead of d_out W_Oᵀ',
+    ('11.8', 'cut_reshape'):
+        'd merged cut into heads by a reshape without the transpose: positions and heads mixed',
+    ('11.8', 'swap_qk'):
+        'the query and key gradients swapped: dQ sent back through W_K and dK through W_Q',
     ('11.8', 'value_only'):
         'only the value path: dx = dV W_Vᵀ, the query and key paths left out',
     ('11.8', 'no_WO_T'):

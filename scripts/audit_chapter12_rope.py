@@ -22,9 +22,9 @@ DY_ROW = [0.0, 1.0, 0.0, 1.0]  # 12.7
 
 
 # -- the formulas, pair by pair ------------------------------------------------------------------------------
-def thetas(d, exponent=2.0):
-    """θ_i = base^(−exponent·i/d) for the d/2 pairs; exponent 2 is right."""
-    return [BASE ** (-exponent * i / d) for i in range(d // 2)]
+def thetas(d, exponent=2.0, first=0):
+    """θ_i = base^(−exponent·(i + first)/d) for the d/2 pairs; exponent 2 and first 0 are right."""
+    return [BASE ** (-exponent * (i + first) / d) for i in range(d // 2)]
 
 
 def turn(x0, x1, phi):
@@ -67,14 +67,20 @@ def audit() -> dict[str, dict]:
     steps: dict[str, dict] = {}
     steps["12.1"] = {"exact": thetas(D), "mistakes": {
         "the frequency exponent without its factor 2: base^(−i/d)": thetas(D, 1.0),
-        "the frequency exponent with the factor 2 twice: base^(−4i/d)": thetas(D, 4.0)}}
+        "the frequency exponent with the factor 2 twice: base^(−4i/d) (at d = 4 the same as exponents spaced "
+        "evenly from 0 to 1 with np.linspace: the last pair must stop short of base^(−1))": thetas(D, 4.0),
+        "the pair index counted from 1: base^(−2(i+1)/d), so not even the first pair turns at 1":
+            thetas(D, first=1),
+        "the exponent's sign flipped: base^(+2i/d), frequencies that grow from pair to pair": thetas(D, -2.0)}}
 
     steps["12.2"] = {"exact": [[m * t for t in thetas(D)] for m in POSITIONS], "mistakes": {
         "positions counted from 1": [[(m + 1) * t for t in thetas(D)] for m in POSITIONS],
         "the frequency exponent without its factor 2": [[m * t for t in thetas(D, 1.0)] for m in POSITIONS]}}
 
     steps["12.3"] = {"exact": [list(turn(1.0, 2.0, 1.0))], "mistakes": {
-        "the angle's sign flipped (turned clockwise)": [list(turn(1.0, 2.0, -1.0))]}}
+        "the angle's sign flipped (turned clockwise)": [list(turn(1.0, 2.0, -1.0))],
+        "the second feature computed from the already turned first one (x0 overwritten before x1 used it)":
+            [[turn(1.0, 2.0, 1.0)[0], turn(1.0, 2.0, 1.0)[0] * math.sin(1.0) + 2.0 * math.cos(1.0)]]}}
 
     steps["12.4"] = {"exact": [rope_row(X_REPEATED, m) for m in POSITIONS], "mistakes": {
         "the halves pairing convention (x_i with x_{i+d/2}) instead of adjacent pairs":

@@ -106,12 +106,16 @@ def swiglu(X, Wg, Wu, Wd, gate_on_up=False):
     return matmul(h, Wd)
 
 
-def swiglu_dx(X, Wg, Wu, Wd, D, no_product_rule=False, ungated_up=False):
-    """The dx of Σ D ⊙ SwiGLU(X), or one of the mistakes the flags name."""
+def swiglu_dx(X, Wg, Wu, Wd, D, no_product_rule=False, ungated_up=False, slope_only=False):
+    """The dx of Σ D ⊙ SwiGLU(X), or one of the mistakes the flags name.
+
+    slope_only: SiLU's backward ignored the gradient it was given, so da = SiLU′(a) without dh ⊙ b.
+    """
     a, b = matmul(X, Wg), matmul(X, Wu)
     dh = matmul(D, transpose(Wd))
     slope = (lambda v: sigmoid(v)) if no_product_rule else silu_slope
-    da = [[dh[i][j] * b[i][j] * slope(a[i][j]) for j in range(len(a[0]))] for i in range(len(a))]
+    da = [[(1.0 if slope_only else dh[i][j] * b[i][j]) * slope(a[i][j]) for j in range(len(a[0]))]
+          for i in range(len(a))]
     db = [[dh[i][j] * (1.0 if ungated_up else silu(a[i][j])) for j in range(len(a[0]))] for i in range(len(a))]
     return add(matmul(da, transpose(Wg)), matmul(db, transpose(Wu)))
 
@@ -157,7 +161,8 @@ def mha(X, WQ, WK, WV, WO, n_heads, **flags):
     return attend(matmul(X, WQ), matmul(X, WK), matmul(X, WV), WO, n_heads, **flags)
 
 
-def attend(Q, K, V, WO, n_heads, start=0, rotate=True, rotate_v=False, whole_width=False, scale_d_model=False):
+def attend(Q, K, V, WO, n_heads, start=0, rotate=True, rotate_v=False, whole_width=False, scale_d_model=False,
+           causal=True):
     """The heads of Q, K, V attend causally (after RoPE unless rotate=False), merged and projected by WO."""
     d, seq = len(Q[0]), len(Q)
     dh = d // n_heads
@@ -173,12 +178,13 @@ def attend(Q, K, V, WO, n_heads, start=0, rotate=True, rotate_v=False, whole_wid
             v = rope(v, start)
         for i in range(seq):
             scale = math.sqrt(d if scale_d_model else dh)
-            scores = [sum(q[i][t] * k[j][t] for t in range(dh)) / scale for j in range(i + 1)]  # causal: j ≤ i
+            seen = i + 1 if causal else seq  # causal: j ≤ i
+            scores = [sum(q[i][t] * k[j][t] for t in range(dh)) / scale for j in range(seen)]
             top = max(s.real for s in scores)  # a constant shift: softmax does not change
             e = [cmath.exp(s - top) for s in scores]
             total = sum(e)
             for t, c in enumerate(cols):
-                merged[i][c] = sum(e[j] / total * v[j][t] for j in range(i + 1))
+                merged[i][c] = sum(e[j] / total * v[j][t] for j in range(seen))
     return matmul(merged, WO)
 
 
@@ -189,15 +195,20 @@ def c_swiglu(X, Wg, Wu, Wd):
     return matmul(h, Wd)
 
 
-def block(X, P, n_heads, post_norm=False, residual=True, **attention):
-    """x₁ = x + A(RMSNorm(x)); y = x₁ + F(RMSNorm(x₁)); or post-norm, or without the residuals."""
+def block(X, P, n_heads, post_norm=False, residual=True, residual2=True, norm1=True, onto_norm=False, **attention):
+    """x₁ = x + A(RMSNorm(x)); y = x₁ + F(RMSNorm(x₁)); or one of the mistakes the flags name.
+
+    post_norm; no residuals (residual), the second only (residual2); no first RMSNorm (norm1); A added to the
+    normalised copy instead of the stream (onto_norm).
+    """
     if post_norm:  # the mistake: the norm after each residual addition
         x1 = c_rms_norm(add(X, mha(X, P["WQ"], P["WK"], P["WV"], P["WO"], n_heads, **attention)), P["g1"])
         return c_rms_norm(add(x1, c_swiglu(x1, P["W_gate"], P["W_up"], P["W_down"])), P["g2"])
-    a = mha(c_rms_norm(X, P["g1"]), P["WQ"], P["WK"], P["WV"], P["WO"], n_heads, **attention)
-    x1 = add(X, a) if residual else a
+    h1 = c_rms_norm(X, P["g1"]) if norm1 else X
+    a = mha(h1, P["WQ"], P["WK"], P["WV"], P["WO"], n_heads, **attention)
+    x1 = add(h1 if onto_norm else X, a) if residual else a
     f = c_swiglu(c_rms_norm(x1, P["g2"]), P["W_gate"], P["W_up"], P["W_down"])
-    return add(x1, f) if residual else f
+    return add(x1, f) if residual and residual2 else f
 
 
 def vjp(f, X, D):
@@ -245,6 +256,8 @@ def pieces(sw: dict) -> dict[str, dict]:
             "the gain g left out": rms_norm(X1, G1, gain=False),
             "one root mean square for the whole array instead of one per row":
                 [[G1[i] * v / rms([w for r in X1 for w in r]) for i, v in enumerate(row)] for row in X1],
+            "normalised over the wrong axis: each feature's root mean square down the rows (axis 0), not each "
+            "row's": [[G1[i] * v / rms([r[i] for r in X1]) for i, v in enumerate(row)] for row in X1],
         }},
         "13.2": {"inputs": {"x": X2, "g": G2}, "exact": rms_norm(X2, G2), "mistakes": {
             "ε added outside the square root (to the root mean square instead of the mean square)":
@@ -270,12 +283,17 @@ def pieces(sw: dict) -> dict[str, dict]:
             "the gate on the wrong branch: SiLU(x W_up) ⊙ x W_gate": swiglu(XS, W_GATE, W_UP, W_DOWN, gate_on_up=True),
             "no gate: SiLU(x W_gate) W_down (the up branch left out)":
                 matmul([[silu(v) for v in row] for row in matmul(XS, W_GATE)], W_DOWN),
+            "SiLU of the product: SiLU(x W_gate ⊙ x W_up) instead of SiLU(x W_gate) ⊙ x W_up": matmul(
+                [[silu(p * q) for p, q in zip(ra, rb, strict=True)]
+                 for ra, rb in zip(matmul(XS, W_GATE), matmul(XS, W_UP), strict=True)], W_DOWN),
         }},
         "13.7": {"inputs": {**sw, "d_out": DS}, "exact": swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS), "mistakes": {
             "σ(a) as SiLU's slope: the product rule's second term left out":
                 swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, no_product_rule=True),
             "the up branch's gradient not multiplied by the gate SiLU(a)":
                 swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, ungated_up=True),
+            "d_out left out of silu_backward: da = SiLU′(a) instead of SiLU′(a) ⊙ dh ⊙ b":
+                swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, slope_only=True),
             "only the gate branch: x also feeds W_up": matmul(
                 [[dh * b * silu_slope(a) for dh, b, a in zip(rdh, rb, ra, strict=True)]
                  for rdh, rb, ra in zip(matmul(DS, transpose(W_DOWN)), matmul(XS, W_UP), matmul(XS, W_GATE),
@@ -286,6 +304,10 @@ def pieces(sw: dict) -> dict[str, dict]:
 
 I4 = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
 XB = [[2.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [1.0, -1.0, -1.0, 1.0]]  # every row: root mean square 1
+# the block's stream (13.9, 13.11): 2·XB, rows of root mean square 2 that RMSNorm₁ brings back to XB (to within
+# ε), so step 13.8's attention is the block's first branch, and a block that skips RMSNorm₁ or adds the
+# attention to the normalised copy instead of the stream shows on the worksheet
+XBLOCK = [[2.0 * v for v in row] for row in XB]
 ATTENTION = {"WQ": I4, "WK": I4, "WV": I4, "WO": [[0.5 * v for v in row] for row in I4]}
 SWAP = [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]]
 BLOCK = {"g1": [1.0] * 4, **ATTENTION, "g2": [1.0] * 4, "W_gate": I4, "W_up": SWAP,
@@ -316,10 +338,12 @@ def block_steps() -> dict[str, dict]:
 
     dQr, dKr, dV = vjp(lambda Q: core(Q, Kr, XB), Qr, DB), vjp(lambda K: core(Qr, K, XB), Kr, DB), vjp(
         lambda V: core(Qr, Kr, V), XB, DB)
-    x1 = real(add(XB, sub_attention(XB)))
+    x1 = real(add(XBLOCK, sub_attention(XBLOCK)))
     dx1_ffn = vjp(sub_ffn, x1, DB)  # the gradient reaching x₁ through RMSNorm₂ and SwiGLU only
     dx1 = add(DB, dx1_ffn)
+    h1 = real(c_rms_norm(XBLOCK, BLOCK["g1"]))  # what the block's attention reads
     params = {"x": XB, **ATTENTION}
+    back = by_heads(dQr, N_HEADS, sign=-1), by_heads(dKr, N_HEADS, sign=-1)  # dQ and dK, turned back
     return {
         "13.8": {"inputs": params, "exact": real(attention(XB)), "mistakes": {
             "RoPE applied to the values too": real(attention(XB, rotate_v=True)),
@@ -327,27 +351,46 @@ def block_steps() -> dict[str, dict]:
             "RoPE over the whole d_model row before splitting into heads (frequencies of the wrong width)":
                 real(attention(XB, whole_width=True)),
             "scaled by √d_model instead of √d_head": real(attention(XB, scale_d_model=True)),
+            "the mask left out: positions read the future": real(attention(XB, causal=False)),
         }},
-        "13.9": {"inputs": {"x": XB, "params": BLOCK}, "exact": real(block(XB, BLOCK, N_HEADS)), "mistakes": {
+        "13.9": {"inputs": {"x": XBLOCK, "params": BLOCK}, "exact": real(block(XBLOCK, BLOCK, N_HEADS)),
+                 "mistakes": {
             "post-norm (the norm after each residual) instead of pre-norm":
-                real(block(XB, BLOCK, N_HEADS, post_norm=True)),
-            "no residual connections: y = F(RMSNorm(A(RMSNorm(x))))": real(block(XB, BLOCK, N_HEADS, residual=False)),
-            "no RoPE in the block's attention": real(block(XB, BLOCK, N_HEADS, rotate=False)),
+                real(block(XBLOCK, BLOCK, N_HEADS, post_norm=True)),
+            "no residual connections: y = F(RMSNorm(A(RMSNorm(x))))":
+                real(block(XBLOCK, BLOCK, N_HEADS, residual=False)),
+            "no RoPE in the block's attention": real(block(XBLOCK, BLOCK, N_HEADS, rotate=False)),
+            "the second residual left out: y = SwiGLU(RMSNorm(x₁)) without x₁":
+                real(block(XBLOCK, BLOCK, N_HEADS, residual2=False)),
+            "the first RMSNorm left out: the attention read the raw stream x":
+                real(block(XBLOCK, BLOCK, N_HEADS, norm1=False)),
+            "the attention added to the normalised copy instead of the stream: x₁ = RMSNorm(x) + A(RMSNorm(x))":
+                real(block(XBLOCK, BLOCK, N_HEADS, onto_norm=True)),
         }},
         "13.10": {"inputs": {**params, "d_out": DB}, "exact": vjp(attention, XB, DB), "mistakes": {
             "the rotation not undone: the gradients of the rotated queries and keys used as dQ and dK":
                 add(add(dQr, dKr), dV),
             "the rotation applied again instead of undone (rope instead of rope_backward)":
                 add(add(by_heads(dQr, N_HEADS), by_heads(dKr, N_HEADS)), dV),
+            "the rotation not undone for the queries' gradient (dK turned back, dQ not)":
+                add(add(dQr, back[1]), dV),
+            "the rotation not undone for the keys' gradient (dQ turned back, dK not)":
+                add(add(back[0], dKr), dV),
+            "the values' gradient turned back too (V was never rotated)":
+                add(add(*back), by_heads(dV, N_HEADS, sign=-1)),
         }},
-        "13.11": {"inputs": {"x": XB, "params": BLOCK, "d_y": DB},
-                  "exact": vjp(lambda X: block(X, BLOCK, N_HEADS), XB, DB), "mistakes": {
+        "13.11": {"inputs": {"x": XBLOCK, "params": BLOCK, "d_y": DB},
+                  "exact": vjp(lambda X: block(X, BLOCK, N_HEADS), XBLOCK, DB), "mistakes": {
             "the residual path missing from the backward (dx = only the gradient through RMSNorm₁ and attention)":
-                vjp(sub_attention, XB, dx1),
+                vjp(sub_attention, XBLOCK, dx1),
             "the residual path missing from the backward (dx₁ = only the gradient through RMSNorm₂ and SwiGLU)":
-                add(dx1_ffn, vjp(sub_attention, XB, dx1_ffn)),
+                add(dx1_ffn, vjp(sub_attention, XBLOCK, dx1_ffn)),
             "the residual path missing from the backward (both residual paths dropped)":
-                vjp(sub_attention, XB, dx1_ffn),
+                vjp(sub_attention, XBLOCK, dx1_ffn),
+            "only d_y sent back into the attention branch: its gradient is dx₁ (d_y and the SwiGLU branch's part)":
+                add(dx1, vjp(sub_attention, XBLOCK, DB)),
+            "RMSNorm₁ skipped on the way back: the attention's dx added as it is":
+                add(dx1, vjp(attention, h1, dx1)),
         }},
     }
 

@@ -28,6 +28,10 @@ INTERLEAVED = "every n_heads-th column (interleaved) instead of a block of d_hea
 MERGE_RESHAPE = "a reshape straight to (seq, d_model), without the transpose: positions and heads mixed"
 D_MODEL = "scaled by √d_model instead of √d_head"
 ONE_MASK = "the causal mask in head 0 only: the other heads looked ahead"
+TIMES_MASK = "masked by multiplying (scores × mask): a masked score becomes 0, not −∞, so the future keeps weight"
+AFTER_MASK = "the mask applied after the softmax: the future was zeroed but the rows no longer sum to 1"
+REVERSED = "the heads merged in the wrong order: head 1 first, then head 0"
+MERGE_INTERLEAVED = "the heads merged interleaved (one column of each head in turn) instead of side by side"
 
 
 def worksheet():
@@ -118,7 +122,8 @@ def test_merge_heads_puts_the_heads_side_by_side_on_other_shapes(ch, i):
     H = SNAP[f"{k}/H"]
     got = ch.merge_heads(H)
     close(got, SNAP[f"{k}/merged"], f"merge_heads of a {H.shape} array", kind="array",
-          mistakes=[(MERGE_RESHAPE, SNAP[f"{k}/merge_reshape"])])
+          mistakes=[(MERGE_RESHAPE, SNAP[f"{k}/merge_reshape"]), (REVERSED, SNAP[f"{k}/merge_reversed"]),
+                    (MERGE_INTERLEAVED, SNAP[f"{k}/merge_interleaved"])])
 
 
 @pytest.mark.parametrize("i", range(SNAP.count("split")))
@@ -136,9 +141,11 @@ def test_every_head_attends_causally_on_its_own(ch, i):
     out, weights = ch.attend_heads(Qh, Kh, Vh)
     shape = f"{Qh.shape[0]} heads, seq {Qh.shape[1]}, d_head {Qh.shape[2]}"
     close(weights, SNAP[f"{k}/weights"], f"attend_heads weights, {shape}", kind="array",
-          mistakes=[(D_MODEL, SNAP[f"{k}/d_model_weights"]), (ONE_MASK, SNAP[f"{k}/one_mask_weights"])])
+          mistakes=[(D_MODEL, SNAP[f"{k}/d_model_weights"]), (ONE_MASK, SNAP[f"{k}/one_mask_weights"]),
+                    (TIMES_MASK, SNAP[f"{k}/times_mask_weights"]), (AFTER_MASK, SNAP[f"{k}/after_mask_weights"])])
     close(out, SNAP[f"{k}/out"], f"attend_heads output, {shape}", kind="array",
-          mistakes=[(D_MODEL, SNAP[f"{k}/d_model_out"]), (ONE_MASK, SNAP[f"{k}/one_mask_out"])])
+          mistakes=[(D_MODEL, SNAP[f"{k}/d_model_out"]), (ONE_MASK, SNAP[f"{k}/one_mask_out"]),
+                    (TIMES_MASK, SNAP[f"{k}/times_mask_out"]), (AFTER_MASK, SNAP[f"{k}/after_mask_out"])])
     above = np.triu(np.ones(Qh.shape[1:2] * 2, dtype=bool), k=1)
     with check:
         assert np.all(np.asarray(weights)[:, above] == 0), f"every head's weights above the diagonal must be exactly 0 ({shape})"
@@ -157,7 +164,11 @@ def test_multi_head_attention_matches_on_other_shapes(ch, i):
                     ("heads split along the sequence axis: each head got a block of positions with every feature",
                      SNAP[f"{k}/sequence"]),
                     ("Q, K and V split by a reshape without the transpose", SNAP[f"{k}/split_reshape"]),
-                    ("the heads merged by a reshape without the transpose", SNAP[f"{k}/merge_reshape"])])
+                    ("the heads merged by a reshape without the transpose", SNAP[f"{k}/merge_reshape"]),
+                    ("W_O transposed: merged W_Oᵀ instead of merged W_O", SNAP[f"{k}/WO_T"]),
+                    (REVERSED, SNAP[f"{k}/merge_reversed"]),
+                    ("the projections transposed: x W_Qᵀ, x W_Kᵀ, x W_Vᵀ instead of x W_Q, x W_K, x W_V",
+                     SNAP[f"{k}/projections_T"])])
 
 
 def test_multi_head_attention_ignores_other_keys_of_params(ch):

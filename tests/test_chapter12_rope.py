@@ -21,13 +21,14 @@ HALVES = "the halves pairing convention (x_i with x_{i+d/2}) instead of adjacent
 SIGN = "the angle's sign flipped (turned clockwise)"
 FROM_ONE = "positions counted from 1"
 EXPONENT = "the frequency exponent without its factor 2: base^(−i/d)"
+START = "start ignored (every call counted from position 0)"
+BASE = "the base argument ignored (10000 used)"
 
 
 def rope_mistakes(k):
     """The classic mistakes' values stored for snapshot case ``k`` (a d = 2 case has no halves mistake)."""
     names = {"halves": HALVES, "sign": SIGN, "from_one": FROM_ONE, "exponent": EXPONENT,
-             "start_ignored": "start ignored (every call counted from position 0)",
-             "base_ignored": "the base argument ignored (10000 used)"}
+             "start_ignored": START, "base_ignored": BASE}
     return [(why, SNAP[f"{k}/mistakes/{name}"]) for name, why in names.items()]
 
 
@@ -81,7 +82,11 @@ def test_frequencies_and_angles_match_the_formula_for_other_widths_bases_and_sta
     theta = base ** (-2.0 * i / d)
     close(ch.rope_frequencies(d, base), theta, f"rope_frequencies({d}, base={base})", kind="array",
           mistakes=[(EXPONENT, base ** (-1.0 * i / d)), ("the exponent's pair index counted from 1",
-                                                          base ** (-2.0 * (i + 1) / d))])
+                                                          base ** (-2.0 * (i + 1) / d)),
+                    ("the exponents spaced evenly from 0 to 1 (np.linspace): the last pair must stop short of "
+                     "base^(−1)", base ** -np.linspace(0, 1, d // 2)),
+                    ("the exponent's sign flipped: base^(+2i/d), frequencies that grow from pair to pair",
+                     base ** (2.0 * i / d))])
     want = np.array([[(start + m) * t for t in theta] for m in range(n)]).reshape(n, d // 2)
     close(ch.rope_angles(n, d, base, start), want, f"rope_angles({n}, {d}, base={base}, start={start})",
           kind="array", mistakes=[(FROM_ONE, want + theta), ("start ignored", want - start * theta),
@@ -100,7 +105,7 @@ def test_whole_number_inputs_give_float64_results(ch):
         assert got.dtype == np.float64, f"apply_rope of integers should return float64, got dtype {got.dtype}"
     close(got, SNAP["integers/out"], f"apply_rope(X, start=1) of an integer {X.shape} array", inputs={"X": X},
           mistakes=[("the result was stored in an integer array (np.empty_like of an integer X)",
-                     np.trunc(SNAP["integers/out"]))])
+                     np.trunc(SNAP["integers/out"])), (START, SNAP["integers/start_ignored"])])
     close(ch.rotate_pairs(np.array([[1, 2]]), np.array([[1]])), [[np.cos(1) - 2 * np.sin(1), np.sin(1) + 2 * np.cos(1)]],
           "rotate_pairs of the integer pair [[1, 2]] by the integer angle [[1]]", kind="array")
 
@@ -194,7 +199,9 @@ def test_rope_attention_rotates_queries_and_keys_but_not_values(ch, case):
              "unmasked": "the causal mask was left out"}
     found = [(why, SNAP[f"{k}/mistakes/{name}"]) for name, why in names.items() if f"{k}/mistakes/{name}" in SNAP.data]
     shapes = f"Q, K {Q.shape}, V {V.shape}, base {base:g}"
-    close(weights, SNAP[f"{k}/weights"], f"rope_attention's weights, {shapes}", kind="array")
+    close(weights, SNAP[f"{k}/weights"], f"rope_attention's weights, {shapes}", kind="array",
+          mistakes=[(why, SNAP[f"{k}/weight_mistakes/{name}"]) for name, why in names.items()
+                    if f"{k}/weight_mistakes/{name}" in SNAP.data])
     close(output, SNAP[f"{k}/output"], f"rope_attention's output, {shapes}", kind="array", mistakes=found)
 
 
@@ -208,7 +215,8 @@ def test_rope_backward_matches_central_differences(ch, case):
     close(got, SNAP[f"{k}/numerical"], f"rope_backward of a {dY.shape} gradient, base {base:g}, start {start}, "
           "vs central differences", kind="array", rtol=1e-6, atol=1e-8,
           mistakes=[("the forward rotation instead of its inverse (the angle's sign)", SNAP[f"{k}/forward"]),
-                    (FROM_ONE, SNAP[f"{k}/from_one"])])
+                    (FROM_ONE, SNAP[f"{k}/from_one"]), (START, SNAP[f"{k}/start_ignored"]),
+                    (BASE, SNAP[f"{k}/base_ignored"])])
 
 
 @pytest.mark.parametrize("shape", [(5, 6), (3, 4, 8)])

@@ -73,7 +73,9 @@ def test_rms_norm_backward_takes_away_the_part_along_the_row(ch, ws):
     dx, dg = ch.rms_norm_backward(ws.input("x"), ws.input("g"), ws.input("d_out"))
     expect(ws, dx, kind="array")
     close(dg, SNAP["ws_13_3/dg"], "13.3 dg = Σ_rows d_out ⊙ x̂ ([0, 0.8, 0, 0])", kind="array",
-          mistakes=[("d_out ⊙ x̂ without summing over the rows (dg must have shape (d_model,))", SNAP["ws_13_3/dg"][None])])
+          mistakes=[("d_out ⊙ x̂ without summing over the rows (dg must have shape (d_model,))", SNAP["ws_13_3/dg"][None]),
+                    ("dg summed over the features instead of over the rows (dg has one entry per feature)",
+                     SNAP["ws_13_3/dg_features"])])
 
 
 @pytest.mark.step("13.4")
@@ -97,8 +99,13 @@ def test_swiglu_backward_adds_the_gate_and_the_up_branch(ch, ws):
     _, cache = ch.swiglu(*swiglu_args(ws))
     grads = grads_dict(ch.swiglu_backward(ws.input("d_out"), cache), SWIGLU_KEYS, "swiglu_backward")
     expect(ws, grads["x"], kind="array")
+    named = {"W_gate": [("the gradients of W_gate and W_up swapped: xᵀ db for W_gate, xᵀ da for W_up",
+                         SNAP["ws_13_7/swapped/W_gate"])],
+             "W_up": [("the gradients of W_gate and W_up swapped: xᵀ db for W_gate, xᵀ da for W_up",
+                       SNAP["ws_13_7/swapped/W_up"])],
+             "W_down": [("dW_down transposed: d_outᵀ h instead of hᵀ d_out", SNAP["ws_13_7/W_down_T"])]}
     for key in SWIGLU_KEYS[1:]:
-        close(grads[key], SNAP[f"ws_13_7/{key}"], f"13.7 the gradient of {key}", kind="array")
+        close(grads[key], SNAP[f"ws_13_7/{key}"], f"13.7 the gradient of {key}", kind="array", mistakes=named[key])
 
 
 @pytest.mark.step("13.8")
@@ -159,9 +166,12 @@ def test_rms_norm_backward_matches_numerical_gradients(ch, case):
     k = f"rms_norm_backward/{case}"
     x, g, R, eps = SNAP[f"{k}/x"], SNAP[f"{k}/g"], SNAP[f"{k}/d_out"], SNAP.number(f"{k}/eps")
     dx, dg = ch.rms_norm_backward(x, g, R, eps=eps)  # loss = Σ R ⊙ RMSNorm(x), so d_out = R
+    ignored = "the eps argument was ignored (the default 1e-6 used)"
     close(dx, SNAP[f"{k}/dx"], f"dx for x {x.shape}, eps {eps}", rtol=NUM_RTOL, atol=NUM_ATOL, kind="array",
-          mistakes=[("only the direct path g·d_out/r", SNAP[f"{k}/direct_path_only"])])
-    close(dg, SNAP[f"{k}/dg"], f"dg for x {x.shape}, eps {eps}", rtol=NUM_RTOL, atol=NUM_ATOL, kind="array")
+          mistakes=[("only the direct path g·d_out/r", SNAP[f"{k}/direct_path_only"]), (ignored, SNAP[f"{k}/eps_ignored/dx"])])
+    close(dg, SNAP[f"{k}/dg"], f"dg for x {x.shape}, eps {eps}", rtol=NUM_RTOL, atol=NUM_ATOL, kind="array",
+          mistakes=[("dg summed over the first axis only: every axis but the features holds rows",
+                     SNAP[f"{k}/dg_first_axis"]), (ignored, SNAP[f"{k}/eps_ignored/dg"])])
 
 
 def test_silu_matches_x_times_sigmoid_on_other_shapes(ch):
@@ -256,7 +266,9 @@ def test_rope_multi_head_attention_backward_matches_numerical_gradients(ch, case
     for key in ("WO", "WV", "WQ", "WK", "x"):  # the order the backward pass computes them: the first wrong one is where
         close(grads[key], SNAP[f"{k}/grads/{key}"], f"the gradient of {key}, {shapes}", rtol=NUM_RTOL,
               atol=NUM_ATOL, kind="array", mistakes=[("the rotation not undone: rope_backward left out",
-                                                      SNAP[f"{k}/not_undone/{key}"])] if key in ("x", "WQ", "WK") else [])
+                                                      SNAP[f"{k}/not_undone/{key}"]),
+                                                     ("the base not passed on to rope_backward (10000 used)",
+                                                      SNAP[f"{k}/base_dropped/{key}"])] if key in ("x", "WQ", "WK") else [])
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("block")))
@@ -269,7 +281,8 @@ def test_prenorm_block_matches_the_stored_results(ch, case):
           f"{params['W_gate'].shape[1]}, {n_heads} heads", inputs={"x": x}, kind="array",
           mistakes=[("post-norm (the norm after each residual) instead of pre-norm", SNAP[f"{k}/post_norm"]),
                     ("no residual connections", SNAP[f"{k}/no_residual"]),
-                    ("g1 and g2 swapped", SNAP[f"{k}/gains_swapped"])])
+                    ("g1 and g2 swapped", SNAP[f"{k}/gains_swapped"]),
+                    ("g1 used in the second RMSNorm too (g2 never read)", SNAP[f"{k}/g1_twice"])])
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("block_backward")))

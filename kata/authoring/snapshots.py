@@ -565,15 +565,23 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
     def weights(d):
         return {k: rng.normal(size=(d, d)) / np.sqrt(d) * 1.5 for k in s.PARAM_NAMES}
 
-    def attend(Qh, Kh, Vh, scale, masked):
-        """Every head's softmax(Q Kᵀ / scale) V, with the causal mask in the heads listed in ``masked``."""
+    def attend(Qh, Kh, Vh, scale, masked, how="add"):
+        """Every head's softmax(Q Kᵀ / scale) V, with the causal mask in the heads listed in ``masked``.
+
+        ``how``: "add" (−∞ above the diagonal: right), or the mistakes "multiply" (the scores times the 0/1
+        mask) and "after" (the weights times the mask, after the softmax).
+        """
         n = Qh.shape[1]
         outs, probs = [], []
         for h in range(len(Qh)):
             S = Qh[h] @ Kh[h].T / scale
-            if h in masked:
+            if h in masked and how == "add":
                 S = np.where(a.causal_mask(n), S, -np.inf)
+            elif h in masked and how == "multiply":
+                S = S * a.causal_mask(n)
             P = a.softmax(S)
+            if h in masked and how == "after":
+                P = P * a.causal_mask(n)
             outs.append(P @ Vh[h])
             probs.append(P)
         return np.stack(outs), np.stack(probs)
@@ -584,7 +592,8 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
         H = rng.normal(size=(n, seq, d // n))
         put(f"split/{i}", X=X, n_heads=np.array(n), heads=s.split_heads(X, n),
             reshape=X.reshape(n, seq, d // n), interleaved=np.stack([X[:, h::n] for h in range(n)]),
-            H=H, merged=s.merge_heads(H), merge_reshape=H.reshape(seq, d))
+            H=H, merged=s.merge_heads(H), merge_reshape=H.reshape(seq, d), merge_reversed=s.merge_heads(H[::-1]),
+            merge_interleaved=H.transpose(1, 2, 0).reshape(seq, d))
 
     # every head on its own: (n_heads, seq, d_head)
     for i, (n, seq, dh) in enumerate([(2, 5, 3), (4, 8, 4), (1, 6, 5), (3, 4, 2)]):
@@ -592,8 +601,11 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
         out, P = s.attend_heads(Qh, Kh, Vh)
         wide = attend(Qh, Kh, Vh, np.sqrt(n * dh), range(n))
         one = attend(Qh, Kh, Vh, np.sqrt(dh), {0})
+        times = attend(Qh, Kh, Vh, np.sqrt(dh), range(n), "multiply")
+        after = attend(Qh, Kh, Vh, np.sqrt(dh), range(n), "after")
         put(f"heads/{i}", Qh=Qh, Kh=Kh, Vh=Vh, out=out, weights=P, d_model_out=wide[0], d_model_weights=wide[1],
-            one_mask_out=one[0], one_mask_weights=one[1])
+            one_mask_out=one[0], one_mask_weights=one[1], times_mask_out=times[0], times_mask_weights=times[1],
+            after_mask_out=after[0], after_mask_weights=after[1])
 
     # the whole layer, with what the classic mistakes give
     for i, (seq, d, n) in enumerate([(5, 8, 2), (8, 16, 4), (6, 6, 1), (4, 12, 4), (7, 9, 3), (2, 4, 2), (1, 8, 4)]):
@@ -604,7 +616,11 @@ def chapter11(seed: int | None = None) -> dict[str, np.ndarray]:
                                                   mask=a.causal_mask(len(c)))[0]
                    for c in np.array_split(np.arange(seq), n) if len(c)]
         cut = [(x @ W[k]).reshape(n, seq, d // n) for k in ("WQ", "WK", "WV")]
+        merged = attend(Qh, Kh, Vh, np.sqrt(d // n), range(n))[0]
         put(f"mha/{i}", x=x, params=W, n_heads=np.array(n), out=out,
+            WO_T=s.merge_heads(merged) @ W["WO"].T, merge_reversed=s.merge_heads(merged[::-1]) @ W["WO"],
+            projections_T=s.merge_heads(attend(*(s.split_heads(x @ W[k].T, n) for k in ("WQ", "WK", "WV")),
+                                               np.sqrt(d // n), range(n))[0]) @ W["WO"],
             no_WO=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d // n), range(n))[0]),
             d_model=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d), range(n))[0]) @ W["WO"],
             one_mask=s.merge_heads(attend(Qh, Kh, Vh, np.sqrt(d // n), {0})[0]) @ W["WO"],
@@ -663,7 +679,8 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
             mistakes=mistakes(X, base, start))
         put(f"backward/{i}", dY=G, base=base, start=start,
             numerical=numerical_gradient(lambda v: float(np.sum(G * s.apply_rope(v, base, start))), X),
-            forward=s.apply_rope(G, base, start), from_one=s.rope_backward(G, base, start + 1))
+            forward=s.apply_rope(G, base, start), from_one=s.rope_backward(G, base, start + 1),
+            start_ignored=s.rope_backward(G, base, 0), base_ignored=s.rope_backward(G, 10000.0, start))
 
     for i, (shape, base) in enumerate([((4, 6), 10000.0), ((6, 8), 10000.0), ((3, 5, 4), 100.0),
                                        ((2, 8, 16), 10000.0)]):
@@ -681,11 +698,15 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
         output, weights = s.rope_attention(Q, K, V, base)
         found = {"no_rope": a.scaled_dot_product_attention(Q, K, V, mask=mask)[0],
                  "unmasked": a.scaled_dot_product_attention(Qr, Kr, V)[0]}
+        found_weights = {"no_rope": a.scaled_dot_product_attention(Q, K, V, mask=mask)[1],
+                         "unmasked": a.scaled_dot_product_attention(Qr, Kr, V)[1]}
         if d_v % 2 == 0:
             found["v_rotated"] = a.scaled_dot_product_attention(Qr, Kr, s.apply_rope(V, base), mask=mask)[0]
         if base != 10000.0:
             found["base_ignored"] = s.rope_attention(Q, K, V)[0]
-        put(f"attention/{i}", Q=Q, K=K, V=V, base=base, output=output, weights=weights, mistakes=found)
+            found_weights["base_ignored"] = s.rope_attention(Q, K, V)[1]
+        put(f"attention/{i}", Q=Q, K=K, V=V, base=base, output=output, weights=weights, mistakes=found,
+            weight_mistakes=found_weights)
 
     for i, (n, d, base, start) in enumerate([(5, 6, 10000.0, 0), (3, 10, 10000.0, 4), (7, 2, 50.0, 1), (1, 8, 1e6, 0),
                                                   (4, 6, 1.5, 2)]):
@@ -693,7 +714,8 @@ def chapter12(seed: int | None = None) -> dict[str, np.ndarray]:
             frequencies=s.rope_frequencies(d, base))
 
     X = rng.integers(-3, 4, size=(5, 6))  # whole numbers: the result is float64 all the same
-    put("integers", X=X, out=s.apply_rope(X.astype(np.float64), start=1))
+    put("integers", X=X, out=s.apply_rope(X.astype(np.float64), start=1),
+        start_ignored=s.apply_rope(X.astype(np.float64)))
     X, angles = rng.normal(size=(3, 4, 6)), rng.normal(size=(4, 3)) * 2
     put("rotate", X=X, angles=angles, out=s.rotate_pairs(X, angles), sign=s.rotate_pairs(X, -angles))
     return data
@@ -714,13 +736,16 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
     # 13.3 and 13.7: the gradients the worksheet does not print
     step = answer_key.load(13).step("13.3")
     x, g, d_out = step.input("x"), step.input("g"), step.input("d_out")
-    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v)), g))
+    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v)), g),
+        dg_features=np.sum(d_out * x / rms(x), axis=-1))
     step = answer_key.load(13).step("13.7")
     args = [step.input(k) for k in ("x", "W_gate", "W_up", "W_down")]
     R = step.input("d_out")
-    put("ws_13_7", **{k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
-                                                                                 for i in range(4)])[0]), args[j])
-                      for j, k in enumerate(("W_gate", "W_up", "W_down"), start=1)})
+    ws_13_7 = {k: numerical_gradient(lambda v, j=j: np.sum(R * s.swiglu(*[v if i == j else args[i]
+                                                                          for i in range(4)])[0]), args[j])
+               for j, k in enumerate(("W_gate", "W_up", "W_down"), start=1)}
+    put("ws_13_7", **ws_13_7, swapped={"W_gate": ws_13_7["W_up"], "W_up": ws_13_7["W_gate"]},
+        W_down_T=ws_13_7["W_down"].T)
 
     for i, shape in enumerate([(3, 5), (6, 4), (2, 3, 7), (4, 1), (8, 16), (5,)]):
         x = rng.normal(size=shape) * 2 + 1  # rows with a mean far from 0: LayerNorm's answer is far from ours
@@ -737,7 +762,9 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"rms_norm_backward/{i}", x=x, g=g, d_out=R, eps=eps,
             dx=numerical_gradient(lambda v: np.sum(R * s.rms_norm(v, g, eps=eps)), x),
             dg=numerical_gradient(lambda v: np.sum(R * s.rms_norm(x, v, eps=eps)), g),
-            direct_path_only=g * R / rms(x, eps))
+            direct_path_only=g * R / rms(x, eps),
+            eps_ignored=dict(zip(("dx", "dg"), s.rms_norm_backward(x, g, R), strict=True)),
+            dg_first_axis=np.sum(R * x / rms(x, eps), axis=0))
 
     x = rng.uniform(-8, 8, size=(4, 6))
     put("silu", x=x, out=s.silu(x), sigmoid=1 / (1 + np.exp(-x)))
@@ -765,7 +792,7 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"swiglu_backward/{i}", **dict(zip(names, args, strict=True)), d_out=R, grads=grads)
 
     # -- rotary multi-head attention and the pre-norm block ---------------------------------------------------
-    from solutions.chapter12_rope import apply_rope
+    from solutions.chapter12_rope import apply_rope, rope_backward
 
     keys = ("WQ", "WK", "WV", "WO")
 
@@ -830,8 +857,11 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         dKr = numerical_gradient(lambda K: np.sum(R * attend_given(Qr, K, x @ p["WV"], p["WO"], n)), Kr)
         dV = numerical_gradient(lambda V: np.sum(R * attend_given(Qr, Kr, V, p["WO"], n)), x @ p["WV"])
         not_undone = {"x": dQr @ p["WQ"].T + dKr @ p["WK"].T + dV @ p["WV"].T, "WQ": x.T @ dQr, "WK": x.T @ dKr}
+        # the base not passed on: turned back with rope_backward's default base 10000
+        dQb, dKb = (rope_backward(heads(M, n)).transpose(1, 0, 2).reshape(seq, d) for M in (dQr, dKr))
+        base_dropped = {"x": dQb @ p["WQ"].T + dKb @ p["WK"].T + dV @ p["WV"].T, "WQ": x.T @ dQb, "WK": x.T @ dKb}
         put(f"attention_backward/{i}", x=x, params=p, n_heads=n, base=base, d_out=R, grads=grads,
-            not_undone=not_undone)
+            not_undone=not_undone, base_dropped=base_dropped)
 
     def random_block(d, d_ff):
         return {"g1": 1 + 0.3 * rng.normal(size=d), **attention_params(d), "g2": 1 + 0.3 * rng.normal(size=d),
@@ -850,7 +880,8 @@ def chapter13(seed: int | None = None) -> dict[str, np.ndarray]:
         x, p = rng.normal(size=(seq, d)), random_block(d, d_ff)
         y, _ = s.prenorm_block(x, p, n)
         put(f"block/{i}", x=x, params=p, n_heads=n, y=y, post_norm=post_norm(x, p, n), no_residual=no_residual(x, p, n),
-            gains_swapped=s.prenorm_block(x, {**p, "g1": p["g2"], "g2": p["g1"]}, n)[0])
+            gains_swapped=s.prenorm_block(x, {**p, "g1": p["g2"], "g2": p["g1"]}, n)[0],
+            g1_twice=s.prenorm_block(x, {**p, "g2": p["g1"]}, n)[0])
 
     for i, (seq, d, d_ff, n) in enumerate([(3, 4, 6, 2), (5, 8, 6, 4), (4, 6, 5, 1)]):
         x, p, R = rng.normal(size=(seq, d)), random_block(d, d_ff), rng.normal(size=(seq, d))

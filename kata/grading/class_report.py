@@ -282,8 +282,8 @@ def _flags(r: dict) -> str:
     said = []
     if r.get("late"):
         said.append(f"{r['late']} late commit{'s' if r['late'] != 1 else ''}")
-    if r.get("sandbox") == "none":
-        said.append("no sandbox")
+    if (r.get("sandbox") or "").startswith("none"):
+        said.append(f"graded unsealed{' (allowed)' if r['sandbox'] != 'none' else ''}")
     if r.get("other_branches"):
         said.append("newer branch")
     if r.get("not_graded"):
@@ -392,7 +392,8 @@ def render(book: dict, cache: Path | None = None, similarity: dict | None = None
         percent = "" if r["percent"] is None else f"{r['percent']:.1f}"
         points = f"{_num(r['points'])}/{_num(r['max_points'])}" if r["points"] is not None else ""
         extra = "".join(f"<td>{_e(r['extra'].get(c, ''))}</td>" for c, _ in columns)
-        sandbox = {"none": '<span class="flag">none</span>', None: ""}.get(r.get("sandbox"), _e(r.get("sandbox")))
+        sandbox = f'<span class="flag">{_e(r["sandbox"])}</span>' if (r.get("sandbox") or "").startswith("none") \
+            else _e(r.get("sandbox") or "")
         parts.append(f'<tr class="{_e(r["status"])} learner"{_attrs(r, columns)}><td>{_e(r["student"])}</td>{extra}'
                      f'<td>{_e(r["status"])}</td><td class="n">{percent}</td><td class="n">{points}</td>{cells}'
                      f"<td><code>{_e((r['commit'] or '')[:7])}</code></td>"

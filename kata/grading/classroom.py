@@ -12,7 +12,10 @@ report page (``class_report.py``) and every learner's own reports into ``DIR``:
 A learner whose commit and the course's files are unchanged since an earlier run is taken from the
 cache (``DIR/.cache`` or ``--cache``). ``--shard I/N`` grades one slice of the roster and ``--merge``
 combines the slices, for a CI matrix. Exit codes: 0 the class was graded (whatever the scores, and
-even with missing or error rows), 2 a bad option, roster or ``grading.toml`` (nothing is graded).
+even with missing or error rows), 2 a bad option, roster or ``grading.toml`` (nothing is graded), 3 the
+class was graded and everything written, but some learner's code ran without a sandbox that held (its
+worker's probe, ``kata/worker/main.py``, found a way out, or bubblewrap could not start) and ``--allow-unsealed``
+was not given: such a grade is not to be trusted, and the machine it ran on may have been changed by it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
+from ..judge import launch, proxy
 from ..process import Drain, kill_tree
 from . import class_report, course, deadline, escape, gradebook, lms, reports, roster, similarity, strict, submissions
 from . import points as points_mod
@@ -78,6 +82,9 @@ def parser() -> argparse.ArgumentParser:
                    help="also write that system's grade import file: canvas, moodle or blackboard (repeatable)")
     p.add_argument("--allow-shared", action="store_true",
                    help="grade a repository that two or more students name, for each, and flag those rows")
+    p.add_argument("--allow-unsealed", action="store_true",
+                   help="accept learners graded without a sandbox that held (no bubblewrap, or it cannot start "
+                        "here): their rows say so, and the run does not fail for it")
     p.add_argument("--allow-outside-paths", action="store_true",
                    help="grade a local repository outside the roster's folder (refused without it)")
     return p
@@ -108,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, roster.RosterError, strict.StrictError) as err:
         print(f"grade-class: {err}", file=sys.stderr)
         return 2
+    except NotSealed as err:
+        print(err, file=sys.stderr)
+        return 3
     paths = gradebook.write(book, out)
     code = 0
     for system in args.lms or []:  # checked before grading; a merge learns the roster only now
@@ -124,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     print(closing(book, time.monotonic() - started))
     for path in paths:
         print(f"wrote {path}")
+    unsealed = [r for r in book["rows"] if r.get("sandbox") == gradebook.UNSEALED]
+    if unsealed and not args.allow_unsealed:
+        print(refusal(unsealed), file=sys.stderr)
+        code = code or 3
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as f:
@@ -134,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 # -- the deadline snapshot --------------------------------------------------------------------------------
 # Options with no use when grading nothing (given with --snapshot, each is refused, not ignored).
 _GRADING_ONLY = ("deadline", "at", "shard", "merge", "shards", "extra_tests", "chapters", "isolate", "seed", "cache",
-                 "no_cache", "learner_timeout", "lms")
+                 "no_cache", "learner_timeout", "lms", "allow_unsealed")
 
 
 def take_snapshot(args: argparse.Namespace) -> int:
@@ -208,6 +222,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         raise ValueError(f"--extra-tests: {extra} is not a folder")
     points_file = root / "grading.toml"
     strict.check(points_file, root, sorted(extra.rglob("test_*.py")) if extra else [])
+    if not args.allow_unsealed:
+        prove_sealed()
     settings = points_mod.load(points_file)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     budget = float(getattr(settings, "budget", 60.0))
@@ -270,9 +286,13 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                                  .encode()).hexdigest()
             entry = cache / key[:2] / key if cache else None
             cached = entry is not None and (entry / "results.json").is_file()
+            if cached and not args.allow_unsealed and gradebook.sandbox(_cached_results(entry)) == gradebook.UNSEALED:
+                shutil.rmtree(entry, ignore_errors=True)  # graded unsealed before: graded again, sealed this time
+                cached = False
             if not cached:
                 graded = work / "grade"
-                failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout)
+                failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout,
+                                     require_seal=not args.allow_unsealed)
                 if failure:
                     (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: error\n\n"
                                                        f"{escape.markdown(failure)}\n", encoding="utf-8")
@@ -295,7 +315,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
             row = gradebook.row(learner, status="graded", commit=sub.commit, committed_at=sub.committed_at,
                                 note=sub.note, results=results, cached=cached, seconds=time.monotonic() - began,
-                                **facts, **common)
+                                allow_unsealed=args.allow_unsealed, **facts, **common)
             if row["note"] and (folder / "summary.md").is_file():  # where the learner looks (instructor trial)
                 with open(folder / "summary.md", "a", encoding="utf-8") as f:
                     f.write(f"\n**Note from the grader:** {escape.markdown(row['note'])}\n")
@@ -443,6 +463,14 @@ def _version(name: str) -> str | None:
         return None
 
 
+def _cached_results(entry: Path) -> dict | None:
+    """A cached grade's results, or None when unreadable (one graded unsealed is graded again, unless allowed)."""
+    try:
+        return json.loads((entry / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _store(source: Path, entry: Path) -> None:
     """Put a finished grade into the cache in one step (a half-written entry is never read)."""
     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -456,11 +484,16 @@ def _store(source: Path, entry: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _run_grade(options: list[str], root: Path, limit: float) -> str:
-    """Run ``python -m kata grade OPTIONS`` from the course copy; return '' or why it did not complete."""
+def _run_grade(options: list[str], root: Path, limit: float, require_seal: bool = True) -> str:
+    """Run ``python -m kata grade OPTIONS`` from the course copy; return '' or why it did not complete.
+
+    ``require_seal``: a worker whose sandbox does not hold is ended before the learner's code loads
+    (``proxy.SEAL_REQUIRED``); the learner's row then says the sandbox did not hold and the run fails.
+    """
     env = {k: v for k, v in os.environ.items()
            if k not in (submissions.TOKEN_VARIABLE, "GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS", "PYTHONSTARTUP")}
     env["PYTHONPATH"] = str(root)
+    env[proxy.SEAL_REQUIRED] = "1" if require_seal else "0"
     proc = subprocess.Popen([sys.executable, "-m", "kata", "grade", *options], cwd=root, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -552,7 +585,7 @@ def closing(book: dict, seconds: float) -> str:
         lines += [f"  {r['student']:<{width}} {r['status']:<8} {r['note']}" for r in problems]
     said = [(what, [r["student"] for r in rows if test(r)]) for what, test in (
         ("graded without a sandbox (install bubblewrap: sudo apt-get install bubblewrap)",
-         lambda r: r.get("sandbox") == "none"),
+         lambda r: (r.get("sandbox") or "").startswith(gradebook.UNSEALED)),
         ("newer commits on another branch, not graded", lambda r: r.get("other_branches")),
         ("files not graded (links, submodules, over the size limit)", lambda r: r.get("not_graded")),
         ("graded with answers from their notebooks", lambda r: r.get("notebooks")),
@@ -564,6 +597,43 @@ def closing(book: dict, seconds: float) -> str:
         lines += [f"  {what}: {', '.join(names)}" for what, names in said]
     lines.append("")
     return "\n".join(lines)
+
+
+class NotSealed(Exception):  # noqa: N818
+    """The sandbox does not hold on this machine: nothing is graded (exit code 3), unless ``--allow-unsealed``."""
+
+
+def prove_sealed() -> None:
+    """Start one empty worker and read its probe before grading anyone; ``NotSealed`` when it did not hold.
+
+    A machine where the sandbox cannot hold (bubblewrap missing, or stopped by Ubuntu 24.04's AppArmor) is refused
+    here, before any learner's code has run, rather than found out from the first learners' rows.
+    """
+    said = proxy.sandbox_here()
+    if said != launch.SANDBOXED:
+        raise NotSealed(
+            f"grade-class: nothing graded: the sandbox does not hold on this machine: "
+            f"{said.removeprefix(launch.UNSEALED)}\n"
+            "  A learner's code would run with this user's rights (as root: the whole machine's).\n"
+            f"  {FIX}\n"
+            "  Or pass --allow-unsealed to grade without it (every row and the report then say so).")
+
+
+FIX = ("Fix: install bubblewrap (sudo apt-get install bubblewrap); on Ubuntu 24.04 allow its user namespaces "
+       "(docs/instructors.md, \"Grading as root, and whether learners were sealed\"); then grade again.")
+
+
+def refusal(unsealed: list[dict]) -> str:
+    """Why a class run in which learners were graded unsealed fails, and how to fix it (exit code 3)."""
+    names = [r["student"] for r in unsealed]
+    causes = sorted({gradebook.unsealed_cause(r.get("results")) for r in unsealed} - {""})
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return (f"grade-class: {len(names)} learner(s) were graded without a sandbox that held: {shown}.\n"
+            f"  why: {'; '.join(causes[:3]) or 'unknown'}\n"
+            "  Their code ran with this user's rights: it could read and change files the grader can, so their "
+            "grades are not to be trusted.\n"
+            f"  {FIX} Or pass --allow-unsealed to accept it (each such row then says so).\n"
+            "  The gradebook and the report are written.")
 
 
 def markdown(book: dict) -> str:

@@ -279,3 +279,46 @@ def outside_problems(roster: Roster, where: Callable[[str], str]) -> list[str]:
 def _said(repo: str) -> str:
     """A roster's repo in a message: without credentials, and short."""
     return submissions.shortened(submissions.shown(repo))
+
+
+def decrypt(path: Path, passphrase: str) -> str:
+    """The text of a roster encrypted with ``gpg --symmetric`` (``roster.csv.gpg``), decrypted with ``passphrase``.
+
+    For a class whose roster is bigger than a CI secret holds (48 KB on GitHub): the encrypted file is
+    committed, its passphrase is the secret. gpg itself decrypts (it is on every GitHub runner and most
+    Linux systems; a Python wrapper of it would add a dependency for one call): with a throwaway home
+    folder, so no keyring is read or written, no agent is started (``--no-autostart``: symmetric
+    decryption needs none, and none is left running), and the passphrase goes through a pipe, never a
+    command line. The plain text is returned, never written here.
+
+    Raises:
+        RosterError: no such file, no gpg, an empty passphrase, or a file gpg cannot decrypt with it (a
+            wrong passphrase, a file that is not gpg's, or one altered since it was encrypted).
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    if not path.is_file():
+        raise RosterError(f"no encrypted roster at {path}")
+    if not passphrase:
+        raise RosterError(f"{path.name}: no passphrase to decrypt it with (the secret CLASS_ROSTER_KEY is empty)")
+    gpg = shutil.which("gpg")
+    if gpg is None:
+        raise RosterError(f"{path.name}: gpg is not installed, and the roster is encrypted with it "
+                          "(sudo apt-get install gnupg)")
+    with tempfile.TemporaryDirectory(prefix="kata-gpg-") as home:
+        proc = subprocess.run([gpg, "--batch", "--quiet", "--no-tty", "--no-autostart", "--homedir", home,
+                               "--pinentry-mode", "loopback", "--passphrase-fd", "0", "--decrypt", str(path)],
+                              input=passphrase.encode("utf-8"), capture_output=True, timeout=60, check=False)
+    if proc.returncode != 0:
+        said = [line for line in proc.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        why = said[-1] if said else f"exit code {proc.returncode}"
+        raise RosterError(f"{path.name}: gpg cannot decrypt it ({why}): "
+                          "a wrong passphrase (the secret CLASS_ROSTER_KEY), or not a file written by "
+                          "gpg --symmetric")
+    try:
+        return proc.stdout.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise RosterError(f"{path.name}: decrypted, but not UTF-8 text (save the roster as CSV, UTF-8, "
+                          "then encrypt it)") from None

@@ -19,8 +19,10 @@ This module imports no NumPy: it runs before the judge's own imports.
 from __future__ import annotations
 
 import atexit
+import glob
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -33,24 +35,65 @@ from ..project import ROOT  # the folder holding the kata package
 from ..worker import limits as worker_limits
 
 WORKER = ROOT / "kata" / "worker" / "main.py"
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Of /etc, only what Python and NumPy read (the loader's cache, the time zone) and what a Debian or Ubuntu
+# Python finds through it (BLAS chosen by update-alternatives, python3.X's sitecustomize): not /etc/shadow,
+# not the host's configuration. A file that is missing here is skipped (``--ro-bind-try``).
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
+SYSTEM_GLOBS = ("/etc/python3*",)
+NOBODY = 65534  # the unprivileged user (and group) a worker started by root runs as: "nobody" on Linux
 TMP_BYTES = 64 * 1024**2  # the sandbox's /tmp: a tmpfs is host RAM, so it is small and counts against the learner
-SANDBOXED = "bubblewrap: no network, only the system and Python visible (read-only), no other processes"
-UNSANDBOXED = ("no sandbox: the learner's code can read and write what the grader's user can "
-               "(install bubblewrap to seal it)")
+SANDBOXED = ("bubblewrap: no network, no capabilities, an unprivileged user, only the system and Python visible "
+             "(read-only), no other processes")
+UNSEALED = "no sandbox: "  # how every protection line of a learner graded unsealed starts, then its cause
 
 _sandbox: list | None | bool = False  # False: not looked for yet; None: none here (or it cannot run)
+_cause = ""  # why there is none, for the report
 
 
-def sandbox_command() -> list[str] | None:
-    """Bubblewrap's command line when it is installed, else None.
+def unsealed(cause: str) -> str:
+    """The protection line of a worker that ran without a sandbox that held, with ``cause``."""
+    return f"{UNSEALED}{cause} (the learner's code could read and write what the grader's user can)"
 
-    A worker that then fails to start in it is started again without it (user namespaces can be off).
+
+def sandbox_command() -> list | None:
+    """Bubblewrap's command line when it can seal a worker here, else None (``why_unsealed`` says why).
+
+    Run by root, the worker must also drop to an unprivileged user (``setpriv``, from util-linux): bubblewrap
+    started by root keeps every capability inside, and root's own files stay readable to a process whose uid is
+    0. A worker that then fails to start in it is started again without it (user namespaces can be off), and
+    the report says so with bubblewrap's own words. Root's sandbox needs bubblewrap 0.6 or later (``--perms``);
+    an older one fails to start, and says so.
+
+    ``KATA_NO_SANDBOX`` (set by tests that grade unsealed on purpose) switches the sandbox off. It does not
+    accept the result: ``grade-class`` still fails for an unsealed learner unless ``--allow-unsealed`` is given,
+    so an instructor who left it set does not skip that check by accident.
     """
+    global _cause
     bwrap = shutil.which("bwrap")
-    if not bwrap or not sys.platform.startswith("linux") or os.environ.get("KATA_NO_SANDBOX"):
-        return None
-    return [bwrap, "--size" if _tmpfs_size_supported(bwrap) else None]
+    if not sys.platform.startswith("linux"):
+        _cause = f"bubblewrap runs on Linux only, not on {sys.platform}"
+    elif os.environ.get("KATA_NO_SANDBOX"):
+        _cause = "KATA_NO_SANDBOX is set"
+    elif not bwrap:
+        _cause = "bubblewrap is not installed (sudo apt-get install bubblewrap)"
+    elif os.geteuid() == 0 and not _setpriv():
+        _cause = ("running as root, and setpriv (util-linux) is not in /usr/bin or /bin to drop the learner's "
+                  "code to an unprivileged user")
+    else:
+        return [bwrap, "--size" if _tmpfs_size_supported(bwrap) else None]
+    return None
+
+
+def why_unsealed() -> str:
+    """Why workers start without a sandbox here (once ``launch`` has looked)."""
+    return _cause or "bubblewrap is not installed (sudo apt-get install bubblewrap)"
+
+
+def _setpriv() -> str | None:
+    """util-linux's ``setpriv``, where the sandbox sees it (a system folder), else None."""
+    found = shutil.which("setpriv", path=os.pathsep.join(("/usr/bin", "/bin", "/usr/sbin", "/sbin")))
+    return found if found and any(Path(found).is_relative_to(s) for s in SYSTEM_FOLDERS) else None
 
 
 def tmp_said(launched: Launched) -> str:
@@ -61,7 +104,7 @@ def tmp_said(launched: Launched) -> str:
 
 
 def _tmpfs_size_supported(bwrap: str) -> bool:
-    """Whether this bubblewrap takes ``--size`` before ``--tmpfs`` (0.6 and later)."""
+    """Whether this bubblewrap takes ``--size`` (and ``--perms``) before ``--tmpfs`` (0.6 and later)."""
     try:
         said = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -69,18 +112,21 @@ def _tmpfs_size_supported(bwrap: str) -> bool:
     return "--size" in said.stdout + said.stderr
 
 
-def sandbox_failed() -> None:
-    """Bubblewrap is installed but cannot run here: every later worker starts without it."""
-    global _sandbox
-    _sandbox = None
+def sandbox_failed(cause: str) -> None:
+    """Bubblewrap is installed but cannot run here (``cause``): every later worker starts without it."""
+    global _sandbox, _cause
+    _sandbox, _cause = None, cause
     drop_spare()
 
 
 class Launched:
     """One worker process: started, NumPy loaded, waiting for its set-up frame on stdin."""
 
-    def __init__(self, proc: subprocess.Popen, home: Path, sandboxed: bool, bounded_tmp: bool = False) -> None:
+    def __init__(self, proc: subprocess.Popen, home: Path, sandboxed: bool, bounded_tmp: bool = False, *,
+                 user: int | None = None, cause: str = "") -> None:
         self.proc, self.home, self.sandboxed, self.bounded_tmp = proc, home, sandboxed, bounded_tmp
+        self.user = user  # the uid and gid it runs as, when root started it (its files must be readable to it)
+        self.cause = cause  # why it runs without a sandbox ('' when it has one)
         self.owner = os.getpid()  # the process that can wait for it
 
     @property
@@ -114,9 +160,29 @@ class Launched:
             self.proc.returncode = -9
         self.close_pipes()
 
+    def startup_words(self, wait: float = 2.0) -> str:
+        """The first line the process wrote to its stderr before it was ready (bubblewrap's error), or ''.
+
+        Read once, at most 4 KiB and for at most ``wait`` seconds; the pipe is closed after it, so nothing the
+        learner's code could write later reaches the judge (the worker sends its stderr to its output file).
+        """
+        stream, self.proc.stderr = self.proc.stderr, None
+        if stream is None:
+            return ""
+        data = b""
+        try:
+            if select.select([stream], [], [], wait)[0]:
+                data = os.read(stream.fileno(), 4096)
+        except (OSError, ValueError):
+            pass
+        finally:
+            stream.close()
+        lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+        return lines[0].removeprefix("bwrap: ")[:300] if lines else ""
+
     def close_pipes(self) -> None:
         """Close this process's ends of its pipes (the worker sees its stdin end when nobody holds it)."""
-        for stream in (self.proc.stdin, self.proc.stdout):
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 if stream is not None:
                     stream.close()
@@ -137,7 +203,7 @@ def _zombie_status(pid: int) -> int | None:
 
 
 def launch() -> Launched:
-    """Start an empty worker in a fresh folder (in bubblewrap where it is installed)."""
+    """Start an empty worker in a fresh folder (in bubblewrap where it can seal the worker here)."""
     global _sandbox
     if _sandbox is False:
         _sandbox = sandbox_command()
@@ -146,43 +212,89 @@ def launch() -> Launched:
     command = [sys.executable, "-I", "-X", "utf8", str(WORKER),
                json.dumps({"machinery": str(ROOT), "home": str(home)})]
     sandboxed = bool(_sandbox)
+    user = NOBODY if sandboxed and os.geteuid() == 0 else None
     if sandboxed:
-        command = _sandboxed(_sandbox, command, home)
+        command = _sandboxed(_sandbox, command, home, user)
+    if user is not None:
+        give(home, user)
+        os.chown(home / "output.txt", user, user)
+        os.chmod(home / "output.txt", 0o600)
     env = worker_limits.environment(str(home))
     if sandboxed:
         env["TMPDIR"] = "/tmp"  # the sandbox's own, bounded /tmp: its folder on the host's disk is read-only
+    # stderr is a pipe read once, if the worker does not start (bubblewrap's error), then closed.
     proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env, cwd=home, start_new_session=hasattr(os, "setsid"),
     )
-    return Launched(proc, home, sandboxed, bounded_tmp=sandboxed and bool(_sandbox[1]))
+    return Launched(proc, home, sandboxed, bounded_tmp=sandboxed and bool(_sandbox[1]), user=user,
+                    cause="" if sandboxed else why_unsealed())
 
 
-def _sandboxed(bwrap: list, command: list[str], home: Path) -> list[str]:
+def give(folder: Path, user: int) -> None:
+    """Make ``folder`` and everything in it readable, but not writable, to ``user`` (a worker started by root).
+
+    Owned by root and the user's group (folders 0750, files 0640), so the worker reads the learner's copy
+    however its files came (a 0600 file, a 0700 folder) and changes none of it, even outside the sandbox.
+    ``launch`` gives the worker's folder (and its output file to ``user`` alone); ``proxy.Worker`` gives the
+    learner's code after it copies it in. Symbolic links are left alone (the copy has none).
+    """
+    for where, folders, files in os.walk(folder):
+        for path in (where, *(os.path.join(where, name) for name in folders + files)):
+            if not os.path.islink(path):
+                os.chown(path, 0, user, follow_symlinks=False)
+                os.chmod(path, 0o750 if os.path.isdir(path) else 0o640)
+
+
+def _sandboxed(bwrap: list, command: list[str], home: Path, user: int | None) -> list[str]:
     """Bubblewrap around ``command``: nothing but the system, Python and the worker's code, read-only.
 
-    An empty root: the operating system's folders, the Python installation with its packages, the
-    worker's own code (``kata/``) and its folder (read-only, where the learner's code is copied later). No course,
-    no home folders, no other checkout that might hold a reference; no network, no other processes.
+    An empty root: the operating system's folders, the few files of ``/etc`` that Python reads, the Python
+    installation with its packages, the worker's own code (``kata/``) and its folder (read-only, where the
+    learner's code is copied later). No course, no home folders, no other checkout that might hold a reference;
+    no network, no other processes, no capabilities.
+
+    Run by an ordinary user, bubblewrap makes a user namespace and the worker holds no capability in it. Run by
+    root (``user`` set), a user namespace would map the worker to uid 0 on the host, whose files it could still
+    read, so there is none: bubblewrap keeps only the capabilities to change user, and ``setpriv`` runs the
+    worker as ``user`` with no capabilities at all, ``no_new_privs`` set, and no way back. An unprivileged uid
+    is also what makes the worker's limit on new processes hold (``kata/worker/limits.py``): root is exempt.
     """
     # Without a size a tmpfs may take half the host's RAM: a learner writing /tmp full took 5 GiB of it.
-    args = [bwrap[0], "--unshare-all", "--die-with-parent", "--new-session", "--dev", "/dev", "--proc", "/proc",
-            *(["--size", str(TMP_BYTES)] if bwrap[1] else []), "--tmpfs", "/tmp"]
+    tmp = ["--size", str(TMP_BYTES), "--perms", "1777"] if bwrap[1] else []
+    if user is None:
+        args = [bwrap[0], "--unshare-all", "--cap-drop", "ALL"]
+    else:
+        args = [bwrap[0], "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    args += ["--die-with-parent", "--new-session", "--dev", "/dev", "--proc", "/proc", *tmp, "--tmpfs", "/tmp"]
     for system in SYSTEM_FOLDERS:
         if os.path.islink(system):
             args += ["--symlink", os.readlink(system), system]
         elif os.path.isdir(system):
             args += ["--ro-bind", system, system]
+    files = [p for p in (*SYSTEM_FILES, *sorted(p for pattern in SYSTEM_GLOBS for p in glob.glob(pattern)))
+             if os.path.exists(p)]
     keep = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
             Path(sys.executable).resolve().parent.parent, ROOT / "kata"}
     keep |= {Path(p) for p in sys.path if p and Path(p).is_dir() and "-packages" in p}
-    for folder in sorted(keep, key=lambda p: len(p.parts)):
-        if folder.exists() and not any(folder.is_relative_to(s) for s in SYSTEM_FOLDERS):
-            args += ["--ro-bind", str(folder), str(folder)]
+    bound = [f for f in sorted(keep, key=lambda p: len(p.parts))
+             if f.exists() and not any(f.is_relative_to(s) for s in SYSTEM_FOLDERS)]
+    if user is not None:  # the folders above what is bound, which bubblewrap makes 0700 (root's): open to ``user``
+        above = {a for f in [*bound, home, *map(Path, files)] for a in f.parents if a != Path("/")}
+        for folder in sorted(above - {Path("/tmp"), *bound}, key=lambda p: len(p.parts)):
+            args += ["--perms", "0755", "--dir", str(folder)]
+    for system in files:
+        args += ["--ro-bind-try", system, system]
+    for folder in bound:
+        args += ["--ro-bind", str(folder), str(folder)]
     # The worker's folder is on the host's disk: read-only in here (the judge copies the code in from outside),
     # but for its output file, so the learner's code cannot fill the host's disk with files.
     output = str(home / "output.txt")
-    args += ["--ro-bind", str(home), str(home), "--bind", output, output, "--chdir", str(home)]
+    args += ["--ro-bind", str(home), str(home), "--bind", output, output, "--chdir", str(home), "--"]
+    if user is not None:
+        args += [_setpriv(), f"--reuid={user}", f"--regid={user}", "--clear-groups", "--no-new-privs",
+                 "--inh-caps=-all", "--bounding-set=-all", "--"]
     return args + command
 
 

@@ -75,6 +75,17 @@ class WorkerCrashed(Exception):  # noqa: N818
     """The learner's process ended in the middle of a call (``os._exit``, a crash, a limit)."""
 
 
+class Unsealed(WorkerCrashed):
+    """The sandbox did not hold where it is required (``SEAL_REQUIRED``): the learner's code was never loaded."""
+
+
+# Set by ``grade-class`` for each learner's grade unless the instructor passed ``--allow-unsealed``: a worker whose
+# sandbox did not hold is then ended before the learner's code loads (the probe runs first), instead of running the
+# code unsealed and reporting it afterwards. A learner checking their own code (``nox -s chapterN``) runs it as
+# themselves anyway, so nothing else sets it.
+SEAL_REQUIRED = "KATA_REQUIRE_SEAL"
+
+
 class Raised:
     """Mixed into every exception re-raised from the worker: where in the learner's code it happened."""
 
@@ -213,11 +224,11 @@ class Worker:
             "hung": [[m, q, said] for (m, q), said in self.hung.items()], "limits": self.limits,
             "generation": self.generation, "call_timeout": self.call_timeout,
         }
+        if self.launched.user is not None:  # started by root: readable to the worker's own unprivileged user
+            launch.give(root, self.launched.user)
         self.proc = self.launched.proc
-        self.protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy",
-                            launch.SANDBOXED if self.launched.sandboxed else launch.UNSANDBOXED]
-        if self.launched.sandboxed:
-            self.protections.append(launch.tmp_said(self.launched))
+        # The sandbox's line comes with the worker's ready frame, once its probe has shown whether it holds.
+        self.protections = ["separate process", "plain-data channel", "scrubbed environment", "throwaway copy"]
         self._answers = queue.Queue()
         self._output_seen = 0
         self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
@@ -265,16 +276,38 @@ class Worker:
         if self._ready:
             return
         item = self._wait(STARTUP)
-        if (not isinstance(item, tuple) or not item[0].get("ready")) and launch.SANDBOXED in self.protections:
-            self.stop()  # bubblewrap is there but cannot run here: start unsealed, and say so in the report
-            launch.sandbox_failed()
+        if (not isinstance(item, tuple) or not item[0].get("ready")) and self.launched.sandboxed:
+            # bubblewrap is there but cannot run here: start unsealed, and say why in the report
+            words = self.launched.startup_words() or self._last_words()
+            self.stop()
+            launch.sandbox_failed(f"bubblewrap failed to start: {words}")
             self.start()
             item = self._wait(STARTUP)
         if not isinstance(item, tuple) or not item[0].get("ready"):
+            words = self.launched.startup_words() if self.launched is not None else ""
             self.stop()
-            raise WorkerCrashed(f"the learner's process did not start: {self._last_words()}")
-        self.protections += item[0].get("protections", [])
+            raise WorkerCrashed(f"the learner's process did not start: {words or self._last_words()}")
+        self.launched.startup_words(wait=0)  # closes the pipe: nothing later is read from it
+        sandbox = self.sandbox_said(item[0].get("sealed"))
+        self.protections += [*sandbox, *item[0].get("protections", [])]
+        if os.environ.get(SEAL_REQUIRED) == "1" and launch.SANDBOXED not in sandbox:
+            self.stop()  # before the set-up's import of the learner's code: nothing of theirs has run
+            raise Unsealed(f"the learner's code was not run: {sandbox[0].removeprefix(launch.UNSEALED)}")
         self._ready = True
+
+    def sandbox_said(self, sealed) -> list[str]:
+        """The sandbox's protection lines: ``launch.SANDBOXED`` only when the worker's probe found it held.
+
+        ``sealed`` is the probe's finding (``kata/worker/main.py``), sent before any learner code was loaded.
+        Otherwise one line starting ``no sandbox: `` with the cause: why none was started, or what got through.
+        """
+        if not self.launched.sandboxed:
+            return [launch.unsealed(self.launched.cause)]
+        if isinstance(sealed, dict) and sealed.get("held") is True:
+            return [launch.SANDBOXED, launch.tmp_said(self.launched)]
+        failed = sealed.get("failed") if isinstance(sealed, dict) else None
+        what = "; ".join(str(f)[:200] for f in failed[:5]) if isinstance(failed, list) and failed else "no probe"
+        return [launch.unsealed(f"the sandbox did not hold: {what}")]
 
     def _last_words(self) -> str:
         text = self.read_output()
@@ -653,3 +686,25 @@ class ChapterProxy:
 
     def __repr__(self) -> str:
         return f"<the learner's {self.__name__}, in its own process>"
+
+
+def sandbox_here() -> str:
+    """The sandbox line of an empty worker started here now: ``launch.SANDBOXED`` when its probe held.
+
+    ``grade-class`` asks before grading anyone (unless ``--allow-unsealed``), so that a machine where the sandbox
+    cannot hold (no bubblewrap; Ubuntu 24.04's AppArmor) refuses the run before any learner's code runs. The worker
+    gets an empty package: nothing but the worker's own code and its probe run.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kata-seal-") as tmp:
+        (Path(tmp) / "empty").mkdir()
+        worker = Worker(Path(tmp), "empty")
+        try:
+            worker._ensure_ready()
+        except WorkerCrashed as err:
+            return f"{launch.UNSEALED}{err}"
+        finally:
+            worker.close()
+        return next((line for line in worker.protections
+                     if line == launch.SANDBOXED or line.startswith(launch.UNSEALED)), f"{launch.UNSEALED}no probe")

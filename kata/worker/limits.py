@@ -2,6 +2,13 @@
 
 Soft and hard limits are equal, so the learner's code cannot raise them again. Where the operating
 system has no ``resource`` module (Windows) nothing is applied here and the judge's report says so.
+
+The whole of one learner's code is bounded by two of them together: ``RLIMIT_NPROC`` of 1 lets the worker start
+no process or thread, so the address-space limit of that one process is the bound of everything the learner
+runs. It holds only for an unprivileged uid, which the sandbox gives a worker even when root grades
+(``kata/judge/launch.py``). A cgroup (memory.max, pids.max) would bound a tree of processes instead, but it needs
+root or a systemd user session, and cgroup v1 or v2 each their own way; with no new processes at all there is
+no tree to bound, so none is used.
 """
 
 from __future__ import annotations
@@ -39,9 +46,13 @@ def apply(limits: dict) -> list[str]:
     limit(resource.RLIMIT_NOFILE, int(limits["open_files"]), f"open files {int(limits['open_files'])}")
     limit(resource.RLIMIT_FSIZE, int(limits["output_bytes"]), f"output {int(limits['output_bytes']) >> 10} KiB")
     limit(resource.RLIMIT_CORE, 0, "no core dumps")
-    if os.geteuid() != 0 and hasattr(resource, "RLIMIT_NPROC"):
-        # Counted per user: with the user's processes already over it, every fork fails at once.
-        limit(resource.RLIMIT_NPROC, 1, "no new processes")
+    if hasattr(resource, "RLIMIT_NPROC"):
+        if os.geteuid() != 0:
+            # Counted per user: with the user's processes already over it, every fork fails at once. So the worker
+            # is the learner's only process, and the memory limit (per process) bounds all of the learner's code.
+            limit(resource.RLIMIT_NPROC, 1, "no new processes (the memory limit bounds all of the learner's code)")
+        else:  # root is exempt from RLIMIT_NPROC: only the sandbox's unprivileged user makes it hold
+            applied.append("new processes not bounded (running as root): the memory limit is per process")
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the output limit a write fails instead
     return applied

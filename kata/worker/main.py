@@ -32,6 +32,7 @@ def main() -> int:
 
     channel_in = os.fdopen(os.dup(0), "rb", buffering=0)
     channel_out = os.fdopen(os.dup(1), "wb")
+    sealed = probe(launched["home"], os.path.join(launched["machinery"], "kata"))  # before any learner code
     try:
         header, _ = wire.read_frame(channel_in)  # the set-up: until it comes, nothing of the learner's loads
     except EOFError:
@@ -54,13 +55,73 @@ def main() -> int:
     server = Server(config, wire, channel_out, channel_in)
     if hasattr(signal, "setitimer"):  # a call past its time says where it is; the judge then ends this process
         signal.signal(signal.SIGPROF, server.where_now)
-    wire.write_frame(channel_out, {"ready": True, "protections": applied, "pid": os.getpid()}, [])
+    wire.write_frame(channel_out, {"ready": True, "protections": applied, "pid": os.getpid(), "sealed": sealed}, [])
     while True:
         try:
             header, blobs = wire.read_frame(channel_in)
         except EOFError:
             return 0
         server.answer(header, blobs)
+
+
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096  # mount(2)'s flags (<sys/mount.h>)
+
+
+def probe(home: str, machinery: str) -> dict:
+    """Try what the sandbox forbids, before any of the learner's code is loaded; say what got through.
+
+    The judge calls a worker sealed only when every try failed (``held``): a file made in the worker's own
+    folder, in the judge's code (``kata/``), in each ``site-packages`` on the path (a ``.pth`` file there runs
+    in every later Python of the grader) or in Python's own folder; a remount of the worker's folder read-write
+    (``mount(2)`` with ``MS_REMOUNT | MS_BIND``, which any process holding ``CAP_SYS_ADMIN`` may do);
+    ``/etc/shadow`` opened; an effective capability held (``CapEff`` in ``/proc/self/status``); uid 0; a network
+    interface other than loopback. Each try is undone when it succeeded. Outside a sandbox (or on a system
+    without ``/proc``) some tries succeed, and that is the point: the judge is told, not left to presume.
+    """
+    failed = []
+    status = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            status = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        failed.append("no /proc/self/status to read its capabilities from")
+    capeff = status.get("CapEff", "").strip()
+    if capeff and int(capeff, 16):
+        failed.append(f"it holds capabilities (CapEff {capeff})")
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid == 0:
+        failed.append("it runs as root (uid 0)")
+    folders = [home, machinery, sys.prefix, *(p for p in sys.path if p.endswith("-packages") and os.path.isdir(p))]
+    for folder in dict.fromkeys(folders):
+        path = os.path.join(folder, f".kata-probe-{os.getpid()}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            continue
+        os.unlink(path)
+        failed.append(f"a write in {folder} succeeded")
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND, None) == 0:  # without MS_RDONLY: writable
+            libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)  # read-only again
+            failed.append(f"a remount of {home} read-write succeeded")
+    except (ImportError, OSError, AttributeError):  # no ctypes or no mount(2) (not Linux): the other tries stand
+        pass
+    try:
+        with open("/etc/shadow", "rb"):
+            failed.append("/etc/shadow could be read")
+    except OSError:
+        pass
+    try:  # this network namespace's interfaces (read, not imported: socket's import costs tens of ms)
+        with open("/proc/net/dev", encoding="ascii") as f:
+            reachable = sorted({line.split(":", 1)[0].strip() for line in f if ":" in line} - {"lo"})
+    except OSError:
+        reachable = []
+    if reachable:
+        failed.append(f"the network is there ({', '.join(reachable[:3])})")
+    return {"held": not failed, "failed": failed, "uid": uid, "capeff": capeff}
 
 
 class HungImports:

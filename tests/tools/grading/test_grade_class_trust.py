@@ -213,12 +213,13 @@ def test_a_repository_claimed_twice_is_refused_or_flagged(trust, tmp_path):
     assert "line 3: 'copy' has the repository of 'ada' (line 2)" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
     proc = tool("grade-class", str(path), "--out", str(tmp_path / "out"), "--chapters", "1", "--allow-shared",
-                "--allow-outside-paths", root=trust["course"], env={"KATA_NO_SANDBOX": "1"})  # and graded unsealed, as without bubblewrap
+                "--allow-outside-paths", "--allow-unsealed", root=trust["course"],
+                env={"KATA_NO_SANDBOX": "1"})  # and graded unsealed, as without bubblewrap: allowed
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["student"]: r for r in json.loads((tmp_path / "out" / "gradebook.json").read_text())["rows"]}
     assert rows["ada"]["shared_with"] == ["copy"] and rows["copy"]["shared_with"] == ["ada"]
     assert "the same repository as ada" in rows["copy"]["note"]
-    assert rows["ada"]["sandbox"] == "none" and "graded without a sandbox" in rows["ada"]["note"]
+    assert rows["ada"]["sandbox"] == "none (allowed)" and "graded without a sandbox" in rows["ada"]["note"]
     assert "graded without a sandbox" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "graded without a sandbox (install bubblewrap" in proc.stdout  # the console says it too
 
