@@ -631,8 +631,9 @@ def refusal(unsealed: list[dict]) -> str:
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     return (f"grade-class: {len(names)} learner(s) were graded without a sandbox that held: {shown}.\n"
             f"  why: {'; '.join(causes[:3]) or 'unknown'}\n"
-            "  Their code ran with this user's rights: it could read and change files the grader can, so their "
-            "grades are not to be trusted.\n"
+            "  Their rows are not grades: where this run required the sandbox, their code was stopped before it "
+            "loaded and earned nothing; where it was not required (a shard or cache graded with --allow-unsealed), "
+            "it ran with the grader's rights.\n"
             f"  {FIX} Or pass --allow-unsealed to accept it (each such row then says so).\n"
             "  The gradebook and the report are written.")
 
