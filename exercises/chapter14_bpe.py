@@ -127,8 +127,13 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     for many bytes. A pair seen once is still merged. Training stops early, with fewer merges, when the text
     has no pair left (it is down to one token, or empty); ``vocab_size`` 256 learns no merge.
 
-    (The result is the same as recounting every round; the reference updates the counts of the pairs around
-    each merge instead, so that 256 merges of half a million bytes take seconds.)
+    Count once, then update: a merge changes only the pairs around its occurrences. Where x a b y becomes
+    x new y, the counts of (x, a), (a, b) and (b, y) lose one and (x, new) and (new, y) gain one; so keep
+    where each pair occurs and visit only the occurrences of the pair being merged. Recounting the whole text
+    every round learns the same merges but reads the text once per merge, too slow for the capstone (256
+    merges on half a million bytes, 30 s per call): a check counts the lines of your code that train_bpe runs
+    for 256 merges on 30,000 characters of Python's documentation and allows 200 per byte of text (counting
+    once and updating runs about 50; recounting every round about 900).
 
     Args:
         text: the training text, a str.
@@ -146,7 +151,7 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     See docs: chapter 14, step 14.5.
     """
     _check_vocab_size(vocab_size)
-    raise NotImplementedError("14.5 train_bpe: check vocab_size, then count, pick, merge and record once per new id; stop when no pair is left (12 lines)")
+    raise NotImplementedError("14.5 train_bpe: count the pairs once, then per new id: pick, merge its occurrences and update the counts around them; stop when no pair is left (34 lines)")
 
 
 def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:

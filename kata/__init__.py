@@ -21,6 +21,8 @@ from typing import Any
 
 _EXPORTS = {
     "Chapter": "kata.judge.answer_key",
+    "DidNotReturn": "kata.judge.proxy",
+    "OverBudget": "kata.judge.proxy",
     "Step": "kata.judge.answer_key",
     "check": "kata.learner.notebook",
     "chapters": "kata.judge.answer_key",

@@ -281,3 +281,15 @@ def default_impl(root: Path = project.ROOT) -> str:
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(Path(scratch) / "exercises", target)
     return str(target)
+
+
+def shown(folder: Path, root: Path = project.ROOT) -> str:
+    """How a learner knows an implementation's folder: ``exercises`` for the staged copy with the notebooks' answers.
+
+    ``default_impl`` stages exercises/ with the saved notebooks' finished functions in ``.kata/answers/<digest>/``;
+    a message naming that path would send the learner to a folder they never edit.
+    """
+    folder = Path(folder)
+    if folder.is_relative_to(root / ".kata" / "answers"):
+        return "exercises"
+    return folder.relative_to(root).as_posix() if folder.is_relative_to(root) else str(folder)

@@ -23,15 +23,15 @@ def byte_ids(text, code_points=False):
     return [b for b in text.encode("utf-8")]
 
 
-def pair_counts(ids, overlapping=True):
+def pair_counts(ids, overlapping=True, last=True):
     """{(a, b): count} in the order first seen.
 
     A run counts every adjacent position (overlapping=True, right) or only non-overlapping pairs read left to
-    right (the mistake).
+    right (the mistake); last=False is the other mistake, the window stopped one short: the last pair left out.
     """
     counts = {}
     i = 0
-    while i + 1 < len(ids):
+    while i + 1 < len(ids) - (0 if last else 1):
         pair = (ids[i], ids[i + 1])
         counts[pair] = counts.get(pair, 0) + 1
         skip = not overlapping and ids[i] == ids[i + 1]
@@ -40,26 +40,32 @@ def pair_counts(ids, overlapping=True):
 
 
 def best(counts, tie="smallest"):
-    """The highest count; among ties the smallest pair (right), the largest, or the first seen (mistakes)."""
+    """The highest count; among ties the smallest pair (right), or one of the mistakes.
+
+    The mistakes: the largest, the first seen, or the first seen of those with the smallest first id (the tie
+    broken on the first id only).
+    """
     top = max(counts.values())
     tied = [p for p, c in counts.items() if c == top]  # in the order first seen
     if tie == "smallest":
         return sorted(tied)[0]
+    if tie == "first id":
+        return [p for p in tied if p[0] == min(q[0] for q in tied)][0]
     if tie == "largest":
         return sorted(tied)[-1]
     return tied[0]
 
 
-def replace(ids, pair, new, from_right=False, overlap=False):
+def replace(ids, pair, new, from_right=False, overlap=False, keep_last=True):
     """Merge ``pair`` into ``new`` without overlap, scanning from the left (right) or the right (mistake).
 
     ``overlap`` is the other mistake: stepping on by one after a match instead of past both ids, so the middle
-    a of "aaa" goes into two merges.
+    a of "aaa" goes into two merges; keep_last=False another: the scan stopped one short, the last id dropped.
     """
     seq = list(reversed(ids)) if from_right else list(ids)
     want = (pair[1], pair[0]) if from_right else pair
     out, i = [], 0
-    while i < len(seq):
+    while i < len(seq) - (0 if keep_last else 1):
         if i + 1 < len(seq) and (seq[i], seq[i + 1]) == want:
             out.append(new)
             i += 1 if overlap else 2
@@ -69,13 +75,16 @@ def replace(ids, pair, new, from_right=False, overlap=False):
     return list(reversed(out)) if from_right else out
 
 
-def train(text, vocab_size, overlapping=True, tie="smallest", from_right=False):
-    """Recount the whole text every round; one merge per new id."""
+def train(text, vocab_size, overlapping=True, tie="smallest", from_right=False, stop_at_one=False):
+    """Recount the whole text every round; one merge per new id.
+
+    stop_at_one: the mistake of stopping while pairs still occur, once none occurs twice.
+    """
     ids = byte_ids(text)
     merges = []
     for new in range(256, vocab_size):
         counts = pair_counts(ids, overlapping)
-        if not counts:
+        if not counts or (stop_at_one and max(counts.values()) < 2):
             break
         pair = best(counts, tie)
         merges.append([list(pair), new])
@@ -130,13 +139,15 @@ def computed() -> dict[str, dict]:
     return {
         "14.1": {"exact": ids, "mistakes": {"code points": byte_ids(TEXT, code_points=True)}},
         "14.2": {"exact": as_table(pair_counts(ids)),
-                 "mistakes": {"non-overlapping": as_table(pair_counts(ids, overlapping=False))}},
+                 "mistakes": {"non-overlapping": as_table(pair_counts(ids, overlapping=False)),
+                              "last left out": as_table(pair_counts(ids, last=False))}},
         "14.3": {"exact": list(best(pair_counts(first))),
                  "inputs": [[list(p), c] for p, c in pair_counts(first).items()],
                  "mistakes": {"largest": list(best(pair_counts(first), "largest")),
                               "first": list(best(pair_counts(first), "first"))}},
         "14.4": {"exact": first, "mistakes": {"from the right": replace(ids, (97, 97), 256, from_right=True),
-                                              "with overlap": replace(ids, (97, 97), 256, overlap=True)}},
+                                              "with overlap": replace(ids, (97, 97), 256, overlap=True),
+                                              "last dropped": replace(ids, (97, 97), 256, keep_last=False)}},
         "14.5": {"exact": merges,
                  "mistakes": {"largest": train(TEXT, VOCAB_SIZE, tie="largest"),
                               "first": train(TEXT, VOCAB_SIZE, tie="first"),
@@ -166,16 +177,18 @@ def printed(sid: str, exact):
 
 
 # on the worksheet's word both wrong orders give the same ids, so one name says both
-BY_FREQUENCY_OR_REVERSED = ("merges applied most frequent first in this text, or the last learned first, instead of "
-                            "in the order learned")
+BY_FREQUENCY_OR_REVERSED = ("merges applied most frequent first in this text, or merges applied from the last "
+                            "learned to the first, instead of in the order learned")
 
 # which key mistake (by name) each audit mistake is
 NAMES = {
     ("14.1", "code points"): "code points instead of bytes: ord(\"é\") is 233, one id, where UTF-8 has two bytes",
     ("14.2", "non-overlapping"): "a run counted without overlap: \"aaa\" holds (a, a) once instead of twice",
+    ("14.2", "last left out"): "the last pair left out: the window stopped one position short",
     ("14.3", "largest"): "ties broken another way: the largest pair, or the first one counted, instead of the smallest",
     ("14.4", "from the right"): "merged from the right: \"aaa\" became \"a\" + \"aa\" instead of \"aa\" + \"a\"",
     ("14.4", "with overlap"): "merged with overlap: the middle a of \"aaa\" went into two merges",
+    ("14.4", "last dropped"): "the last id dropped: the scan stopped one short of the end",
     ("14.5", "largest"): "ties broken another way: the largest pair, or the first one counted, instead of the smallest",
     ("14.5", "from the right"): "merged from the right: \"aaa\" became \"a\" + \"aa\" instead of \"aa\" + \"a\"",
     ("14.5", "one too many"):

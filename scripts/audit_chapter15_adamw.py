@@ -24,12 +24,14 @@ MAX_NORM = 1.0
 
 
 # -- AdamW, weight by weight -----------------------------------------------------------------------------------
-def adamw(w, grads, *, correct=True, coupled=False, eps_inside=False, restart_at=None, forget_moments_at=None):
+def adamw(w, grads, *, correct=True, coupled=False, eps_inside=False, restart_at=None, forget_moments_at=None,
+          decay_after=False):
     """The weights after len(grads) steps; each keyword plants one classic mistake.
 
     correct=False: no bias correction; coupled: the decay added to the gradient (Adam with L2);
     eps_inside: √(v̂ + ε); restart_at=k: the step count lost at step k (bias correction starts again at t = 1);
-    forget_moments_at=k: m and v lost at step k (start again from 0, the step count kept).
+    forget_moments_at=k: m and v lost at step k (start again from 0, the step count kept);
+    decay_after: the decay applied to the weight the Adam step has already moved, not to the weight before it.
     """
     w = list(w)
     m, v, t = [0.0] * len(w), [0.0] * len(w), 0
@@ -46,7 +48,11 @@ def adamw(w, grads, *, correct=True, coupled=False, eps_inside=False, restart_at
             m_hat = m[i] / (1 - BETA1**t) if correct else m[i]
             v_hat = v[i] / (1 - BETA2**t) if correct else v[i]
             root = math.sqrt(v_hat + EPS) if eps_inside else math.sqrt(v_hat) + EPS
-            w[i] = w[i] - LR * (m_hat / root + (0.0 if coupled else DECAY * w[i]))
+            if decay_after:
+                moved = w[i] - LR * m_hat / root
+                w[i] = moved - LR * DECAY * moved
+            else:
+                w[i] = w[i] - LR * (m_hat / root + (0.0 if coupled else DECAY * w[i]))
     return w
 
 
@@ -56,7 +62,11 @@ def adamw_mistakes(grads):
         "no bias correction: m / (√v + ε) with m and v still biased towards 0": adamw(W0, grads, correct=False),
         "weight decay added to the gradient (Adam with an L2 penalty, not AdamW)": adamw(W0, grads, coupled=True),
         "ε inside the square root: √(v̂ + ε) instead of √v̂ + ε": adamw(W0, grads, eps_inside=True),
+        DECAY_AFTER: adamw(W0, grads, decay_after=True),
     }
+
+
+DECAY_AFTER = "weight decay applied to the updated weight: λ times the weight after the Adam step, not before it"
 
 
 # -- the schedule ------------------------------------------------------------------------------------------------
@@ -88,6 +98,14 @@ def lr_decay_ahead(step):
     return MIN_LR + 0.5 * (MAX_LR - MIN_LR) * (1 + math.cos(math.pi * progress))
 
 
+def lr_end_early(step):
+    """The decay's length counted one short, total − warmup − 1: it reaches min_lr at step total − 1."""
+    if step < WARMUP or step >= TOTAL - 1:
+        return lr_at(step) if step < WARMUP else MIN_LR
+    progress = (step - WARMUP) / (TOTAL - WARMUP - 1)
+    return MIN_LR + 0.5 * (MAX_LR - MIN_LR) * (1 + math.cos(math.pi * progress))
+
+
 def lr_no_floor_in_cosine(step):
     """min_lr left out of the cosine: it decays from max_lr to 0 (the floor only after the end)."""
     if step < WARMUP or step >= TOTAL:
@@ -107,6 +125,10 @@ def clip(grads, max_norm, per_tensor=False):
     return out
 
 
+END_EARLY = "the decay ends one step early: min_lr is reached at step total − 1 instead of at step total"
+CLIPPED_NORM = "the norm after clipping returned: the global norm is the one before clipping, 13"
+
+
 def audit() -> dict[str, dict]:
     """{step id: {"exact": value, "mistakes": {name: value}}}, the names as in the key."""
     steps: dict[str, dict] = {}
@@ -124,11 +146,13 @@ def audit() -> dict[str, dict]:
                      "mistakes": {off: [lr_off_by_one(s) for s in DECAY_STEPS],
                                   too_long: [lr_warm_too_long(s) for s in DECAY_STEPS],
                                   ahead: [lr_decay_ahead(s) for s in DECAY_STEPS],
-                                  no_floor: [lr_no_floor_in_cosine(s) for s in DECAY_STEPS]}}
+                                  no_floor: [lr_no_floor_in_cosine(s) for s in DECAY_STEPS],
+                                  END_EARLY: [lr_end_early(s) for s in DECAY_STEPS]}}
     squares = sum(Fraction(x) ** 2 for g in GRADS.values() for x in g)
     steps["15.5"] = {"exact": math.sqrt(squares), "mistakes": {
         "the tensors' norms added (5 + 12) instead of one norm of all the numbers together":
-            sum(math.sqrt(sum(Fraction(x) ** 2 for x in g)) for g in GRADS.values())}}
+            sum(math.sqrt(sum(Fraction(x) ** 2 for x in g)) for g in GRADS.values()),
+        CLIPPED_NORM: MAX_NORM}}
     steps["15.6"] = {"exact": clip(GRADS, MAX_NORM)["W"], "mistakes": {
         "each tensor clipped separately, by its own norm, instead of all by the global norm":
             clip(GRADS, MAX_NORM, per_tensor=True)["W"]}}

@@ -45,13 +45,16 @@ MODEL = {"tok_emb": [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0,
                    [0.0, 0.0, 0.0, 1.0, -1.0]]}
 PROMPT = [1, 3]  # 16.8, 16.9
 NEXT = 2  # 16.8: the token fed after the prompt
-GEN_US = [0.3, 0.8, 0.5]  # 16.9
+GEN_US = [0.4, 0.55, 0.45]  # 16.9: with u = 0.4 the prompt's last row draws token 2, its first row would draw 1
 GEN_T = 1.0
 
 RESTART = "positions restarted at 0 in the cache: the new token rotated as if it were the first"
 TWICE = "the cached keys rotated again: they were stored already rotated"
 UNMASKED = "the new rows not masked among themselves: a row of the prefill reads the rows after it"
 UNROTATED = "the keys stored in the cache unrotated: a later step reads them as if they were turned"
+KEYS_AT_ZERO = "the new keys rotated from position 0: the queries turned by their position t + i, the keys by i"
+KEYS_FIRST = "the new keys put before the cached ones: every key at another position than its value"
+FIRST_ROW = "the first token drawn from the prefill's first row: the next token follows the prompt's last row"
 NO_RENORM = "no renormalisation after filtering: the kept probabilities no longer sum to 1"
 
 
@@ -146,12 +149,15 @@ def silu(a):
     return a / (1.0 + np.exp(-a))
 
 
-def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left_out=False, unrotated=False):
+def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left_out=False, unrotated=False,
+           keys_at_zero=False, keys_first=False):
     """Attention of the new rows at positions t … t+m−1, reading and extending the cache (one dict per head).
 
     The mistakes: restart, the new rows rotated from position 0; twice, the cached keys rotated again by their
     positions; unmasked, every new row sees every new row; own_left_out, the new rows see the cache only;
-    unrotated, the new keys are used rotated but stored in the cache as they were before RoPE.
+    unrotated, the new keys are used rotated but stored in the cache as they were before RoPE; keys_at_zero,
+    the new keys rotated from position 0 (the queries from t); keys_first, the new keys put before the cached
+    ones (the values in their order).
     """
     x = np.asarray(x_new, dtype=np.float64)
     m, d_model = x.shape
@@ -165,9 +171,9 @@ def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left
     for h in range(N_HEADS):
         cols = slice(h * d_head, (h + 1) * d_head)
         q = [rotate(Q[i, cols], first + i) for i in range(m)]
-        k_new = [rotate(Kx[i, cols], first + i) for i in range(m)]
+        k_new = [rotate(Kx[i, cols], i if keys_at_zero else first + i) for i in range(m)]
         k_old = [rotate(K_old[h, j], j) if twice else K_old[h, j] for j in range(t)]
-        keys = k_old + k_new
+        keys = k_new + k_old if keys_first else k_old + k_new
         values = list(V_old[h]) + [Vx[i, cols] for i in range(m)]
         rows = []
         for i in range(m):
@@ -224,8 +230,11 @@ def prefill_then(next_ids, **mistake):
     return np.vstack(rows)
 
 
-def generate(us, cached=True, **mistake):
-    """len(us) new ids; cached=False recomputes the full forward for every token (the oracle)."""
+def generate(us, cached=True, first_row=False, **mistake):
+    """len(us) new ids; cached=False recomputes the full forward for every token (the oracle).
+
+    first_row: the mistake of drawing the first token from the prefill's first row instead of its last.
+    """
     seq = list(PROMPT)
     if not cached:
         for u in us:
@@ -234,7 +243,7 @@ def generate(us, cached=True, **mistake):
     logits, caches = forward(PROMPT, **{k: v for k, v in mistake.items() if k in PREFILL_MISTAKES})
     out = []
     for u in us:
-        out.append(choose(list(logits[-1]), u, GEN_T))
+        out.append(choose(list(logits[0 if first_row and not out else -1]), u, GEN_T))
         logits, caches = forward([out[-1]], caches, **{k: v for k, v in mistake.items() if k != "unmasked"})
     return out
 
@@ -275,7 +284,9 @@ def audit() -> dict[str, dict]:
         RESTART: rows(attend(X_NEW, ATTENTION, CACHE, restart=True)[0]),
         TWICE: rows(attend(X_NEW, ATTENTION, CACHE, twice=True)[0]),
         "the new token's own key and value left out: it attends to the cache only":
-            rows(attend(X_NEW, ATTENTION, CACHE, own_left_out=True)[0])}}
+            rows(attend(X_NEW, ATTENTION, CACHE, own_left_out=True)[0]),
+        KEYS_AT_ZERO: rows(attend(X_NEW, ATTENTION, CACHE, keys_at_zero=True)[0]),
+        KEYS_FIRST: rows(attend(X_NEW, ATTENTION, CACHE, keys_first=True)[0])}}
     y, _ = block(X_NEW, BLOCK, CACHE)
     steps["16.7"] = {"exact": rows(y), "mistakes": {
         RESTART: rows(block(X_NEW, BLOCK, CACHE, restart=True)[0]),
@@ -293,7 +304,8 @@ def audit() -> dict[str, dict]:
     ids = generate(GEN_US, cached=False)
     if generate(GEN_US) != ids:
         raise SystemExit("the audit's cached generation differs from its full-forward generation")
-    steps["16.9"] = {"exact": ids, "mistakes": {RESTART: generate(GEN_US, restart=True),
+    steps["16.9"] = {"exact": ids, "mistakes": {FIRST_ROW: generate(GEN_US, first_row=True),
+                                                RESTART: generate(GEN_US, restart=True),
                                                 TWICE: generate(GEN_US, twice=True)}}
     return steps
 

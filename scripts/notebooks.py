@@ -14,8 +14,9 @@ chapter's page is typed twice:
 - a code cell ``# kata:stub NAME`` becomes the stub of NAME exactly as it is in ``exercises/`` (signature,
   docstring, ``raise NotImplementedError``);
 - a Markdown cell ``<!-- kata:page-section "TITLE" -->`` becomes the section ``## TITLE`` of the chapter's page
-  (its prose, formulas and worksheet; admonitions as quotes, no figures, links made relative to notebooks/),
-  so the notebook's idea and formulas are the page's and never drift from it;
+  (its prose, formulas, worksheet and figures; admonitions as quotes, links made relative to notebooks/, so a
+  figure is the page's committed ``docs/figures/NAME.svg``, linked as ``../docs/figures/NAME.svg``), so the
+  notebook's idea and formulas are the page's and never drift from it;
 - a Markdown cell ``<!-- kata:your-turn -->`` becomes "Your turn": for every function of the stub file, in its
   order, a heading, its stub (as ``# kata:stub NAME``) and a check cell, then a check of the
   whole chapter; a function added to the stubs is in the notebook at the next build.
@@ -127,10 +128,11 @@ def _sections(page: str) -> list[tuple[str, str]]:
 
 
 def _for_notebook(text: str, chapter) -> str:
-    """A page section as notebook Markdown: admonitions as quotes, no figures, links from notebooks/."""
+    """A page section as notebook Markdown: admonitions as quotes, figures as images, links from notebooks/."""
     text = re.sub(r"<!--\s*kata:worksheet (\d+)\s*-->.*?<!--\s*/kata:worksheet \1\s*-->",
                   lambda m: f"<!-- kata:worksheet {m.group(1)} -->", text, flags=re.S)
-    text = re.sub(r"^<!--\s*kata:figure [\w-]+\s*-->\n?", "", text, flags=re.M)
+    figures = docs_hook("figures")  # the page's image and caption, without its markers; linked from notebooks/ below
+    text = figures.BLOCK.sub(lambda m: figures.FIGURES[m.group(1)].markdown(chapter.page.removeprefix("docs/")), text)
     out, quoting = [], False
     for line in text.splitlines():
         m = re.match(r'^(!!!|\?\?\?) \w+(?: "(.*)")?\s*$', line)

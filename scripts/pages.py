@@ -1,9 +1,11 @@
-"""Write the answer key's worksheet tables, hints and errata into the pages: ``python scripts/pages.py``.
+"""Write the answer key's blocks and the figures' images into the pages: ``python scripts/pages.py``.
 
 Every ``<!-- kata:worksheet N -->``, ``<!-- kata:hints N -->`` and ``<!-- kata:errata N|all -->`` marker in
 ``docs/`` gets its block written out after it, up to a closing marker (``<!-- /kata:worksheet N -->``), from
-``reference/`` with the docs hook's own functions (``docs/hooks/answer_key.py``). A page read in the
-repository, in an editor or on GitHub, is then whole; the site renders the same blocks afresh.
+``reference/`` with the docs hook's own functions (``docs/hooks/answer_key.py``); every ``<!-- kata:figure
+NAME -->`` gets the Markdown image of ``docs/figures/NAME.svg`` and its caption from ``docs/hooks/figures.toml``
+(``docs/hooks/figures.py``; ``scripts/figures.py`` draws the file). A page read in the repository, in an editor
+or on GitHub, is then whole; the site renders the same blocks afresh.
 
 ``--check`` changes nothing and exits 1 naming every page that is out of date (``tests/test_pages_whole.py``
 runs it in selfcheck). Run it after editing an answer key or adding a marker.
@@ -24,11 +26,12 @@ from kata.authoring.generated import docs_hook, write_or_check  # noqa: E402
 
 def stale(write: bool) -> list[Path]:
     """Every page whose blocks differ from a fresh rendering; with ``write``, rewrite them."""
-    fill = docs_hook("answer_key").fill
+    fills = (docs_hook("answer_key").fill, docs_hook("figures").fill)
     found = []
     for page in sorted(DOCS.rglob("*.md")):
-        text = page.read_text(encoding="utf-8")
-        fresh = fill(text, page.relative_to(DOCS).as_posix())
+        text = fresh = page.read_text(encoding="utf-8")
+        for fill in fills:
+            fresh = fill(fresh, page.relative_to(DOCS).as_posix())
         if fresh != text:
             found.append(page)
             if write:

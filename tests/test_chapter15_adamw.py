@@ -32,6 +32,10 @@ COUPLED = "weight decay added to the gradient (Adam with an L2 penalty, not Adam
 EPS_INSIDE = "ε inside the square root: √(v̂ + ε) instead of √v̂ + ε"
 OFF_BY_ONE = "the schedule off by one step: steps counted from 1, so step s gets what step s − 1 should"
 PER_TENSOR = "each tensor clipped separately, by its own norm, instead of all by the global norm"
+DECAY_AFTER = "weight decay applied to the updated weight: λ times the weight after the Adam step, not before it"
+END_EARLY = "the decay ends one step early: min_lr is reached at step total − 1 instead of at step total"
+ALWAYS = "clipped although the norm is below max_norm: gradients under the limit were scaled up to it"
+CLIPPED_NORM = "the norm after clipping returned: the global norm is the one measured before clipping"
 
 
 @pytest.fixture
@@ -179,7 +183,7 @@ def test_adamw_matches_on_other_shapes_and_settings(ch, i):
     with check:
         assert returned(state["step"], "int", "the state's step") == len(lrs), \
             f"after {len(lrs)} steps the state's step must be {len(lrs)}, got {state['step']!r}"
-    mistakes = {"uncorrected": UNCORRECTED, "coupled": COUPLED, "eps_inside": EPS_INSIDE}
+    mistakes = {"uncorrected": UNCORRECTED, "coupled": COUPLED, "eps_inside": EPS_INSIDE, "decay_after": DECAY_AFTER}
     for name in params:
         close(out[name], SNAP[f"{k}/out/{name}"], f"{name} after {what}", kind="array",
               mistakes=[(m, SNAP[f"{k}/mistakes/{key}/{name}"]) for key, m in mistakes.items()])
@@ -216,7 +220,8 @@ def test_the_schedule_matches_at_every_step_on_other_settings(ch, i):
     kw = schedule(i)
     got = [returned(ch.lr_at(int(s), **kw), "float", f"lr_at({int(s)})") for s in SNAP[f"{k}/steps"]]
     close(got, SNAP[f"{k}/lr"], f"lr_at(0 … {kw['total_steps'] + 2}) with {kw}",
-          mistakes=[(OFF_BY_ONE, SNAP[f"{k}/off_by_one"])])
+          mistakes=[(OFF_BY_ONE, SNAP[f"{k}/off_by_one"]), (END_EARLY, SNAP[f"{k}/end_early"]),
+                    (END_EARLY, SNAP[f"{k}/end_shorter"])])
 
 
 @pytest.mark.parametrize("i", range(SNAP.count("schedule")))
@@ -253,10 +258,10 @@ def test_clipping_matches_on_other_shapes(ch, i):
     what = f"clip_by_global_norm of {', '.join(f'{n} {g.shape}' for n, g in grads.items())}, max_norm {max_norm}"
     close(norm, SNAP.number(f"{k}/norm"), f"the global norm, {what}", kind="float",
           mistakes=[("the tensors' norms added instead of one norm of all the numbers together",
-                     SNAP.number(f"{k}/sum_of_norms"))])
+                     SNAP.number(f"{k}/sum_of_norms")), (CLIPPED_NORM, SNAP.number(f"{k}/clipped_norm"))])
     for name in grads:
         close(clipped[name], SNAP[f"{k}/clipped/{name}"], f"{name} clipped, {what}", kind="array",
-              mistakes=[(PER_TENSOR, SNAP[f"{k}/per_tensor/{name}"])])
+              mistakes=[(PER_TENSOR, SNAP[f"{k}/per_tensor/{name}"]), (ALWAYS, SNAP[f"{k}/always/{name}"])])
 
 
 def test_gradients_under_max_norm_are_returned_unchanged(ch):

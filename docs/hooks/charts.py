@@ -1,4 +1,4 @@
-"""The docs' charts, drawn with matplotlib at build time: attention heatmaps, loss curves, a 2-D arrow plot.
+"""The docs' charts, drawn with matplotlib by ``scripts/figures.py``: attention heatmaps, loss curves, 2-D plots.
 
 Every chart shares one style (``STYLE``), has a white background (legible in the light and the dark
 theme), carries its title as the SVG ``<title>`` (its accessible name), and is rendered to SVG in
@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 from kata.style import GRID, INK, MASKED, MUTED, PALETTE, STYLE  # the one style of every chart
 
 matplotlib.use("Agg")  # never a window, whatever the environment asks for
+WIDTH = 7.3  # inches: the widest chart, which the page shows at full size (540 pt, 720 px, is its text column)
 
 
 def _svg(fig: Figure, title: str) -> str:
@@ -46,7 +47,8 @@ def heatmaps(panels: dict[str, object], rows: list[str], cols: list[str], title:
         The SVG document as text.
     """
     n = max(len(rows), len(cols))
-    cell = 1.1 if n <= 4 else 0.5
+    # inches a cell: small grids large; side-by-side panels shrink to keep the chart within the text column
+    cell = 1.1 if n <= 4 else min(0.5, (WIDTH - 1.6) / (len(panels) * len(cols)))
     hidden = np.zeros((len(rows), len(cols)), bool) if masked is None else np.asarray(masked, bool)
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(len(panels) * len(cols) * cell + 1.6, len(rows) * cell + 1.3), layout="constrained")

@@ -1,18 +1,28 @@
-"""MkDocs hook: pictures computed from ``solutions/`` at build time, so they cannot go stale.
+"""The course's figures: drawn from ``solutions/`` into committed SVG files, shown on the pages and in the notebooks.
 
-A page asks for a figure with a marker, e.g. ``<!-- kata:figure attention-4 -->``; the marker becomes
-the image and its caption. ``figures.toml`` lists the figures with their chapter, alt text and caption;
-figure ``NAME`` is drawn by ``draw_NAME`` below, as SVG by ``charts.py``, from numbers the reference
-implementation computes during the build, and written into the built site under ``figures/``. Nothing
-is committed: change a solution or an answer key and the picture follows.
+A page asks for a figure with a marker, e.g. ``<!-- kata:figure attention-4 -->``. ``figures.toml`` lists the
+figures with their chapter, alt text and caption; figure ``NAME`` is drawn by ``draw_NAME`` below (as SVG, by
+``charts.py``, from numbers the reference implementation computes) into ``docs/figures/NAME.svg``, a committed
+file, so the picture is the same wherever the learner reads: one drawing, three readers.
 
-Which figures exist follows from which chapters exist: a figure is drawn when its chapter's solution
-module is present. ``python docs/hooks/figures.py`` lists them.
+- ``python scripts/figures.py`` draws every figure into ``docs/figures/`` (``--check``: change nothing, name each
+  file that is out of date; ``tests/test_figures.py`` runs it, so a figure cannot go stale after a change to a
+  solution, an answer key or a drawing);
+- ``python scripts/pages.py`` writes each marker's block into its page (``fill``): a standard Markdown image
+  and its caption, which GitHub, an editor's preview, MkDocs and Zensical all render;
+- the site (this file as an MkDocs hook, ``on_page_markdown``) shows the same committed file, in a
+  ``<figure>`` with its caption; it never draws;
+- ``scripts/notebooks.py`` puts the same image and caption into the notebook's copy of the page section.
+
+The student edition carries ``docs/figures/`` (it has no ``solutions/`` to draw from). ``python
+docs/hooks/figures.py`` lists the figures and the pages that show them.
 """
 
 from __future__ import annotations
 
+import html
 import importlib
+import posixpath
 import re
 import sys
 import tomllib
@@ -28,13 +38,15 @@ for _path in (ROOT, HERE):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-import charts  # noqa: E402
-
-from kata import project  # noqa: E402
 from kata.judge import answer_key  # noqa: E402
 
+DOCS = ROOT / "docs"
+FOLDER = "figures"  # docs/figures/: the committed drawings, copied into the built site as they are
 MARKER = re.compile(r"<!--\s*kata:figure\s+([\w-]+)\s*-->")
-FOLDER = "figures"
+# A marker and, when scripts/pages.py has written it, its block up to the closing marker.
+BLOCK = re.compile(r"<!--\s*kata:figure\s+([\w-]+)\s*-->(?:(?:(?!<!--\s*kata:figure\s).)*?"
+                   r"<!--\s*/kata:figure\s+\1\s*-->)?", re.S)
+GENERATED = "<!-- written by scripts/pages.py from docs/hooks/figures.toml; the image by scripts/figures.py -->"
 TOKENS = ("A", "B", "C", "D")
 
 
@@ -50,25 +62,36 @@ class Figure:
 
     @property
     def path(self) -> str:
-        """Where the figure lands in the built site, e.g. ``figures/attention-4.svg``."""
+        """Where the figure is, relative to docs/ (and to the built site), e.g. ``figures/attention-4.svg``."""
         return f"{FOLDER}/{self.name}.svg"
 
+    @property
+    def file(self) -> Path:
+        """The committed file, ``docs/figures/NAME.svg``."""
+        return DOCS / self.path
 
-def source() -> str:
-    """Whose code draws the figures: ``solutions`` where it is (the authors' edition), else ``exercises``.
+    def link(self, page_path: str) -> str:
+        """The figure's address from a page (``page_path`` relative to docs/), e.g. ``../figures/attention-4.svg``."""
+        return posixpath.relpath(self.path, posixpath.dirname(page_path) or ".")
 
-    In the student edition a figure shows the learner's own numbers once their chapter runs; until then
-    the page says so instead (``on_page_markdown``).
-    """
-    return "solutions" if (ROOT / "solutions").is_dir() else "exercises"
+    def markdown(self, page_path: str) -> str:
+        """The figure as plain Markdown for a page: the image, then its caption in italics."""
+        return f"![{self.alt}]({self.link(page_path)})\n\n*{self.caption}*"
+
+
+def _charts():
+    """``charts.py``, imported only to draw: the site and the notebooks show the committed files, without matplotlib."""
+    import charts
+
+    return charts
 
 
 def solution(chapter: int):
-    """Import ``<source>.chapterNN_<topic>`` for a chapter number, found by file name."""
-    found = sorted((ROOT / source()).glob(f"chapter{chapter:02d}_*.py"))
+    """Import ``solutions.chapterNN_<topic>`` for a chapter number, found by file name (the authors' edition)."""
+    found = sorted((ROOT / "solutions").glob(f"chapter{chapter:02d}_*.py"))
     if not found:
-        raise LookupError(f"no {source()}/chapter{chapter:02d}_*.py")
-    return importlib.import_module(f"{source()}.{found[0].stem}")
+        raise LookupError(f"no solutions/chapter{chapter:02d}_*.py: figures are drawn in the authors' edition")
+    return importlib.import_module(f"solutions.{found[0].stem}")
 
 
 def _labels(ids) -> list[str]:
@@ -82,7 +105,7 @@ def draw_attention_4() -> str:
     Q, K, V = step.input("Q"), step.input("K"), step.input("V")
     mask = ch.causal_mask(len(Q))
     _, weights = ch.scaled_dot_product_attention(Q, K, V, mask)
-    return charts.heatmap(weights, ["A (0)", "B (1)"], ["A (0)", "B (1)"],
+    return _charts().heatmap(weights, ["A (0)", "B (1)"], ["A (0)", "B (1)"],
                           'Causal attention weights for "A B"', masked=~mask)
 
 
@@ -92,7 +115,7 @@ def draw_layer_norm_10() -> str:
     rng = np.random.default_rng(10)
     rows = rng.uniform(-2.6, 2.6, size=(24, 2))
     out = ch.layer_norm(rows, np.ones(2), np.zeros(2))
-    return charts.arrows_2d(
+    return _charts().arrows_2d(
         rows, out, "Layer norm over 2 features: every row lands on one of two points",
         "feature 1", "feature 2",
         note="24 random rows, γ = 1, β = 0.\nSubtract the mean, divide by\nthe spread: with 2 features\n"
@@ -113,7 +136,7 @@ def draw_loss_8() -> str:
         loss, grads = ch.batch_gradients(examples, only_wo)
         wo_losses.append(loss)
         only_wo = ch.apply_gradients(only_wo, {"WO": grads["WO"]}, lr)
-    return charts.line_chart({"all four matrices": list(all_four), "$W_O$ only": wo_losses},
+    return _charts().line_chart({"all four matrices": list(all_four), "$W_O$ only": wo_losses},
                              "A B → C, A A → D, B A → C: mean loss per epoch (η = 0.1)", "epoch",
                              "mean loss before the update")
 
@@ -140,7 +163,7 @@ def draw_loss_10() -> str:
         frozen.append((loss1 + loss2) / 2)
         g1["pos_emb"] = g2["pos_emb"] = np.zeros_like(params["pos_emb"])
         params = step(params, g1, g2)
-    return charts.line_chart({"3 patterns, 2 layers": list(three), "A B A / B A A, positions": list(learned),
+    return _charts().line_chart({"3 patterns, 2 layers": list(three), "A B A / B A A, positions": list(learned),
                               "A B A / B A A, none": frozen},
                              "d_model 8, d_ff 16, η = 0.3: mean loss per epoch", "epoch",
                              "mean loss before the update", note="without positions the loss stays above ln 2",
@@ -166,7 +189,7 @@ def draw_attention_10() -> str:
         _, maps[f"layer {number}"] = ch4.scaled_dot_product_attention(h @ block["WQ"], h @ block["WK"],
                                                                       h @ block["WV"], mask)
         x, _ = ch.block_forward(x, block)
-    return charts.heatmaps(maps, labels, labels, 'Attention weights after training on "A B C D A B C D"',
+    return _charts().heatmaps(maps, labels, labels, 'Attention weights after training on "A B C D A B C D"',
                            masked=~mask, digits=2)
 
 
@@ -175,7 +198,7 @@ def draw_rope_12() -> str:
     ch = solution(12)
     row = answer_key.load(12).step("12.4").input("X")[0]
     Y = ch.apply_rope(np.tile(row, (6, 1)))  # the same token at positions 0 … 5
-    return charts.circle_points({"pair (x₀, x₁), θ₀ = 1": Y[:, 0:2], "pair (x₂, x₃), θ₁ = 0.01": Y[:, 2:4]},
+    return _charts().circle_points({"pair (x₀, x₁), θ₀ = 1": Y[:, 0:2], "pair (x₂, x₃), θ₁ = 0.01": Y[:, 2:4]},
                                 "RoPE turns each pair by position × θ", "first feature of the pair",
                                 "second feature of the pair",
                                 note="One token, d = 4, at positions\n0 … 5 (the numbers). The fast\npair "
@@ -188,17 +211,17 @@ def draw_schedule_15() -> str:
     ch = solution(15)
     step = answer_key.load(15).step("15.3")
     kw = {k: step.inputs[k] for k in ("max_lr", "min_lr", "warmup_steps", "total_steps")}
-    return charts.line_chart({"lr_at(step)": [ch.lr_at(s, **kw) for s in range(15)]},
+    return _charts().line_chart({"lr_at(step)": [ch.lr_at(s, **kw) for s in range(15)]},
                              "Warm-up for 4 steps, cosine decay to step 12, then the floor", "step (from 0)",
                              "learning rate", guide=(kw["min_lr"], "min_lr"))
 
 
-TRAIN_STEPS = 1500  # the docs' run: the default model and settings of `nox -s train`, shortened to build in seconds
+TRAIN_STEPS = 1500  # the docs' run: the default model and settings of `nox -s train`, shortened to draw in seconds
 _train_run: dict = {}
 
 
 def _reference_training() -> dict:
-    """The shortened `nox -s train` run of solutions/ on the Zen of Python (seed 0), computed once per build."""
+    """The shortened `nox -s train` run of solutions/ on the Zen of Python (seed 0), computed once per drawing."""
     if not _train_run:
         from kata.learner import train
 
@@ -215,9 +238,9 @@ def draw_train_loss() -> str:
 
     ref = _reference_training()
     title = f"Training loss on the Zen of Python, {TRAIN_STEPS:,} steps"
-    with matplotlib.rc_context(charts.STYLE):
+    with matplotlib.rc_context(_charts().STYLE):
         fig = ref["module"].loss_figure(ref["run"]["losses"], len(ref["corpus"].vocab), title)
-        return charts._svg(fig, title)
+        return _charts()._svg(fig, title)
 
 
 def draw_train_attention() -> str:
@@ -227,9 +250,9 @@ def draw_train_attention() -> str:
     ref = _reference_training()
     text = ref["run"]["attention_text"]
     title = f"Attention weights on {text!r} after {TRAIN_STEPS:,} steps"
-    with matplotlib.rc_context(charts.STYLE):
+    with matplotlib.rc_context(_charts().STYLE):
         fig = ref["module"].attention_figure(text, ref["run"]["attention"], title)
-        return charts._svg(fig, title)
+        return _charts()._svg(fig, title)
 
 
 def _figures(path: Path = HERE / "figures.toml") -> dict[str, Figure]:
@@ -248,53 +271,49 @@ def _figures(path: Path = HERE / "figures.toml") -> dict[str, Figure]:
 FIGURES = _figures()
 
 
-def available() -> dict[str, Figure]:
-    """The figures whose chapter has a module in ``source()``."""
-    present = set(project.chapter_files(ROOT / source()))
-    return {name: f for name, f in FIGURES.items() if f.chapter in present}
+def _figure(name: str, where: str) -> Figure:
+    if name not in FIGURES:
+        raise ValueError(f"{where}: unknown figure {name!r}; known: {sorted(FIGURES)}")
+    return FIGURES[name]
 
 
-_drawn: dict[str, str] = {}
+def fill(markdown: str, page_path: str) -> str:
+    """The page with every figure's block written out afresh after its marker (what ``scripts/pages.py`` writes).
 
+    ``page_path`` is the page relative to docs/ (the image's link is relative to it).
+    """
+    def replace(m: re.Match) -> str:
+        name = m.group(1)
+        body = _figure(name, page_path).markdown(page_path)
+        return f"<!-- kata:figure {name} -->\n{GENERATED}\n\n{body}\n\n<!-- /kata:figure {name} -->"
 
-def on_files(files, config):  # noqa: D103 - MkDocs hook
-    from mkdocs.structure.files import File
-
-    _drawn.clear()
-    for name, figure in available().items():
-        if source() == "exercises":  # the learner's code: a chapter not finished yet draws nothing
-            try:
-                svg = figure.draw()
-            except Exception:  # noqa: BLE001 - not started, or wrong: the page says how to get the picture
-                continue
-        else:
-            svg = figure.draw()
-        _drawn[name] = svg
-        files.append(File.generated(config, figure.path, content=svg))
-    return files
+    return BLOCK.sub(replace, markdown)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: D103 - MkDocs hook
     def replace(m: re.Match) -> str:
-        name = m.group(1)
-        if name not in FIGURES:
-            raise ValueError(f"{page.file.src_uri}: unknown figure {name!r}; known: {sorted(FIGURES)}")
-        if name not in _drawn and source() == "exercises":  # the student edition: drawn from the learner's code
-            chapter = FIGURES[name].chapter
-            return (f'!!! note "Figure: {FIGURES[name].alt}"\n    This picture is drawn from your own code when '
-                    f"the site is built, once chapter {chapter} runs: `nox -s chapter{chapter}`, then `nox -s docs`.\n")
-        if name not in _drawn:
-            raise ValueError(f"{page.file.src_uri}: figure {name!r} needs solutions/ for chapter "
-                             f"{FIGURES[name].chapter}, which is not there")
-        figure = FIGURES[name]
-        up = "../" * page.file.src_uri.count("/")
-        return (f'<figure class="kata-figure" markdown>\n![{figure.alt}]({up}{figure.path})\n'
-                f"<figcaption>{figure.caption}</figcaption>\n</figure>")
+        figure = _figure(m.group(1), page.file.src_uri)
+        if not figure.file.is_file():
+            raise ValueError(f"{page.file.src_uri}: figure {figure.name!r} has no file docs/{figure.path}: "
+                             "run python scripts/figures.py (it draws from solutions/)")
+        return (f'<figure class="kata-figure" markdown>\n![{figure.alt}]({figure.link(page.file.src_uri)})\n'
+                f"<figcaption>{html.escape(figure.caption, quote=False)}</figcaption>\n</figure>")
 
-    return MARKER.sub(replace, markdown)
+    return BLOCK.sub(replace, markdown)
+
+
+def shown() -> dict[str, list[str]]:
+    """{figure name: the pages (relative to docs/) whose markers show it}."""
+    found: dict[str, list[str]] = {}
+    for page in sorted(DOCS.rglob("*.md")):
+        for name in MARKER.findall(page.read_text(encoding="utf-8")):
+            found.setdefault(name, []).append(page.relative_to(DOCS).as_posix())
+    return found
 
 
 if __name__ == "__main__":
+    pages = shown()
     for name, figure in FIGURES.items():
-        state = "drawn" if name in available() else f"waits for chapter {figure.chapter}"
-        print(f"{name:16} {state:24} <!-- kata:figure {name} -->")
+        state = "committed" if figure.file.is_file() else "not drawn yet"
+        print(f"{name:16} chapter {figure.chapter:<3} docs/{figure.path:28} {state:14} "
+              f"{', '.join(pages.get(name, [])) or 'on no page'}")

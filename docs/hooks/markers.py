@@ -8,17 +8,14 @@ very same render functions, so both builders produce the same pages:
 
 - ``kata:worksheet N``, ``kata:hints N``, ``kata:errata N|all`` — ``answer_key.py``;
 - ``kata:api`` — ``api.py``;
-- ``kata:figure NAME`` — ``figures.py``; the SVG is inlined as a ``data:`` image, since an extension
-  cannot add files to the site.
+- ``kata:figure NAME`` — ``figures.py``; the image is the committed ``docs/figures/NAME.svg``, which
+  Zensical copies into the site like any file of docs/.
 
 ``nox -s docs-zensical`` builds with it and reports what still differs.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -37,25 +34,6 @@ def _page_path(md) -> str:
     return path.replace("\\", "/").removeprefix("docs/")
 
 
-@cache
-def _figure_uri(name: str) -> str:
-    svg = docs_hook("figures").FIGURES[name].draw()
-    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
-
-
-def _figures(text: str) -> str:
-    figures = docs_hook("figures")
-
-    def replace(m) -> str:
-        figure = figures.FIGURES[m.group(1)]
-        if figure.name not in figures.available() and not (figures.ROOT / "solutions").is_dir():
-            return f"*Figure: {html.escape(figure.alt)} (drawn from the reference solutions, absent here).*"
-        return (f'<figure class="kata-figure"><img alt="{html.escape(figure.alt)}" src="{_figure_uri(figure.name)}">'
-                f"<figcaption>{html.escape(figure.caption)}</figcaption></figure>")
-
-    return figures.MARKER.sub(replace, text)
-
-
 class KataMarkers(Preprocessor):
     """Replace every kata marker with the Markdown the MkDocs hooks would have produced."""
 
@@ -66,7 +44,7 @@ class KataMarkers(Preprocessor):
         page = SimpleNamespace(file=SimpleNamespace(src_uri=_page_path(self.md)))
         text = docs_hook("answer_key").on_page_markdown(text, page, None, None)
         text = docs_hook("api").on_page_markdown(text, page, None, None)
-        text = _figures(text)
+        text = docs_hook("figures").on_page_markdown(text, page, None, None)
         return text.split("\n")
 
 

@@ -1,8 +1,9 @@
 """What the authors' generators share: the docs hook they render with, and "write, or only ``--check``".
 
-``scripts/pages.py`` writes the answer key's blocks into the pages and ``scripts/notebooks.py`` builds the
-notebooks. Both make files from other files with the docs hook's own functions (loaded by file, as MkDocs
-loads it), and both take ``--check``: change nothing, name each file that is out of date, exit 1.
+``scripts/pages.py`` writes the answer key's blocks and the figures' images into the pages,
+``scripts/figures.py`` draws the figures into ``docs/figures/`` and ``scripts/notebooks.py`` builds the
+notebooks. All three make files from other files with the docs hooks' own functions (loaded by file, as MkDocs
+loads them), and all take ``--check``: change nothing, name each file that is out of date, exit 1.
 """
 
 from __future__ import annotations

@@ -962,6 +962,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"pairs/{i}/ids"] = ints(ids)
         data[f"pairs/{i}/counts"] = counts_table(s.count_pairs(ids))
         data[f"pairs/{i}/non_overlapping"] = counts_table(audit.pair_counts(ids, overlapping=False))
+        data[f"pairs/{i}/last_left_out"] = counts_table(audit.pair_counts(ids, last=False))
     # most_frequent_pair: ties at the top, stored in a shuffled order
     for i, (n_pairs, top) in enumerate(((1, 5), (4, 3), (9, 2), (16, 7))):
         pairs = {(int(a), int(b)) for a, b in rng.integers(0, 300, size=(3 * n_pairs, 2))}
@@ -972,6 +973,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"best/{i}/pair"] = ints(s.most_frequent_pair(counts))
         data[f"best/{i}/largest"] = ints(audit.best(counts, "largest"))
         data[f"best/{i}/first"] = ints(audit.best(counts, "first"))
+        data[f"best/{i}/first_id"] = ints(audit.best(counts, "first id"))
     # merge_pair: a == b runs and a != b pairs
     for i, (n, k, pair) in enumerate(((0, 2, (1, 1)), (1, 2, (1, 1)), (9, 2, (1, 1)), (25, 3, (0, 2)),
                                      (40, 2, (0, 0)), (30, 4, (3, 1)), (2, 1, (0, 0)), (12, 3, (2, 1)))):
@@ -982,6 +984,7 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"merge/{i}/ids"], data[f"merge/{i}/pair"], data[f"merge/{i}/new_id"] = ints(ids), ints(pair), ints([new])
         data[f"merge/{i}/out"] = ints(s.merge_pair(ids, pair, new))
         data[f"merge/{i}/from_right"] = ints(audit.replace(ids, pair, new, from_right=True))
+        data[f"merge/{i}/last_dropped"] = ints(audit.replace(ids, pair, new, keep_last=False))
     # train_bpe: runs, ties, multi-byte characters; the last one runs out of pairs before vocab_size
     for i, (n, extra, alphabet) in enumerate(((40, 6, small), (120, 20, small), (200, 35, small), (80, 60, small),
                                                (3, 10, small), (90, 25, "\x01\x01\x01\x02 a"))):
@@ -990,7 +993,8 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
         data[f"train/{i}/text"], data[f"train/{i}/vocab_size"] = points(t), ints([256 + extra])
         data[f"train/{i}/merges"] = table(merges)
         for name, kw in (("largest", {"tie": "largest"}), ("first", {"tie": "first"}),
-                         ("from_right", {"from_right": True}), ("non_overlapping", {"overlapping": False})):
+                         ("from_right", {"from_right": True}), ("non_overlapping", {"overlapping": False}),
+                         ("first_id", {"tie": "first id"}), ("stopped", {"stop_at_one": True})):
             data[f"train/{i}/{name}"] = table(audit.train(t, 256 + extra, **kw))
         vocab = s.build_vocab(merges)
         data.update(flatten([ints(vocab[new]) for _, new in merges], f"train/{i}/tokens"))
@@ -1007,6 +1011,13 @@ def chapter14(seed: int | None = None) -> dict[str, np.ndarray]:
     # round trips: random Unicode texts, encoded with merges learned on another one
     for i, n in enumerate((0, 1, 5, 40, 120)):
         data[f"roundtrip/{i}/text"] = points(text(n, wide))
+    # most_frequent_pair: ties between pairs that share their first id, the larger second id counted first
+    for i, counts in enumerate(({(97, 99): 3, (256, 97): 3, (97, 98): 3, (98, 97): 1},
+                                {(300, 5): 2, (7, 400): 2, (7, 9): 2, (7, 8): 2, (6, 500): 1, (7, 7): 1}), start=4):
+        data[f"best/{i}/counts"] = np.asarray([[a, b, c] for (a, b), c in counts.items()], dtype=np.int64)
+        data[f"best/{i}/pair"] = ints(s.most_frequent_pair(counts))
+        for name in ("largest", "first", "first id"):
+            data[f"best/{i}/{name.replace(' ', '_')}"] = ints(audit.best(counts, name))
     return data
 
 
@@ -1022,7 +1033,7 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
     rng, put = data.rng, data.put
 
     def variant(params, grads_seq, lrs, hyper, mode):
-        """The weights after the run with one classic mistake: "uncorrected", "coupled" or "eps_inside"."""
+        """The weights after the run with one classic mistake: "uncorrected", "coupled", "eps_inside", "decay_after"."""
         b1, b2, eps, lam = hyper["beta1"], hyper["beta2"], hyper["eps"], hyper["weight_decay"]
         w = {k: p.copy() for k, p in params.items()}
         m = {k: np.zeros_like(p) for k, p in params.items()}
@@ -1034,7 +1045,11 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
                 v[k] = b2 * v[k] + (1 - b2) * g * g
                 m_hat, v_hat = (m[k], v[k]) if mode == "uncorrected" else (m[k] / (1 - b1**t), v[k] / (1 - b2**t))
                 root = np.sqrt(v_hat + eps) if mode == "eps_inside" else np.sqrt(v_hat) + eps
-                w[k] = w[k] - lr * (m_hat / root + (0.0 if mode == "coupled" else lam * w[k]))
+                if mode == "decay_after":  # the decay of the weight the Adam step has already moved
+                    moved = w[k] - lr * m_hat / root
+                    w[k] = moved - lr * lam * moved
+                else:
+                    w[k] = w[k] - lr * (m_hat / root + (0.0 if mode == "coupled" else lam * w[k]))
         return w
 
     cases = [({"W": (3, 5), "b": (5,)}, 3, 1.0, {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}),
@@ -1053,15 +1068,26 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
             v=state["v"],
             step=state["step"],
             mistakes={mode: variant(params, grads_seq, lrs, hyper, mode)
-                      for mode in ("uncorrected", "coupled", "eps_inside")})
+                      for mode in ("uncorrected", "coupled", "eps_inside", "decay_after")})
 
     schedules = [(3e-4, 3e-5, 10, 50), (1.0, 0.0, 0, 8), (0.5, 0.1, 6, 6), (2e-3, 2e-4, 1, 20), (1e-2, 1e-2, 3, 9)]
+    def end_early(t, max_lr, min_lr, warmup, total, shorter):
+        """The decay ending one step early: at total − 1 (``shorter``: its length counted one short, too)."""
+        if t < warmup:
+            return max_lr * (t + 1) / warmup
+        if t >= total - 1:
+            return min_lr
+        p = (t - warmup) / (total - warmup - (1 if shorter else 0))
+        return min_lr + 0.5 * (max_lr - min_lr) * (1 + np.cos(np.pi * p))
+
     for i, (max_lr, min_lr, warmup, total) in enumerate(schedules):
         kw = {"max_lr": max_lr, "min_lr": min_lr, "warmup_steps": warmup, "total_steps": total}
         steps = np.arange(total + 3)
         put(f"schedule/{i}", max_lr=max_lr, min_lr=min_lr, warmup=warmup, total=total, steps=steps,
             lr=np.array([s.lr_at(int(t), **kw) for t in steps]),
-            off_by_one=np.array([0.0 if t == 0 else s.lr_at(int(t) - 1, **kw) for t in steps]))
+            off_by_one=np.array([0.0 if t == 0 else s.lr_at(int(t) - 1, **kw) for t in steps]),
+            end_early=np.array([end_early(int(t), max_lr, min_lr, warmup, total, False) for t in steps]),
+            end_shorter=np.array([end_early(int(t), max_lr, min_lr, warmup, total, True) for t in steps]))
 
     clips = [({"W": (3, 5), "b": (5,)}, 1.0), ({"E": (4, 2, 3), "W": (2, 6), "g": (6,)}, 2.5),
              ({"x": (7,)}, 0.5), ({"W1": (5, 3), "W2": (3, 5), "b": (1,)}, 100.0)]
@@ -1070,7 +1096,8 @@ def chapter15(seed: int | None = None) -> dict[str, np.ndarray]:
         clipped, norm = s.clip_by_global_norm(grads, max_norm)
         put(f"clip/{i}", grads=grads, max_norm=max_norm, clipped=clipped, norm=norm,
             per_tensor={k: s.clip_by_global_norm({k: g}, max_norm)[0][k] for k, g in grads.items()},
-            sum_of_norms=sum(float(np.linalg.norm(g)) for g in grads.values()))
+            sum_of_norms=sum(float(np.linalg.norm(g)) for g in grads.values()),
+            always={k: g * (max_norm / norm) for k, g in grads.items()}, clipped_norm=min(norm, max_norm))
     return data
 
 
@@ -1127,15 +1154,15 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         p = rng.permutation(np.resize([4.0, 2.0, 1.0], n))
         return p / p.sum()
 
-    for i, (n, k) in enumerate([(7, 3), (12, 1), (30, 10), (6, 5), (40, 18)]):
+    for i, (n, k) in enumerate([(7, 3), (12, 1), (30, 10), (6, 4), (40, 18)]):
         p = rng.dirichlet(np.ones(n))
-        if i == 3:  # a tie at the boundary: tokens 1 and 4 share the 3rd … the lower index is kept
+        if i == 3:  # a tie at the boundary: tokens 1 and 4 share the 4th place, the lower index is kept
             p = np.array([0.3, 0.1, 0.25, 0.05, 0.1, 0.2])
         if i == 4:  # 40 tokens in three tied groups of 14, 13, 13: k = 18 cuts through the second
             p = tied(n)
         order = np.argsort(-p, kind="stable")
         put(f"top_k/{i}", probs=p, k=k, out=s.top_k_filter(p, k), no_renorm=keep(p, order[:k], False),
-            first_k=keep(p, np.arange(k)), tie_upper=keep(p, np.r_[order[:k - 1], order[k:k + 1]]))
+            first_k=keep(p, np.arange(k)), tie_upper=keep(p, np.argsort(p, kind="stable")[::-1][:k]))
     for i, (n, top) in enumerate([(7, 0.5), (12, 0.9), (30, 0.75), (5, 0.3), (6, 0.65), (40, 0.7)]):
         p = rng.dirichlet(np.ones(n))
         if i == 4:  # ties: 0.2 three times, the lower indices first
@@ -1148,8 +1175,15 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         put(f"top_p/{i}", probs=p, p=top, out=s.top_p_filter(p, top), dropped=keep(p, order[:max(n_keep - 1, 1)]),
             no_renorm=keep(p, order[:n_keep], False),
             index_order=keep(p, np.arange(min(int(np.searchsorted(np.cumsum(p), top)) + 1, n))))
+    def in_1024ths(q):
+        """Q rounded to whole 1024ths that add up to 1: every running sum is then exact, added in any order."""
+        w = np.floor(q * 1024)
+        w[np.argmax(w)] += 1024 - w.sum()
+        return w / 1024
+
     dyadic = np.array([0.125, 0.375, 0.0, 0.25, 0.25])  # every running sum exact: boundaries are hit exactly
-    for i, p in enumerate([dyadic, rng.dirichlet(np.ones(9)), rng.dirichlet(np.ones(20) * 0.3)]):
+    for i, p in enumerate([dyadic, in_1024ths(rng.dirichlet(np.ones(9))),
+                           in_1024ths(rng.dirichlet(np.ones(20) * 0.3))]):
         us = np.r_[np.linspace(0, 1, 401)[:-1], np.cumsum(p)[:-1]]
         us = us[us < 1]
         c = np.cumsum(p)
@@ -1172,10 +1206,12 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         t, m = K_old.shape[1], len(x_new)
         start = 0 if mode == "restart" else t
         Q = apply_rope(heads(x_new @ W["WQ"], n), start=start)
-        K_new = apply_rope(heads(x_new @ W["WK"], n), start=start)
+        K_new = apply_rope(heads(x_new @ W["WK"], n), start=0 if mode == "keys_at_zero" else start)
         if mode == "twice" and t:
             K_old = apply_rope(K_old)
         K, V = np.concatenate([K_old, K_new], axis=1), np.concatenate([V_old, heads(x_new @ W["WV"], n)], axis=1)
+        if mode == "keys_first":
+            K = np.concatenate([K_new, K_old], axis=1)
         S = Q @ K.transpose(0, 2, 1) / np.sqrt(Q.shape[-1])
         if mode != "unmasked":
             S = np.where(np.arange(t + m)[None, :] <= t + np.arange(m)[:, None], S, -np.inf)
@@ -1216,7 +1252,8 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         K_old, V_old = K_all[:, :t], V_all[:, :t]
         put(f"attention/{i}", x=x, params=W, n_heads=n, t=t, K=K_all, V=V_all,
             out=rope_multi_head_attention(x, W, n)[0][t:],
-            **{mode: cached_attention(x[t:], W, n, K_old, V_old, mode)[0] for mode in ("restart", "twice", "unmasked")})
+            **{mode: cached_attention(x[t:], W, n, K_old, V_old, mode)[0]
+               for mode in ("restart", "twice", "unmasked", "keys_at_zero", "keys_first")})
     for i, (t, m, d_model, d_ff, n) in enumerate([(3, 1, 8, 12, 2), (2, 3, 4, 6, 1), (5, 2, 16, 8, 4)]):
         x = rng.normal(size=(t + m, d_model))
         params = random_prenorm_block(d_model, d_ff, rng)
@@ -1230,7 +1267,8 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         model = random_gpt(vocab, d_model, d_ff, n_blocks, rng)
         ids = rng.integers(0, vocab, size=sum(chunks))
         put(f"model/{i}", model=model, n_heads=n, ids=ids, chunks=np.array(chunks), logits=full_forward(model, ids, n),
-            **{mode: decode(model, ids, chunks, n, mode) for mode in ("restart", "twice", "unmasked")})
+            **{mode: decode(model, ids, chunks, n, mode)
+               for mode in ("restart", "twice", "unmasked", "keys_at_zero", "keys_first")})
     for i, (vocab, d_model, n, prompt_len, n_new, T, k, top) in enumerate(
             [(11, 8, 2, 3, 8, 1.0, None, None), (13, 4, 1, 1, 6, 1.5, 2, None), (9, 12, 3, 4, 7, 1.5, None, 0.5),
              (10, 8, 4, 2, 5, 0.0, None, None)]):
@@ -1238,11 +1276,13 @@ def chapter16(seed: int | None = None) -> dict[str, np.ndarray]:
         prompt = [int(v) for v in rng.integers(0, vocab, size=prompt_len)]
         us = rng.uniform(size=n_new)
         kw = {"temperature": T, "top_k": k, "top_p": top}
-        seq = list(prompt)
-        for u in us:  # the oracle: the full forward again for every token, no cache
+        seq, wrong = list(prompt), list(prompt)
+        for j, u in enumerate(us):  # the oracle: the full forward again for every token, no cache
             seq.append(s.choose_next(full_forward(model, seq, n)[-1], float(u), **kw))
+            wrong.append(s.choose_next(full_forward(model, wrong, n)[0 if j == 0 else -1], float(u), **kw))
         put(f"generate/{i}", model=model, n_heads=n, prompt=np.array(prompt), us=us, temperature=T,
-            top_k=-1 if k is None else k, top_p=-1.0 if top is None else top, ids=np.array(seq[prompt_len:]))
+            top_k=-1 if k is None else k, top_p=-1.0 if top is None else top, ids=np.array(seq[prompt_len:]),
+            first_row=np.array(wrong[prompt_len:]))
     return data
 
 

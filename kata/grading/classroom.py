@@ -185,8 +185,8 @@ def checked_repositories(class_roster: roster.Roster, args: argparse.Namespace) 
         return submissions.source(repo, base, args.git_host)
 
     sharing = roster.shared(class_roster.learners, where, args.git_host)
-    refused = ([] if args.allow_outside_paths else roster.outside_problems(class_roster, where)) + \
-        ([] if args.allow_shared else roster.shared_problems(class_roster, sharing))
+    refused = roster.repository_problems(class_roster, where, sharing, outside=not args.allow_outside_paths,
+                                         shared=not args.allow_shared)
     if refused:  # both checks' lines at once: every bad line is named before anything is graded
         raise roster.RosterError("\n".join(refused))
     return sharing
@@ -342,7 +342,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             "students": [x.student for x in class_roster.learners],
             "extra_columns": class_roster.extra_columns,
         },
-        "columns": gradebook.columns(numbers, class_roster.extra_columns, extra is not None),
+        "columns": gradebook.columns(chosen, class_roster.extra_columns, extra is not None),
         "chapters": [{"chapter": c.number, "title": c.title} for c in all_chapters],
         "summary": gradebook.summary(rows),
         "rows": rows,
@@ -584,7 +584,8 @@ def closing(book: dict, seconds: float) -> str:
         lines += ["", "missing or error:", f"  {'student':<{width}} {'status':<8} reason"]
         lines += [f"  {r['student']:<{width}} {r['status']:<8} {r['note']}" for r in problems]
     said = [(what, [r["student"] for r in rows if test(r)]) for what, test in (
-        ("graded without a sandbox (install bubblewrap: sudo apt-get install bubblewrap)",
+        ("graded without a sandbox (the note says why; docs/instructors.md: \"Grading as root, and whether learners "
+         "were sealed\")",
          lambda r: (r.get("sandbox") or "").startswith(gradebook.UNSEALED)),
         ("newer commits on another branch, not graded", lambda r: r.get("other_branches")),
         ("files not graded (links, submodules, over the size limit)", lambda r: r.get("not_graded")),
@@ -630,8 +631,9 @@ def refusal(unsealed: list[dict]) -> str:
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     return (f"grade-class: {len(names)} learner(s) were graded without a sandbox that held: {shown}.\n"
             f"  why: {'; '.join(causes[:3]) or 'unknown'}\n"
-            "  Their code ran with this user's rights: it could read and change files the grader can, so their "
-            "grades are not to be trusted.\n"
+            "  Their rows are not grades: where this run required the sandbox, their code was stopped before it "
+            "loaded and earned nothing; where it was not required (a shard or cache graded with --allow-unsealed), "
+            "it ran with the grader's rights.\n"
             f"  {FIX} Or pass --allow-unsealed to accept it (each such row then says so).\n"
             "  The gradebook and the report are written.")
 

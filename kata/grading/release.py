@@ -44,6 +44,27 @@ SHIPS = ("docs/", "exercises/", "reference/", "notebooks/", "kata/", "data/", "s
 AUTHORS_ONLY = ("solutions/", ".ci/", ".github/", ".kata/", "kata/authoring/snapshots.py")
 
 
+SHOWN = 10  # files a refusal names one per line; the rest are counted, by folder
+
+
+def some(paths: list[str], shown: int = SHOWN) -> str:
+    """The first ``shown`` paths, one per line, then ``and N more`` with the folders they are in.
+
+    A grading run's output folder left in the repository holds hundreds of files (one folder per learner): a
+    refusal listing each would bury its own first line. The folders say where to look (or what to git-ignore).
+    """
+    lines = [f"  {p}" for p in paths[:shown]]
+    rest = paths[shown:]
+    if rest:
+        tops: dict[str, int] = {}
+        for p in rest:
+            top = p.split("/")[0] + ("/" if "/" in p else "")
+            tops[top] = tops.get(top, 0) + 1
+        where = ", ".join(f"{top} ({n:,})" for top, n in sorted(tops.items(), key=lambda t: (-t[1], t[0])))
+        lines.append(f"  and {len(rest):,} more, in: {where}")
+    return "\n".join(lines)
+
+
 class Refused(ValueError):
     """Files the repository holds that are not part of a course: nothing is written."""
 
@@ -51,8 +72,9 @@ class Refused(ValueError):
         self.paths = paths
         super().__init__(
             f"{len(paths)} file(s) here are not part of a course and would have gone into the student edition; "
-            "nothing was written. Move them out of the repository (a roster or a gradebook belongs outside it), "
-            "or name each one to ship with --include PATH:\n" + "\n".join(f"  {p}" for p in paths))
+            "nothing was written. Move them out of the repository (a roster or a gradebook belongs outside it; "
+            "grading output under class/ or gradebook/ is ignored by git), or name each one to ship with "
+            "--include PATH:\n" + some(paths))
 
 
 class NotCommitted(Refused):
@@ -65,7 +87,7 @@ class NotCommitted(Refused):
             f"{len(paths)} file(s) inside the course's folders are not committed to git and would have gone into the "
             "student edition (a roster or a gradebook copied into data/, docs/ or exercises/ looks just like "
             "this); nothing was written. Commit the ones that belong to the course, move the others out of the "
-            "repository, or name each one to ship with --include PATH:\n" + "\n".join(f"  {p}" for p in paths))
+            "repository, or name each one to ship with --include PATH:\n" + some(paths))
 
 
 def listed(path: str, names: tuple[str, ...] | list[str]) -> bool:
@@ -212,7 +234,31 @@ def release(root: Path, target: Path, course_repo: str = "", tag: str = "", incl
         source = root / name
         if source.exists() and source.stat().st_mode & 0o111:
             path.chmod(path.stat().st_mode | 0o111)
-    return {"written": len(pending), "left_out": left_out, "sections_cut": cut, "included": included}
+    return {"written": len(pending), "files": sorted(pending), "left_out": left_out, "sections_cut": cut,
+            "included": included}
+
+
+def left_out_said(left_out: list[str], written: list[str], shown: int = 3) -> list[str]:
+    """What the edition leaves out, one line per top-level folder or file, true about partly shipped folders.
+
+    A folder none of whose files ships is named whole (``solutions/``); a folder that ships in part (``kata/``
+    without its snapshot builder, ``tests/`` with only the chapter tests) says how many of its files stay
+    behind and names the first ones, so nobody reads ``kata`` as "the grading machinery is not shipped".
+    """
+    out = [p for p in left_out if p not in set(written)]  # .github/workflows/grade.yml ships, rewritten
+    lines = []
+    for top in sorted({p.split("/")[0] for p in out}):
+        mine = [p for p in out if p == top or p.startswith(top + "/")]
+        if mine == [top]:
+            lines.append(f"  {top}")
+            continue
+        shipped = sum(1 for p in written if p.startswith(top + "/"))
+        if not shipped:
+            lines.append(f"  {top}/ (the whole folder)")
+            continue
+        names = ", ".join(mine[:shown]) + (f", and {len(mine) - shown:,} more" if len(mine) > shown else "")
+        lines.append(f"  {top}/: {len(mine):,} of its {len(mine) + shipped:,} files ({shipped:,} shipped): {names}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,8 +270,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"release: {err}")
         return 2
     print(f"wrote the student edition into {Path(args.dir).resolve()}: {done['written']} files")
-    tops = sorted({"/".join(p.split("/")[: 2 if p.startswith("tests/") else 1]) for p in done["left_out"]})
-    print(f"left out: {', '.join(tops) or 'nothing'}")
+    said = left_out_said(done["left_out"], done["files"])
+    print("left out, the authors' own (the rest of each folder is in the edition):" if said else "left out: nothing")
+    for line in said:
+        print(line)
     for name in done["included"]:
         print(f"included (--include): {name}")
     for name, n in sorted(done["sections_cut"].items()):

@@ -199,8 +199,9 @@ def terminal(results: dict) -> str:
     if withheld:
         lines.append(f"  {withheld} passed step(s) and check(s) earn nothing until their functions pass every check "
                      "(summary.md lists them)")
-    if any(p.startswith("no sandbox") for p in results.get("protections") or []):
-        lines.append("  no sandbox: the learner's code ran as this user (install bubblewrap to seal it)")
+    unsealed = [p for p in results.get("protections") or [] if p.startswith("no sandbox")]
+    if unsealed:  # the judge's own line, with its cause (no bubblewrap, or one that did not hold)
+        lines.append(f"  {unsealed[0][:300]}")
     restored = results.get("pristine")
     if restored:
         changed = ", ".join(f"{d['path']} ({d['change']})" for d in restored["differed"]) or "none"

@@ -245,16 +245,32 @@ def shared(learners: list[Learner], where: Callable[[str], str],
             for x in group}
 
 
+def repository_problems(roster: Roster, where: Callable[[str], str], sharing: dict[str, list[Learner]], *,
+                        outside: bool = True, shared: bool = True) -> list[str]:
+    """Both checks' lines (``outside_problems``, ``shared_problems``) at once, in the roster's line order.
+
+    One list sorted by line reads as the roster does: an instructor fixes it from the top, and a line that fails
+    both checks has its two messages together (outside first).
+    """
+    found = ([(x.line, 0, said) for x, said in _outside(roster, where)] if outside else []) + \
+        ([(x.line, 1, said) for x, said in _shared(roster, sharing)] if shared else [])
+    return [said for _, _, said in sorted(found, key=lambda f: f[:2])]
+
+
 def shared_problems(roster: Roster, sharing: dict[str, list[Learner]]) -> list[str]:
     """A line for every learner whose repository an earlier line already claims."""
+    return [said for _, said in _shared(roster, sharing)]
+
+
+def _shared(roster: Roster, sharing: dict[str, list[Learner]]) -> list[tuple[Learner, str]]:
     problems = []
     for x in roster.learners:
         earlier = [y for y in sharing.get(x.student, []) if y.line < x.line]
         if earlier:
             also = "" if x.repo == earlier[0].repo else f" (there written {_said(earlier[0].repo)})"
-            problems.append(f"{roster.path.name}, line {x.line}: {x.student!r} has the repository of "
-                            f"{earlier[0].student!r} (line {earlier[0].line}): {_said(x.repo)}{also}; one "
-                            "repository per learner (--allow-shared grades it for each and flags the rows)")
+            problems.append((x, f"{roster.path.name}, line {x.line}: {x.student!r} has the repository of "
+                                f"{earlier[0].student!r} (line {earlier[0].line}): {_said(x.repo)}{also}; one "
+                                "repository per learner (--allow-shared grades it for each and flags the rows)"))
     return problems
 
 
@@ -265,17 +281,64 @@ def outside_problems(roster: Roster, where: Callable[[str], str]) -> list[str]:
     answer key): only the learners' repositories, kept in or under the roster's folder, are graded unless the
     instructor says otherwise (``--allow-outside-paths``). Symbolic links are followed before the check.
     """
+    return [said for _, said in _outside(roster, where)]
+
+
+def _outside(roster: Roster, where: Callable[[str], str]) -> list[tuple[Learner, str]]:
     base = Path(os.path.realpath(roster.path.parent))
     problems = []
     for x in roster.learners:
         folder = submissions.local_path(where(x.repo))
         if folder is not None and not folder.is_relative_to(base):
-            problems.append(f"{roster.path.name}, line {x.line}: {x.student!r}: the repository {_said(x.repo)} is "
-                            f"{submissions.shortened(str(folder))}, outside the roster's folder {base}: a local "
-                            "repository must be in it (--allow-outside-paths grades one elsewhere)")
+            problems.append((x, f"{roster.path.name}, line {x.line}: {x.student!r}: the repository {_said(x.repo)} "
+                                f"is {submissions.shortened(str(folder))}, outside the roster's folder {base}: a local "
+                                "repository must be in it (--allow-outside-paths grades one elsewhere)"))
     return problems
 
 
 def _said(repo: str) -> str:
     """A roster's repo in a message: without credentials, and short."""
     return submissions.shortened(submissions.shown(repo))
+
+
+def decrypt(path: Path, passphrase: str) -> str:
+    """The text of a roster encrypted with ``gpg --symmetric`` (``roster.csv.gpg``), decrypted with ``passphrase``.
+
+    For a class whose roster is bigger than a CI secret holds (48 KB on GitHub): the encrypted file is
+    committed, its passphrase is the secret. gpg itself decrypts (it is on every GitHub runner and most
+    Linux systems; a Python wrapper of it would add a dependency for one call): with a throwaway home
+    folder, so no keyring is read or written, no agent is started (``--no-autostart``: symmetric
+    decryption needs none, and none is left running), and the passphrase goes through a pipe, never a
+    command line. The plain text is returned, never written here.
+
+    Raises:
+        RosterError: no such file, no gpg, an empty passphrase, or a file gpg cannot decrypt with it (a
+            wrong passphrase, a file that is not gpg's, or one altered since it was encrypted).
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    if not path.is_file():
+        raise RosterError(f"no encrypted roster at {path}")
+    if not passphrase:
+        raise RosterError(f"{path.name}: no passphrase to decrypt it with (the secret CLASS_ROSTER_KEY is empty)")
+    gpg = shutil.which("gpg")
+    if gpg is None:
+        raise RosterError(f"{path.name}: gpg is not installed, and the roster is encrypted with it "
+                          "(sudo apt-get install gnupg)")
+    with tempfile.TemporaryDirectory(prefix="kata-gpg-") as home:
+        proc = subprocess.run([gpg, "--batch", "--quiet", "--no-tty", "--no-autostart", "--homedir", home,
+                               "--pinentry-mode", "loopback", "--passphrase-fd", "0", "--decrypt", str(path)],
+                              input=passphrase.encode("utf-8"), capture_output=True, timeout=60, check=False)
+    if proc.returncode != 0:
+        said = [line for line in proc.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        why = said[-1] if said else f"exit code {proc.returncode}"
+        raise RosterError(f"{path.name}: gpg cannot decrypt it ({why}): "
+                          "a wrong passphrase (the secret CLASS_ROSTER_KEY), or not a file written by "
+                          "gpg --symmetric")
+    try:
+        return proc.stdout.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise RosterError(f"{path.name}: decrypted, but not UTF-8 text (save the roster as CSV, UTF-8, "
+                          "then encrypt it)") from None

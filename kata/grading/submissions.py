@@ -297,6 +297,15 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
                 latest = max(after, key=lambda e: e[1])
                 note = (f"{len(after)} later commit{'s' if len(after) != 1 else ''} after the deadline not graded "
                         f"(latest {latest[0][:7]}, {when(latest[1], zone)})")
+            skipped = _out_of_order(clone, env, until, commit, limit)
+            if skipped:  # dated before the deadline, yet after the graded commit in history: said, never silent
+                newest = skipped[0]
+                note = "; ".join(filter(None, [note, (
+                    f"{len(skipped)} commit{'s' if len(skipped) != 1 else ''} after the graded one in history "
+                    f"{'are' if len(skipped) != 1 else 'is'} dated before the deadline, yet later than a commit "
+                    f"dated after it (dates out of order: a clock behind, or a date set by hand): not graded "
+                    f"(newest {newest[0][:7]}, dated {when(newest[1], zone)}; --snapshot/--at goes by when work "
+                    "was fetched instead)")]))
         branches = _newer_branches(clone, env, until, commit, deadline)
         listing = _git(["ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", "exercises", "notebooks"],
                        cwd=clone, env=env, until=until).decode(errors="replace")
@@ -371,6 +380,20 @@ def listed(items: list[str], what: str) -> list[str]:
 def when(timestamp: int, zone: dt.tzinfo | None) -> str:
     """A commit time (seconds since the epoch) in ISO 8601, in ``zone`` (the deadline's), else in UTC."""
     return dt.datetime.fromtimestamp(timestamp, zone or dt.UTC).isoformat()
+
+
+def _out_of_order(clone: Path, env: dict, until: float, commit: str, limit: float) -> list[tuple[str, int]]:
+    """Commits after ``commit`` on the way to HEAD that are dated at or before ``limit``: (id, time), newest first.
+
+    The deadline picks the latest committer date at or before it; a commit that follows a later-dated one in
+    history (a clock behind, or a forged date) is then not graded, and is named instead of left out silently.
+    """
+    if not commit:
+        return []
+    lines = _git(["log", "--ancestry-path", "--format=%H %ct", f"{commit}..HEAD"], cwd=clone, env=env,
+                 until=until).decode().split("\n")
+    found = [(h, int(t)) for h, t in (line.split(" ", 1) for line in lines if line.strip())]
+    return [(h, t) for h, t in found if t <= limit]
 
 
 def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline: dt.datetime | None) -> list[str]:

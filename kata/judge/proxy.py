@@ -63,6 +63,14 @@ class ChangedItsInput(AssertionError):  # noqa: N818 - reads as what happened
     """
 
 
+class OverBudget(Exception):  # noqa: N818 - reads as what happened
+    """A counted call ran more lines of the learner's code than its budget; it was stopped there."""
+
+    def __init__(self, message: str, lines: int, where: str) -> None:
+        super().__init__(message)
+        self.lines, self.where = lines, where
+
+
 class WorkerCrashed(Exception):  # noqa: N818
     """The learner's process ended in the middle of a call (``os._exit``, a crash, a limit)."""
 
@@ -178,6 +186,7 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.protections: list[str] = []
         self.calls: list[tuple[str, str]] = []  # every function called, for the points of each test
+        self.last_lines: int | None = None  # lines of the learner's code the last counted call ran
         self.uses: dict[str, dict[str, str]] = {}  # chapter module -> {function: the earlier chapter's module}
         self.on_call = None  # called with "module.function" the first time a test calls it
         self.functions: dict[str, set[str]] = {}  # chapter module -> its public functions (no round trip)
@@ -464,8 +473,12 @@ class Worker:
         uses = answer.get("uses") if isinstance(answer.get("uses"), dict) else {}
         self.uses[module] = {str(k)[:80]: str(v)[:80] for k, v in list(uses.items())[:100]}
 
-    def call(self, module: str, fn: str, args: tuple, kwargs: dict) -> Any:
-        """Call ``module.fn(*args, **kwargs)`` in the worker; return its result as plain data."""
+    def call(self, module: str, fn: str, args: tuple, kwargs: dict, *, lines: int | None = None) -> Any:
+        """Call ``module.fn(*args, **kwargs)`` in the worker; return its result as plain data.
+
+        With ``lines``, the worker counts the lines of the learner's code the call runs and stops it past that
+        many (``OverBudget``); ``last_lines`` then holds the count of a call that finished.
+        """
         key = (module, fn)
         if key not in self.calls and self.on_call is not None:
             self.on_call(f"{module}.{fn}")  # the grader writes it down at once: a killed test keeps it
@@ -477,8 +490,20 @@ class Worker:
         encoder = wire.Encoder(self._encode_other, mine)
         tree_args = encoder.encode(list(args))
         tree_kwargs = encoder.encode(dict(kwargs))
-        answer, blobs = self.request({"op": "call", "module": module, "fn": fn, "args": tree_args,
-                                      "kwargs": tree_kwargs}, encoder.blobs, what=fn, key=key)
+        header = {"op": "call", "module": module, "fn": fn, "args": tree_args, "kwargs": tree_kwargs}
+        if lines is not None:
+            header["lines"] = int(lines)
+        answer, blobs = self.request(header, encoder.blobs, what=fn, key=key)
+        self.last_lines = None
+        over = answer.get("over_budget")
+        if lines is not None and isinstance(over, dict):
+            where = over.get("where") if isinstance(over.get("where"), list) else []
+            spot = f"{str(where[0])[:200]}:{where[1]} in {str(where[2])[:100]}" if len(where) == 3 else ""
+            count = over.get("lines") if type(over.get("lines")) is int else int(lines) + 1
+            raise OverBudget(f"{fn} ran more than {int(lines):,} lines of your code and was stopped"
+                             + (f" (at {spot})" if spot else ""), count, spot)
+        if lines is not None and type(answer.get("lines")) is int:
+            self.last_lines = answer["lines"]
         return self._result(answer, blobs, mine, fn)
 
     def get(self, module: str, name: str) -> Any:
@@ -627,6 +652,15 @@ class FunctionProxy:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function in the worker."""
         return self._worker.call(self._module, self.__name__, args, kwargs)
+
+    def counted(self, budget: int, *args: Any, **kwargs: Any) -> tuple[Any, int]:
+        """Call the function and count the lines of the learner's code it runs: (its result, the count).
+
+        Work done rather than time: the count is the same on any machine. Past ``budget`` lines the call is
+        stopped and ``OverBudget`` raised (its ``lines`` and ``where``).
+        """
+        value = self._worker.call(self._module, self.__name__, args, kwargs, lines=budget)
+        return value, self._worker.last_lines
 
     def __repr__(self) -> str:
         return f"<learner's function {self._module}.{self.__name__}>"

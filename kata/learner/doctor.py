@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     next_up = None
     for chapter, error in zip(chapters, errors, strict=True):
         path = folder / f"{chapter.module}.py"
-        shown = path.relative_to(project.ROOT) if path.is_relative_to(project.ROOT) else path
+        shown = f"{answers.shown(folder)}/{path.name}"  # exercises/, also for its staged copy with notebooks
         if not path.exists():
             print(f"  {chapter.number:<8} {str(shown):<44} {'missing':<8}")
             next_up = next_up or (chapter, f"the file {shown} is missing")

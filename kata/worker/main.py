@@ -219,6 +219,53 @@ class Layout:
         return all(self.same(item, v) for item, v in zip(self.items, value, strict=True))
 
 
+class OverBudget(BaseException):  # noqa: N818 - a BaseException, so a learner's ``except Exception`` lets it through
+    """Raised into the learner's code when a counted call has run more lines than the judge allowed."""
+
+
+class LineCounter:
+    """Counts the lines of the learner's code one call runs (``sys.settrace``), up to a budget.
+
+    Work done, not time: the same code on the same input runs the same lines on any machine, busy or not. Only
+    frames of the learner's own files count (NumPy's C code, the standard library and the machinery do not);
+    past the budget the call is stopped where it is (``OverBudget``), so a slow algorithm costs no more than
+    the budget's worth of lines.
+    """
+
+    def __init__(self, server: Server, budget: int) -> None:
+        self.server, self.budget, self.lines = server, budget, 0
+        self.where: list = []
+        self.mine: dict = {}  # code object -> whether it is the learner's
+
+    def run(self, fn, args, kwargs):
+        """``fn(*args, **kwargs)`` with its learner lines counted."""
+        previous = sys.gettrace()
+        sys.settrace(self.on_call)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.settrace(previous)
+
+    def on_call(self, frame, event, arg):  # noqa: ARG002 - sys.settrace's signature
+        """A new frame: trace its lines if it runs the learner's code."""
+        code = frame.f_code
+        if code not in self.mine:
+            self.mine[code] = self.server.is_learners(code.co_filename)
+        return self.on_line if self.mine[code] else None
+
+    def on_line(self, frame, event, arg):  # noqa: ARG002 - sys.settrace's signature
+        """A line of the learner's code: count it; past the budget, stop the call here."""
+        if event == "line":
+            self.lines += 1
+            if self.lines > self.budget:
+                code = frame.f_code
+                self.where = [self.server.shown(code.co_filename), frame.f_lineno, code.co_name]
+                sys.settrace(None)
+                frame.f_trace = None
+                raise OverBudget
+        return self.on_line
+
+
 class Server:
     """Answers one request at a time; keeps the learner's modules and the objects behind handles."""
 
@@ -236,6 +283,7 @@ class Server:
         self.replying = False
         self.modules: dict[str, object] = {}
         self.objects: dict[int, object] = {}
+        self.lines: int | None = None  # the lines of the learner's code the last counted call ran
 
     # -- requests -----------------------------------------------------------------------------------
     def answer(self, header: dict, blobs: list[bytes]) -> None:
@@ -311,7 +359,20 @@ class Server:
         before = [a.tobytes() for a in arrays]
         given = [*enumerate(args), *kwargs.items()]
         layouts = {where: Layout.of(value) for where, value in given if type(value) in Layout.CONTAINERS}
-        result = fn(*args, **kwargs)
+        budget = header.get("lines")
+        if type(budget) is int and budget > 0:  # the judge measures the work done: the learner's lines run
+            counter = LineCounter(self, budget)
+            try:
+                result = counter.run(fn, args, kwargs)
+            except OverBudget:
+                self.reply({"over_budget": {"lines": counter.lines, "where": counter.where}})
+                return
+            if counter.lines > budget:  # the learner's code caught OverBudget and went on
+                self.reply({"over_budget": {"lines": counter.lines, "where": counter.where}})
+                return
+            self.lines = counter.lines
+        else:
+            result = fn(*args, **kwargs)
         changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
         edited = [where for where, value in given if where in layouts and not layouts[where].holds(value)]
         names = self.parameter_names(fn, len(args)) if changed or edited else []  # only an edit in place needs them
@@ -344,7 +405,9 @@ class Server:
         encoder = self.wire.Encoder(lambda obj: self.keep(obj, arrays), alias=lambda a: self.alias(a, arrays))
         tree = {"t": "f"} if callable(value) and not isinstance(value, type) else encoder.encode(value)
         changes = {str(i): encoder.blob(self.wire.array_bytes(arrays[i])) for i in changed}
-        self.reply({"ok": tree, "changed": changes, "names": names or {}, "edited": list(edited)}, encoder.blobs)
+        lines, self.lines = self.lines, None
+        self.reply({"ok": tree, "changed": changes, "names": names or {}, "edited": list(edited),
+                    **({"lines": lines} if lines is not None else {})}, encoder.blobs)
 
     @staticmethod
     def alias(value, arrays: list) -> dict | None:

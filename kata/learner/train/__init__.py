@@ -55,7 +55,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ... import project
+from ... import answers, project
 from .child import GRACE, STARTUP, THREADS, Child, Guarded, StepBar, child_main, describe, learner_frames
 from .corpus import BOOK, MAX_VOCAB, Corpus, TrainError, load_corpus, zen
 from .figures import attention_figure, loss_figure, save_png, shown_char
@@ -105,7 +105,7 @@ def chapter10(impl: str | None) -> tuple[Path, str, str]:
     found = project.chapter_files(folder).get(10)
     if found is None:
         raise TrainError(f"{folder} has no chapter10_*.py")
-    shown = folder.relative_to(project.ROOT).as_posix() if folder.is_relative_to(project.ROOT) else str(folder)
+    shown = answers.shown(folder)  # exercises/, also for its staged copy with the notebooks' answers
     return folder, found.stem, shown
 
 

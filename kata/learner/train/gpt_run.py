@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ... import project
+from ... import answers, project
 from .child import Child, StepBar
 from .corpus import TrainError
 from .gpt_loop import CHECKPOINT, PROGRESS, read_progress
@@ -46,7 +46,7 @@ def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[st
     if missing:
         raise TrainError(f"{folder} has no chapter{missing[0]:02d}_*.py: the GPT needs chapters "
                          f"{', '.join(str(n) for n in wanted.values())}")
-    shown = folder.relative_to(project.ROOT).as_posix() if folder.is_relative_to(project.ROOT) else str(folder)
+    shown = answers.shown(folder)  # exercises/, also for its staged copy with the notebooks' answers
     return folder, {key: files[n].stem for key, n in wanted.items()}, shown
 
 

@@ -296,3 +296,28 @@ def test_hostile_names_are_data_inside_the_snapshot_folder(tmp_path, capsys):
     new = set(tmp_path.rglob("*")) - set(outside)
     assert all(p == record.parent or p == record or p.is_relative_to(folder) for p in new)
     assert "\x1b" not in capsys.readouterr().err  # the progress line shows names, never obeys them
+
+
+def test_a_commit_dated_before_the_deadline_after_a_later_dated_one_is_named_not_left_out(tmp_path):
+    """A commit dated before the deadline that follows a later-dated one is named, not left out silently.
+
+    --deadline grades the latest date at or before it; a head that follows a later-dated commit (a clock behind, or
+    a forged date) is not graded, and the note says so (the instructor trial found it left out without a word).
+    """
+    import datetime as dt
+
+    from kata.grading import submissions
+
+    repo = class_repos._new(tmp_path / "dee")
+    (repo / "exercises").mkdir()
+    (repo / "exercises" / "chapter01_sequences.py").write_text("x = 1\n", encoding="utf-8")
+    graded = class_repos._commit(repo, "chapter 1", "2027-03-01T23:50:00+00:00")
+    (repo / "exercises" / "chapter01_sequences.py").write_text("x = 2\n", encoding="utf-8")
+    head = class_repos._commit(repo, "chapter 2, its date set back", "2027-03-01T23:00:00+00:00")
+    (tmp_path / "work").mkdir()
+    sub = submissions.fetch(str(repo), tmp_path / "work", base=tmp_path,
+                            deadline=dt.datetime(2027, 3, 1, 23, 59, tzinfo=dt.UTC))
+    assert isinstance(sub, submissions.Submission), sub
+    assert sub.commit == graded
+    assert "1 commit after the graded one in history is dated before the deadline" in sub.note, sub.note
+    assert head[:7] in sub.note and "dates out of order" in sub.note, sub.note

@@ -221,7 +221,7 @@ def test_a_repository_claimed_twice_is_refused_or_flagged(trust, tmp_path):
     assert "the same repository as ada" in rows["copy"]["note"]
     assert rows["ada"]["sandbox"] == "none (allowed)" and "graded without a sandbox" in rows["ada"]["note"]
     assert "graded without a sandbox" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
-    assert "graded without a sandbox (install bubblewrap" in proc.stdout  # the console says it too
+    assert "graded without a sandbox (the note says why" in proc.stdout  # the console says it too
 
 
 def test_owner_name_repositories_compare_without_case(tmp_path):
@@ -317,7 +317,9 @@ def test_gradebook_csv_has_a_byte_order_mark_a_row_of_maximum_points_and_a_late_
     top = table[0]
     ada = trust["rows"]["ada"]
     assert top["student"] == gradebook.MAX_ROW and top["max_points"] == f"{ada['max_points']:g}"
-    assert top["ch1"] == f"{chapter(ada, 1)['max_points']:g}" and top["ch3"] == ""
+    assert top["ch1"] == f"{chapter(ada, 1)['max_points']:g}"
+    # a column per chapter graded (--chapters 1,2), as canvas.csv has, not one per chapter of the course
+    assert [c for c in top if c.startswith("ch") and c[2:].isdigit()] == ["ch1", "ch2"], list(top)
     assert "late" in table[0] and {r["student"]: r["late"] for r in table[1:]} == {"ada": "0", "nia": "0", "lou": "1",
                                                                                "max": "0"}
 
@@ -489,7 +491,7 @@ def test_the_class_workflow_merges_after_a_failed_shard_with_locked_tools_and_on
     text = (ROOT / ".github" / "workflows" / "grade-class.yml").read_text(encoding="utf-8")
     flow = yaml.safe_load(text)
     merge = flow["jobs"]["merge"]
-    assert merge["needs"] == "grade" and "!cancelled()" in merge["if"]
+    assert "grade" in merge["needs"] and "!cancelled()" in merge["if"]  # after the shards, also when one failed
     script = "\n".join(step.get("run", "") for step in merge["steps"])
     assert '--shards "$SHARDS"' in script and "did not finish" in script
     assert any("needs.grade.result" in str(step.get("if", "")) and "exit 1" in step.get("run", "")

@@ -161,7 +161,7 @@ def test_a_release_after_grading_refuses_the_roster_and_the_gradebook(tmp_path):
     proc = tool("release", str(edition), root=course)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "class/roster.csv" in proc.stdout and "notes/marks-2027.xlsx" in proc.stdout, proc.stdout
-    assert "gradebook/" not in proc.stdout  # ignored by git: not even a candidate
+    assert "gradebook/gradebook.csv" not in proc.stdout  # ignored by git: not even a candidate
     assert not edition.exists() or not any(edition.iterdir()), "a refused release wrote files"
 
     proc = tool("release", str(edition), "--include", "notes", root=course)

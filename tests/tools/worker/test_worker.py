@@ -27,6 +27,13 @@ def add(a, b):
     return a + b
 
 
+def loop(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
 def echo(x):
     return x
 
@@ -425,3 +432,15 @@ def test_arrays_are_read_without_evaluating_their_header():
     assert wire._read_plain(odd) is None, "a header that does not fit its data is not taken"
     with pytest.raises(wire.WireError):
         wire.read_array(odd)
+
+
+def test_a_counted_call_gives_the_lines_of_the_learners_code_it_ran(worker):
+    got, lines = proxy.FunctionProxy(worker, "chapter99_worker", "add").counted(1000, np.ones(2), np.ones(2))
+    assert np.array_equal(got, [2.0, 2.0]) and lines == 1, "add is one line: `return a + b`"
+    loop = proxy.FunctionProxy(worker, "chapter99_worker", "loop")
+    assert loop.counted(1000, 10) == (45, 2 * 10 + 3), "total = 0, 11 loop heads, 10 bodies, the return"
+    assert loop.counted(1000, 20)[1] == 2 * 20 + 3, "the same code on another input: the count follows the work"
+    with pytest.raises(proxy.OverBudget, match="loop ran more than 50 lines of your code") as info:
+        loop.counted(50, 10**9)
+    assert info.value.lines == 51 and "chapter99_worker.py:" in info.value.where
+    assert call(worker, "add", np.ones(1), np.ones(1)) == [2.0], "the next call runs as usual, uncounted"

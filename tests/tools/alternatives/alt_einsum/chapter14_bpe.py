@@ -1,4 +1,4 @@
-"""Chapter 14, written from the docstrings: ids as NumPy arrays, pairs as one integer code, counts by np.unique."""
+"""Chapter 14, written from the docstrings: ids as NumPy arrays, pairs counted by np.unique, merges as masks."""
 
 import numbers
 
@@ -72,22 +72,57 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 
 
 def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
-    """np.unique each round, the masks to merge."""
+    """Counted once with np.unique; a merge is a mask, and only the pairs touching its tokens are recounted.
+
+    Those pairs are taken out of the counts before the merge and put back after it.
+    """
     arr = _check(text)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral | np.integer) \
             or vocab_size < N_BYTES:
         raise ValueError(f"vocab_size {vocab_size!r} is not a whole number >= 256")
+    a0, b0, c0 = _pairs(arr)
+    counts = {(int(x), int(y)): int(n) for x, y, n in zip(a0, b0, c0, strict=True)}
     merges = []
     for new_id in range(N_BYTES, int(vocab_size)):
-        a, b, c = _pairs(arr)
-        if c.size == 0:
+        if not counts:
             break
-        top = c == c.max()
-        j = np.flatnonzero(top)[0]  # np.unique sorts the rows: the first of the top counts is the smallest pair
-        pair = (int(a[j]), int(b[j]))
+        pair = most_frequent_pair(counts)
+        starts = _starts(arr, *pair)
+        last = arr.size - 2  # the last adjacency
+        before = np.unique(np.concatenate([starts - 1, starts, starts + 1]))
+        _count(counts, arr, before[(before >= 0) & (before <= last)], -1)
         arr = _merge(arr, pair[0], pair[1], new_id)
+        at = starts - np.arange(starts.size)  # where each merged token sits now
+        after = np.unique(np.concatenate([at - 1, at]))
+        _count(counts, arr, after[(after >= 0) & (after <= arr.size - 2)], +1)
         merges.append((pair, new_id))
     return merges
+
+
+def _starts(arr: np.ndarray, a: int, b: int) -> np.ndarray:
+    """Where the non-overlapping occurrences of (a, b) start, left to right (as _merge takes them)."""
+    if arr.size < 2:
+        return np.zeros(0, dtype=np.int64)
+    hit = (arr[:-1] == a) & (arr[1:] == b)
+    if a == b:
+        idx = np.arange(hit.size)
+        run_start = np.maximum.accumulate(np.where(hit & ~np.concatenate([[False], hit[:-1]]), idx, 0))
+        hit = hit & ((idx - run_start) % 2 == 0)
+    return np.flatnonzero(hit)
+
+
+def _count(counts: dict, arr: np.ndarray, positions: np.ndarray, sign: int) -> None:
+    """Add (sign +1) or take out (−1) the pairs starting at ``positions`` in counts."""
+    if positions.size == 0:
+        return
+    rows = np.stack([arr[positions], arr[positions + 1]], axis=1)
+    uniq, n = np.unique(rows, axis=0, return_counts=True)
+    for (x, y), k in zip(uniq.tolist(), n.tolist(), strict=True):
+        left = counts.get((x, y), 0) + sign * k
+        if left:
+            counts[(x, y)] = left
+        else:
+            counts.pop((x, y), None)
 
 
 def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:

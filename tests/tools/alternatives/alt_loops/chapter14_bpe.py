@@ -1,4 +1,4 @@
-"""Chapter 14, written from the docstrings: one byte at a time, the whole text recounted every round."""
+"""Chapter 14, written from the docstrings: one byte at a time; training keeps its tokens as linked objects."""
 
 import numbers
 
@@ -58,19 +58,65 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
     return out
 
 
+class _Token:
+    """One token of the text being trained on, linked to its neighbours."""
+
+    __slots__ = ("alive", "id", "next", "place", "prev")
+
+    def __init__(self, token_id: int, place: int) -> None:
+        self.id, self.place, self.alive = token_id, place, True
+        self.prev = None
+        self.next = None
+
+
 def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
-    """Recount, choose, merge: the slow and obvious loop."""
+    """Counted once; each merge visits the occurrences of its pair and updates the pairs on either side."""
     ids = to_byte_ids(text)
     if not isinstance(vocab_size, numbers.Integral) or isinstance(vocab_size, bool) or vocab_size < N_BYTES:
         raise ValueError(f"vocab_size must be a whole number of at least 256, but vocab_size = {vocab_size!r}")
+    tokens = []
+    for place in range(len(ids)):
+        tokens.append(_Token(ids[place], place))
+    for place in range(len(tokens) - 1):
+        tokens[place].next = tokens[place + 1]
+        tokens[place + 1].prev = tokens[place]
+    counts = {}
+    lefts = {}  # pair -> the tokens it started at (some no longer hold it)
+
+    def add(pair, left):
+        counts[pair] = counts.get(pair, 0) + 1
+        lefts.setdefault(pair, []).append(left)
+
+    def take(pair):
+        counts[pair] -= 1
+        if counts[pair] == 0:
+            del counts[pair]
+
+    for place in range(len(tokens) - 1):
+        add((tokens[place].id, tokens[place + 1].id), tokens[place])
     merges = []
     next_id = N_BYTES
-    while next_id < vocab_size:
-        counts = count_pairs(ids)
-        if not counts:
-            break
+    while next_id < vocab_size and counts:
         pair = most_frequent_pair(counts)
-        ids = merge_pair(ids, pair, next_id)
+        first, second = pair
+        found = sorted(set(lefts.pop(pair)), key=lambda token: token.place)  # left to right
+        for left in found:
+            right = left.next
+            if not left.alive or right is None or left.id != first or right.id != second:
+                continue  # used up by an earlier occurrence of this merge, or changed by another merge
+            before, after = left.prev, right.next
+            take(pair)
+            if before is not None:
+                take((before.id, first))
+            if after is not None:
+                take((second, after.id))
+            left.id, left.next = next_id, after
+            right.alive = False
+            if after is not None:
+                after.prev = left
+                add((next_id, after.id), left)
+            if before is not None:
+                add((before.id, next_id), before)
         merges.append((pair, next_id))
         next_id += 1
     return merges
