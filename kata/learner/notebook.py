@@ -65,11 +65,15 @@ def yours(number: int, *names: str):
     """Your chapter ``number`` as the checks see it (``exercises/`` with your notebooks' answers), imported here.
 
     ``yours(10, "causal_mask", "softmax")`` gives those names of it (one name: that value), for a notebook's
-    first cell: the chapter's constants and the earlier chapters' functions it builds on.
+    first cell: the chapter's constants, its given ``_check_*`` input checks and the earlier chapters' functions
+    it builds on. None of those is this chapter's notebook's to answer, so with names this chapter's own saved
+    notebook is not read (a cell saved unrun, such as an import that cannot work, never breaks the first cell);
+    the earlier chapters' notebooks are.
     """
     chapter = project.chapter(number)
+    own = {"chapter": number, "lines": [], "files": {}} if names else None
     with tempfile.TemporaryDirectory() as scratch:
-        staged = write_package(Path(scratch) / "staged")
+        staged = write_package(Path(scratch) / "staged", live=own)
         digest = _digest(staged)
         home = CACHE / f"yours-{digest}"
         if not (home / f"yours_{digest}").is_dir():

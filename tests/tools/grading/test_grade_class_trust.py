@@ -239,7 +239,7 @@ _honest_decode = decode
 
 
 def decode(ids):  # planted: no CPU time, but the budget runs out
-    _time.sleep(0.6)
+    _time.sleep(1.5)
     return _honest_decode(ids)
 '''
 
