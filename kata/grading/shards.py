@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import roster
+from . import roster, submissions
 
 # A matrix of GitHub Actions generates at most 256 jobs per workflow run.
 MAX_SHARDS = 256
@@ -175,12 +175,7 @@ def wait_until(deadline: str, *, now: Callable[[], dt.datetime] = lambda: dt.dat
         ValueError: ``deadline`` is not a time with its zone, is more than ``LONGEST_WAIT`` away, or passed
             more than ``STALE`` ago: the cron and the deadline do not belong together.
     """
-    try:
-        when = dt.datetime.fromisoformat(deadline.strip())
-    except ValueError:
-        raise ValueError(f"SNAPSHOT_DEADLINE: {deadline!r} is not a time such as 2027-03-01T22:59:00Z") from None
-    if when.tzinfo is None:
-        raise ValueError(f"SNAPSHOT_DEADLINE: {deadline!r} has no time zone; add one, e.g. Z for UTC")
+    when = submissions.parse_deadline(deadline, "SNAPSHOT_DEADLINE")
     ahead = (when - now()).total_seconds()
     if ahead > LONGEST_WAIT:
         raise ValueError(f"SNAPSHOT_DEADLINE {deadline} is {ahead / 3600:.1f} h away, more than the "

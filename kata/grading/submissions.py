@@ -453,12 +453,12 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def parse_deadline(text: str) -> dt.datetime:
-    """An ISO 8601 time with its zone, e.g. ``2027-03-01T23:59:00+01:00`` (``Z`` for UTC)."""
+def parse_deadline(text: str, what: str = "--deadline") -> dt.datetime:
+    """An ISO 8601 time with its zone, e.g. ``2027-03-01T23:59:00+01:00`` (``Z``: UTC); ``what`` names it in errors."""
     try:
         when = dt.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ValueError(f"--deadline: {text!r} is not a time such as 2027-03-01T23:59:00+01:00") from None
+        raise ValueError(f"{what}: {text!r} is not a time such as 2027-03-01T23:59:00+01:00") from None
     if when.tzinfo is None:
-        raise ValueError(f"--deadline: {text!r} has no time zone; add one, e.g. +01:00 or Z for UTC")
+        raise ValueError(f"{what}: {text!r} has no time zone; add one, e.g. +01:00 or Z for UTC")
     return when
