@@ -36,8 +36,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kata import project  # noqa: E402
-from kata.learner.train.gpt_loop import batch_at, pydoc_text, tokenize  # noqa: E402
-from kata.learner.train.gpt_model import GptSettings, flat, init_model, loss_and_grads, nested  # noqa: E402
+from kata.learner.train.gpt import (  # noqa: E402
+    GptSettings,
+    batch_at,
+    flat,
+    init_model,
+    loss_and_grads,
+    nested,
+    pydoc_text,
+    tokenize,
+)
 
 GOAL = 5.0  # the KV cache must be at least this many times faster
 NEW_TOKENS = 256

@@ -12,7 +12,7 @@ to standard error.
 A GPT's run (``nox -s train -- --model gpt``) is continued by *your* chapter 16 instead: the prompt through your
 BPE ``encode``, one prefill with ``gpt_forward``, then one token at a time from the KV cache, each chosen by your
 ``choose_next`` (``--temperature``, ``--top-k``, ``--top-p``; its uniform draws from a generator seeded with
-``--seed``), and printed as it comes (``kata/learner/train/gpt_child.py``).
+``--seed``), and printed as it comes (``kata/learner/train/gpt.py``).
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import sys
 from pathlib import Path
 
 from . import train
-from .train.gpt_model import is_gpt, model_from_arrays
-from .train.gpt_run import GENERATE_CHAPTERS, chapters_of
+from .train.gpt import is_gpt, model_from_arrays
 
 
 def parser() -> argparse.ArgumentParser:
@@ -78,18 +77,20 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise train.TrainError(f"--prompt {prompt!r} has characters this model never saw: {unknown} (its "
                                    f"{len(vocab)} characters: {''.join(vocab)!r})")
+        wanted = train.CHAPTER10.generate_chapters
         try:
-            folder, module, shown = train.chapter10(args.impl or trained_with(run))
+            folder, modules, shown = train.chapters_of(args.impl or trained_with(run), wanted)
         except train.TrainError:
             if args.impl:
                 raise
-            folder, module, shown = train.chapter10(None)
+            folder, modules, shown = train.chapters_of(None, wanted)
     except train.TrainError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     how = "greedy" if args.temperature == 0 else f"temperature {args.temperature:g}, seed {args.seed}"
-    print(f"{path} ({len(vocab)} characters, context {context}) with {shown}/{module}.py, {how}:", file=sys.stderr)
-    job = {"mode": "generate", "folder": str(folder), "module": module, "shown_folder": shown,
+    print(f"{path} ({len(vocab)} characters, context {context}) with {shown}/{modules['c10']}.py, {how}:",
+          file=sys.stderr)
+    job = {"mode": "generate", "kind": "chapter10", "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "model": str(path), "prompt": prompt, "n": args.n,
            "temperature": args.temperature, "seed": args.seed}
     child = train.Child(job, args.timeout)
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _gpt(args, path: Path, arrays: dict) -> int:
-    """Stream a GPT's continuation of the prompt, token by token, from your chapter 16 (``gpt_child.generate_gpt``)."""
+    """Stream a GPT's continuation of the prompt, token by token, from your chapter 16 (``gpt.generate_gpt``)."""
     try:
         model_from_arrays(arrays)  # refuse a damaged file here, before the child starts
     except train.TrainError as err:
@@ -119,12 +120,13 @@ def _gpt(args, path: Path, arrays: dict) -> int:
         run_json = path.parent / "run.json"
         run = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
         prompt = args.prompt or run.get("settings", {}).get("prompt", "") or "A"
+        wanted = train.GPT.generate_chapters
         try:
-            folder, modules, shown = chapters_of(args.impl or trained_with(run), GENERATE_CHAPTERS)
+            folder, modules, shown = train.chapters_of(args.impl or trained_with(run), wanted)
         except train.TrainError:
             if args.impl:
                 raise
-            folder, modules, shown = chapters_of(None, GENERATE_CHAPTERS)
+            folder, modules, shown = train.chapters_of(None, wanted)
     except (train.TrainError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -132,7 +134,7 @@ def _gpt(args, path: Path, arrays: dict) -> int:
         f"temperature {args.temperature:g}" + (f", top-k {args.top_k}" if args.top_k else "")
         + (f", top-p {args.top_p:g}" if args.top_p else "") + f", seed {args.seed}")
     print(f"{path} (a GPT) with {shown}/ chapter 16's gpt_forward and KV cache, {how}:", file=sys.stderr)
-    job = {"mode": "generate-gpt", "folder": str(folder), "modules": modules, "shown_folder": shown,
+    job = {"mode": "generate", "kind": "gpt", "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "model": str(path), "prompt": prompt, "n": args.n,
            "temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p, "seed": args.seed}
     child = train.Child(job, args.timeout)

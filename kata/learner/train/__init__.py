@@ -21,16 +21,20 @@ Shakespeare shipped in ``data/`` (``--corpus book``) or any UTF-8 text file (``-
    a prompt with a saved model. The same ``--seed`` gives the same run on the same machine (NumPy is held to
    one thread, so sums are always added up in the same order).
 
-**``--model gpt``** (``docs/train-gpt.md``) runs the same way, one child process under the same watchdog, on your
-chapters 11–15 instead of chapter 10: your BPE (chapter 14) tokenizes Python's own documentation, your pre-norm
-blocks (chapter 13, with 11 and 12 inside) make a GPT in chapter 16's layout (``gpt_model.py`` joins them: the
-embedding, the final norm, the unembedding and the loss), its gradients are checked first (``gpt_check.py``), and
-your AdamW, schedule, clipping and checkpoints (chapter 15) train it (``gpt_loop.py``); this process shows the
-progress and writes ``runs/gpt/`` (``gpt_run.py``). ``--resume`` continues a stopped run exactly;
-``nox -s generate`` streams its text with your chapter 16 and the KV cache (``gpt_child.py``).
+**``--model gpt``** (``docs/train-gpt.md``) is the other model the same trainer trains, on your chapters 11–15
+instead of chapter 10: your BPE (chapter 14) tokenizes Python's own documentation, your pre-norm blocks (chapter
+13, with 11 and 12 inside) make a GPT in chapter 16's layout, and your AdamW, schedule, clipping and checkpoints
+(chapter 15) train it; ``--resume`` continues a stopped run exactly; ``nox -s generate`` streams its text with
+your chapter 16 and the KV cache.
+
+One trainer, two models. A model (``model.py``'s interface; ``chapter10.py`` and ``gpt.py`` implement it) is
+what differs: its settings, parameters and optimiser, its corpus and tokenizer, its forward and backward (your
+chapters), what it shows and what its run folder holds. Written once for both: the child process and its
+watchdog (``child.py``), the gradient check (``gradcheck.py``), the loop and its checkpoint (``loop.py``), the
+progress bar and the run folder (here), the figures (``figures.py``).
 
 How your code is called. It is not graded here, so the tool may import it directly, but an endless loop in it
-must not hang the tool silently. So your chapter 10 runs in a *child process* that imports it directly and
+must not hang the tool silently. So your chapters run in a *child process* that imports them directly and
 does the whole training; this process shows the progress and draws the figures. The child re-arms
 ``faulthandler``'s watchdog at least once a second around calls into your code: a call that runs longer than
 ``--timeout`` seconds (30 by default) makes it print where it was and exit, and the message names your
@@ -46,54 +50,48 @@ step costs what your NumPy costs (about 2 ms of CPU with the reference solution)
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import shutil
+import shlex
 import sys
-import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 from ... import answers, project
-from .child import GRACE, STARTUP, THREADS, Child, Guarded, StepBar, child_main, describe, learner_frames
-from .corpus import BOOK, MAX_VOCAB, Corpus, TrainError, load_corpus, zen
-from .figures import attention_figure, loss_figure, save_png, shown_char
-from .gpt_model import GptSettings
-from .gpt_run import command, main_gpt
-from .gradcheck import ATOL, RTOL, H, backward_order, check_gradients, numerical, tiny_model
-from .loop import ATTENTION_CHARS, FINAL_CHARS, attention_maps, check_init, sample, smooth, smoothed_tail, train_model
-from .model import (
-    BLOCK_KEYS,
+from .chapter10 import (
     FORMAT,
     Adam,
+    Chapter10,
     Flat,
     Settings,
-    get,
+    check_init,
     learning_rate,
     load_model,
-    model_arrays,
-    model_from_arrays,
-    npz_key,
-    paths,
-    read_model_file,
+    sample,
     shapes,
-    shown_path,
+    tiny_model,
 )
+from .child import GRACE, STARTUP, THREADS, Child, Guarded, child_main, describe, learner_frames
+from .corpus import BOOK, MAX_VOCAB, Corpus, TrainError, load_corpus, zen
+from .figures import attention_figure, loss_figure, save_png, shown_char, write_figures
+from .gpt import Gpt, GptSettings
+from .gradcheck import ATOL, RTOL, H, check_gradients, numerical
+from .loop import CHECKPOINT, PROGRESS, train
+from .model import Model, read_model_file, smooth, smoothed_tail
+
+CHAPTER10, GPT = Chapter10(), Gpt()
+MODELS: dict[str, Model] = {m.name: m for m in (CHAPTER10, GPT)}
 
 __all__ = [
-    'ATOL', 'ATTENTION_CHARS', 'Adam', 'BLOCK_KEYS', 'BOOK', 'Child', 'Corpus', 'FINAL_CHARS', 'FORMAT', 'Flat',
-    'GRACE', 'Guarded', 'H', 'MAX_VOCAB', 'RTOL', 'STARTUP', 'Settings', 'THREADS', 'TrainError',
-    'attention_figure', 'attention_maps', 'backward_order', 'chapter10', 'check_gradients', 'check_init',
-    'child_main', 'describe', 'get', 'learner_frames', 'learning_rate', 'load_corpus', 'load_model',
-    'loss_figure', 'main', 'model_arrays', 'model_from_arrays', 'npz_key', 'numerical', 'parser', 'paths',
-    'read_model_file', 'sample', 'save_png', 'shapes', 'shown_char', 'shown_path', 'smooth', 'smoothed_tail',
-    'tiny_model', 'train_model', 'zen',
+    'ATOL', 'Adam', 'BOOK', 'CHAPTER10', 'CHECKPOINT', 'Child', 'Corpus', 'FORMAT', 'Flat', 'GPT', 'GRACE', 'Guarded',
+    'H', 'MAX_VOCAB', 'MODELS', 'PROGRESS', 'RTOL', 'STARTUP', 'Settings', 'THREADS', 'TrainError', 'attention_figure',
+    'chapters_of', 'check_gradients', 'check_init', 'child_main', 'command', 'describe', 'learner_frames',
+    'learning_rate', 'load_corpus', 'load_model', 'loss_figure', 'main', 'numerical', 'parser', 'read_model_file',
+    'sample', 'save_png', 'shapes', 'shown_char', 'smooth', 'smoothed_tail', 'tiny_model', 'train_model', 'zen',
 ]
 
 
-def chapter10(impl: str | None) -> tuple[Path, str, str]:
-    """(folder, module name, folder as shown) of an implementation's chapter 10; TrainError if it has none.
+def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
+    """(folder, {key: module name}, folder as shown) of an implementation's chapters; TrainError if one is missing.
 
     ``impl`` None is the learner's work by the rule every tool follows (``project.impl_location``): exercises/, with
     the saved notebooks' finished functions put in.
@@ -102,21 +100,34 @@ def chapter10(impl: str | None) -> tuple[Path, str, str]:
         folder = project.impl_folder(impl)
     except SystemExit as err:
         raise TrainError(str(err)) from None
-    found = project.chapter_files(folder).get(10)
-    if found is None:
-        raise TrainError(f"{folder} has no chapter10_*.py")
+    files = project.chapter_files(folder)
+    missing = [n for n in wanted.values() if n not in files]
+    if missing:
+        raise TrainError(f"{folder} has no chapter{missing[0]:02d}_*.py" + (
+            f": the GPT needs chapters {', '.join(str(n) for n in wanted.values())}" if len(wanted) > 1 else ""))
     shown = answers.shown(folder)  # exercises/, also for its staged copy with the notebooks' answers
-    return folder, found.stem, shown
+    return folder, {key: files[n].stem for key, n in wanted.items()}, shown
+
+
+def train_model(ch, corpus: Corpus, s: Settings, report=lambda event: None) -> dict:
+    """Chapter 10's model trained in this process with the chapter module ``ch`` (the docs' figures, the tests).
+
+    ``s`` must be resolved (``Settings.resolved``). Returns the loop's run with ``samples`` (the history).
+    """
+    chapters = SimpleNamespace(c10=ch)
+    data, _ = CHAPTER10.prepare(chapters, {"corpus": vars(corpus)}, s, None, lambda doing: None)
+    run = train(CHAPTER10, chapters, s, data, report)
+    return {**run, "samples": run["history"]}
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line of ``nox -s train -- ...`` (``--model gpt``: ``gpt_run.py``)."""
+    """The command line of ``nox -s train -- ...``."""
     d, g = Settings(), GptSettings()
     p = argparse.ArgumentParser(
         prog="nox -s train --", description="Train a transformer made of your chapter 10 functions on real text "
         "(--model gpt: a GPT made of your chapters 11-15, on Python's own documentation).",
         epilog="Then: nox -s generate -- runs/<name> --prompt TEXT --n 200.")
-    p.add_argument("--model", choices=("chapter10", "gpt"), default="chapter10", help="chapter10 (default: "
+    p.add_argument("--model", choices=tuple(MODELS), default="chapter10", help="chapter10 (default: "
                    "chapter 10's transformer, one character per token) or gpt (chapters 11-15: BPE, pre-norm RoPE "
                    "SwiGLU blocks, AdamW; docs/train-gpt.md)")
     p.add_argument("--corpus", default=None, help="zen (default: the Zen of Python), book (a few pages of "
@@ -160,148 +171,126 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-GPT_ONLY = ("vocab_size", "heads", "batch", "warmup", "min_lr", "eval_every", "stop_at")
+def command(*words: str) -> str:
+    """A command line to copy into a shell, every word quoted that needs it.
+
+    A run's name or a prompt with $, =, <, a space or a quote stays one word, as the learner typed it.
+    """
+    return shlex.join(words)
 
 
-def _chapter10_defaults(args) -> None:
-    """Fill the options left out with chapter 10's defaults; refuse the options only --model gpt has."""
-    for name in GPT_ONLY:
-        if getattr(args, name) is not None:
-            raise TrainError(f"--{name.replace('_', '-')} is an option of --model gpt")
-    if args.resume:
-        raise TrainError("--resume is an option of --model gpt")
-    d = Settings()
-    for name in ("corpus", "steps", "lr", "d_model", "d_ff", "layers", "context", "seed", "prompt"):
-        if getattr(args, name) is None:
-            setattr(args, name, getattr(d, name))
-
-
-def _validate(args) -> None:
-    for name, least in (("steps", 1), ("d_model", 1), ("layers", 0), ("context", 2), ("d_ff", 0),
-                        ("sample_every", 0), ("seed", 0)):
-        if getattr(args, name) < least:
-            raise TrainError(f"--{name.replace('_', '-')} must be at least {least}, got {getattr(args, name)}")
-    if not (math.isfinite(args.lr) and args.lr > 0):
-        raise TrainError(f"--lr must be a positive number, got {args.lr}")
-    if not args.timeout > 0:
-        raise TrainError(f"--timeout must be positive, got {args.timeout}")
-
-
-def _one_line(text: str, width: int = 100) -> str:
-    flat = text.replace("\n", "↵")
-    return flat if len(flat) <= width else flat[:width - 1] + "…"
+def _resume_command(args) -> str:
+    """The command that resumes this run: its --name and --runs too, when they are not the defaults."""
+    words = ["nox", "-s", "train", "--", "--model", args.model, "--resume"]
+    if args.name:
+        words += ["--name", args.name]
+    if args.runs != "runs":
+        words += ["--runs", str(args.runs)]
+    if args.impl is not None:
+        words += ["--impl", args.impl]
+    return command(*words)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Check, train, write the run folder; 0 when done, 1 when a check or your code stopped it, 2 for bad input."""
+    """Check, train (or resume), write runs/<name>/: 0 when done or stopped as asked, 1, 2 or 130.
+
+    1 when a check or your code stopped it, 2 for bad input, 130 for Ctrl-C.
+    """
     args = parser().parse_args(argv)
     if args.child:
         return child_main()
-    if args.model == "gpt":
-        return main_gpt(args)
+    model = MODELS[args.model]
     started = time.perf_counter()
     try:
-        _chapter10_defaults(args)
-        _validate(args)
-        corpus = load_corpus(args.corpus, args.context)
-        folder, module, shown_folder = chapter10(args.impl)
-        s = Settings(corpus=args.corpus, steps=args.steps, lr=args.lr, d_model=args.d_model, d_ff=args.d_ff,
-                     layers=args.layers, context=args.context, seed=args.seed, prompt=args.prompt,
-                     sample_every=args.sample_every).resolved(corpus)
-        if any(c not in corpus.vocab for c in s.prompt):
-            raise TrainError(f"--prompt {s.prompt!r} has characters that are not in the corpus: "
-                             f"{sorted({c for c in s.prompt if c not in corpus.vocab})}")
+        if not args.timeout > 0:
+            raise TrainError(f"--timeout must be positive, got {args.timeout}")
+        planned = model.plan(args)
+        if planned is None:
+            return 0
+        s, extra = planned
+        folder, modules, shown = chapters_of(args.impl, model.chapters)
     except TrainError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    out = Path(args.runs) / (args.name or corpus.name)
-    print(f"training {shown_folder}/{module}.py on {corpus.source}: {len(corpus.text):,} characters, "
-          f"{len(corpus.vocab)} distinct")
-    print(f"  d_model {s.d_model}, d_ff {s.d_ff}, {s.layers} layer{'s' * (s.layers != 1)}, context {s.context}, "
-          f"{s.steps} steps of Adam at lr {s.lr:g}, seed {s.seed}  ->  {out}/", flush=True)
-    with tempfile.TemporaryDirectory(prefix="kata-run-") as tmp:
-        job = {"mode": "train", "folder": str(folder), "module": module, "shown_folder": shown_folder,
-               "timeout": args.timeout, "corpus": asdict(corpus), "settings": asdict(s),
-               "model": str(Path(tmp) / "model.npz")}
-        child = Child(job, args.timeout)
-        try:
-            result = _follow(child, s)
-        except TrainError as err:
-            printed = child.printed().strip()
-            if printed and "Timeout (" not in printed:
-                print(f"(your code printed, last lines:)\n{chr(10).join(printed.splitlines()[-10:])}",
-                      file=sys.stderr)
-            print(f"\n{err}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print("\nstopped (Ctrl-C): nothing written", file=sys.stderr)
-            return 130
-        finally:
-            child.close()
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(job["model"], out / "model.npz")
-    _write_run(out, corpus, s, args, result, started)
-    seconds = time.perf_counter() - started
-    first, final = result["losses"][0], smoothed_tail(result["losses"])
-    print(f"\ndone in {seconds:.1f} s ({result['train_seconds']:.1f} s training, "
-          f"{s.steps * s.context / result['train_seconds']:,.0f} tokens/s): loss {first:.3f} at step 1 -> "
-          f"{final:.3f} (mean of the last {min(100, s.steps)} steps)")
-    print(f"final sample, greedy from {s.prompt!r}:\n\n{result['samples'][-1]['text']}\n")
-    print(f"wrote {out}/: loss.png, attention.png, samples.txt, model.npz, run.json")
-    print("next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt, "--n", "200"))
+    out = Path(args.runs) / (args.name or model.default_name(args))
+    if model.resumable and not args.resume:
+        for name in (CHECKPOINT, PROGRESS):
+            (out / name).unlink(missing_ok=True)  # a new run: an old checkpoint must not be resumed into it
+    print(model.header(s, shown, out, args, modules), flush=True)
+    job = {"mode": "train", "kind": model.name, "folder": str(folder), "modules": modules, "shown_folder": shown,
+           "timeout": args.timeout, "settings": s.as_dict(), "out": str(out.resolve()), "resume": args.resume,
+           "stop_at": args.stop_at, **extra}
+    child = Child(job, args.timeout)
+    state = {"checkpoint": None}
+    try:
+        result = _follow(child, model, s, state)
+    except TrainError as err:
+        printed = child.printed().strip()
+        if printed and "Timeout (" not in printed:
+            print(f"(your code printed, last lines:)\n{chr(10).join(printed.splitlines()[-10:])}", file=sys.stderr)
+        print(f"\n{err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        where = ("nothing written" if not model.resumable else
+                 f"the checkpoint of step {state['checkpoint']} is in {out}/: `{_resume_command(args)}` continues "
+                 "from it" if state["checkpoint"] else "no checkpoint was written yet")
+        print(f"\nstopped (Ctrl-C): {where}", file=sys.stderr)
+        return 130
+    finally:
+        child.close()
+    if result["stopped"]:
+        print(f"\nstopped after step {result['stopped']} as --stop-at asked; the checkpoint is in {out}/: "
+              f"`{_resume_command(args)}` continues it")
+        return 0
+    write_figures(out, lambda: model.write_run(out, s, args, result, started))
+    print(model.summary(out, s, args, result, started))
     return 0
 
 
-def _follow(child: Child, s: Settings) -> dict:
-    """Show the child's progress until it is done; return the losses, samples and attention maps."""
-    losses, samples = [], []
-    with StepBar() as bar:
+def _follow(child: Child, model: Model, s, state: dict) -> dict:
+    """Show the child's progress until it is done (with one tqdm bar); return its ``done`` event, and more.
+
+    Added: ``ready`` (the data's figures), ``losses`` (this session's) and ``rate`` (tokens per second).
+    """
+    from tqdm import tqdm
+
+    ready, losses = {}, []
+    bar = None
+    try:
+
+        def say(text: str) -> None:
+            if bar is not None and not bar.disable:
+                bar.write(text)
+            else:
+                print(text, flush=True)
 
         def on_event(event: dict) -> dict | None:
+            nonlocal bar
             kind = event.get("event")
-            if kind == "checked":
-                bar.open(s.steps)
+            if kind == "ready":
+                ready.update(event)
+                line = model.ready(event)
+                if line:
+                    print(line, flush=True)
+                bar = tqdm(total=s.steps, initial=event["start_step"], unit="step", dynamic_ncols=True, disable=None,
+                           leave=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
             elif kind == "step":
                 losses.append(event["loss"])
-                bar.step(event["step"], smoothed_tail(losses, 50),
-                         event["step"] * s.context / max(event["train_seconds"], 1e-9))
-            elif kind == "sample":
-                samples.append({k: event[k] for k in ("step", "loss", "text")})
-                label = "final" if event.get("final") else f"step {event['step']:>{len(str(s.steps))}}"
-                bar.say(f"  {label}  loss {event['loss']:.3f}  {_one_line(event['text'])}")
+                bar.update(1)
+                if event["step"] % 10 == 0 or event["step"] == s.steps:
+                    rate = event["session_tokens"] / max(event["session_seconds"], 1e-9)
+                    bar.set_postfix_str(f"loss {smoothed_tail(losses, model.bar_window):.3f}, {rate:,.0f} tok/s",
+                                        refresh=False)
+            elif kind == "observe":
+                say(model.shown_observation(event, s))
+            elif kind == "checkpoint":
+                state["checkpoint"] = event["step"]
             elif kind == "done":
-                return {"losses": losses, "samples": samples, "train_seconds": event["train_seconds"],
-                        "attention_text": event["attention_text"], "attention": event["attention"],
-                        "child_cpu_seconds": event["cpu_seconds"]}
+                return {**event, "ready": ready, "losses": losses,
+                        "rate": event["session_tokens"] / max(event["session_seconds"], 1e-9)}
             return None
 
-        return child.follow("model", on_event)
-
-
-def _write_run(out: Path, corpus: Corpus, s: Settings, args, result: dict, started: float) -> None:
-    losses = result["losses"]
-    name = {"zen": "the Zen of Python", "book": "Coriolanus, act I"}.get(corpus.name, corpus.name)
-    import matplotlib
-
-    from ...style import STYLE
-
-    with matplotlib.rc_context(STYLE):
-        save_png(loss_figure(losses, len(corpus.vocab), f"Training loss on {name}"), out / "loss.png")
-        save_png(attention_figure(result["attention_text"], result["attention"],
-                                  f"Attention weights on {result['attention_text']!r}"), out / "attention.png")
-    (out / "samples.txt").write_text(
-        "".join(f"step {x['step']} (loss {x['loss']:.3f}, greedy from {s.prompt!r}):\n{x['text']}\n\n"
-                for x in result["samples"]), encoding="utf-8")
-    seconds = time.perf_counter() - started
-    run = {
-        "settings": asdict(s), "impl": args.impl or "exercises",
-        "corpus": {"name": corpus.name, "source": corpus.source, "characters": len(corpus.text),
-                   "vocab_size": len(corpus.vocab)},
-        "first_loss": losses[0], "final_loss": smoothed_tail(losses),
-        "final_loss_means": f"mean of the last {min(100, len(losses))} steps", "seconds": round(seconds, 3),
-        "train_seconds": round(result["train_seconds"], 3),
-        "cpu_seconds": round(result["child_cpu_seconds"] + time.process_time(), 3),
-        "tokens_per_second": round(s.steps * s.context / result["train_seconds"], 1),
-        "final_sample": result["samples"][-1]["text"], "losses": losses,
-    }
-    (out / "run.json").write_text(json.dumps(run, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return child.follow(model.label, on_event)
+    finally:
+        if bar is not None:
+            bar.close()

@@ -1,4 +1,4 @@
-"""The child process that imports your chapter 10 and does the work; ``Child``, this process's handle on it.
+"""The child process that imports your chapters and does the work, for either model; ``Child``, this process's handle.
 
 Every call into your code runs under a watchdog (``Guarded``).
 
@@ -24,10 +24,9 @@ import numpy as np
 
 from ... import project
 from ...process import Drain, kill_tree
-from .corpus import Corpus, TrainError
+from .corpus import TrainError
 from .gradcheck import check_gradients
-from .loop import sample, train_model
-from .model import Settings, model_arrays, model_from_arrays
+from .loop import read_progress, train
 
 STARTUP = 60.0  # seconds the child may take to import NumPy and your chapter on a cold disk
 
@@ -98,6 +97,8 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
 
 def child_main() -> int:
     """Run in the child process: read the job from stdin, write one JSON event per line to the original stdout."""
+    from . import MODELS
+
     job = json.loads(sys.stdin.readline())
     events = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)  # what the learner's code prints goes to the log, not into the events
@@ -108,7 +109,9 @@ def child_main() -> int:
     folder = Path(job["folder"])
     sys.path.insert(0, str(folder.parent))
     log = open(job["log"], "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
-    doing = "importing your chapter 10" if "module" in job else "importing your chapters"
+    model = MODELS[job["kind"]]
+    numbers = list(model.chapters.values())
+    status = {"doing": f"importing your chapter {numbers[0]}" if len(numbers) == 1 else "importing your chapters"}
     last_beat = [0.0]
 
     def beat() -> None:
@@ -121,51 +124,13 @@ def child_main() -> int:
         import importlib
 
         faulthandler.dump_traceback_later(job["timeout"], exit=True, file=log)
-        if job["mode"] in ("train-gpt", "generate-gpt"):
-            from .gpt_child import gpt_job
-
-            chapters = SimpleNamespace(**{key: Guarded(importlib.import_module(f"{folder.name}.{name}"),
-                                                       job["timeout"], log, beat)
-                                          for key, name in job["modules"].items()})
-            status = {"doing": doing}
-            try:
-                gpt_job(chapters, job, send, status)
-            finally:
-                doing = status["doing"]
-            faulthandler.cancel_dump_traceback_later()
-            return 0
-        module = importlib.import_module(f"{folder.name}.{job['module']}")
-        ch = Guarded(module, job["timeout"], log, beat)
-        if job["mode"] == "train":
-            corpus = Corpus(**job["corpus"])
-            s = Settings(**job["settings"])
-            doing = "checking your gradients on a tiny model"
-            send({"event": "phase", "what": doing})
-            began = time.perf_counter()
-            checked = check_gradients(ch)
-            send({"event": "checked", **checked, "seconds": time.perf_counter() - began})
-            doing = "training"
-
-            def report(event: dict) -> None:
-                nonlocal doing
-                if event["event"] == "step":
-                    doing = f"training (step {event['step'] + 1})"
-                send(event)
-
-            run = train_model(ch, corpus, s, report)
-            np.savez(job["model"], **model_arrays(run["params"], corpus.vocab))
-            send({"event": "done", "train_seconds": run["train_seconds"], "attention_text": run["attention_text"],
-                  "attention": [m.tolist() for m in run["attention"]], "cpu_seconds": time.process_time()})
+        ch = SimpleNamespace(**{key: Guarded(importlib.import_module(f"{folder.name}.{name}"), job["timeout"], log,
+                                             beat) for key, name in job["modules"].items()})
+        if job["mode"] == "generate":
+            status["doing"] = "generating"
+            model.generate(ch, job, send)
         else:
-            doing = "generating"
-            arrays = dict(np.load(job["model"], allow_pickle=False))
-            model, vocab = model_from_arrays(arrays)
-            index = {c: i for i, c in enumerate(vocab)}
-            rng = np.random.default_rng(job["seed"])
-            context = model.shapes[model.paths.index(("pos_emb",))][0]
-            ids = sample(ch, model.params, [index[c] for c in job["prompt"]], job["n"], context, job["temperature"],
-                         rng)
-            send({"event": "done", "text": "".join(vocab[i] for i in ids)})
+            train_job(model, ch, job, send, status)
         faulthandler.cancel_dump_traceback_later()
         return 0
     except TrainError as err:
@@ -173,54 +138,43 @@ def child_main() -> int:
         return 1
     except Exception as err:  # noqa: BLE001 - the learner's exception becomes a message; ours a traceback
         if err.__traceback__ is not None and learner_frames(err.__traceback__, folder.resolve()):
-            send({"event": "failed", "message": describe(err, folder.resolve(), job["shown_folder"], doing)})
+            send({"event": "failed", "message": describe(err, folder.resolve(), job["shown_folder"],
+                                                         status["doing"])})
             return 1
         traceback.print_exc(file=log)
-        send({"event": "failed", "message": f"the training tool failed while {doing}: {type(err).__name__}: {err} "
-                                            "(the traceback is above)", "tool": True})
+        send({"event": "failed", "message": f"the training tool failed while {status['doing']}: "
+                                            f"{type(err).__name__}: {err} (the traceback is above)", "tool": True})
         return 1
 
 
-class StepBar:
-    """The training steps' tqdm bar, for both trainers (``with StepBar() as bar``: closed however the run ends).
+def train_job(model, ch, job: dict, send, status: dict) -> None:
+    """Check the gradients, prepare the data, train (or resume), write model.npz: every step told to the parent."""
+    out = Path(job["out"])
+    resume = read_progress(model, out) if job.get("resume") else None
+    s = resume["settings"] if resume else model.settings(job["settings"])
 
-    It opens when the steps start (not during the gradient check) and moves a step at a time, with the running loss
-    and tokens per second every 10 steps. ``say`` prints a line above it, or plainly where there is no bar.
-    """
+    def phase(doing: str) -> None:
+        status["doing"] = doing
+        send({"event": "phase", "what": doing})
 
-    def __init__(self) -> None:
-        self.bar, self.total = None, 0
+    phase("checking your gradients on a tiny model")
+    began = time.perf_counter()
+    checked = check_gradients(ch, model)
+    send({"event": "checked", **checked, "seconds": time.perf_counter() - began})
+    data, ready = model.prepare(ch, job, s, resume, phase)
+    send({"event": "ready", **ready, "settings": s.as_dict()})
+    status["doing"] = "training"
 
-    def __enter__(self) -> StepBar:
-        return self
+    def report(event: dict) -> None:
+        if event["event"] == "step":
+            status["doing"] = f"training (step {event['step'] + 1})"
+        send(event)
 
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-    def open(self, total: int, done: int = 0) -> None:
-        """Show the bar: ``total`` steps, ``done`` of them already (a resumed run)."""
-        from tqdm import tqdm
-
-        self.total = total
-        self.bar = tqdm(total=total, initial=done, unit="step", dynamic_ncols=True, disable=None, leave=True,
-                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
-
-    def step(self, step: int, loss: float, tokens_per_s: float) -> None:
-        """One step done: move the bar; every 10 steps (and at the last) show ``loss`` and ``tokens_per_s``."""
-        if self.bar is None:
-            return
-        self.bar.update(1)
-        if step % 10 == 0 or step == self.total:
-            self.bar.set_postfix_str(f"loss {loss:.3f}, {tokens_per_s:,.0f} tok/s", refresh=False)
-
-    def say(self, text: str) -> None:
-        """Print a line of the run's story above the bar (or plainly, when there is no bar or it is off)."""
-        if self.bar is not None and not self.bar.disable:
-            self.bar.write(text)
-        else:
-            print(text, flush=True)
+    run = train(model, ch, s, data, report, out, resume, job.get("stop_at"))
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez(out / "model.npz", **model.arrays(run["params"], s, data))
+    send({"event": "done", **{k: v for k, v in run.items() if k not in ("params", "losses")},
+          "cpu_seconds": time.process_time()})
 
 
 @dataclass
@@ -271,11 +225,11 @@ class Child:
             raise TrainError(self.hung(silent=False))
         return event
 
-    def follow(self, model: str, on_event):
+    def follow(self, label: str, on_event):
         """Show the child's progress until it is done; return what ``on_event`` returns for its ``done`` event.
 
         The events every run sends are handled here (a heartbeat, a phase, the passed gradient check of the tiny
-        ``model``, a failure); every other event, and ``checked`` after it is shown, goes to ``on_event``.
+        model, ``label``, a failure); every other event, and ``checked`` after it is shown, goes to ``on_event``.
         """
         started = False
         while True:
@@ -287,7 +241,7 @@ class Child:
                     print(f"  {event['what']} …", flush=True)
                 continue
             if kind == "checked":
-                print(f"  ✓ all {event['parameters']} gradient numbers of a tiny {model} match central differences "
+                print(f"  ✓ all {event['parameters']} gradient numbers of a tiny {label} match central differences "
                       f"(largest difference {event['largest_difference']:.0e}); no position sees a later one",
                       flush=True)
             elif kind == "failed":

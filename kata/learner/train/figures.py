@@ -1,4 +1,7 @@
-"""The run's figures: ``loss.png`` and ``attention.png`` (the docs draw the same ones as SVG).
+"""The run's figures, for either model, and the one writer of them all (``write_figures``).
+
+Chapter 10's ``loss.png`` and ``attention.png`` (the docs draw the same ones as SVG); the GPT's ``loss.png``,
+``schedule.png`` and ``attention.png`` (one map per head).
 
 Part of ``nox -s train`` (``kata/learner/train/__init__.py`` tells the whole story).
 """
@@ -10,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .loop import smooth
+from .model import smooth
 
 
 def shown_char(c: str) -> str:
@@ -84,6 +87,17 @@ def save_png(fig, path: Path) -> None:
 
     with matplotlib.rc_context(STYLE):
         fig.savefig(path, format="png", dpi=120, metadata={"Software": None})
+
+
+def write_figures(out: Path, draw) -> None:
+    """Write every (file name, figure) that ``draw()`` returns into ``out`` as a PNG, drawn in the course's style."""
+    import matplotlib
+
+    from ...style import STYLE
+
+    with matplotlib.rc_context(STYLE):
+        for name, fig in draw():
+            save_png(fig, out / name)
 
 
 def gpt_loss_figure(evals: list[dict], unigram: float, title: str):

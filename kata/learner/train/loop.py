@@ -1,127 +1,115 @@
-"""The training loop: Adam steps on random windows, greedy samples, the attention maps of the trained model.
+"""The one training loop, for either model; its checkpoint, and resuming from it exactly.
+
+- **A step.** What the model's ``batch`` draws for step s (the same however the run got there), the model's loss
+  and gradients (the learner's code), the model's optimiser update; a loss that is not a number stops the run.
+- **Observations** (chapter 10: a greedy sample; the GPT: an evaluation of both splits and a sample) when the
+  model says they are due, and the model's ``finish`` at the end (the final sample, the attention maps).
+- **Checkpoints** (a resumable model, at every ``checkpoint_every`` steps, at the end and at ``--stop-at``):
+  ``checkpoint.npz`` holds the weights and the optimiser's state (the model's ``save``: the GPT's is the learner's
+  ``save_checkpoint``), ``checkpoint.json`` beside it the settings, the step, the training time, the observations
+  so far and the model's own (the GPT: its merges). A step depends only on the weights, the state and the step
+  number, so ``--resume`` continues a stopped run exactly: it ends with the same parameters as a run that never
+  stopped (NumPy is held to one thread, so every sum is added in the same order).
 
 Part of ``nox -s train`` (``kata/learner/train/__init__.py`` tells the whole story).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 
-from .corpus import Corpus, TrainError
-from .model import Adam, Flat, Settings, get, learning_rate, shapes, shown_path
+from .corpus import TrainError
 
-FINAL_CHARS = 200  # characters of the final sample
-
-
-ATTENTION_CHARS = 24  # characters of the attention maps
+CHECKPOINT, PROGRESS = "checkpoint.npz", "checkpoint.json"
 
 
-def sample(ch, params: dict, prompt_ids, n: int, context: int, temperature: float = 0.0, rng=None) -> list[int]:
-    """The prompt and ``n`` more token ids, each from your ``transformer_forward`` on the last ``context`` ones.
+def _atomic(path: Path, write) -> None:
+    """``write(tmp)`` then rename over ``path``, so a run stopped half-way never leaves half a file."""
+    tmp = path.with_name(path.stem + ".partial" + path.suffix)
+    write(tmp)
+    os.replace(tmp, path)
 
-    Temperature 0 takes the most likely token (greedy, as chapter 10's ``generate``); a temperature T > 0
-    draws from softmax(logits / T) with ``rng``.
+
+def save_progress(model, ch, folder: Path, s, data, params, state, step: int, history: list, seconds: float) -> None:
+    """The checkpoint (the model's ``save``) and checkpoint.json (settings, step, time, history, the model's own)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _atomic(folder / CHECKPOINT, lambda tmp: model.save(ch, tmp, params, state))
+    info = {"settings": s.as_dict(), "step": step, "train_seconds": seconds, "evals": history,
+            **model.progress_extra(data)}
+    _atomic(folder / PROGRESS, lambda tmp: tmp.write_text(json.dumps(info) + "\n", encoding="utf-8"))
+
+
+def read_progress(model, folder: Path) -> dict:
+    """A stopped run's checkpoint.json, its settings read; TrainError when there is none to resume."""
+    path = folder / PROGRESS
+    if not path.exists() or not (folder / CHECKPOINT).exists():
+        raise TrainError(f"--resume: there is no checkpoint in {folder}/ (a run writes one at every evaluation)")
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+        info["settings"] = model.settings(info["settings"])
+        model.read_progress_extra(info)
+        int(info["step"]), float(info["train_seconds"]), list(info["evals"])
+    except (ValueError, KeyError, TypeError) as err:
+        raise TrainError(f"--resume: {path} cannot be read ({err}); train again without --resume") from None
+    return info
+
+
+def train(model, ch, s, data, report=lambda event: None, folder: Path | None = None, resume: dict | None = None,
+          stop_at: int | None = None) -> dict:
+    """Train (or continue) ``model`` with the learner's chapters ``ch``; ``report`` receives every event.
+
+    ``folder`` receives the checkpoints of a resumable model. ``resume`` is ``read_progress``'s answer for a
+    stopped run; ``stop_at`` stops after that step (from 1) as if the run were interrupted there, with a checkpoint.
+    Returns the run: ``params``, ``losses`` (of this session's steps), ``history`` (the observations),
+    ``train_seconds``, ``stopped`` (the step, or None), ``session_seconds``, ``session_tokens`` and ``finish``'s.
     """
-    ids = [int(i) for i in prompt_ids]
-    for _ in range(n):
-        logits, _ = ch.transformer_forward(np.array(ids[-context:], dtype=np.int64), params)
-        row = np.asarray(logits, dtype=np.float64)[-1]
-        if temperature <= 0:
-            ids.append(int(np.argmax(row)))
-        else:
-            z = (row - row.max()) / temperature
-            p = np.exp(z)
-            ids.append(int(rng.choice(len(row), p=p / p.sum())))
-    return ids
+    if resume is None:
+        params, state = model.start(ch, s, data)
+        history, seconds, first = [], 0.0, 0
+    else:
+        params, state, first = model.restore(ch, folder / CHECKPOINT, s, data)
+        history, seconds = list(resume["evals"]), float(resume["train_seconds"])
+        if first != resume["step"]:
+            raise TrainError(f"--resume: the checkpoint is at step {first}, checkpoint.json says "
+                             f"{resume['step']}: the files do not belong together")
+    losses, tokens, began_session = [], 0, seconds
+    every = model.checkpoint_every(s) if model.resumable else 0
 
+    def observe(step: int) -> None:
+        kept, shown = model.observe(ch, params, data, s, step, losses, seconds)
+        history.append(kept)
+        report({"event": "observe", **kept, **shown})
 
-def attention_maps(ch, params: dict, ids) -> list[np.ndarray]:
-    """Each layer's attention weights on ``ids``.
+    def run(stopped: int | None, **more) -> dict:
+        return {"params": params, "losses": losses, "history": history, "train_seconds": seconds,
+                "stopped": stopped, "session_seconds": seconds - began_session, "session_tokens": tokens, **more}
 
-    The stream comes from your ``embed``, ``layer_norm`` and ``block_forward``; the weights are recomputed here
-    from their documented formula (a cache is yours to shape, so it is not read).
-    """
-    x = np.asarray(ch.embed(np.asarray(ids, dtype=np.int64), params), dtype=np.float64)
-    mask = np.tril(np.ones((len(ids), len(ids)), dtype=bool))
-    maps = []
-    for block in params["blocks"]:
-        h = np.asarray(ch.layer_norm(x, block["ln1_gamma"], block["ln1_beta"]), dtype=np.float64)
-        scores = (h @ block["WQ"]) @ (h @ block["WK"]).T / np.sqrt(h.shape[1])
-        scores = np.where(mask, scores, -np.inf)
-        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
-        maps.append(weights / weights.sum(axis=1, keepdims=True))
-        x = np.asarray(ch.block_forward(x, block)[0], dtype=np.float64)
-    return maps
-
-
-def check_init(ch, vocab: int, s: Settings) -> Flat:
-    """Your ``init_params`` for the run's sizes, copied into a flat vector; TrainError if a shape is off."""
-    params = ch.init_params(vocab, s.d_model, s.d_ff, s.layers, s.context, seed=s.seed)
-    want = shapes(vocab, s.d_model, s.d_ff, s.layers, s.context)
-    for path, shape in want.items():
-        try:
-            got = np.shape(get(params, path))
-        except (KeyError, IndexError, TypeError):
-            raise TrainError(f"init_params({vocab}, {s.d_model}, {s.d_ff}, {s.layers}, {s.context}) has no "
-                             f"params{shown_path(path)[5:]}: see its docstring for the layout") from None
-        if got != shape:
-            raise TrainError(f"init_params: params{shown_path(path)[5:]} has shape {got}, expected {shape}")
-    return Flat(want, params)
-
-
-def train_model(ch, corpus: Corpus, s: Settings, report=lambda event: None) -> dict:
-    """Train with your chapter 10 module ``ch``; ``report`` receives every event (step, sample). Returns the run.
-
-    ``s`` must be resolved (``Settings.resolved``). Used by the child process and by the docs' figures.
-    """
-    vocab = corpus.vocab
-    data = corpus.ids()
-    model = check_init(ch, len(vocab), s)
-    index = {c: i for i, c in enumerate(vocab)}
-    missing = sorted({c for c in s.prompt if c not in index})
-    if missing:
-        raise TrainError(f"--prompt {s.prompt!r} has characters that are not in the corpus: {missing}")
-    prompt = [index[c] for c in s.prompt]
-    adam = Adam(model.vector.size, s.beta1, s.beta2, s.eps)
-    rng = np.random.default_rng(s.seed)
-    starts = rng.integers(0, len(data) - s.context, size=s.steps)  # a random window of context + 1 characters
-    losses, samples, seconds = [], [], 0.0
-    for step in range(1, s.steps + 1):
+    if resume is None and model.observe_at_start:
+        observe(0)  # where the random start stands
+    for step in range(first, s.steps):
         began = time.perf_counter()
-        at = starts[step - 1]
-        loss, grads = ch.transformer_loss_and_grads(data[at:at + s.context], data[at + 1:at + s.context + 1],
-                                                    model.params)
+        loss, grads = model.loss_and_grads(ch, params, model.batch(data, s, step), s)
         loss = float(loss)
         if not np.isfinite(loss):
-            raise TrainError(f"the loss became {loss} at step {step}: the steps are too large; try a smaller --lr "
+            raise TrainError(f"the loss became {loss} at step {step + 1}: the steps are too large; try a smaller --lr "
                              f"(now {s.lr:g})")
-        adam.step(model.vector, model.flatten(grads), learning_rate(s, step))
+        params, state, extra = model.update(ch, params, state, grads, step, s)
         seconds += time.perf_counter() - began
+        tokens += model.tokens_per_step(s)
         losses.append(loss)
-        report({"event": "step", "step": step, "loss": loss, "train_seconds": seconds})
-        if step % s.sample_every == 0 and step != s.steps:
-            text = "".join(vocab[i] for i in sample(ch, model.params, prompt, s.sample_chars, s.context))
-            samples.append({"step": step, "loss": smoothed_tail(losses), "text": text})
-            report({"event": "sample", **samples[-1]})
-    final = sample(ch, model.params, prompt, FINAL_CHARS, s.context)
-    samples.append({"step": s.steps, "loss": smoothed_tail(losses), "text": "".join(vocab[i] for i in final)})
-    report({"event": "sample", **samples[-1], "final": True})
-    n = min(ATTENTION_CHARS, s.context)
-    at = corpus.text.find(s.prompt)  # the corpus's own text from the prompt on, else the model's
-    shown = list(data[at:at + n]) if at >= 0 and at + n <= len(data) else final[:n]
-    return {"params": model, "losses": losses, "samples": samples, "train_seconds": seconds,
-            "attention_text": "".join(vocab[i] for i in shown), "attention": attention_maps(ch, model.params, shown)}
-
-
-def smoothed_tail(losses: list[float], n: int = 100) -> float:
-    """The mean loss of the last ``n`` steps (one window's loss is noisy)."""
-    return float(np.mean(losses[-n:]))
-
-
-def smooth(losses, window: int) -> np.ndarray:
-    """Running mean over the last ``window`` steps (fewer at the start)."""
-    c = np.cumsum(np.concatenate([[0.0], np.asarray(losses, dtype=np.float64)]))
-    k = np.arange(1, len(losses) + 1)
-    return (c[k] - c[np.maximum(0, k - window)]) / np.minimum(k, window)
+        done, last = step + 1, step + 1 == s.steps
+        report({"event": "step", "step": done, "loss": loss, **extra, "train_seconds": seconds,
+                "session_seconds": seconds - began_session, "session_tokens": tokens})
+        if model.observe_due(s, done):
+            observe(done)
+        if every and (done % every == 0 or last or done == stop_at):
+            save_progress(model, ch, folder, s, data, params, state, done, history, seconds)
+            report({"event": "checkpoint", "step": done})
+        if done == stop_at and not last:
+            return run(done)
+    return run(None, **model.finish(ch, params, data, s, history, losses, report))

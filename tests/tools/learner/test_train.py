@@ -1,4 +1,4 @@
-"""`nox -s train` and `nox -s generate` (kata/learner/train.py, generate.py), run as a learner runs them.
+"""`nox -s train` and `nox -s generate` (kata/learner/train/, generate.py), run as a learner runs them.
 
 One shortened training run of the reference (the default model, 1,000 steps instead of 4,000, seed 0) is shared
 by the tests of what a run writes; the checks before training and the time limit are run on copies of
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -121,7 +122,7 @@ def test_a_wrong_dx_is_blamed_on_its_function_not_on_the_first_gradient_it_spoil
     try:
         module = importlib.import_module("broken.chapter10_transformer")
         with pytest.raises(train.TrainError) as err:
-            train.check_gradients(module)
+            train.check_gradients(SimpleNamespace(c10=module), train.CHAPTER10)
     finally:
         sys.path.remove(str(tmp_path))
         for name in [n for n in sys.modules if n == "broken" or n.startswith("broken.")]:

@@ -1,4 +1,4 @@
-"""`nox -s train -- --model gpt` and `nox -s generate` of a GPT (kata/learner/train/gpt_*.py), run as a learner runs them.
+"""`nox -s train -- --model gpt` and `nox -s generate` of a GPT (kata/learner/train/gpt.py), run as a learner runs them.
 
 One tiny run of the reference (a 260-token vocabulary, d_model 8, 20 steps) is shared by the tests of what a run
 writes; a stopped and resumed run must end with exactly its parameters. The checks before training run on copies
@@ -24,7 +24,6 @@ import numpy as np
 import pytest
 
 from kata.learner import train
-from kata.learner.train.gpt_check import check_gpt_gradients
 from kata.project import chapter_files as project_files
 
 from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
@@ -223,7 +222,7 @@ def test_a_wrong_layer_is_named_before_training(tmp_path, name, code, said):
     folder = copy_solutions(tmp_path / name, {"chapter13_modern_block": code})
     try:
         with pytest.raises(train.TrainError) as err:
-            check_gpt_gradients(_chapters(folder, name))
+            train.check_gradients(_chapters(folder, name), train.GPT)
     finally:
         _forget(folder, name)
     assert "gradient check failed, before training" in str(err.value)
@@ -290,9 +289,8 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
     probe = (
         "import importlib, sys\n"
         "from kata.learner import generate, train\n"
-        "from kata.learner.train.gpt_run import TRAIN_CHAPTERS, chapters_of\n"
         "for impl in (train.parser().parse_args(['--model', 'gpt']).impl, generate.trained_with({'impl': 'exercises'})):\n"
-        "    folder, modules, shown = chapters_of(impl, TRAIN_CHAPTERS)\n"
+        "    folder, modules, shown = train.chapters_of(impl, train.GPT.chapters)\n"
         "    sys.path.insert(0, str(folder.parent))\n"
         "    bpe = importlib.import_module(f'{folder.name}.{modules[\"c14\"]}')\n"
         "    print(len(bpe.train_bpe('abababab', 258)), shown)\n"
