@@ -57,37 +57,21 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ... import answers, project
-from .chapter10 import (
-    FORMAT,
-    Adam,
-    Chapter10,
-    Flat,
-    Settings,
-    check_init,
-    learning_rate,
-    load_model,
-    sample,
-    shapes,
-    tiny_model,
-)
-from .child import GRACE, STARTUP, THREADS, Child, Guarded, child_main, describe, learner_frames
-from .corpus import BOOK, MAX_VOCAB, Corpus, TrainError, load_corpus, zen
-from .figures import attention_figure, loss_figure, save_png, shown_char, write_figures
+from .chapter10 import FORMAT, Chapter10, Settings, load_model
+from .child import Child, child_main
+from .corpus import Corpus, TrainError, load_corpus
+from .figures import attention_figure, loss_figure, write_figures
 from .gpt import Gpt, GptSettings
-from .gradcheck import ATOL, RTOL, H, check_gradients, numerical
+from .gradcheck import check_gradients
 from .loop import CHECKPOINT, PROGRESS, train
-from .model import Model, read_model_file, smooth, smoothed_tail
+from .model import Model, read_model_file, smoothed_tail
 
 CHAPTER10, GPT = Chapter10(), Gpt()
 MODELS: dict[str, Model] = {m.name: m for m in (CHAPTER10, GPT)}
 
-__all__ = [
-    'ATOL', 'Adam', 'BOOK', 'CHAPTER10', 'CHECKPOINT', 'Child', 'Corpus', 'FORMAT', 'Flat', 'GPT', 'GRACE', 'Guarded',
-    'H', 'MAX_VOCAB', 'MODELS', 'PROGRESS', 'RTOL', 'STARTUP', 'Settings', 'THREADS', 'TrainError', 'attention_figure',
-    'chapters_of', 'check_gradients', 'check_init', 'child_main', 'command', 'describe', 'learner_frames',
-    'learning_rate', 'load_corpus', 'load_model', 'loss_figure', 'main', 'numerical', 'parser', 'read_model_file',
-    'sample', 'save_png', 'shapes', 'shown_char', 'smooth', 'smoothed_tail', 'tiny_model', 'train_model', 'zen',
-]
+__all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Settings', 'TrainError', 'attention_figure',
+           'chapters_of', 'check_gradients', 'command', 'load_corpus', 'load_model', 'loss_figure', 'main', 'parser',
+           'read_model_file', 'train_model']
 
 
 def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:

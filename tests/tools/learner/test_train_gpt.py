@@ -302,3 +302,28 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["2", "exercises"] * 2, proc.stdout  # the stub file, yet 2 merges: the notebook's
+
+
+OLD_PROGRESS = {  # checkpoint.json as the two-trainer code (before the one loop) wrote it: --stop-at 10 of TINY
+    "settings": {"corpus": "pydoc", "vocab_size": 260, "d_model": 8, "n_heads": 2, "layers": 1, "d_ff": 8,
+                 "context": 8, "batch": 2, "steps": 20, "lr": 0.003, "min_lr": 0.0003, "warmup": 2,
+                 "weight_decay": 0.01, "clip": 1.0, "eval_every": 10, "seed": 0, "prompt": "A list is",
+                 "validation": 0.1},
+    "step": 10, "train_seconds": 0.05,
+    "evals": [{"step": 0, "train_loss": 5.99, "val_loss": 6.02, "seconds": 0.0}],
+    "merges": [[32, 32, 256], [45, 45, 257], [101, 32, 258], [116, 104, 259]], "bpe_seconds": 0.2,
+}
+
+
+def test_a_checkpoint_written_before_the_one_trainer_is_read_and_a_damaged_one_refused(tmp_path):
+    """checkpoint.json of the earlier code resumes as it is; one without its merges says what to do instead"""
+    from kata.learner.train.loop import read_progress
+
+    (tmp_path / "checkpoint.npz").write_bytes(b"")
+    (tmp_path / "checkpoint.json").write_text(json.dumps(OLD_PROGRESS), encoding="utf-8")
+    info = read_progress(train.GPT, tmp_path)
+    assert info["settings"] == train.GptSettings(**OLD_PROGRESS["settings"]) and info["step"] == 10
+    assert info["merges"][:2] == [((32, 32), 256), ((45, 45), 257)] and info["evals"] == OLD_PROGRESS["evals"]
+    (tmp_path / "checkpoint.json").write_text(json.dumps({**OLD_PROGRESS, "merges": None}), encoding="utf-8")
+    with pytest.raises(train.TrainError, match=r"checkpoint.json cannot be read .*; train again without --resume"):
+        read_progress(train.GPT, tmp_path)
