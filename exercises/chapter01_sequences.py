@@ -43,7 +43,7 @@ def decode(ids: list[int]) -> str:
     See docs: chapter 1, step 1.2.
     """
     _check_ids(ids)
-    raise NotImplementedError("1.2 decode: join VOCAB[i] with spaces (4 lines)")
+    raise NotImplementedError("1.2 decode: look each id up in VOCAB, then join the words with single spaces (4 lines)")
 
 
 def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
@@ -55,12 +55,12 @@ def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
         ids: a sequence of token ids, length n.
 
     Returns:
-        n − 1 pairs ``(context, target)``: ``context`` is the list ``ids[:k]`` and ``target`` is
-        ``ids[k]``, for k = 1 … n − 1. Empty for sequences shorter than 2.
+        n − 1 pairs ``(context, target)``: ``context`` is the list of the first k ids and ``target`` is
+        ``ids[k]``, the id that follows them, for k = 1 … n − 1. Empty for sequences shorter than 2.
 
     See docs: chapter 1, step 1.3.
     """
-    raise NotImplementedError("1.3 next_token_examples: one (ids[:k], ids[k]) pair per k from 1 (1 line)")
+    raise NotImplementedError("1.3 next_token_examples: for each k from 1, the first k ids as the context and the id at position k as the target (1 line)")
 
 
 def rnn_distance(i: int, j: int) -> int:

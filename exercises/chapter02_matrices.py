@@ -41,7 +41,7 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """
     A = _check_matrix("A", A)
     B = _check_matrix("B", B)
-    raise NotImplementedError("2.1 matmul: check A's columns match B's rows, then three nested loops adding A[i, k] * B[k, j] (9 lines)")
+    raise NotImplementedError("2.1 matmul: check A's columns match B's rows, then three nested loops: entry i, j of C adds up row i of A times column j of B, term by term (9 lines)")
 
 
 def transpose(A: np.ndarray) -> np.ndarray:
@@ -61,7 +61,7 @@ def transpose(A: np.ndarray) -> np.ndarray:
     See docs: chapter 2, step 2.6.
     """
     A = _check_matrix("A", A)
-    raise NotImplementedError("2.6 transpose: T[j, i] = A[i, j] in two loops (5 lines)")
+    raise NotImplementedError("2.6 transpose: two loops; row i of A becomes column i of the result (5 lines)")
 
 
 def dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -82,7 +82,7 @@ def dot(a: np.ndarray, b: np.ndarray) -> float:
     See docs: chapter 2, steps 2.3–2.5.
     """
     a, b = _check_vectors(a, b)
-    raise NotImplementedError("2.3 dot: sum a[i] * b[i] (4 lines)")
+    raise NotImplementedError("2.3 dot: multiply the entries pairwise and add the products up (4 lines)")
 
 
 def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +108,7 @@ def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.nd
     See docs: chapter 2, steps 2.7 and 2.8.
     """
     A, B, dC = _check_product(A, B, dC)
-    raise NotImplementedError("2.7 matmul_backward: dA = dC Bᵀ, dB = Aᵀ dC — let the shapes guide you (3 lines)")
+    raise NotImplementedError("2.7 matmul_backward: each factor's gradient is dC times the other factor transposed, on the side its shape asks for (3 lines)")
 
 
 def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -133,7 +133,7 @@ def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: flo
 
     See docs: chapter 2, step 2.9.
     """
-    raise NotImplementedError("2.9 numerical_gradient: nudge each entry by ±eps, (f(up) − f(down)) / (2 eps) (12 lines)")
+    raise NotImplementedError("2.9 numerical_gradient: nudge each entry by ±eps, the difference of f between the two nudges over 2 eps, then put the entry back (12 lines)")
 
 
 def _check_vectors(a, b) -> tuple[np.ndarray, np.ndarray]:

@@ -52,7 +52,7 @@ def one_hot(ids: list[int], vocab_size: int) -> np.ndarray:
 def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
     """Look up each token's row in the embedding table.
 
-    Equivalent to ``one_hot(ids, V) @ table``, without the multiplications.
+    The same rows as the product of ``one_hot(ids, V)`` with the table, without the multiplications.
 
     Args:
         ids: token ids, length seq.
@@ -71,7 +71,7 @@ def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
     """
     table = _check_table(table)
     ids = _check_whole_ids(ids)
-    raise NotImplementedError("3.2 embed: check the ids yourself (NumPy would accept −1), then table[ids] (5 lines)")
+    raise NotImplementedError("3.2 embed: check the ids yourself (NumPy would accept −1), then pick each id's row of the table (5 lines)")
 
 
 def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.ndarray:

@@ -59,7 +59,7 @@ def raw_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     See docs: chapter 4, step 4.1.
     """
     Q, K = _check_queries_and_keys(Q, K)
-    raise NotImplementedError("4.1 raw_scores: Q @ K.T (1 line)")
+    raise NotImplementedError("4.1 raw_scores: every query dotted with every key, Q Kᵀ (1 line)")
 
 
 def attention_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
@@ -82,7 +82,7 @@ def attention_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     See docs: chapter 4, step 4.2.
     """
     _check_queries_and_keys(Q, K)
-    raise NotImplementedError("4.2 attention_scores: raw_scores(Q, K) divided by sqrt(d_k) (2 lines)")
+    raise NotImplementedError("4.2 attention_scores: the raw scores divided by √d_k, d_k being the keys' width (2 lines)")
 
 
 def causal_mask(n: int) -> np.ndarray:
@@ -101,7 +101,7 @@ def causal_mask(n: int) -> np.ndarray:
     See docs: chapter 4, step 4.5.
     """
     _check_positions(n)
-    raise NotImplementedError("4.5 causal_mask: True on and below the diagonal — np.tril (1 line)")
+    raise NotImplementedError("4.5 causal_mask: True on and below the diagonal — a lower triangle of ones, as booleans (1 line)")
 
 
 def scaled_dot_product_attention(
@@ -134,7 +134,7 @@ def scaled_dot_product_attention(
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """
     V, mask = _check_attention_inputs(Q, K, V, mask)
-    raise NotImplementedError("4.4/4.6 scaled_dot_product_attention: scores, mask with -inf (refuse a row that allows nothing), softmax, weights @ V (8 lines)")
+    raise NotImplementedError("4.4/4.6 scaled_dot_product_attention: scores, mask with -inf (refuse a row that allows nothing), softmax, then each row's weighted sum of the rows of V (8 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

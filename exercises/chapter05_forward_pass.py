@@ -48,7 +48,7 @@ def toy_params() -> dict[str, np.ndarray]:
 
     See docs: chapter 5, step 5.1.
     """
-    raise NotImplementedError("5.1 toy_params: W_Q = W_K = W_V = 0.1·I and the 2×4 W_O, fresh arrays every call (6 lines)")
+    raise NotImplementedError("5.1 toy_params: 0.1 times the identity for each of W_Q, W_K and W_V, and the book's 2×4 W_O, fresh arrays every call (6 lines)")
 
 
 def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -72,7 +72,7 @@ def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarra
     See docs: chapter 5, step 5.3.
     """
     X, WQ, WK, WV = _check_projections(X, params)  # noqa: F841 - yours to use
-    raise NotImplementedError("5.3 project_qkv: X @ WQ, X @ WK, X @ WV (1 line)")
+    raise NotImplementedError("5.3 project_qkv: X times each of the three projection matrices (1 line)")
 
 
 def _check_projections(X, params: dict) -> tuple:
@@ -125,7 +125,7 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
     See docs: chapter 5, steps 5.2–5.8.
     """
     table, WO = _check_model(params, embeddings)  # noqa: F841 - yours to use
-    raise NotImplementedError("5.2 forward: embed, project, attend causally (chapter 4), context = last row, logits, softmax; refuse no ids (12 lines)")
+    raise NotImplementedError("5.2 forward: embed, project, attend causally (chapter 4), the context is the last row, logits, softmax; refuse no ids (12 lines)")
 
 
 def next_token_probs(ids: list[int], params: dict[str, np.ndarray], *,

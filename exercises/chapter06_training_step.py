@@ -56,7 +56,7 @@ def cross_entropy(probs: np.ndarray, target: int) -> float:
     """
     p = _check_probs(probs)  # noqa: F841 - yours to use
     t = _check_target(target, len(p))  # noqa: F841 - yours to use
-    raise NotImplementedError("6.1 cross_entropy: -log(p[t]), as a float (1 line)")
+    raise NotImplementedError("6.1 cross_entropy: minus the log of the target's probability, as a float (1 line)")
 
 
 def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
@@ -106,7 +106,7 @@ def output_backward(context: np.ndarray, WO: np.ndarray, dlogits: np.ndarray) ->
     See docs: chapter 6, steps 6.3 and 6.4.
     """
     c, WO, dz = _check_output(context, WO, dlogits)  # noqa: F841 - yours to use
-    raise NotImplementedError("6.3 output_backward: dcontext = WO @ dlogits, dWO = np.outer(context, dlogits) (3 lines)")
+    raise NotImplementedError("6.3 output_backward: dcontext is W_O times dlogits; dWO is the outer product of context and dlogits (3 lines)")
 
 
 def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
@@ -131,7 +131,7 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
     """
     param, grad = _check_same_shape(param, grad)
     _check_lr(lr)
-    raise NotImplementedError("6.5 sgd_step: param - lr * grad, as a new array (1 line)")
+    raise NotImplementedError("6.5 sgd_step: param − lr·grad, as a new array (1 line)")
 
 
 def train_output_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: float, *,

@@ -46,7 +46,7 @@ def softmax_backward(probs: np.ndarray, dprobs: np.ndarray) -> np.ndarray:
     """
     s, g = _check_softmax_backward(probs, dprobs)  # noqa: F841 - yours to use
     raise NotImplementedError(
-        "7.7 softmax_backward: dot = sum of s * g along the last axis, then s * (g - dot)"
+        "7.7 softmax_backward: per row, the weighted average Σ_j s_j g_j, then s times (g minus that average)"
         " (2 lines)"
     )
 
@@ -75,7 +75,7 @@ def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.nd
     See docs: chapter 7, steps 7.2, 7.3 and 7.5.
     """
     X, W, dY = _check_linear_backward(X, W, dY)
-    raise NotImplementedError("7.2 linear_backward: dX = dY @ W.T, dW = X.T @ dY (3 lines)")
+    raise NotImplementedError("7.2 linear_backward: chapter 2's matmul_backward rule, with X and W as the two factors; each gradient has its factor's shape (3 lines)")
 
 
 def attention_backward(
@@ -111,8 +111,8 @@ def attention_backward(
     """
     Q, K, V, A, dH = _check_attention_backward(Q, K, V, weights, d_output)  # noqa: F841 - yours to use
     raise NotImplementedError(
-        "7.9 attention_backward: linear_backward through weights @ V, softmax_backward, divide by sqrt(d_k),"
-        " linear_backward through Q @ K.T (5 lines)"
+        "7.9 attention_backward: back through the weighted sum of the values, the softmax, the 1/√d_k scaling"
+        " and the product Q Kᵀ, in that order (5 lines)"
     )
 
 

@@ -69,7 +69,7 @@ def per_example(examples: list[tuple[list[int], int]], params: dict[str, np.ndar
     See docs: chapter 8, steps 8.1–8.4, 8.6 and 8.7.
     """
     examples = _check_examples(examples)
-    raise NotImplementedError("8.1 per_example: for each (ids, target), chapter 5's forward, check its target (_check_target is given), then the loss, dL/dlogits and dL/dcontext; stack the rows (11 lines)")
+    raise NotImplementedError("8.1 per_example: for each example, chapter 5's forward, check its target (_check_target is given), then the loss, dL/dlogits and dL/dcontext; stack the rows (11 lines)")
 
 
 def batch_loss(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
@@ -154,7 +154,7 @@ def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray],
     See docs: chapter 8, step 8.10.
     """
     _check_grads(params, grads)
-    raise NotImplementedError("8.10 apply_gradients: copy params, then W - lr * grad for every name in grads (3 lines)")
+    raise NotImplementedError("8.10 apply_gradients: copy params, then W − lr·grad for every name in grads (3 lines)")
 
 
 def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], lr: float, epochs: int, *,

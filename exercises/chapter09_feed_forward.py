@@ -88,7 +88,7 @@ def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndar
     See docs: chapter 9, step 9.2.
     """
     x, W, b = _check_linear(x, W, b)
-    raise NotImplementedError("9.2 linear: x @ W, add b when given (4 lines)")
+    raise NotImplementedError("9.2 linear: x times W, plus b when one is given (4 lines)")
 
 
 def relu(x: np.ndarray) -> np.ndarray:
@@ -104,7 +104,7 @@ def relu(x: np.ndarray) -> np.ndarray:
 
     See docs: chapter 9, steps 9.3 and 9.6.
     """
-    raise NotImplementedError("9.3 relu: max(0, x) entry by entry (2 lines)")
+    raise NotImplementedError("9.3 relu: each entry, or 0 where it is negative (2 lines)")
 
 
 def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
@@ -200,7 +200,7 @@ def feed_forward_backward(
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
     d_out = _check_d_out(d_out, (x.shape[0], W2.shape[1]))
-    raise NotImplementedError("9.8 feed_forward_backward: recompute h and ReLU(h), then back through W2, ReLU, W1 (8 lines)")
+    raise NotImplementedError("9.8 feed_forward_backward: recompute h and its ReLU, then back through W2, ReLU, W1 (8 lines)")
 
 
 def residual_feed_forward(
@@ -227,7 +227,7 @@ def residual_feed_forward(
     See docs: chapter 9, step 9.5.
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
-    raise NotImplementedError("9.5 residual_feed_forward: x + feed_forward(x, ...) (2 lines plus a width check)")
+    raise NotImplementedError("9.5 residual_feed_forward: x plus its feed-forward (2 lines plus a width check)")
 
 
 def residual_feed_forward_backward(

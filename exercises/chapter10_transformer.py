@@ -46,7 +46,7 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
     See docs: chapter 10, steps 10.1 and 10.2.
     """
     x = _check_features(x, gamma, beta)
-    raise NotImplementedError("10.1 layer_norm: (x - mean) / sqrt(population var + eps) * gamma + beta (4 lines)")
+    raise NotImplementedError("10.1 layer_norm: per row, subtract the mean, divide by √(population variance + eps), then scale by gamma and shift by beta (4 lines)")
 
 
 def layer_norm_backward(
@@ -110,7 +110,7 @@ def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndar
     """
     x = _check_rows(x, "attention_forward: x")
     _check_attention_weights(x.shape[1], WQ, WK, WV)
-    raise NotImplementedError("10.4 attention_forward: Q K V, scale, causal mask, softmax, P @ V, cache with x first (5 lines)")
+    raise NotImplementedError("10.4 attention_forward: Q K V, scale, causal mask, softmax, the weighted sum of V, cache with x first (5 lines)")
 
 
 def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -163,7 +163,7 @@ def ffn_forward(
     """
     x = _check_rows(x, "ffn_forward: x")
     _check_ffn_weights(x.shape[1], W1, b1, W2, b2)
-    raise NotImplementedError("10.5 ffn_forward: ReLU(x @ W1 + b1) @ W2 + b2, and a cache with x first (3 lines)")
+    raise NotImplementedError("10.5 ffn_forward: the first layer, its ReLU, the second layer; and a cache with x first (3 lines)")
 
 
 def ffn_backward(
@@ -211,7 +211,7 @@ def block_forward(x: np.ndarray, block: dict) -> tuple[np.ndarray, tuple]:
 
     See docs: chapter 10, step 10.6.
     """
-    raise NotImplementedError("10.6 block_forward: x1 = x + attn(LN1(x)); y = x1 + FFN(LN2(x1)) (7 lines)")
+    raise NotImplementedError("10.6 block_forward: x plus the attention of its first layer norm, then that plus the FFN of its second layer norm (7 lines)")
 
 
 def block_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, dict]:
@@ -254,7 +254,7 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
           "WO":     (d_model, vocab)    N(0, 0.01/d_model): first predictions are nearly uniform
         }
 
-    N(0, s) means normal with mean 0 and variance s, drawn from ``np.random.default_rng(seed)``.
+    N(0, s) means normal with mean 0 and variance s, drawn from NumPy's ``default_rng`` generator made from ``seed``.
 
     Args:
         vocab_size: number of token ids (vocab).
@@ -273,7 +273,7 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
     See docs: chapter 10, step 10.10.
     """
     _check_sizes(vocab_size, d_model, d_ff, n_layers, max_len)
-    raise NotImplementedError("10.10 init_params: default_rng(seed), then the documented layout (12 lines)")
+    raise NotImplementedError("10.10 init_params: NumPy's default generator made from seed, then the documented layout, drawn in its order (12 lines)")
 
 
 def embed(ids, params: dict) -> np.ndarray:
@@ -295,7 +295,7 @@ def embed(ids, params: dict) -> np.ndarray:
     See docs: chapter 10, step 10.11.
     """
     ids = _check_ids(ids, params)
-    raise NotImplementedError("10.11 embed: tok_emb[ids] + pos_emb[:seq] (1 line)")
+    raise NotImplementedError("10.11 embed: each id's token row plus the position row of its place (1 line)")
 
 
 def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
@@ -320,7 +320,7 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
     See docs: chapter 10, step 10.12.
     """
     _check_params(params)
-    raise NotImplementedError("10.12 transformer_forward: embed, blocks, final LN, @ W_out; cache ids and params (9 lines)")
+    raise NotImplementedError("10.12 transformer_forward: embed, blocks, final LN, times W_out; cache ids and params (9 lines)")
 
 
 def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
@@ -374,7 +374,7 @@ def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
     See docs: chapter 10, step 10.15.
     """
     d_logits = _check_d_logits(d_logits, cache)
-    raise NotImplementedError("10.15 transformer_backward: W_out, final LN, blocks reversed, np.add.at (13 lines)")
+    raise NotImplementedError("10.15 transformer_backward: W_out, final LN, blocks reversed, then token rows that repeat add up (NumPy's unbuffered add) (13 lines)")
 
 
 def transformer_loss_and_grads(ids, targets, params: dict) -> tuple[float, dict]:

@@ -48,7 +48,7 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     """
     _check_whole(d, "d", 1)
     _check_base(base)
-    raise NotImplementedError("12.1 rope_frequencies: refuse an odd d, then base ** (-2 * i / d) for i = 0 … d/2 − 1 (4 lines)")
+    raise NotImplementedError("12.1 rope_frequencies: refuse an odd d, then base to the power −2i/d for every pair i from 0 to d/2 − 1 (4 lines)")
 
 
 def rope_angles(seq_len: int, d: int, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -104,7 +104,7 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
     See docs: chapter 12, step 12.3.
     """
     X, angles = _check_rotation(X, angles)
-    raise NotImplementedError("12.3 rotate_pairs: take features 0::2 and 1::2, write x0·cos − x1·sin and x0·sin + x1·cos back into a new array (6 lines)")
+    raise NotImplementedError("12.3 rotate_pairs: the even features and the odd ones make the pairs; write x0·cos − x1·sin and x0·sin + x1·cos back into a new array (6 lines)")
 
 
 def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -137,7 +137,7 @@ def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarr
     X = _check_positions(X, "X")
     _check_whole(start, "start", 0)
     _check_base(base)
-    raise NotImplementedError("12.4 apply_rope: rotate_pairs(X, rope_angles(seq, d, base, start)) (2 lines)")
+    raise NotImplementedError("12.4 apply_rope: the angles of X's positions counted from start, then X's pairs rotated by them (2 lines)")
 
 
 def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarray:

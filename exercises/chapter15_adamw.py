@@ -91,7 +91,7 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
     _check_same_keys(params, grads, "grads")
     taken = _check_state(state, params)  # noqa: F841 - yours to use
     _check_positive(lr, "lr")
-    raise NotImplementedError("15.1 adamw_step: t = taken + 1, then per parameter: m, v, bias correction, w - lr(m̂/(√v̂+ε) + λw) (12 lines)")
+    raise NotImplementedError("15.1 adamw_step: this step's number is one more than the steps taken; per parameter: m, v, their bias corrections, then w − lr·(m̂/(√v̂ + ε) + λ·w) (12 lines)")
 
 
 def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
@@ -188,15 +188,15 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
     params = _check_tree(params, "params")
     t = _check_state(state, params)  # noqa: F841 - yours to use
     _check_names(params)
-    raise NotImplementedError("15.7 save_checkpoint: params/<key>, m/<key>, v/<key>, step and a format marker, in one np.savez (5 lines)")
+    raise NotImplementedError("15.7 save_checkpoint: params/<key>, m/<key>, v/<key>, step and a format marker, in one uncompressed NumPy archive (5 lines)")
 
 
 def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
     r"""Read a checkpoint ``save_checkpoint`` wrote: the weights and the optimizer's state, bit for bit.
 
-    Every array of the file is read with ``np.load(path, allow_pickle=False)`` before anything else is
-    checked: a file holding a pickled (object) array is refused, never unpickled (unpickling runs code of the
-    file's choosing).
+    Every array of the file is read with pickles refused (NumPy's ``allow_pickle=False``) before anything
+    else is checked: a file holding a pickled (object) array is refused, never unpickled (unpickling runs
+    code of the file's choosing).
 
     Args:
         path: the checkpoint's file, a str.
@@ -217,7 +217,7 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
     """
     data = _check_checkpoint(path)  # noqa: F841 - yours to use
     _check_fits(data, like, path)
-    raise NotImplementedError("15.7 load_checkpoint: from data, the params and the state (step, m, v) as float64 arrays (5 lines)")
+    raise NotImplementedError("15.7 load_checkpoint: from data, the params and the state's step, m and v, as float64 arrays (5 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -18,9 +18,10 @@ G2 = [0.0003, 2.0]  # the gradient of step 2: the second weight's has turned rou
 LR, BETA1, BETA2, EPS, DECAY = 0.1, 0.9, 0.999, 1e-8, 0.1
 MAX_LR, MIN_LR, WARMUP, TOTAL = 0.1, 0.01, 4, 12
 WARM_STEPS = [0, 1, 3]  # 15.3
-DECAY_STEPS = [4, 6, 8, 12, 20]  # 15.4
+DECAY_STEPS = [4, 6, 8, 11, 12, 20]  # 15.4: step 11 = total − 1 shows an end one step early
 GRADS = {"W": [3.0, 4.0], "b": [12.0]}  # 15.5, 15.6: the global norm is 13
 MAX_NORM = 1.0
+MAX_NORMS = [1.0, 26.0]  # 15.6: above the global norm 13 the gradients are left alone
 
 
 # -- AdamW, weight by weight -----------------------------------------------------------------------------------
@@ -106,6 +107,11 @@ def lr_end_early(step):
     return MIN_LR + 0.5 * (MAX_LR - MIN_LR) * (1 + math.cos(math.pi * progress))
 
 
+def lr_end_tested_early(step):
+    """The end tested as s ≥ total − 1: step total − 1 already gets min_lr, the cosine otherwise right."""
+    return MIN_LR if WARMUP <= step and step >= TOTAL - 1 else lr_at(step)
+
+
 def lr_no_floor_in_cosine(step):
     """min_lr left out of the cosine: it decays from max_lr to 0 (the floor only after the end)."""
     if step < WARMUP or step >= TOTAL:
@@ -115,17 +121,21 @@ def lr_no_floor_in_cosine(step):
 
 
 # -- clipping, in fractions (every number here is a ratio of whole numbers) ---------------------------------------
-def clip(grads, max_norm, per_tensor=False):
-    """The clipped gradients; per_tensor: each tensor scaled by its own norm (the mistake)."""
+def clip(grads, max_norm, per_tensor=False, always=False):
+    """The clipped gradients; per_tensor: each tensor scaled by its own norm; always: scaled below the limit too."""
     out = {}
     total = math.sqrt(sum(Fraction(x) ** 2 for g in grads.values() for x in g))
     for k, g in grads.items():
         norm = math.sqrt(sum(Fraction(x) ** 2 for x in g)) if per_tensor else total
-        out[k] = [float(Fraction(x) * Fraction(max_norm) / Fraction(norm)) if norm > max_norm else x for x in g]
+        scaled = always or norm > max_norm
+        out[k] = [float(Fraction(x) * Fraction(max_norm) / Fraction(norm)) if scaled else x for x in g]
     return out
 
 
 END_EARLY = "the decay ends one step early: min_lr is reached at step total − 1 instead of at step total"
+END_TESTED_EARLY = ("the decay ends one step early: the end tested as s ≥ total − 1, so step total − 1 already gets "
+                    "min_lr")
+ALWAYS = "clipped although the norm is below max_norm: gradients under the limit were scaled up to it"
 CLIPPED_NORM = "the norm after clipping returned: the global norm is the one before clipping, 13"
 
 
@@ -147,15 +157,17 @@ def audit() -> dict[str, dict]:
                                   too_long: [lr_warm_too_long(s) for s in DECAY_STEPS],
                                   ahead: [lr_decay_ahead(s) for s in DECAY_STEPS],
                                   no_floor: [lr_no_floor_in_cosine(s) for s in DECAY_STEPS],
-                                  END_EARLY: [lr_end_early(s) for s in DECAY_STEPS]}}
+                                  END_EARLY: [lr_end_early(s) for s in DECAY_STEPS],
+                                  END_TESTED_EARLY: [lr_end_tested_early(s) for s in DECAY_STEPS]}}
     squares = sum(Fraction(x) ** 2 for g in GRADS.values() for x in g)
     steps["15.5"] = {"exact": math.sqrt(squares), "mistakes": {
         "the tensors' norms added (5 + 12) instead of one norm of all the numbers together":
             sum(math.sqrt(sum(Fraction(x) ** 2 for x in g)) for g in GRADS.values()),
         CLIPPED_NORM: MAX_NORM}}
-    steps["15.6"] = {"exact": clip(GRADS, MAX_NORM)["W"], "mistakes": {
+    steps["15.6"] = {"exact": [x for m in MAX_NORMS for x in clip(GRADS, m)["W"]], "mistakes": {
         "each tensor clipped separately, by its own norm, instead of all by the global norm":
-            clip(GRADS, MAX_NORM, per_tensor=True)["W"]}}
+            [x for m in MAX_NORMS for x in clip(GRADS, m, per_tensor=True)["W"]],
+        ALWAYS: [x for m in MAX_NORMS for x in clip(GRADS, m, always=True)["W"]]}}
     steps["15.7"] = {"exact": adamw(W0, [G1, G2]), "mistakes": {
         "the step count not saved: the resumed run's bias correction starts again at t = 1":
             adamw(W0, [G1, G2], restart_at=1),

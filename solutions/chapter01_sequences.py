@@ -61,8 +61,8 @@ def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
         ids: a sequence of token ids, length n.
 
     Returns:
-        n − 1 pairs ``(context, target)``: ``context`` is the list ``ids[:k]`` and ``target`` is
-        ``ids[k]``, for k = 1 … n − 1. Empty for sequences shorter than 2.
+        n − 1 pairs ``(context, target)``: ``context`` is the list of the first k ids and ``target`` is
+        ``ids[k]``, the id that follows them, for k = 1 … n − 1. Empty for sequences shorter than 2.
 
     See docs: chapter 1, step 1.3.
     """

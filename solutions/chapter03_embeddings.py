@@ -54,7 +54,7 @@ def one_hot(ids: list[int], vocab_size: int) -> np.ndarray:
 def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
     """Look up each token's row in the embedding table.
 
-    Equivalent to ``one_hot(ids, V) @ table``, without the multiplications.
+    The same rows as the product of ``one_hot(ids, V)`` with the table, without the multiplications.
 
     Args:
         ids: token ids, length seq.

@@ -304,7 +304,7 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
           "WO":     (d_model, vocab)    N(0, 0.01/d_model): first predictions are nearly uniform
         }
 
-    N(0, s) means normal with mean 0 and variance s, drawn from ``np.random.default_rng(seed)``.
+    N(0, s) means normal with mean 0 and variance s, drawn from NumPy's ``default_rng`` generator made from ``seed``.
 
     Args:
         vocab_size: number of token ids (vocab).

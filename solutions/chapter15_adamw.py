@@ -216,9 +216,9 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
 def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
     r"""Read a checkpoint ``save_checkpoint`` wrote: the weights and the optimizer's state, bit for bit.
 
-    Every array of the file is read with ``np.load(path, allow_pickle=False)`` before anything else is
-    checked: a file holding a pickled (object) array is refused, never unpickled (unpickling runs code of the
-    file's choosing).
+    Every array of the file is read with pickles refused (NumPy's ``allow_pickle=False``) before anything
+    else is checked: a file holding a pickled (object) array is refused, never unpickled (unpickling runs
+    code of the file's choosing).
 
     Args:
         path: the checkpoint's file, a str.
