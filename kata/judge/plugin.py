@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .. import project
+from .. import answers, project
 from . import launch
 
 _NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
@@ -134,7 +134,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
     """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
-    folder = project.impl_location(value)  # None: the learner's work, with the notebooks' answers if any
+    # no --impl: the learner's work, with the saved notebooks' answers put in
+    folder = project.impl_location(value if value is not None else answers.default_impl())
     if folder is None:
         return value or "exercises", None
     return folder.name, folder.parent

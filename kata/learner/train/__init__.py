@@ -95,11 +95,11 @@ __all__ = [
 def chapter10(impl: str | None) -> tuple[Path, str, str]:
     """(folder, module name, folder as shown) of an implementation's chapter 10; TrainError if it has none.
 
-    ``impl`` None is the learner's work by the rule every tool follows (``project.impl_location``): exercises/, with
+    ``impl`` None is the learner's work by the rule every tool follows (``answers.default_impl``): exercises/, with
     the saved notebooks' finished functions put in.
     """
     try:
-        folder = project.impl_folder(impl)
+        folder = project.impl_folder(impl if impl is not None else answers.default_impl())
     except SystemExit as err:
         raise TrainError(str(err)) from None
     found = project.chapter_files(folder).get(10)
