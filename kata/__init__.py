@@ -26,7 +26,6 @@ _EXPORTS = {
     "Step": "kata.judge.answer_key",
     "check": "kata.learner.notebook",
     "chapters": "kata.judge.answer_key",
-    "find_step": "kata.judge.answer_key",
     "hint": "kata.learner.notebook",
     "load": "kata.judge.answer_key",
     "close": "kata.judge.checks",

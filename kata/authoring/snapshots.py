@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kata.judge import snapshots
-from kata.judge.checks import numerical_gradient
+from kata.judge.gradient import numerical_gradient
 from kata.judge.snapshots import copy_tree, flatten, leaves
 
 

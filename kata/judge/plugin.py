@@ -614,10 +614,3 @@ def ws(request: pytest.FixtureRequest) -> answer_key.Step:
     if marker is None:
         raise RuntimeError(f"{request.node.name} uses `ws` but has no @pytest.mark.step(...)")
     return answer_key.load(request.module.CHAPTER).step(marker.args[0])
-
-
-@pytest.fixture
-def impl_module(request: pytest.FixtureRequest):
-    """Import another chapter of the same implementation: ``impl_module(4)``."""
-    state: KataState = request.config.stash[STATE]
-    return state.chapter_module

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from kata.authoring.snapshots import Store
-from kata.judge.checks import numerical_gradient
+from kata.judge.gradient import numerical_gradient
 
 
 def build(seed: int | None = None) -> dict[str, np.ndarray]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from kata.authoring.snapshots import Store, tree_gradients, unpath
-from kata.judge.checks import numerical_gradient
+from kata.judge.gradient import numerical_gradient
 from kata.judge.snapshots import leaves
 
 
