@@ -1,6 +1,6 @@
 """The kata machinery. Learners never edit this package; tests import from it.
 
-The folders tell the design (docs/architecture in CONTRIBUTING.md):
+The folders tell the design ("Architecture" in CONTRIBUTING.md; README.md maps every module):
 
 - ``judge/``: decides every result. The answer key, the teaching comparisons, the pytest plugin, and
   the proxy through which tests call the learner's functions. It never imports the learner's code.
@@ -8,7 +8,7 @@ The folders tell the design (docs/architecture in CONTRIBUTING.md):
   ``judge/proxy.py`` starts it; it speaks plain data (``wire.py``) and is never trusted with a verdict.
 - ``grading/``: grades a repository (or a class) with the judge and writes the reports.
 - ``learner/``: the learner's loop (watch, hint, worksheet, doctor), built on the judge.
-- ``authoring/``: tools for course authors (stub generation).
+- ``authoring/``: tools for course authors (stubs, audits, and the snapshots each chapter's builder makes).
 
 ``import kata`` gives the tests what they use (``close``, ``expect``, ``numerical_gradient``, …), loaded
 on first use so that the worker can import ``kata.wire`` without pulling in pytest.
@@ -26,7 +26,6 @@ _EXPORTS = {
     "Step": "kata.judge.answer_key",
     "check": "kata.learner.notebook",
     "chapters": "kata.judge.answer_key",
-    "find_step": "kata.judge.answer_key",
     "hint": "kata.learner.notebook",
     "load": "kata.judge.answer_key",
     "close": "kata.judge.checks",

@@ -283,6 +283,15 @@ def default_impl(root: Path = project.ROOT) -> str:
     return str(target)
 
 
+def measured_impl(root: Path = project.ROOT) -> str:
+    """What a benchmark measures when not told: ``solutions`` where it is, else the learner's work.
+
+    The authors' edition has ``solutions``; a learner's edition measures the learner's work by the one rule
+    (``default_impl``: exercises/ with the saved notebooks' answers).
+    """
+    return "solutions" if (root / "solutions").is_dir() else default_impl(root)
+
+
 def shown(folder: Path, root: Path = project.ROOT) -> str:
     """How a learner knows an implementation's folder: ``exercises`` for the staged copy with the notebooks' answers.
 

@@ -94,19 +94,17 @@ def versions(names) -> dict[str, dict]:
     return found
 
 
-def impl_location(impl: str | None, root: Path = ROOT) -> Path | None:
+def impl_location(impl: str, root: Path = ROOT) -> Path | None:
     """The folder of an implementation (``--impl``), found without importing it; None when there is none.
 
-    The one rule, for the judge's ``--impl`` and every tool's: None is the learner's work as it is
-    (``answers.default_impl``: exercises/, with the saved notebooks' finished functions); a path (with a
-    separator, or starting with ``.``) is a folder, relative to the working folder or else to ``root``; a
-    package name is looked for in ``root``, then on ``sys.path``, then by the import system, then as a
-    folder in the working folder.
+    The one rule, for the judge's ``--impl`` and every tool's: a path (with a separator, or starting with ``.``)
+    is a folder, relative to the working folder or else to ``root``; a package name is looked for in ``root``,
+    then on ``sys.path``, then by the import system, then as a folder in the working folder. No ``--impl`` at all
+    is the learner's work as it is, which a caller turns into a folder first with ``answers.default_impl``
+    (exercises/, with the saved notebooks' finished functions): this module sits below ``answers``.
     """
     if impl is None:
-        from . import answers
-
-        impl = answers.default_impl(root)
+        raise TypeError("impl_location needs an implementation: resolve None first with kata.answers.default_impl()")
     return next((p.resolve() for p in _impl_candidates(impl, root) if p.is_dir()), None)
 
 
@@ -127,7 +125,7 @@ def _impl_candidates(impl: str, root: Path):
     yield path
 
 
-def impl_folder(impl: str | None, root: Path = ROOT) -> Path:
+def impl_folder(impl: str, root: Path = ROOT) -> Path:
     """The folder of an implementation (``impl_location``), or a ``SystemExit`` saying there is none."""
     found = impl_location(impl, root)
     if found is not None:
@@ -135,20 +133,7 @@ def impl_folder(impl: str | None, root: Path = ROOT) -> Path:
     raise SystemExit(f"no implementation {impl!r}: give a package name such as 'exercises' or a folder path")
 
 
-def measured_impl(root: Path = ROOT) -> str:
-    """What a benchmark measures when not told: ``solutions`` where it is, else the learner's work.
-
-    The authors' edition has ``solutions``; a learner's edition measures the learner's work by the one rule
-    (``answers.default_impl``: exercises/ with the saved notebooks' answers).
-    """
-    if (root / "solutions").is_dir():
-        return "solutions"
-    from . import answers
-
-    return answers.default_impl(root)
-
-
-def chapter_module(impl: str | None, number: int, root: Path = ROOT):
+def chapter_module(impl: str, number: int, root: Path = ROOT):
     """Import chapter ``number`` of an implementation (a package name or a folder, as ``impl_folder`` reads it)."""
     folder = impl_folder(impl, root)
     found = chapter_files(folder).get(number)

@@ -4,10 +4,9 @@ For every chapter ``kata/project.py`` finds (an answer key in ``reference/`` and
 CONTRIBUTING.md's "What a chapter is":
 
 - its files: stub, solution, key, tests, page, notebook source and built notebook, the snapshot its tests
-  read, and for a Part II chapter its audit script and the audit's test;
+  read and its builder, and for a Part II chapter its audit script and the audit's test;
 - its entries: the page in mkdocs.yml's nav (in its part's section), at least one planted mistake in
-  tests/mutants.toml, a snapshot builder in BUILDERS when its tests read a snapshot, a row in CONTRIBUTING.md's
-  mutation table, a line in docs/index.md's table of chapters (in its part's section);
+  tests/mutants.toml, a row in CONTRIBUTING.md's mutation table, a line in docs/index.md's table of chapters (in its part's section);
 - grading.toml names only real chapters, steps and tests;
 - README.md and docs/index.md state only the chapter counts the course has.
 
@@ -33,13 +32,6 @@ CHAPTERS = project.chapters()
 PART_TITLES = {1: "Part I: the book", 2: "Part II: beyond the book"}
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
                 "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15}
-
-
-def _builders() -> dict:
-    """The snapshot builders by chapter (``BUILDERS`` of the authors' snapshot writer)."""
-    from kata.authoring.snapshots import BUILDERS
-
-    return BUILDERS
 
 
 def part(chapter) -> int:
@@ -78,6 +70,7 @@ def files(chapter, root: Path = ROOT) -> dict[str, str]:
     }
     test_file = root / f"tests/test_{module}.py"
     if test_file.is_file() and reads_a_snapshot(test_file.read_text(encoding="utf-8")):
+        found[f"tests/snapshots/chapter{nn}.py"] = "the builder of the snapshot its tests read (its build(seed=None))"
         found[f"tests/snapshots/chapter{nn}.npz"] = f"the snapshot its tests read (python -m kata.authoring.snapshots " \
                                                     f"{chapter.number})"
     if part(chapter) == 2:
@@ -149,15 +142,6 @@ def mutant_problems(chapter, mutants: list[Mutant]) -> list[str]:
 def stray_mutant_problems(mutants: list[Mutant], numbers: set[int]) -> list[str]:
     return [f"tests/mutants.toml: the mistake {m.named!r} names chapter {m.chapter}, which there is not "
             f"(chapters: {', '.join(str(n) for n in sorted(numbers))})" for m in mutants if m.chapter not in numbers]
-
-
-# -- snapshot builders -------------------------------------------------------------------------------------
-def builder_problems(chapter, builders: dict, root: Path = ROOT) -> list[str]:
-    test_file = root / chapter.test_file
-    if reads_a_snapshot(test_file.read_text(encoding="utf-8")) and chapter.number not in builders:
-        return [f"chapter {chapter.number}'s tests read a snapshot, but kata/authoring/snapshots.py has no builder for "
-                f"it: add chapter{chapter.number} to BUILDERS"]
-    return []
 
 
 # -- CONTRIBUTING.md's mutation table ----------------------------------------------------------------------
@@ -309,13 +293,6 @@ def test_every_planted_mistake_names_a_chapter():
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
-def test_every_chapter_whose_tests_read_a_snapshot_has_a_builder(chapter):
-    """BUILDERS (kata/authoring/snapshots.py) writes the snapshot a chapter's tests read"""
-    problems = builder_problems(chapter, _builders())
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_has_a_row_in_the_mutation_table(chapter):
     """CONTRIBUTING.md's mutation table has the chapter's figures"""
     problems = mutation_table_problems(chapter, _read("CONTRIBUTING.md"))
@@ -359,7 +336,7 @@ def _chapter(number: int):
 
 
 def test_a_missing_file_is_named(tmp_path):
-    """a copy of chapter 12 without its notebook source and its audit script: both named"""
+    """a copy of chapter 12 without its notebook source, its snapshot, its builder and its audit script: each named"""
     chapter = _chapter(12)
     for path in files(chapter):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -368,10 +345,12 @@ def test_a_missing_file_is_named(tmp_path):
     (tmp_path / "notebooks/src/chapter12_rope.py").unlink()
     (tmp_path / "scripts/audit_chapter12_rope.py").unlink()
     (tmp_path / "tests/snapshots/chapter12.npz").unlink()
+    (tmp_path / "tests/snapshots/chapter12.py").unlink()
     problems = missing_files(chapter, tmp_path)
     assert [p.split(":")[1].strip() for p in problems] == [
-        "notebooks/src/chapter12_rope.py is missing", "tests/snapshots/chapter12.npz is missing",
-        "scripts/audit_chapter12_rope.py is missing"], problems
+        "notebooks/src/chapter12_rope.py is missing", "tests/snapshots/chapter12.py is missing",
+        "tests/snapshots/chapter12.npz is missing", "scripts/audit_chapter12_rope.py is missing"], problems
+    assert not reads_a_snapshot(_read(_chapter(1).test_file)) and "tests/snapshots/chapter01.py" not in files(_chapter(1))
     assert all(p.startswith("chapter 12: ") for p in problems)
 
 
@@ -407,15 +386,6 @@ def test_a_planted_mistake_without_its_words_is_named(tmp_path):
                    "[[mistake]]\nchapter = 2\nold = 'a'\nnew = 'b'\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"mutants.toml: mistake 2 has the keys \['chapter', 'new', 'old'\]"):
         load(bad)
-
-
-def test_a_chapter_without_a_snapshot_builder_is_named():
-    """BUILDERS without chapter 12: named; a chapter whose tests read no snapshot needs none"""
-    builders = {k: v for k, v in _builders().items() if k != 12}
-    assert builder_problems(_chapter(12), builders) == [
-        "chapter 12's tests read a snapshot, but kata/authoring/snapshots.py has no builder for it: add chapter12 to "
-        "BUILDERS"]
-    assert not reads_a_snapshot(_read(_chapter(1).test_file)) and builder_problems(_chapter(1), {}) == []
 
 
 def test_a_chapter_without_a_mutation_table_row_is_named():

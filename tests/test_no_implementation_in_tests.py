@@ -2,7 +2,7 @@
 
 A helper written in a test to compute the expected value (an "oracle") hands the learner the answer: the whole
 forward pass, ready to copy. Chapter tests use stored snapshots (tests/snapshots/, written from solutions/ by
-kata/authoring/snapshots.py), numerical gradients of the learner's own functions, and invariants instead.
+tests/snapshots/chapterNN.py), numerical gradients of the learner's own functions, and invariants instead.
 
 The test files are read, not run. A helper function (any ``def`` that is not a test) is flagged when
 - its name says it is one: it contains "oracle", or it is a stub's name (``one_hot``);
@@ -138,4 +138,4 @@ def test_no_chapter_test_defines_an_implementation_of_a_stub(path):
         return
     assert not found, (f"{path.name} ships to learners but computes what stubs compute:\n"
                        + "\n".join(f"  {name}: {why}" for name, why in sorted(found.items()))
-                       + "\nstore expected values in tests/snapshots/ (kata/authoring/snapshots.py) instead")
+                       + "\nstore expected values in tests/snapshots/ (the chapter's builder, tests/snapshots/chapterNN.py) instead")

@@ -48,3 +48,64 @@ def test_ci_runs_the_readmes_test_command():
     assert suite in lines, f".ci/run does not run `{suite}` as a line of its own"
     bare = [line for line in lines if re.match(r"(nox|python3? -m nox)\b", line)]
     assert not bare, f".ci/run runs nox without start.py (it is only in .venv-tools/): {bare}"
+
+
+# -- the map of kata/ -----------------------------------------------------------------------------------------
+def kata_tree(readme: str) -> dict[str, set[str]]:
+    """The README's ``kata/`` tree as {folder ("" at the top): the names it gives, ``x.py`` and ``sub/``}.
+
+    A folder's entry (``├── judge/``) names it; in its text, a module is a ``name.py`` and a folder of its own a
+    ``name/`` that is not part of a longer path (``tests/snapshots/chapterNN.py`` names nothing).
+    """
+    block = readme.split("```text\nkata/\n", 1)[1].split("```", 1)[0]
+    named: dict[str, set[str]] = {}
+    folder = ""
+    for line in block.splitlines():
+        entry = re.match(r"[├└]── (\w+/|\w+\.py)", line)
+        if entry:
+            folder = entry.group(1)[:-1] if entry.group(1).endswith("/") else ""
+            named.setdefault("", set()).add(entry.group(1))
+            line = line[entry.end():]
+        named.setdefault(folder, set()).update(re.findall(r"(?<![\w/.])\w+(?:\.py|/)(?![\w/])", line))
+    return named
+
+
+def kata_modules(package: Path) -> dict[str, set[str]]:
+    """What the README's tree must name: each module of kata/ and of its folders, and each folder in them."""
+    def names(folder: Path) -> set[str]:
+        return ({f.name for f in folder.glob("*.py") if f.name != "__init__.py"}
+                | {f"{d.name}/" for d in folder.iterdir() if d.is_dir() and any(d.glob("*.py"))})
+    found = {"": names(package)}
+    found.update({d.name: names(d) for d in package.iterdir() if d.is_dir() and any(d.glob("*.py"))})
+    return found
+
+
+def tree_problems(readme: str, package: Path) -> list[str]:
+    """Each module the README's kata/ tree leaves out, and each name in it that is not there."""
+    named, there = kata_tree(readme), kata_modules(package)
+    problems = []
+    for folder in sorted(set(named) | set(there)):
+        where = f"kata/{folder}/" if folder else "kata/"
+        problems += [f"{where}{name} is not in README.md's kata/ tree" for name in sorted(there.get(folder, set())
+                                                                                          - named.get(folder, set()))]
+        problems += [f"README.md's kata/ tree names {where}{name}, which is not there"
+                     for name in sorted(named.get(folder, set()) - there.get(folder, set()))]
+    return problems
+
+
+def test_the_readmes_map_of_kata_names_every_module_and_only_those():
+    """every module of kata/ and of its folders is in README.md's kata/ tree, and everything the tree names exists"""
+    problems = tree_problems((ROOT / "README.md").read_text(encoding="utf-8"), ROOT / "kata")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_module_left_off_the_map_is_named(tmp_path):
+    """a module added to kata/judge/ and a folder name the tree gives that is gone: both named"""
+    (tmp_path / "judge").mkdir()
+    (tmp_path / "judge" / "checks.py").write_text("", encoding="utf-8")
+    (tmp_path / "judge" / "new.py").write_text("", encoding="utf-8")
+    (tmp_path / "wire.py").write_text("", encoding="utf-8")
+    readme = "```text\nkata/\n├── judge/   checks.py\n├── wire.py  plain data\n└── gone/    x.py\n```\n"
+    assert tree_problems(readme, tmp_path) == [
+        "README.md's kata/ tree names kata/gone/, which is not there", "README.md's kata/ tree names kata/gone/x.py, "
+        "which is not there", "kata/judge/new.py is not in README.md's kata/ tree"]

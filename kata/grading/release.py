@@ -6,7 +6,8 @@ the release lists each and writes nothing, unless the file (or its folder) is na
 Rosters, gradebooks, caches and reports are also ignored by git (``.gitignore``), so they never get that far.
 Of what the list ships:
 
-- without ``solutions/`` (nor the snapshot builder, ``kata/authoring/snapshots.py``, which runs them);
+- without ``solutions/`` (nor the snapshot builders that run them, ``tests/snapshots/chapterNN.py``, and their
+  runner ``kata/authoring/snapshots.py``);
 - without the authors' own checks: in ``tests/`` only the chapter tests (``test_chapter*.py``), the
   snapshots they read (``tests/snapshots/chapterNN.npz``) and ``__init__.py`` stay (the meta tests,
   ``tests/tools/`` and ``.ci/`` run against ``solutions/``);

@@ -247,7 +247,7 @@ def shared(learners: list[Learner], where: Callable[[str], str],
 
 def repository_problems(roster: Roster, where: Callable[[str], str], sharing: dict[str, list[Learner]], *,
                         outside: bool = True, shared: bool = True) -> list[str]:
-    """Both checks' lines (``outside_problems``, ``shared_problems``) at once, in the roster's line order.
+    """Both checks' lines (``_outside``, ``shared_problems``) at once, in the roster's line order.
 
     One list sorted by line reads as the roster does: an instructor fixes it from the top, and a line that fails
     both checks has its two messages together (outside first).
@@ -274,17 +274,13 @@ def _shared(roster: Roster, sharing: dict[str, list[Learner]]) -> list[tuple[Lea
     return problems
 
 
-def outside_problems(roster: Roster, where: Callable[[str], str]) -> list[str]:
+def _outside(roster: Roster, where: Callable[[str], str]) -> list[tuple[Learner, str]]:
     """A line for every learner whose repository is a local folder outside the roster's folder.
 
     A local path can name any repository on the grading machine (the instructor's own course copy, with its
     answer key): only the learners' repositories, kept in or under the roster's folder, are graded unless the
     instructor says otherwise (``--allow-outside-paths``). Symbolic links are followed before the check.
     """
-    return [said for _, said in _outside(roster, where)]
-
-
-def _outside(roster: Roster, where: Callable[[str], str]) -> list[tuple[Learner, str]]:
     base = Path(os.path.realpath(roster.path.parent))
     problems = []
     for x in roster.learners:

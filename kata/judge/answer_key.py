@@ -256,7 +256,3 @@ def chapters() -> list[Chapter]:
     return [load(n) for n in chapter_files()]
 
 
-def find_step(step_id: str) -> Step:
-    """Find a step anywhere in the course by its id, e.g. ``"4.3"``."""
-    number = int(step_id.split(".")[0])
-    return load(number).step(step_id)

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from .answer_key import DEFAULT_ATOL, DEFAULT_RTOL, Step, load
-from .gradient import numerical_gradient  # noqa: F401 - the tests' `kata.numerical_gradient`
 
 # Set by `--strict-exact` (the suite's own check that the key's exact values are stored to full float64
 # precision): worksheet steps without a tolerance of their own are compared at rtol 1e-12.

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .. import project
+from .. import answers, project
 from . import launch
 
 _NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
@@ -134,7 +134,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
     """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
-    folder = project.impl_location(value)  # None: the learner's work, with the notebooks' answers if any
+    # no --impl: the learner's work, with the saved notebooks' answers put in
+    folder = project.impl_location(value if value is not None else answers.default_impl())
     if folder is None:
         return value or "exercises", None
     return folder.name, folder.parent
@@ -613,10 +614,3 @@ def ws(request: pytest.FixtureRequest) -> answer_key.Step:
     if marker is None:
         raise RuntimeError(f"{request.node.name} uses `ws` but has no @pytest.mark.step(...)")
     return answer_key.load(request.module.CHAPTER).step(marker.args[0])
-
-
-@pytest.fixture
-def impl_module(request: pytest.FixtureRequest):
-    """Import another chapter of the same implementation: ``impl_module(4)``."""
-    state: KataState = request.config.stash[STATE]
-    return state.chapter_module

@@ -191,7 +191,6 @@ class Worker:
         self.on_call = None  # called with "module.function" the first time a test calls it
         self.functions: dict[str, set[str]] = {}  # chapter module -> its public functions (no round trip)
         self.output: list[str] = []
-        self.started_at = 0.0
         self.seconds_in_learner = 0.0
         self.home: Path | None = None
         self.launched: launch.Launched | None = None
@@ -239,7 +238,6 @@ class Worker:
             self.proc.stdin.flush()
         except OSError:  # it did not start (bubblewrap that cannot run here): the first call says so
             pass
-        self.started_at = time.monotonic()
         self._ready = False
 
     def _read_answers(self, proc: subprocess.Popen, answers: queue.Queue) -> None:

@@ -2,9 +2,9 @@
 
 A chapter's tests compare the learner's results with ``tests/snapshots/chapterNN.npz`` instead of computing
 them with a second implementation written in the test (which would hand the learner the answer). The file
-holds plain arrays only and is read with ``allow_pickle=False``. ``kata/authoring/snapshots.py`` writes it (run
-``python -m kata.authoring.snapshots``) and ``tests/test_snapshots.py`` checks that the stored file is what the
-solutions give today.
+holds plain arrays only and is read with ``allow_pickle=False``. Its builder, ``tests/snapshots/chapterNN.py`` beside
+it (authors only), makes it from solutions/ (run ``python -m kata.authoring.snapshots N``), and
+``tests/test_snapshots.py`` checks that the stored file is what the solutions give today.
 
 Keys are paths: ``"layer_norm/2/x"``; a nested tree (a model's parameters) is stored leaf by leaf under
 its prefix (``"model/0/params/blocks/1/W1"``: a number is a list index, ``[]`` an empty list) and rebuilt
@@ -13,8 +13,11 @@ with ``Snapshot.tree``.
 
 from __future__ import annotations
 
+import importlib.util
 import io
+import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,25 @@ TOLERANCE = {"rtol": 1e-8, "atol": 1e-8}
 def path(chapter: int) -> Path:
     """Where chapter ``chapter``'s snapshot lives."""
     return FOLDER / f"chapter{chapter:02d}.npz"
+
+
+def builder_file(chapter: int) -> Path:
+    """Where chapter ``chapter``'s snapshot builder lives, beside its snapshot (in the authors' copy only)."""
+    return FOLDER / f"chapter{chapter:02d}.py"
+
+
+def builder(chapter: int) -> Callable[[int | None], dict[str, np.ndarray]] | None:
+    """``build(seed)`` of the chapter's builder file, loaded by its path; None without one (a learner's copy)."""
+    file = builder_file(chapter)
+    if not file.is_file():
+        return None
+    name = f"_kata_snapshot_builder_{chapter:02d}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name].build
 
 
 def flatten(tree: Any, prefix: str) -> dict[str, np.ndarray]:
@@ -122,16 +144,12 @@ def load(chapter: int) -> Snapshot:
     """Read a chapter's snapshot (``allow_pickle=False``: plain numbers only).
 
     With ``--kata-seed`` in the authors' or instructor's copy (which has the reference and the builder,
-    ``kata/authoring/snapshots.py``), the snapshot is drawn afresh from that seed instead, its expected values
+    ``tests/snapshots/chapterNN.py``), the snapshot is drawn afresh from that seed instead, its expected values
     computed by the reference in this process: the course's own code, never the learner's.
     """
-    if FRESH_SEED is not None:
-        try:
-            from ..authoring import snapshots as builder
-        except ImportError:  # the student edition: the stored snapshot
-            builder = None
-        if builder is not None and chapter in builder.BUILDERS:
-            return Snapshot(builder.build(chapter, seed=FRESH_SEED * 1000 + chapter))
+    build = builder(chapter) if FRESH_SEED is not None else None
+    if build is not None:  # else the student edition: the stored snapshot
+        return Snapshot(build(FRESH_SEED * 1000 + chapter))
     with np.load(path(chapter), allow_pickle=False) as archive:
         return Snapshot({key: archive[key] for key in archive.files})
 

@@ -56,7 +56,6 @@ from ..answers import (  # noqa: F401 - the one extraction of saved notebooks, u
     write_package,
 )
 
-NOTEBOOKS = project.ROOT / "notebooks"
 CACHE = project.ROOT / ".kata" / "notebook"
 _RUNS: dict[str, dict] = {}  # results of a run, by everything that went into it (a re-run cell costs nothing)
 

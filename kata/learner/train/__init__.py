@@ -77,11 +77,11 @@ __all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Sett
 def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
     """(folder, {key: module name}, folder as shown) of an implementation's chapters; TrainError if one is missing.
 
-    ``impl`` None is the learner's work by the rule every tool follows (``project.impl_location``): exercises/, with
+    ``impl`` None is the learner's work by the rule every tool follows (``answers.default_impl``): exercises/, with
     the saved notebooks' finished functions put in.
     """
     try:
-        folder = project.impl_folder(impl)
+        folder = project.impl_folder(impl if impl is not None else answers.default_impl())
     except SystemExit as err:
         raise TrainError(str(err)) from None
     files = project.chapter_files(folder)
