@@ -50,7 +50,6 @@ step costs what your NumPy costs (about 2 ms of CPU with the reference solution)
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -64,10 +63,10 @@ from .figures import attention_figure, loss_figure, write_figures
 from .gpt import Gpt, GptSettings
 from .gradcheck import check_gradients
 from .loop import CHECKPOINT, PROGRESS, train
-from .model import Model, read_model_file, smoothed_tail
+from .model import Model, command, read_model_file, smoothed_tail
 
 CHAPTER10, GPT = Chapter10(), Gpt()
-MODELS: dict[str, Model] = {m.name: m for m in (CHAPTER10, GPT)}
+MODELS: dict[str, Model] = {m.name: m for m in (CHAPTER10, GPT)}  # child.py names the same two
 
 __all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Settings', 'TrainError', 'attention_figure',
            'chapters_of', 'check_gradients', 'command', 'load_corpus', 'load_model', 'loss_figure', 'main', 'parser',
@@ -153,14 +152,6 @@ def parser() -> argparse.ArgumentParser:
                    "(default 30)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
-
-
-def command(*words: str) -> str:
-    """A command line to copy into a shell, every word quoted that needs it.
-
-    A run's name or a prompt with $, =, <, a space or a quote stays one word, as the learner typed it.
-    """
-    return shlex.join(words)
 
 
 def _resume_command(args) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .corpus import Corpus, TrainError, load_corpus
 from .gradcheck import compare, numerical
-from .model import Model, Probe, read_model_file, smoothed_tail
+from .model import Model, Probe, command, read_model_file, smoothed_tail
 
 BLOCK_KEYS = ("ln1_gamma", "ln1_beta", "WQ", "WK", "WV", "ln2_gamma", "ln2_beta", "W1", "b1", "W2", "b2")
 
@@ -384,8 +384,6 @@ class Chapter10(Model):
                                                    f"Attention weights on {result['attention_text']!r}"))]
 
     def summary(self, out: Path, s: Settings, args, result: dict, started: float) -> str:
-        from . import command
-
         losses = result["losses"]
         return (f"\ndone in {time.perf_counter() - started:.1f} s ({result['train_seconds']:.1f} s training, "
                 f"{s.steps * s.context / result['train_seconds']:,.0f} tokens/s): loss {losses[0]:.3f} at step 1 -> "

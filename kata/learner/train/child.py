@@ -97,7 +97,10 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
 
 def child_main() -> int:
     """Run in the child process: read the job from stdin, write one JSON event per line to the original stdout."""
-    from . import MODELS
+    from .chapter10 import Chapter10  # imported here: the parent process needs neither model to start a child
+    from .gpt import Gpt
+
+    MODELS = {m.name: m for m in (Chapter10(), Gpt())}
 
     job = json.loads(sys.stdin.readline())
     events = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)

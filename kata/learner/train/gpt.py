@@ -46,7 +46,7 @@ import numpy as np
 
 from .corpus import TrainError, load_corpus
 from .gradcheck import compare, numerical
-from .model import Model, Probe
+from .model import Model, Probe, command
 
 GPT_BLOCK_KEYS = ("g1", "WQ", "WK", "WV", "WO", "g2", "W_gate", "W_up", "W_down")  # chapter 13's BLOCK_KEYS
 
@@ -625,7 +625,6 @@ class Gpt(Model):
                                                         "Every head's attention on the first validation tokens"))]
 
     def summary(self, out: Path, s: GptSettings, args, result: dict, started: float) -> str:
-        from . import command
         from .loop import CHECKPOINT, PROGRESS
 
         last, floor = result["history"][-1], result["ready"]["unigram_entropy"]

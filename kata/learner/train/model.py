@@ -14,6 +14,7 @@ Part of ``nox -s train`` (``kata/learner/train/__init__.py`` tells the whole sto
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,3 +215,11 @@ def read_model_file(folder: Path) -> tuple[Path, dict]:
     except Exception as err:  # noqa: BLE001 - zipfile.BadZipFile and friends
         raise TrainError(f"{path} is not a model written by nox -s train ({type(err).__name__}: {err})") from None
     return path, arrays
+
+
+def command(*words: str) -> str:
+    """A command line to copy into a shell, every word quoted that needs it.
+
+    A run's name or a prompt with $, =, <, a space or a quote stays one word, as the learner typed it.
+    """
+    return shlex.join(words)
