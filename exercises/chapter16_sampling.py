@@ -131,7 +131,7 @@ def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
     See docs: chapter 16, step 16.3.
     """
     q = _check_probs(probs)  # noqa: F841 - yours to use
-    _check_fraction(p, "p", zero=False, one=True)
+    _check_mass(p)
     raise NotImplementedError("16.3 top_p_filter: rank the tokens as top_k_filter does, add up their probabilities in that order, keep up to and including the first token whose running sum reaches p, renormalise (6 lines)")
 
 
@@ -158,7 +158,7 @@ def sample_index(probs: np.ndarray, u: float) -> int:
     See docs: chapter 16, step 16.4.
     """
     q = _check_probs(probs)  # noqa: F841 - yours to use
-    _check_fraction(u, "u", zero=True, one=False)
+    _check_draw(u)
     raise NotImplementedError("16.4 sample_index: a cumulative sum in index order, then the first index whose running sum is strictly above u; if rounding leaves none, the last token of non-zero probability (5 lines)")
 
 
@@ -351,22 +351,26 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
 def _check_number(value, name: str) -> None:
-    """Refuse what is not a finite real number: a Python or NumPy int or float or a 0-d array of one, not a bool."""
-    v = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number (an int or a float), got {type(value).__name__}: {value!r}")
-    if not math.isfinite(v):
+    """Refuse what is not a finite number: an int or a float (NumPy's too) or a 0-d array of one; not a bool."""
+    dtype = np.asarray(value).dtype
+    if np.ndim(value) != 0 or not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
+        raise ValueError(f"{name} must be a number (an int or a float), got {value!r}")
+    if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
-def _check_fraction(value, name: str, *, zero: bool, one: bool) -> None:
-    """Refuse what is not a number between 0 and 1: 0 itself only if ``zero``, 1 itself only if ``one``."""
-    v = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number (an int or a float), got {type(value).__name__}: {value!r}")
-    low, high = ("<=" if zero else "<"), ("<=" if one else "<")
-    if not ((0 <= v) if zero else (0 < v)) or not ((v <= 1) if one else (v < 1)):  # nan fails both
-        raise ValueError(f"{name} must be a number with 0 {low} {name} {high} 1, got {value!r}")
+def _check_mass(p) -> None:
+    """Refuse a p that is not a number with 0 < p ≤ 1 (nan and inf included)."""
+    _check_number(p, "p")
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be a number with 0 < p <= 1, got {p!r}")
+
+
+def _check_draw(u) -> None:
+    """Refuse a u that is not a number with 0 ≤ u < 1 (nan and inf included)."""
+    _check_number(u, "u")
+    if not 0 <= u < 1:
+        raise ValueError(f"u must be a number with 0 <= u < 1, got {u!r}")
 
 
 def _check_count(value, name: str) -> None:

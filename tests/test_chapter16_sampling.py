@@ -418,8 +418,11 @@ def test_a_temperature_that_is_not_above_zero_is_refused(ch):
 def test_sampling_names_a_bad_temperature_k_p_or_u(ch):
     """T nan, inf, a string or a bool; k = 0, 2.0 or True; p = 0, 1.5 or nan; u = −0.1, 1 or nan: ValueError naming it"""
     z, p = np.array([1.0, 3.0, 0.0, 2.0]), np.array([0.25, 0.5, 0.0, 0.25])
-    for T in (np.nan, np.inf, "2", True):
+    for T in (np.nan, np.inf, "2", True, [2.0], None):
         raises_clearly(lambda T=T: ch.softmax_with_temperature(z, T), ValueError, names=("temperature",))
+    for T in (np.float32(2.0), np.array(2.0), 2):  # a NumPy float, a 0-d array and an int are numbers
+        close(ch.softmax_with_temperature(z, T), ch.softmax_with_temperature(z, 2.0),
+              f"softmax_with_temperature(logits, {T!r}) against the same at T = 2.0, your own function", kind="array")
     for T in ("1", -np.inf):
         raises_clearly(lambda T=T: ch.choose_next(z, 0.5, temperature=T), ValueError, names=("temperature",))
     for k in (0, 2.0, True, -1):
