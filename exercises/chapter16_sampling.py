@@ -315,7 +315,7 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
 
 def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0, top_k: int | None = None,
              top_p: float | None = None) -> list[int]:
-    r"""Generate len(us) tokens after a prompt: prefill once, then one token at a time from the KV cache.
+    r"""Generate one token per draw u after a prompt: prefill once, then one token at a time from the KV cache.
 
     $$\begin{gathered}
       (z, C) = \mathrm{gpt\_forward}(\mathrm{prompt}), \\
@@ -337,7 +337,7 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
         top_p: as ``choose_next``.
 
     Returns:
-        The len(us) new ids (the prompt not included), a list of Python ints. Nothing given is modified.
+        The new ids, one per u (the prompt not included), a list of Python ints. Nothing given is modified.
 
     Raises:
         ValueError: if prompt_ids is empty: the check given above the ``raise``; or as ``gpt_forward`` and
