@@ -10,31 +10,39 @@ argmax. Every draw here is an explicit ``u`` in [0, 1), so every result is repro
 Generating token after token with the full forward recomputes every earlier position's keys and values
 again and again. A **KV cache** keeps, per block, the keys (already rotated) and values of the positions
 seen so far: the prompt is fed once (prefill), then each new token is one row through the model, its query
-attending to the cached keys and its own, with RoPE at its true position (``start`` = how many are cached).
-The logits come out the same as the full forward's, at a fraction of the work.
+attending to the cached keys and its own, with RoPE at its true position (chapter 12's start: how many
+are cached). The logits come out the same as the full forward's, at a fraction of the work.
 
 The model is chapter 13's pre-norm block repeated: a dict ``model`` with ``"tok_emb"`` (vocab, d_model),
 ``"blocks"`` (a list of chapter 13 block dicts, keys ``BLOCK_KEYS``), ``"g_final"`` (d_model,), the final
 RMSNorm's gain, and ``"W_out"`` (d_model, vocab), the unembedding; no position embedding (RoPE, base 10000,
-gives positions). One block's cache is a dict ``{"K": (n_heads, t, d_head), "V": (n_heads, t, d_head)}``
-holding t positions, or None for none yet.
+gives positions). One block's cache is a dict with the keys ``"K"`` and ``"V"``, each of shape (n_heads, t,
+d_head), holding t positions, or None for none yet.
 
 Worksheet: this course's own (Part II goes beyond the book): see docs/chapters/16-sampling.md.
 
-Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
-documented fails its checks, saying so; ids may be a list of ints); a float may be any NumPy float or a
-0-d array; a number (a temperature, p, u) is a Python or NumPy int or float or a 0-d array of one, never a bool
-or a string; a whole number is a Python or NumPy int (not a bool, not a float).
+Types, as every docstring below uses them: an array is a NumPy array (ids may be a list of ints); a number (a
+temperature, p, u) is a Python or NumPy int or float or a 0-d array of one, never a bool or a string; a whole
+number is a Python or NumPy int (not a bool, not a float). The checks given above each stub's ``raise`` refuse
+anything else.
 """
 
-import math  # noqa: F401 - yours to use
+import math
 
 import numpy as np
 
 from .chapter04_attention import scaled_dot_product_attention, softmax  # noqa: F401 - yours to use
 from .chapter11_multi_head_attention import merge_heads, split_heads  # noqa: F401 - yours to use
 from .chapter12_rope import apply_rope  # noqa: F401 - yours to use
-from .chapter13_modern_block import BLOCK_KEYS, _check_block, _check_heads, _check_weights, rms_norm, swiglu  # noqa: F401 - yours to use
+from .chapter13_modern_block import (  # noqa: F401 - BLOCK_KEYS: the stub binds it for the learner
+    BLOCK_KEYS,  # noqa: F401 - yours to use
+    _check_block,
+    _check_heads,
+    _check_rows,
+    _check_weights,
+    rms_norm,  # noqa: F401 - yours to use
+    swiglu,  # noqa: F401 - yours to use
+)
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
@@ -50,19 +58,22 @@ def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarr
 
     Args:
         logits: one score per token of the vocabulary, shape (vocab,), every entry finite.
-        temperature: T, a finite number > 0 (a number as the module says: not a bool, not a string).
+        temperature: T, a finite number > 0.
 
     Returns:
         Probabilities, float64, shape (vocab,), summing to 1. logits is not modified.
 
     Raises:
-        ValueError: if logits is not 1-D with at least one entry or has an entry that is not finite (the
-            message names ``logits``), or if temperature is not a finite number > 0: 0, negative, nan and
-            inf are refused (the message names ``temperature``).
+        ValueError: if temperature is 0 or negative (the message names ``temperature``): yours to write, T = 0
+            is greedy, ``choose_next``'s, and z / T has no meaning there. Logits that are not 1-D, non-empty
+            and finite, and a temperature that is not a finite number, are refused by the checks given above
+            the ``raise``, which hand you the logits as a float64 array ``z``.
 
     See docs: chapter 16, step 16.1.
     """
-    raise NotImplementedError("16.1 softmax_with_temperature: check T > 0, then chapter 4's softmax of logits / T (4 lines)")
+    z = _check_logits(logits)  # noqa: F841 - yours to use
+    _check_number(temperature, "temperature")
+    raise NotImplementedError("16.1 softmax_with_temperature: refuse a temperature that is not above 0 (greedy is choose_next's), then chapter 4's softmax of the logits divided by T (3 lines)")
 
 
 def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
@@ -70,8 +81,8 @@ def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
 
     $$\tilde p_i = \frac{p_i\,[i \in \mathrm{top}_k]}{\sum_{j \in \mathrm{top}_k} p_j}$$
 
-    Ties at the boundary: the token with the lower index is kept (a stable sort on −p). With k at least the
-    vocabulary's size every token is kept.
+    Ties at the boundary: the token with the lower index is kept. With k at least the vocabulary's size every
+    token is kept.
 
     Args:
         probs: a distribution, shape (vocab,): every entry finite and ≥ 0, summing to 1 (within 1e-6).
@@ -82,12 +93,14 @@ def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
         not modified.
 
     Raises:
-        ValueError: if probs is not such a distribution (the message names ``probs``) or k is not a whole
-            number ≥ 1 (the message names ``k``).
+        ValueError: if probs is not such a distribution or k is not a whole number ≥ 1: the checks given above
+            the ``raise``, which hand you probs as a float64 array ``p``.
 
     See docs: chapter 16, step 16.2.
     """
-    raise NotImplementedError("16.2 top_k_filter: a stable argsort of -probs, keep the first k, divide by their sum (8 lines)")
+    p = _check_probs(probs)  # noqa: F841 - yours to use
+    _check_count(k, "k")
+    raise NotImplementedError("16.2 top_k_filter: rank the tokens from the most likely down, ties by the lower index (a stable sort), keep the first k of that ranking, zero the rest and divide by the kept sum (4 lines)")
 
 
 def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
@@ -112,12 +125,14 @@ def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
         not modified.
 
     Raises:
-        ValueError: if probs is not a distribution (the message names ``probs``) or p is not a number with
-            0 < p ≤ 1, nan included (the message names ``p``).
+        ValueError: if probs is not a distribution or p is not a number with 0 < p ≤ 1: the checks given above
+            the ``raise``, which hand you probs as a float64 array ``q``.
 
     See docs: chapter 16, step 16.3.
     """
-    raise NotImplementedError("16.3 top_p_filter: sort, running sum, keep up to the first sum >= p (that one too), renormalise (9 lines)")
+    q = _check_probs(probs)  # noqa: F841 - yours to use
+    _check_mass(p)
+    raise NotImplementedError("16.3 top_p_filter: rank the tokens as top_k_filter does, add up their probabilities in that order, keep up to and including the first token whose running sum reaches p, renormalise (6 lines)")
 
 
 def sample_index(probs: np.ndarray, u: float) -> int:
@@ -137,12 +152,14 @@ def sample_index(probs: np.ndarray, u: float) -> int:
         The index drawn, a Python int in 0 … vocab − 1.
 
     Raises:
-        ValueError: if probs is not a distribution (the message names ``probs``) or u is not a number with
-            0 ≤ u < 1, nan included (the message names ``u``).
+        ValueError: if probs is not a distribution or u is not a number with 0 ≤ u < 1: the checks given above
+            the ``raise``, which hand you probs as a float64 array ``q``.
 
     See docs: chapter 16, step 16.4.
     """
-    raise NotImplementedError("16.4 sample_index: the first i with u < cumsum(probs)[i] (np.searchsorted, side='right') (7 lines)")
+    q = _check_probs(probs)  # noqa: F841 - yours to use
+    _check_draw(u)
+    raise NotImplementedError("16.4 sample_index: a cumulative sum in index order, then the first index whose running sum is strictly above u; if rounding leaves none, the last token of non-zero probability (5 lines)")
 
 
 def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: int | None = None,
@@ -169,20 +186,24 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
         The chosen token's index, a Python int in 0 … vocab − 1.
 
     Raises:
-        ValueError: if logits is not 1-D, non-empty and finite (the message names ``logits``); if temperature
-            is negative or not finite (the message names ``temperature``); or as ``top_k_filter``,
-            ``top_p_filter`` and ``sample_index`` for top_k, top_p and u.
+        ValueError: as ``softmax_with_temperature`` for a negative temperature (the message names
+            ``temperature``), and as ``top_k_filter``, ``top_p_filter`` and ``sample_index`` for top_k, top_p
+            and u. Logits that are not 1-D, non-empty and finite, and a temperature that is not a finite
+            number, are refused by the checks given above the ``raise``, which hand you the logits as a float64
+            array ``z``.
 
     See docs: chapter 16, step 16.5.
     """
-    raise NotImplementedError("16.5 choose_next: T = 0 is np.argmax; else temperature, top_k, top_p, then sample_index (10 lines)")
+    z = _check_logits(logits)  # noqa: F841 - yours to use
+    _check_number(temperature, "temperature")
+    raise NotImplementedError("16.5 choose_next: temperature 0 is greedy, the first largest logit; otherwise the temperature's softmax, then each filter that is given, then the draw with u (8 lines)")
 
 
 def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
     r"""Causal multi-head rotary attention for new rows, reading and extending one block's KV cache.
 
     The new rows sit at positions t … t+m−1 after the t cached ones. Their queries and keys are cut into
-    heads and rotated from position t (chapter 12's ``start = t``); the keys and values are appended to the
+    heads and rotated from position t (chapter 12's start, set to t); the keys and values are appended to the
     cache's (the cached keys are stored already rotated and are not rotated again):
 
     $$\begin{gathered}
@@ -199,26 +220,25 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
         params: a dict with the keys ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"``, each (d_model, d_model); other
             keys are ignored.
         n_heads: how many heads, a whole number ≥ 1 dividing d_model into heads of an even width d_head.
-        cache: None (no position seen yet, t = 0) or a dict ``{"K": ..., "V": ...}`` of two arrays of shape
-            (n_heads, t, d_head), the keys already rotated.
+        cache: None (no position seen yet, t = 0) or a dict with the keys ``"K"`` and ``"V"``, two arrays of
+            shape (n_heads, t, d_head), the keys already rotated.
 
     Returns:
-        (out, new_cache): out has shape (m, d_model); new_cache is a new dict ``{"K", "V"}`` of new arrays of
-        shape (n_heads, t+m, d_head). Neither x_new, params nor cache is modified.
+        (out, new_cache): out has shape (m, d_model); new_cache is a new dict with the keys ``"K"`` and ``"V"``,
+        new arrays of shape (n_heads, t+m, d_head). Neither x_new, params nor cache is modified.
 
     Raises:
-        ValueError: if x_new is not 2-D with at least one row (the message names ``x_new`` and its shape); if
-            n_heads is not a whole number ≥ 1 (the message names ``n_heads``), does not divide d_model (the
-            message says "divisible") or leaves an odd d_head (the message says "odd"); if params is not a
-            dict (the message names ``params`` and the type it got, e.g. list), lacks a weight or has one of the
-            wrong shape (the message names it, e.g. ``WO`` or ``WK``, and its shape); or if cache is neither None
-            nor such
-            a dict: not a dict (the message names ``cache`` and the type it got, e.g. list), without ``K`` or
-            ``V``, or an array of another shape (the message names ``cache``, ``K`` or ``V`` and the shapes).
+        ValueError: if x_new, n_heads, a weight or the cache does not fit: the checks given above the
+            ``raise``, which hand you x_new as a float64 array ``x``, the weights ``W`` and the cached keys and
+            values as arrays of shape (n_heads, t, d_head) (t = 0 for None).
 
     See docs: chapter 16, step 16.6.
     """
-    raise NotImplementedError("16.6 attention_with_cache: rotate the new q and k from start = t, append k and v to the cache, mask, attend (14 lines)")
+    x = _check_rows(x_new, "attention_with_cache: x_new")  # noqa: F841 - yours to use
+    _check_heads(x.shape[1], n_heads)
+    W = _check_weights(params, ATTENTION_KEYS, x.shape[1])  # noqa: F841 - yours to use
+    K_old, V_old = _check_cache(cache, n_heads, x.shape[1] // n_heads)  # noqa: F841 - yours to use
+    raise NotImplementedError("16.6 attention_with_cache: with t the number of cached positions, project and cut into heads, rotate the new queries and keys from position t, put the new keys and values after the cached ones, mask so that new row i sees positions 0 … t+i, attend in each head, merge, project (8 lines)")
 
 
 def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
@@ -245,15 +265,14 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
         x_new, params nor cache is modified.
 
     Raises:
-        ValueError: if x_new is not 2-D with at least one row (the message names ``x_new``); if params is not
-            a dict (the message names ``params`` and the type it got, e.g. list) or does not have exactly those
-            keys (the message names a missing key, e.g. ``g2``, or one that does not belong, e.g. ``bias``); if
-            a parameter has the wrong shape (the message names it, e.g. ``g1`` or ``W_up``, and its shape); or
-            as ``attention_with_cache`` and chapter 13's ``swiglu``.
+        ValueError: if x_new or params does not fit: the checks given above the ``raise``, which hand you
+            x_new as a float64 array ``x``; or as ``attention_with_cache``.
 
     See docs: chapter 16, step 16.7.
     """
-    raise NotImplementedError("16.7 block_with_cache: chapter 13's prenorm_block with attention_with_cache in place of the attention (7 lines)")
+    x = _check_rows(x_new, "block_with_cache: x_new")  # noqa: F841 - yours to use
+    _check_block(params, x.shape[1], "block_with_cache")
+    raise NotImplementedError("16.7 block_with_cache: chapter 13's pre-norm block with attention_with_cache in place of its attention, the new cache handed back (4 lines)")
 
 
 def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> tuple[np.ndarray, list]:
@@ -281,23 +300,22 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
         nor caches is modified.
 
     Raises:
-        ValueError: if ids is not 1-D with at least one whole number (the message names ``ids``) or has an id
-            outside 0 … vocab − 1 (the message names the id); if model is not a dict
-            (the message names ``model`` and the type it got, e.g. list) or lacks a key (the message names it,
-            e.g. ``W_out``); if tok_emb is not 2-D, g_final or W_out has the wrong shape, or blocks is not a
-            non-empty list (the message names it, e.g. ``tok_emb`` or ``blocks``, and the shape it has); if
-            caches is neither None nor a list (the message names ``caches`` and the type it got, e.g. dict) or
-            has not one entry per block (the message names ``caches`` and both lengths); or as
+        ValueError: if the model, the ids or the caches do not fit: the checks given above the ``raise``,
+            which hand you the embedding ``E`` (vocab, d_model) as a float64 array, the ids as an integer
+            array and the caches as a list with one entry per block (each None for caches None); or as
             ``block_with_cache``.
 
-    See docs: chapter 16, step 16.8.
+    See docs: chapter 16, steps 16.8 and 16.9.
     """
-    raise NotImplementedError("16.8 gpt_forward: embed the ids, every block with its own cache, final RMSNorm, W_out (12 lines)")
+    E = _check_model(model)  # noqa: F841 - yours to use
+    idx = _check_ids(ids, len(E))  # noqa: F841 - yours to use
+    caches = _check_caches(caches, model["blocks"])
+    raise NotImplementedError("16.8 gpt_forward: embed the ids, run every block with its own cache and keep the new caches, then the final RMSNorm and the unembedding (6 lines)")
 
 
 def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0, top_k: int | None = None,
              top_p: float | None = None) -> list[int]:
-    r"""Generate len(us) tokens after a prompt: prefill once, then one token at a time from the KV cache.
+    r"""Generate one token per draw u after a prompt: prefill once, then one token at a time from the KV cache.
 
     $$\begin{gathered}
       (z, C) = \mathrm{gpt\_forward}(\mathrm{prompt}), \\
@@ -319,15 +337,129 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
         top_p: as ``choose_next``.
 
     Returns:
-        The len(us) new ids (the prompt not included), a list of Python ints. Nothing given is modified.
+        The new ids, one per u (the prompt not included), a list of Python ints. Nothing given is modified.
 
     Raises:
-        ValueError: if prompt_ids is empty (the message names ``prompt_ids``); or as ``gpt_forward`` and
+        ValueError: if prompt_ids is empty: the check given above the ``raise``; or as ``gpt_forward`` and
             ``choose_next``.
 
-    See docs: chapter 16, step 16.9.
+    See docs: chapter 16, steps 16.10 and 16.11.
     """
-    raise NotImplementedError("16.9 generate: prefill the prompt once, then choose_next and feed each new id alone with the caches (9 lines)")
+    _check_prompt(prompt_ids)
+    raise NotImplementedError("16.10 generate: prefill the prompt once; for each u, choose from the last row of the latest logits, then feed that one id alone with the caches (7 lines)")
 
 
-# -- checks and helpers (not part of the exercise) -----------------------------------------------------
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_number(value, name: str) -> None:
+    """Refuse what is not a finite number: an int or a float (NumPy's too) or a 0-d array of one; not a bool."""
+    dtype = np.asarray(value).dtype
+    if np.ndim(value) != 0 or not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
+        raise ValueError(f"{name} must be a number (an int or a float), got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def _check_mass(p) -> None:
+    """Refuse a p that is not a number with 0 < p ≤ 1 (nan and inf included)."""
+    _check_number(p, "p")
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be a number with 0 < p <= 1, got {p!r}")
+
+
+def _check_draw(u) -> None:
+    """Refuse a u that is not a number with 0 ≤ u < 1 (nan and inf included)."""
+    _check_number(u, "u")
+    if not 0 <= u < 1:
+        raise ValueError(f"u must be a number with 0 <= u < 1, got {u!r}")
+
+
+def _check_count(value, name: str) -> None:
+    """Refuse what is not a whole number ≥ 1 (a Python or NumPy int, not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def _check_logits(logits) -> np.ndarray:
+    """The logits as a float64 array, after checking they are 1-D, non-empty and finite."""
+    z = np.asarray(logits, dtype=np.float64)
+    if z.ndim != 1 or len(z) < 1:
+        raise ValueError(f"logits must be 1-D (vocab,) with at least one entry, got shape {z.shape}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError(f"logits has an entry that is not finite (nan or inf): {z}")
+    return z
+
+
+def _check_probs(probs) -> np.ndarray:
+    """The probabilities as a float64 array, after checking they are 1-D, finite, ≥ 0 and sum to 1 (1e-6)."""
+    q = np.asarray(probs, dtype=np.float64)
+    if q.ndim != 1 or len(q) < 1:
+        raise ValueError(f"probs must be 1-D (vocab,) with at least one entry, got shape {q.shape}")
+    if not np.all(np.isfinite(q)) or np.any(q < 0) or abs(q.sum() - 1.0) > 1e-6:
+        raise ValueError(f"probs must be a distribution: finite, >= 0 and summing to 1 (sum {q.sum()!r})")
+    return q
+
+
+def _check_cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
+    """The cached (K, V), each (n_heads, t, d_head), after checking them; two empty ones (t = 0) for None."""
+    if cache is None:
+        return np.zeros((n_heads, 0, d_head)), np.zeros((n_heads, 0, d_head))
+    if not isinstance(cache, dict):
+        raise ValueError(f"cache must be None or a dict with the keys K and V, got {type(cache).__name__}")
+    for k in ("K", "V"):
+        if k not in cache:
+            raise ValueError(f"cache lacks {k}: a cache is a dict with the keys K and V, or None")
+    K, V = np.asarray(cache["K"]), np.asarray(cache["V"])
+    if K.ndim != 3 or K.shape[0] != n_heads or K.shape[2] != d_head:
+        raise ValueError(f"cache K has shape {K.shape}, expected (n_heads, t, d_head) = ({n_heads}, t, {d_head})")
+    if V.shape != K.shape:
+        raise ValueError(f"cache V has shape {V.shape}, expected K's shape {K.shape}")
+    return K, V
+
+
+def _check_ids(ids, vocab: int) -> np.ndarray:
+    """The ids as an integer array, after checking they are 1-D, non-empty, whole numbers in 0 … vocab − 1."""
+    a = np.asarray(ids)
+    if a.ndim != 1 or len(a) < 1 or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"ids must be a 1-D array of whole numbers with at least one id, got {ids!r}")
+    for i in a:
+        if not 0 <= i < vocab:
+            raise ValueError(f"ids: id {i} is outside the vocabulary of {vocab} tokens")
+    return a
+
+
+def _check_model(model) -> np.ndarray:
+    """The embedding (vocab, d_model) as a float64 array, after checking the model's keys and shapes."""
+    if not isinstance(model, dict):
+        raise ValueError(f"model must be a dict with the keys {MODEL_KEYS}, got {type(model).__name__}")
+    for k in MODEL_KEYS:
+        if k not in model:
+            raise ValueError(f"model lacks {k}: a model is a dict with the keys {MODEL_KEYS}")
+    E = np.asarray(model["tok_emb"], dtype=np.float64)
+    if E.ndim != 2:
+        raise ValueError(f"model['tok_emb'] must be 2-D (vocab, d_model), got shape {E.shape}")
+    vocab, d_model = E.shape
+    blocks = model["blocks"]
+    if not isinstance(blocks, (list, tuple)) or not blocks:
+        raise ValueError(f"model['blocks'] must be a non-empty list of block dicts, got {blocks!r:.80}")
+    if np.shape(model["g_final"]) != (d_model,):
+        raise ValueError(f"model['g_final'] has shape {np.shape(model['g_final'])}, expected {(d_model,)}")
+    if np.shape(model["W_out"]) != (d_model, vocab):
+        raise ValueError(f"model['W_out'] has shape {np.shape(model['W_out'])}, expected {(d_model, vocab)}")
+    return E
+
+
+def _check_caches(caches, blocks: list) -> list:
+    """The caches as a list with one entry per block (each None for caches None), after checking their number."""
+    if caches is None:
+        return [None] * len(blocks)
+    if not isinstance(caches, (list, tuple)):
+        raise ValueError(f"caches must be None or a list with one cache per block, got {type(caches).__name__}")
+    if len(caches) != len(blocks):
+        raise ValueError(f"caches holds {len(caches)} caches, but the model has {len(blocks)} blocks: one cache each")
+    return list(caches)
+
+
+def _check_prompt(prompt_ids) -> None:
+    """Refuse an empty prompt: generation needs at least one id to start from."""
+    if np.size(prompt_ids) < 1:
+        raise ValueError(f"generate: prompt_ids must hold at least one id, got {prompt_ids!r}")

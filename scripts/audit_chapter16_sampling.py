@@ -19,14 +19,14 @@ BASE = 10000.0
 EPS = 1e-6  # RMSNorm's ε
 
 # the worksheet's inputs (the page's tables)
-LOGITS = [1.0, 3.0, 0.0, 2.0]  # 16.1, 16.5
+LOGITS = [1.0, 3.0, 2.0, 2.0]  # 16.1, 16.5: tokens 2 and 3 tie for second place
 T = 2.0  # 16.1
 K_TOP = 2  # 16.2
 P_TOP = 0.8  # 16.3
 DYADIC = [0.25, 0.5, 0.0, 0.25]  # 16.4: every running sum exact in binary
 US = [0.1, 0.25, 0.75, 0.9]  # 16.4: two of them exactly on a boundary
 CASES = [{"temperature": 0.0, "u": 0.9}, {"temperature": 1.0, "u": 0.7},
-         {"temperature": 2.0, "top_k": 2, "u": 0.7}, {"temperature": 2.0, "top_p": 0.8, "u": 0.7}]  # 16.5
+         {"temperature": 2.0, "top_k": 2, "u": 0.8}, {"temperature": 2.0, "top_p": 0.8, "u": 0.5}]  # 16.5
 
 N_HEADS = 2
 I4 = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
@@ -48,6 +48,17 @@ NEXT = 2  # 16.8: the token fed after the prompt
 GEN_US = [0.4, 0.55, 0.45]  # 16.9: with u = 0.4 the prompt's last row draws token 2, its first row would draw 1
 GEN_T = 1.0
 
+# 16.8, 16.10, by hand: vocabulary 3, d_model 2, one head, one block whose W_O and W_down are 0 (it adds nothing)
+I2 = [[1.0, 0.0], [0.0, 1.0]]
+SMALL = {"tok_emb": [[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]],
+         "blocks": [{"g1": [1.0, 1.0], "WQ": I2, "WK": I2, "WV": I2, "WO": [[0.0, 0.0], [0.0, 0.0]],
+                     "g2": [1.0, 1.0], "W_gate": [[1.0], [1.0]], "W_up": [[1.0], [1.0]], "W_down": [[0.0, 0.0]]}],
+         "g_final": [1.0, 1.0], "W_out": [[1.0, 0.0, 1.0], [0.0, 1.0, -1.0]]}
+SMALL_HEADS = 1
+SMALL_PROMPT = [1, 2]
+SMALL_NEXT = 0  # 16.8: the token fed after the prompt
+SMALL_US = [0.3, 0.5, 0.96]  # 16.10: u = 0.3 draws token 0 from the prompt's last row, token 1 from its first
+
 RESTART = "positions restarted at 0 in the cache: the new token rotated as if it were the first"
 TWICE = "the cached keys rotated again: they were stored already rotated"
 UNMASKED = "the new rows not masked among themselves: a row of the prefill reads the rows after it"
@@ -56,6 +67,9 @@ KEYS_AT_ZERO = "the new keys rotated from position 0: the queries turned by thei
 KEYS_FIRST = "the new keys put before the cached ones: every key at another position than its value"
 FIRST_ROW = "the first token drawn from the prefill's first row: the next token follows the prompt's last row"
 NO_RENORM = "no renormalisation after filtering: the kept probabilities no longer sum to 1"
+TIE_UPPER = "a tie at the k-th probability kept the higher index: ties go to the lower index"
+DROPPED = "the top-p boundary token dropped: only the tokens before the running sum reaches p kept"
+NO_FINAL_NORM = "the final RMSNorm left out: the logits are x W_out"
 
 
 # -- sampling, number by number ----------------------------------------------------------------------------------
@@ -67,9 +81,9 @@ def softmax(zs):
     return [x / total for x in e]
 
 
-def ranked(probs):
-    """Indices from the most likely down, ties by the lower index."""
-    return sorted(range(len(probs)), key=lambda i: (-probs[i], i))
+def ranked(probs, tie_upper=False):
+    """Indices from the most likely down, ties by the lower index (tie_upper: the higher, the mistake)."""
+    return sorted(range(len(probs)), key=lambda i: (-probs[i], -i if tie_upper else i))
 
 
 def keep(probs, kept, renormalise=True):
@@ -78,9 +92,9 @@ def keep(probs, kept, renormalise=True):
     return [probs[i] / total if i in kept else 0.0 for i in range(len(probs))]
 
 
-def top_k(probs, k, renormalise=True, unsorted=False):
-    """The k most likely kept (unsorted: the first k tokens, the mistake)."""
-    order = list(range(len(probs))) if unsorted else ranked(probs)
+def top_k(probs, k, renormalise=True, unsorted=False, tie_upper=False):
+    """The k most likely kept (unsorted: the first k tokens; tie_upper: a tie at the k-th kept the higher index)."""
+    order = list(range(len(probs))) if unsorted else ranked(probs, tie_upper)
     return keep(probs, set(order[:k]), renormalise)
 
 
@@ -109,15 +123,16 @@ def sample(probs, u, at_most=False, sort_first=False):
     return max(i for i in range(len(probs)) if probs[i] > 0)
 
 
-def choose(zs, u, temperature=1.0, top_k_=None, top_p_=None, multiply=False, no_filters=False):
-    """The next token: greedy at temperature 0, else temperature, the filters, the draw."""
+def choose(zs, u, temperature=1.0, top_k_=None, top_p_=None, multiply=False, no_filters=False, drop_boundary=False,
+           tie_upper=False):
+    """The next token: greedy at temperature 0, else temperature, the filters, the draw (and the mistakes)."""
     if temperature == 0:
         return max(range(len(zs)), key=lambda i: (zs[i], -i))
     probs = softmax([z * temperature if multiply else z / temperature for z in zs])
     if top_k_ is not None and not no_filters:
-        probs = top_k(probs, top_k_)
+        probs = top_k(probs, top_k_, tie_upper=tie_upper)
     if top_p_ is not None and not no_filters:
-        probs = top_p(probs, top_p_)
+        probs = top_p(probs, top_p_, drop_boundary=drop_boundary)
     return sample(probs, u)
 
 
@@ -150,7 +165,7 @@ def silu(a):
 
 
 def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left_out=False, unrotated=False,
-           keys_at_zero=False, keys_first=False):
+           keys_at_zero=False, keys_first=False, heads=N_HEADS):
     """Attention of the new rows at positions t … t+m−1, reading and extending the cache (one dict per head).
 
     The mistakes: restart, the new rows rotated from position 0; twice, the cached keys rotated again by their
@@ -161,14 +176,14 @@ def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left
     """
     x = np.asarray(x_new, dtype=np.float64)
     m, d_model = x.shape
-    d_head = d_model // N_HEADS
+    d_head = d_model // heads
     Q, Kx, Vx = x @ np.asarray(W["WQ"]), x @ np.asarray(W["WK"]), x @ np.asarray(W["WV"])
-    K_old = np.zeros((N_HEADS, 0, d_head)) if cache is None else np.asarray(cache["K"], dtype=np.float64)
-    V_old = np.zeros((N_HEADS, 0, d_head)) if cache is None else np.asarray(cache["V"], dtype=np.float64)
+    K_old = np.zeros((heads, 0, d_head)) if cache is None else np.asarray(cache["K"], dtype=np.float64)
+    V_old = np.zeros((heads, 0, d_head)) if cache is None else np.asarray(cache["V"], dtype=np.float64)
     t = K_old.shape[1]
     first = 0 if restart else t
-    heads, K_all, V_all = [], [], []
-    for h in range(N_HEADS):
+    outs, K_all, V_all = [], [], []
+    for h in range(heads):
         cols = slice(h * d_head, (h + 1) * d_head)
         q = [rotate(Q[i, cols], first + i) for i in range(m)]
         k_new = [rotate(Kx[i, cols], i if keys_at_zero else first + i) for i in range(m)]
@@ -181,10 +196,10 @@ def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left
             scores = [float(np.dot(q[i], keys[j])) / math.sqrt(d_head) for j in range(seen)]
             w = softmax(scores)
             rows.append(sum(w[j] * values[j] for j in range(seen)))
-        heads.append(np.array(rows))
+        outs.append(np.array(rows))
         K_all.append(np.array(k_old + [Kx[i, cols] for i in range(m)] if unrotated else keys))
         V_all.append(np.array(values))
-    merged = np.concatenate(heads, axis=1)  # (m, d_model): head 0's columns, then head 1's
+    merged = np.concatenate(outs, axis=1)  # (m, d_model): head 0's columns, then head 1's
     return merged @ np.asarray(W["WO"]), {"K": np.array(K_all), "V": np.array(V_all)}
 
 
@@ -198,53 +213,60 @@ def block(x_new, params, cache, residual=True, **mistake):
     return (x1 + f if residual else f), cache
 
 
-def forward(ids, caches=None, **mistake):
-    """The model on new ids after the cached positions: (logits (m, vocab), caches)."""
-    x = np.asarray(MODEL["tok_emb"])[ids]
-    caches = caches or [None] * len(MODEL["blocks"])
+def forward(ids, caches=None, model=None, final_norm=True, **mistake):
+    """The model on new ids after the cached positions: (logits (m, vocab), caches).
+
+    model: MODEL unless given (SMALL, with heads=1); final_norm=False leaves the final RMSNorm out (the mistake).
+    """
+    model = MODEL if model is None else model
+    x = np.asarray(model["tok_emb"], dtype=np.float64)[ids]
+    caches = caches or [None] * len(model["blocks"])
     new = []
-    for params, cache in zip(MODEL["blocks"], caches, strict=True):
+    for params, cache in zip(model["blocks"], caches, strict=True):
         x, cache = block(x, params, cache, **mistake)
         new.append(cache)
-    return rmsnorm(x, MODEL["g_final"]) @ np.asarray(MODEL["W_out"]), new
+    x = rmsnorm(x, model["g_final"]) if final_norm else x
+    return x @ np.asarray(model["W_out"]), new
 
 
-def full(ids):
+def full(ids, model=None, heads=N_HEADS):
     """The full forward over the whole sequence, no cache: the oracle of every KV-cache step."""
-    logits, _ = forward(list(ids))
+    logits, _ = forward(list(ids), model=model, heads=heads)
     return logits
 
 
 PREFILL_MISTAKES = ("unmasked", "unrotated")  # the mistakes the prefill makes too (the others need a cache)
 
 
-def prefill_then(next_ids, **mistake):
+def prefill_then(next_ids, prompt=PROMPT, model=None, heads=N_HEADS, **mistake):
     """The prompt at once, then each next id alone from the caches (the prefill's mistakes planted in both)."""
-    prefill = {k: v for k, v in mistake.items() if k in PREFILL_MISTAKES}
+    prefill = {k: v for k, v in mistake.items() if k in PREFILL_MISTAKES + ("final_norm",)}
     decode = {k: v for k, v in mistake.items() if k != "unmasked"}
-    logits, caches = forward(PROMPT, **prefill)
+    logits, caches = forward(prompt, model=model, heads=heads, **prefill)
     rows = [logits]
     for i in next_ids:
-        logits, caches = forward([i], caches, **decode)
+        logits, caches = forward([i], caches, model=model, heads=heads, **decode)
         rows.append(logits)
     return np.vstack(rows)
 
 
-def generate(us, cached=True, first_row=False, **mistake):
+def generate(us, cached=True, first_row=False, prompt=PROMPT, model=None, heads=N_HEADS, **mistake):
     """len(us) new ids; cached=False recomputes the full forward for every token (the oracle).
 
     first_row: the mistake of drawing the first token from the prefill's first row instead of its last.
     """
-    seq = list(PROMPT)
+    seq = list(prompt)
     if not cached:
         for u in us:
-            seq.append(choose(list(full(seq)[-1]), u, GEN_T))
-        return seq[len(PROMPT):]
-    logits, caches = forward(PROMPT, **{k: v for k, v in mistake.items() if k in PREFILL_MISTAKES})
+            seq.append(choose(list(full(seq, model, heads)[-1]), u, GEN_T))
+        return seq[len(prompt):]
+    logits, caches = forward(prompt, model=model, heads=heads,
+                             **{k: v for k, v in mistake.items() if k in PREFILL_MISTAKES})
     out = []
     for u in us:
         out.append(choose(list(logits[0 if first_row and not out else -1]), u, GEN_T))
-        logits, caches = forward([out[-1]], caches, **{k: v for k, v in mistake.items() if k != "unmasked"})
+        logits, caches = forward([out[-1]], caches, model=model, heads=heads,
+                                 **{k: v for k, v in mistake.items() if k != "unmasked"})
     return out
 
 
@@ -264,10 +286,10 @@ def audit() -> dict[str, dict]:
     steps["16.2"] = {"exact": top_k(p1, K_TOP), "mistakes": {
         NO_RENORM: top_k(p1, K_TOP, renormalise=False),
         "the first k tokens kept instead of the k most likely (the probabilities never sorted)":
-            top_k(p1, K_TOP, unsorted=True)}}
+            top_k(p1, K_TOP, unsorted=True),
+        TIE_UPPER: top_k(p1, K_TOP, tie_upper=True)}}
     steps["16.3"] = {"exact": top_p(p1, P_TOP), "mistakes": {
-        "the top-p boundary token dropped: only the tokens before the running sum reaches p kept":
-            top_p(p1, P_TOP, drop_boundary=True),
+        DROPPED: top_p(p1, P_TOP, drop_boundary=True),
         NO_RENORM: top_p(p1, P_TOP, renormalise=False),
         "the running sum taken in index order, not from the most likely token": top_p(p1, P_TOP, unsorted=True)}}
     steps["16.4"] = {"exact": [sample(DYADIC, u) for u in US], "mistakes": {
@@ -277,7 +299,9 @@ def audit() -> dict[str, dict]:
             [sample(DYADIC, u, sort_first=True) for u in US]}}
     steps["16.5"] = {"exact": choose_all(), "mistakes": {
         "temperature multiplied instead of divided": choose_all(multiply=True),
-        "top_k and top_p ignored: drawn from the whole distribution": choose_all(no_filters=True)}}
+        "top_k and top_p ignored: drawn from the whole distribution": choose_all(no_filters=True),
+        DROPPED: choose_all(drop_boundary=True),
+        TIE_UPPER: choose_all(tie_upper=True)}}
 
     out, _ = attend(X_NEW, ATTENTION, CACHE)
     steps["16.6"] = {"exact": rows(out), "mistakes": {
@@ -292,19 +316,31 @@ def audit() -> dict[str, dict]:
         RESTART: rows(block(X_NEW, BLOCK, CACHE, restart=True)[0]),
         "no residual connections: y = SwiGLU(RMSNorm(A)) alone": rows(block(X_NEW, BLOCK, CACHE, residual=False)[0])}}
 
+    small = {"prompt": SMALL_PROMPT, "model": SMALL, "heads": SMALL_HEADS}
+    oracle = full(SMALL_PROMPT + [SMALL_NEXT], SMALL, SMALL_HEADS)
+    if not np.allclose(prefill_then([SMALL_NEXT], **small), oracle, rtol=0, atol=1e-12):
+        raise SystemExit("the audit's cached decode of the small model differs from its full forward")
+    steps["16.8"] = {"exact": rows(oracle), "mistakes": {
+        NO_FINAL_NORM: rows(prefill_then([SMALL_NEXT], final_norm=False, **small))}}
+
     oracle = full(PROMPT + [NEXT])
     cached = prefill_then([NEXT])
     if not np.allclose(cached, oracle, rtol=0, atol=1e-12):
         raise SystemExit(f"the audit's cached decode {cached} differs from its full forward {oracle}")
-    steps["16.8"] = {"exact": rows(oracle), "mistakes": {
+    steps["16.9"] = {"exact": rows(oracle), "mistakes": {
         RESTART: rows(prefill_then([NEXT], restart=True)),
         TWICE: rows(prefill_then([NEXT], twice=True)),
         UNMASKED: rows(prefill_then([NEXT], unmasked=True)),
         UNROTATED: rows(prefill_then([NEXT], unrotated=True))}}
+    ids = generate(SMALL_US, cached=False, **small)
+    if generate(SMALL_US, **small) != ids:
+        raise SystemExit("the audit's cached generation of the small model differs from its full-forward one")
+    steps["16.10"] = {"exact": ids, "mistakes": {FIRST_ROW: generate(SMALL_US, first_row=True, **small)}}
+
     ids = generate(GEN_US, cached=False)
     if generate(GEN_US) != ids:
         raise SystemExit("the audit's cached generation differs from its full-forward generation")
-    steps["16.9"] = {"exact": ids, "mistakes": {FIRST_ROW: generate(GEN_US, first_row=True),
+    steps["16.11"] = {"exact": ids, "mistakes": {FIRST_ROW: generate(GEN_US, first_row=True),
                                                 RESTART: generate(GEN_US, restart=True),
                                                 TWICE: generate(GEN_US, twice=True)}}
     return steps

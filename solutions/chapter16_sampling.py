@@ -10,21 +10,21 @@ argmax. Every draw here is an explicit ``u`` in [0, 1), so every result is repro
 Generating token after token with the full forward recomputes every earlier position's keys and values
 again and again. A **KV cache** keeps, per block, the keys (already rotated) and values of the positions
 seen so far: the prompt is fed once (prefill), then each new token is one row through the model, its query
-attending to the cached keys and its own, with RoPE at its true position (``start`` = how many are cached).
-The logits come out the same as the full forward's, at a fraction of the work.
+attending to the cached keys and its own, with RoPE at its true position (chapter 12's start: how many
+are cached). The logits come out the same as the full forward's, at a fraction of the work.
 
 The model is chapter 13's pre-norm block repeated: a dict ``model`` with ``"tok_emb"`` (vocab, d_model),
 ``"blocks"`` (a list of chapter 13 block dicts, keys ``BLOCK_KEYS``), ``"g_final"`` (d_model,), the final
 RMSNorm's gain, and ``"W_out"`` (d_model, vocab), the unembedding; no position embedding (RoPE, base 10000,
-gives positions). One block's cache is a dict ``{"K": (n_heads, t, d_head), "V": (n_heads, t, d_head)}``
-holding t positions, or None for none yet.
+gives positions). One block's cache is a dict with the keys ``"K"`` and ``"V"``, each of shape (n_heads, t,
+d_head), holding t positions, or None for none yet.
 
 Worksheet: this course's own (Part II goes beyond the book): see docs/chapters/16-sampling.md.
 
-Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
-documented fails its checks, saying so; ids may be a list of ints); a float may be any NumPy float or a
-0-d array; a number (a temperature, p, u) is a Python or NumPy int or float or a 0-d array of one, never a bool
-or a string; a whole number is a Python or NumPy int (not a bool, not a float).
+Types, as every docstring below uses them: an array is a NumPy array (ids may be a list of ints); a number (a
+temperature, p, u) is a Python or NumPy int or float or a 0-d array of one, never a bool or a string; a whole
+number is a Python or NumPy int (not a bool, not a float). The checks given above each stub's ``raise`` refuse
+anything else.
 """
 
 import math
@@ -34,7 +34,15 @@ import numpy as np
 from .chapter04_attention import scaled_dot_product_attention, softmax
 from .chapter11_multi_head_attention import merge_heads, split_heads
 from .chapter12_rope import apply_rope
-from .chapter13_modern_block import BLOCK_KEYS, _check_block, _check_heads, _check_weights, rms_norm, swiglu  # noqa: F401 - BLOCK_KEYS: the stub binds it for the learner
+from .chapter13_modern_block import (  # noqa: F401 - BLOCK_KEYS: the stub binds it for the learner
+    BLOCK_KEYS,
+    _check_block,
+    _check_heads,
+    _check_rows,
+    _check_weights,
+    rms_norm,
+    swiglu,
+)
 
 ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 MODEL_KEYS = ("tok_emb", "blocks", "g_final", "W_out")
@@ -50,21 +58,22 @@ def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarr
 
     Args:
         logits: one score per token of the vocabulary, shape (vocab,), every entry finite.
-        temperature: T, a finite number > 0 (a number as the module says: not a bool, not a string).
+        temperature: T, a finite number > 0.
 
     Returns:
         Probabilities, float64, shape (vocab,), summing to 1. logits is not modified.
 
     Raises:
-        ValueError: if logits is not 1-D with at least one entry or has an entry that is not finite (the
-            message names ``logits``), or if temperature is not a finite number > 0: 0, negative, nan and
-            inf are refused (the message names ``temperature``).
+        ValueError: if temperature is 0 or negative (the message names ``temperature``): yours to write, T = 0
+            is greedy, ``choose_next``'s, and z / T has no meaning there. Logits that are not 1-D, non-empty
+            and finite, and a temperature that is not a finite number, are refused by the checks given above
+            the ``raise``, which hand you the logits as a float64 array ``z``.
 
     See docs: chapter 16, step 16.1.
     """
-    z = _logits(logits)
-    _temperature(temperature)
-    if temperature == 0:
+    z = _check_logits(logits)
+    _check_number(temperature, "temperature")
+    if temperature <= 0:
         raise ValueError(f"temperature must be > 0 here (0, greedy, is choose_next's), got {temperature!r}")
     return softmax(z / temperature)  # (vocab,)
 
@@ -74,8 +83,8 @@ def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
 
     $$\tilde p_i = \frac{p_i\,[i \in \mathrm{top}_k]}{\sum_{j \in \mathrm{top}_k} p_j}$$
 
-    Ties at the boundary: the token with the lower index is kept (a stable sort on −p). With k at least the
-    vocabulary's size every token is kept.
+    Ties at the boundary: the token with the lower index is kept. With k at least the vocabulary's size every
+    token is kept.
 
     Args:
         probs: a distribution, shape (vocab,): every entry finite and ≥ 0, summing to 1 (within 1e-6).
@@ -86,14 +95,13 @@ def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
         not modified.
 
     Raises:
-        ValueError: if probs is not such a distribution (the message names ``probs``) or k is not a whole
-            number ≥ 1 (the message names ``k``).
+        ValueError: if probs is not such a distribution or k is not a whole number ≥ 1: the checks given above
+            the ``raise``, which hand you probs as a float64 array ``p``.
 
     See docs: chapter 16, step 16.2.
     """
-    p = _probs(probs)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"top_k_filter: k must be a whole number >= 1, got {k!r}")
+    p = _check_probs(probs)
+    _check_count(k, "k")
     order = np.argsort(-p, kind="stable")  # most likely first; ties keep the lower index first
     kept = np.zeros_like(p)
     kept[order[:k]] = p[order[:k]]
@@ -122,14 +130,13 @@ def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
         not modified.
 
     Raises:
-        ValueError: if probs is not a distribution (the message names ``probs``) or p is not a number with
-            0 < p ≤ 1, nan included (the message names ``p``).
+        ValueError: if probs is not a distribution or p is not a number with 0 < p ≤ 1: the checks given above
+            the ``raise``, which hand you probs as a float64 array ``q``.
 
     See docs: chapter 16, step 16.3.
     """
-    q = _probs(probs)
-    if not _number(p) or not 0 < p <= 1:
-        raise ValueError(f"top_p_filter: p must be a number with 0 < p <= 1, got {p!r}")
+    q = _check_probs(probs)
+    _check_mass(p)
     order = np.argsort(-q, kind="stable")  # most likely first
     running = np.cumsum(q[order])  # (vocab,)
     n = min(int(np.sum(running < p)) + 1, len(q))  # every sum still below p, and the first that reaches it
@@ -155,13 +162,13 @@ def sample_index(probs: np.ndarray, u: float) -> int:
         The index drawn, a Python int in 0 … vocab − 1.
 
     Raises:
-        ValueError: if probs is not a distribution (the message names ``probs``) or u is not a number with
-            0 ≤ u < 1, nan included (the message names ``u``).
+        ValueError: if probs is not a distribution or u is not a number with 0 ≤ u < 1: the checks given above
+            the ``raise``, which hand you probs as a float64 array ``q``.
 
     See docs: chapter 16, step 16.4.
     """
-    q = _probs(probs)
-    _uniform(u)
+    q = _check_probs(probs)
+    _check_draw(u)
     c = np.cumsum(q)  # (vocab,)
     i = int(np.searchsorted(c, u, side="right"))  # the first i with u < c[i]
     if i == len(q):  # rounding: u at or beyond the total
@@ -193,14 +200,16 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
         The chosen token's index, a Python int in 0 … vocab − 1.
 
     Raises:
-        ValueError: if logits is not 1-D, non-empty and finite (the message names ``logits``); if temperature
-            is negative or not finite (the message names ``temperature``); or as ``top_k_filter``,
-            ``top_p_filter`` and ``sample_index`` for top_k, top_p and u.
+        ValueError: as ``softmax_with_temperature`` for a negative temperature (the message names
+            ``temperature``), and as ``top_k_filter``, ``top_p_filter`` and ``sample_index`` for top_k, top_p
+            and u. Logits that are not 1-D, non-empty and finite, and a temperature that is not a finite
+            number, are refused by the checks given above the ``raise``, which hand you the logits as a float64
+            array ``z``.
 
     See docs: chapter 16, step 16.5.
     """
-    z = _logits(logits)
-    _temperature(temperature)
+    z = _check_logits(logits)
+    _check_number(temperature, "temperature")
     if temperature == 0:
         return int(np.argmax(z))  # greedy: the first maximum
     probs = softmax_with_temperature(z, temperature)
@@ -215,7 +224,7 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     r"""Causal multi-head rotary attention for new rows, reading and extending one block's KV cache.
 
     The new rows sit at positions t … t+m−1 after the t cached ones. Their queries and keys are cut into
-    heads and rotated from position t (chapter 12's ``start = t``); the keys and values are appended to the
+    heads and rotated from position t (chapter 12's start, set to t); the keys and values are appended to the
     cache's (the cached keys are stored already rotated and are not rotated again):
 
     $$\begin{gathered}
@@ -232,31 +241,24 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
         params: a dict with the keys ``"WQ"``, ``"WK"``, ``"WV"``, ``"WO"``, each (d_model, d_model); other
             keys are ignored.
         n_heads: how many heads, a whole number ≥ 1 dividing d_model into heads of an even width d_head.
-        cache: None (no position seen yet, t = 0) or a dict ``{"K": ..., "V": ...}`` of two arrays of shape
-            (n_heads, t, d_head), the keys already rotated.
+        cache: None (no position seen yet, t = 0) or a dict with the keys ``"K"`` and ``"V"``, two arrays of
+            shape (n_heads, t, d_head), the keys already rotated.
 
     Returns:
-        (out, new_cache): out has shape (m, d_model); new_cache is a new dict ``{"K", "V"}`` of new arrays of
-        shape (n_heads, t+m, d_head). Neither x_new, params nor cache is modified.
+        (out, new_cache): out has shape (m, d_model); new_cache is a new dict with the keys ``"K"`` and ``"V"``,
+        new arrays of shape (n_heads, t+m, d_head). Neither x_new, params nor cache is modified.
 
     Raises:
-        ValueError: if x_new is not 2-D with at least one row (the message names ``x_new`` and its shape); if
-            n_heads is not a whole number ≥ 1 (the message names ``n_heads``), does not divide d_model (the
-            message says "divisible") or leaves an odd d_head (the message says "odd"); if params is not a
-            dict (the message names ``params`` and the type it got, e.g. list), lacks a weight or has one of the
-            wrong shape (the message names it, e.g. ``WO`` or ``WK``, and its shape); or if cache is neither None
-            nor such
-            a dict: not a dict (the message names ``cache`` and the type it got, e.g. list), without ``K`` or
-            ``V``, or an array of another shape (the message names ``cache``, ``K`` or ``V`` and the shapes).
+        ValueError: if x_new, n_heads, a weight or the cache does not fit: the checks given above the
+            ``raise``, which hand you x_new as a float64 array ``x``, the weights ``W`` and the cached keys and
+            values as arrays of shape (n_heads, t, d_head) (t = 0 for None).
 
     See docs: chapter 16, step 16.6.
     """
-    x = np.asarray(x_new)
-    _rows(x)
+    x = _check_rows(x_new, "attention_with_cache: x_new")
     _check_heads(x.shape[1], n_heads)
-    d_head = x.shape[1] // n_heads
     W = _check_weights(params, ATTENTION_KEYS, x.shape[1])
-    K_old, V_old = _cache(cache, n_heads, d_head)
+    K_old, V_old = _check_cache(cache, n_heads, x.shape[1] // n_heads)
     t, m = K_old.shape[1], len(x)
     Q = apply_rope(split_heads(x @ W["WQ"], n_heads), start=t)  # (n_heads, m, d_head), from position t
     K_new = apply_rope(split_heads(x @ W["WK"], n_heads), start=t)  # rotated once, here, and stored rotated
@@ -291,16 +293,12 @@ def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict 
         x_new, params nor cache is modified.
 
     Raises:
-        ValueError: if x_new is not 2-D with at least one row (the message names ``x_new``); if params is not
-            a dict (the message names ``params`` and the type it got, e.g. list) or does not have exactly those
-            keys (the message names a missing key, e.g. ``g2``, or one that does not belong, e.g. ``bias``); if
-            a parameter has the wrong shape (the message names it, e.g. ``g1`` or ``W_up``, and its shape); or
-            as ``attention_with_cache`` and chapter 13's ``swiglu``.
+        ValueError: if x_new or params does not fit: the checks given above the ``raise``, which hand you
+            x_new as a float64 array ``x``; or as ``attention_with_cache``.
 
     See docs: chapter 16, step 16.7.
     """
-    x = np.asarray(x_new)
-    _rows(x)
+    x = _check_rows(x_new, "block_with_cache: x_new")
     _check_block(params, x.shape[1], "block_with_cache")
     a, new_cache = attention_with_cache(rms_norm(x, params["g1"]), params, n_heads, cache)
     x1 = x + a  # the stream itself is never normalised
@@ -333,29 +331,19 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
         nor caches is modified.
 
     Raises:
-        ValueError: if ids is not 1-D with at least one whole number (the message names ``ids``) or has an id
-            outside 0 … vocab − 1 (the message names the id); if model is not a dict
-            (the message names ``model`` and the type it got, e.g. list) or lacks a key (the message names it,
-            e.g. ``W_out``); if tok_emb is not 2-D, g_final or W_out has the wrong shape, or blocks is not a
-            non-empty list (the message names it, e.g. ``tok_emb`` or ``blocks``, and the shape it has); if
-            caches is neither None nor a list (the message names ``caches`` and the type it got, e.g. dict) or
-            has not one entry per block (the message names ``caches`` and both lengths); or as
+        ValueError: if the model, the ids or the caches do not fit: the checks given above the ``raise``,
+            which hand you the embedding ``E`` (vocab, d_model) as a float64 array, the ids as an integer
+            array and the caches as a list with one entry per block (each None for caches None); or as
             ``block_with_cache``.
 
-    See docs: chapter 16, step 16.8.
+    See docs: chapter 16, steps 16.8 and 16.9.
     """
-    E = _model(model)
-    idx = _ids(ids, len(E))
-    blocks = model["blocks"]
-    if caches is None:
-        caches = [None] * len(blocks)
-    if not isinstance(caches, (list, tuple)):
-        raise ValueError(f"caches must be None or a list with one cache per block, got {type(caches).__name__}")
-    if len(caches) != len(blocks):
-        raise ValueError(f"caches holds {len(caches)} caches, but the model has {len(blocks)} blocks: one cache each")
+    E = _check_model(model)
+    idx = _check_ids(ids, len(E))
+    caches = _check_caches(caches, model["blocks"])
     x = E[idx]  # (m, d_model)
     new_caches = []
-    for b, params in enumerate(blocks):
+    for b, params in enumerate(model["blocks"]):
         x, cache = block_with_cache(x, params, n_heads, caches[b])
         new_caches.append(cache)
     return rms_norm(x, model["g_final"]) @ model["W_out"], new_caches  # (m, vocab)
@@ -363,7 +351,7 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
 
 def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0, top_k: int | None = None,
              top_p: float | None = None) -> list[int]:
-    r"""Generate len(us) tokens after a prompt: prefill once, then one token at a time from the KV cache.
+    r"""Generate one token per draw u after a prompt: prefill once, then one token at a time from the KV cache.
 
     $$\begin{gathered}
       (z, C) = \mathrm{gpt\_forward}(\mathrm{prompt}), \\
@@ -385,16 +373,15 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
         top_p: as ``choose_next``.
 
     Returns:
-        The len(us) new ids (the prompt not included), a list of Python ints. Nothing given is modified.
+        The new ids, one per u (the prompt not included), a list of Python ints. Nothing given is modified.
 
     Raises:
-        ValueError: if prompt_ids is empty (the message names ``prompt_ids``); or as ``gpt_forward`` and
+        ValueError: if prompt_ids is empty: the check given above the ``raise``; or as ``gpt_forward`` and
             ``choose_next``.
 
-    See docs: chapter 16, step 16.9.
+    See docs: chapter 16, steps 16.10 and 16.11.
     """
-    if np.size(prompt_ids) < 1:
-        raise ValueError(f"generate: prompt_ids must hold at least one id, got {prompt_ids!r}")
+    _check_prompt(prompt_ids)
     logits, caches = gpt_forward(prompt_ids, model, n_heads)  # prefill: the whole prompt at once
     out = []
     for u in us:
@@ -404,14 +391,38 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
     return out
 
 
-# -- checks and helpers (not part of the exercise) -----------------------------------------------------
-def _number(value) -> bool:
-    """A real number: a Python or NumPy int or float, or a 0-d array of one; never a bool or a string."""
-    value = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+# -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
+def _check_number(value, name: str) -> None:
+    """Refuse what is not a finite number: an int or a float (NumPy's too) or a 0-d array of one; not a bool."""
+    dtype = np.asarray(value).dtype
+    if np.ndim(value) != 0 or not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
+        raise ValueError(f"{name} must be a number (an int or a float), got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
-def _logits(logits) -> np.ndarray:
+def _check_mass(p) -> None:
+    """Refuse a p that is not a number with 0 < p ≤ 1 (nan and inf included)."""
+    _check_number(p, "p")
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be a number with 0 < p <= 1, got {p!r}")
+
+
+def _check_draw(u) -> None:
+    """Refuse a u that is not a number with 0 ≤ u < 1 (nan and inf included)."""
+    _check_number(u, "u")
+    if not 0 <= u < 1:
+        raise ValueError(f"u must be a number with 0 <= u < 1, got {u!r}")
+
+
+def _check_count(value, name: str) -> None:
+    """Refuse what is not a whole number ≥ 1 (a Python or NumPy int, not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def _check_logits(logits) -> np.ndarray:
+    """The logits as a float64 array, after checking they are 1-D, non-empty and finite."""
     z = np.asarray(logits, dtype=np.float64)
     if z.ndim != 1 or len(z) < 1:
         raise ValueError(f"logits must be 1-D (vocab,) with at least one entry, got shape {z.shape}")
@@ -420,7 +431,8 @@ def _logits(logits) -> np.ndarray:
     return z
 
 
-def _probs(probs) -> np.ndarray:
+def _check_probs(probs) -> np.ndarray:
+    """The probabilities as a float64 array, after checking they are 1-D, finite, ≥ 0 and sum to 1 (1e-6)."""
     q = np.asarray(probs, dtype=np.float64)
     if q.ndim != 1 or len(q) < 1:
         raise ValueError(f"probs must be 1-D (vocab,) with at least one entry, got shape {q.shape}")
@@ -429,22 +441,8 @@ def _probs(probs) -> np.ndarray:
     return q
 
 
-def _temperature(temperature) -> None:
-    if not _number(temperature) or not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature must be a finite number >= 0 (0 is greedy), got {temperature!r}")
-
-
-def _uniform(u) -> None:
-    if not _number(u) or not 0 <= u < 1:
-        raise ValueError(f"sample_index: u must be a number with 0 <= u < 1, got {u!r}")
-
-
-def _rows(x: np.ndarray) -> None:
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"x_new must be 2-D (m, d_model) with at least one row, got shape {x.shape}")
-
-
-def _cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
+def _check_cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
+    """The cached (K, V), each (n_heads, t, d_head), after checking them; two empty ones (t = 0) for None."""
     if cache is None:
         return np.zeros((n_heads, 0, d_head)), np.zeros((n_heads, 0, d_head))
     if not isinstance(cache, dict):
@@ -460,7 +458,8 @@ def _cache(cache, n_heads: int, d_head: int) -> tuple[np.ndarray, np.ndarray]:
     return K, V
 
 
-def _ids(ids, vocab: int) -> np.ndarray:
+def _check_ids(ids, vocab: int) -> np.ndarray:
+    """The ids as an integer array, after checking they are 1-D, non-empty, whole numbers in 0 … vocab − 1."""
     a = np.asarray(ids)
     if a.ndim != 1 or len(a) < 1 or not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"ids must be a 1-D array of whole numbers with at least one id, got {ids!r}")
@@ -470,13 +469,14 @@ def _ids(ids, vocab: int) -> np.ndarray:
     return a
 
 
-def _model(model) -> np.ndarray:
+def _check_model(model) -> np.ndarray:
+    """The embedding (vocab, d_model) as a float64 array, after checking the model's keys and shapes."""
     if not isinstance(model, dict):
         raise ValueError(f"model must be a dict with the keys {MODEL_KEYS}, got {type(model).__name__}")
     for k in MODEL_KEYS:
         if k not in model:
             raise ValueError(f"model lacks {k}: a model is a dict with the keys {MODEL_KEYS}")
-    E = np.asarray(model["tok_emb"])
+    E = np.asarray(model["tok_emb"], dtype=np.float64)
     if E.ndim != 2:
         raise ValueError(f"model['tok_emb'] must be 2-D (vocab, d_model), got shape {E.shape}")
     vocab, d_model = E.shape
@@ -488,3 +488,20 @@ def _model(model) -> np.ndarray:
     if np.shape(model["W_out"]) != (d_model, vocab):
         raise ValueError(f"model['W_out'] has shape {np.shape(model['W_out'])}, expected {(d_model, vocab)}")
     return E
+
+
+def _check_caches(caches, blocks: list) -> list:
+    """The caches as a list with one entry per block (each None for caches None), after checking their number."""
+    if caches is None:
+        return [None] * len(blocks)
+    if not isinstance(caches, (list, tuple)):
+        raise ValueError(f"caches must be None or a list with one cache per block, got {type(caches).__name__}")
+    if len(caches) != len(blocks):
+        raise ValueError(f"caches holds {len(caches)} caches, but the model has {len(blocks)} blocks: one cache each")
+    return list(caches)
+
+
+def _check_prompt(prompt_ids) -> None:
+    """Refuse an empty prompt: generation needs at least one id to start from."""
+    if np.size(prompt_ids) < 1:
+        raise ValueError(f"generate: prompt_ids must hold at least one id, got {prompt_ids!r}")
