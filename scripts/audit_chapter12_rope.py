@@ -157,6 +157,6 @@ def printed(value):
     if value == int(value):
         return str(int(value))
     text = f"{value:.4f}"
-    if math.isclose(float(text), value, rel_tol=1e-12):  # 4 decimals say it all (θ_1 = 0.01, 3 × 0.1): no trailing zeros
+    if math.isclose(float(text), value, rel_tol=1e-12):  # 4 decimals say it all (0.01, 3 × 0.1): no zeros after
         return text.rstrip("0")
     return f"{value:.5g}" if float(text) == int(float(text)) else text
