@@ -99,6 +99,19 @@ def test_frequencies_and_angles_match_the_formula_for_other_widths_bases_and_sta
         assert empty.shape == (0, d // 2), f"rope_angles(0, {d}) should have shape (0, {d // 2}), got {empty.shape}"
 
 
+def test_without_base_or_start_the_defaults_are_base_10000_and_position_0(ch):
+    """rope_angles(3, 4) and rope_backward(dY) called without base or start use base 10000 and start 0"""
+    i = np.arange(2)
+    theta = 10000.0 ** (-2.0 * i / 4)
+    want = np.outer(np.arange(3), theta)
+    close(ch.rope_angles(3, 4), want, "rope_angles(3, 4) with the default base and start", kind="array",
+          mistakes=[(FROM_ONE, want + theta)])
+    X = RNG.normal(size=(50, 4))  # 50 positions: a default base a little off shows in the late rows
+    Y = ch.apply_rope(X, base=10000.0, start=0)
+    close(ch.rope_backward(Y), X, "rope_backward(apply_rope(X, base=10000.0, start=0)) with the default base and "
+          "start", kind="array")
+
+
 def test_whole_number_inputs_give_float64_results(ch):
     """apply_rope and rotate_pairs of an integer array return float64 values, not numbers cut to integers"""
     X = SNAP["integers/X"]
