@@ -13,14 +13,21 @@ import math
 import numpy as np
 
 # -- the worksheet: three tokens A B C, d_model 4, two heads of d_head 2 ---------------------------------
-X = np.array([[1.0, 0.0, 0.0, 1.0],   # A
-              [0.0, 2.0, 1.0, 0.0],   # B
-              [0.0, 1.0, 0.0, 2.0]])  # C
-SWAP = np.array([[0.0, 1.0], [1.0, 0.0]])
-ZERO = np.zeros((2, 2))
-WQ = 2.0 * np.block([[SWAP, ZERO], [ZERO, SWAP]])  # each head's query looks for the OTHER feature of its pair
-WK = np.eye(4)
-WV = np.eye(4)
+X = np.array([[0.0, 1.0, 0.0, 1.0],   # A
+              [1.0, 0.0, 2.0, 0.0],   # B
+              [0.0, 2.0, 1.0, 0.0]])  # C
+# W_K = W_V reorder x's features to (x3, x2, x0, x1); W_Q reorders them to (x2, x3, x1, x0) and doubles them, so
+# in each head the query holds the key's two features swapped: it looks for the OTHER feature of its pair.
+# None of the three is symmetric, so a projection transposed (x Wᵀ) shows on the worksheet.
+WK = np.array([[0.0, 0.0, 1.0, 0.0],
+               [0.0, 0.0, 0.0, 1.0],
+               [0.0, 1.0, 0.0, 0.0],
+               [1.0, 0.0, 0.0, 0.0]])
+WV = WK.copy()
+WQ = 2.0 * np.array([[0.0, 0.0, 0.0, 1.0],
+                     [0.0, 0.0, 1.0, 0.0],
+                     [1.0, 0.0, 0.0, 0.0],
+                     [0.0, 1.0, 0.0, 0.0]])
 WO = np.array([[0.5, 0.0, -1.0, 0.0],
                [0.0, 0.5, 0.0, -1.0],
                [0.5, 0.0, 1.0, 0.0],
@@ -78,10 +85,16 @@ def attend(q, k, v, scale, causal=True, mask="add"):
     return P, matmul(P, v)
 
 
-def forward(x, WQ, WK, WV, WO, n_heads, *, scale=None, masked_heads=None, use_WO=True, mask="add"):
-    """Multi-head attention with knobs for the classic mistakes; returns every intermediate."""
+def forward(x, WQ, WK, WV, WO, n_heads, *, scale=None, masked_heads=None, use_WO=True, mask="add",
+            projections_T=False):
+    """Multi-head attention with knobs for the classic mistakes; returns every intermediate.
+
+    ``projections_T``: the mistake x W_Qᵀ, x W_Kᵀ, x W_Vᵀ (each weight's rows read as its columns).
+    """
     d_model = x.shape[1]
     d_head = d_model // n_heads
+    if projections_T:
+        WQ, WK, WV = WQ.T, WK.T, WV.T
     Q, K, V = matmul(x, WQ), matmul(x, WK), matmul(x, WV)
     Qh, Kh, Vh = heads_of(Q, n_heads), heads_of(K, n_heads), heads_of(V, n_heads)
     Ps, outs = [], []
@@ -117,12 +130,13 @@ def reshape_split(x, WQ, WK, WV, WO, n_heads):
 
 
 def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=True, WO_T=True, cut="columns",
-             reverse_merge=False, swap_qk=False):
+             reverse_merge=False, swap_qk=False, proj_T=True):
     """The chain rule, entry by entry: dWO, dWQ, dWK, dWV and dx; the knobs plant the classic mistakes.
 
     ``WO_T=False``: d merged = d_out W_O (the transpose forgotten); ``cut="reshape"``: d merged cut into heads by
     a reshape straight to (n_heads, seq, d_head); ``reverse_merge``: dQ, dK and dV put together head 1 first;
-    ``swap_qk``: the query path's gradient sent through W_K and the key path's through W_Q.
+    ``swap_qk``: the query path's gradient sent through W_K and the key path's through W_Q; ``proj_T=False``:
+    dx = dQ W_Q + dK W_K + dV W_V (the projections' transposes forgotten).
     """
     d_head = x.shape[1] // n_heads
     scale = math.sqrt(d_head) if scale is None else scale
@@ -151,6 +165,8 @@ def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=Tru
     dQ, dK, dV = side_by_side(dQh), side_by_side(dKh), side_by_side(dVh)
     if swap_qk:
         dQ, dK = dK, dQ
+    if not proj_T:
+        WQ, WK, WV = WQ.T, WK.T, WV.T
     dx = matmul(dQ, WQ.T) + matmul(dK, WK.T) + matmul(dV, WV.T)
     return {"WO": dWO, "WQ": matmul(x.T, dQ), "WK": matmul(x.T, dK), "WV": matmul(x.T, dV), "x": dx,
             "dx_value_path": matmul(dV, WV.T)}
@@ -192,7 +208,8 @@ def computed() -> dict[str, dict]:
                                   "sequence": sequence_split(*args),
                                   "split_reshape": reshape_split(*args),
                                   "merge_reshape": matmul(np.stack(f["heads"]).reshape(3, 4), WO),
-                                  "WO_T": matmul(f["merged"], WO.T)}}
+                                  "WO_T": matmul(f["merged"], WO.T),
+                                  "projections_T": forward(*args, projections_T=True)["out"]}}
     g = backward(f, D_OUT, *args)
     g_wide = backward(wide, D_OUT, *args, scale=root_d_model)  # √d_model in both passes: the forward mistake
     g_back = backward(f, D_OUT, *args, scale=root_d_model)  # right forward, √d_model only on the way back
@@ -201,13 +218,15 @@ def computed() -> dict[str, dict]:
     g_cut = backward(f, D_OUT, *args, cut="reshape")
     g_rev = backward(f, D_OUT, *args, reverse_merge=True)
     g_swap = backward(f, D_OUT, *args, swap_qk=True)
+    g_proj = backward(f, D_OUT, *args, proj_T=False)
     steps["11.6"] = {"exact": g["WO"], "mistakes": {"transposed": matmul(D_OUT.T, f["merged"])}}
     steps["11.7"] = {"exact": g["WV"], "mistakes": {"no_WO_T": g_noWO["WV"], "d_model": g_wide["WV"],
                                                    "WO_not_T": g_WO["WV"], "cut_reshape": g_cut["WV"],
                                                    "merge_reversed": g_rev["WV"]}}
     steps["11.8"] = {"exact": g["x"], "mistakes": {"value_only": g["dx_value_path"], "no_WO_T": g_noWO["x"],
                                                   "back_d_model": g_back["x"], "WO_not_T": g_WO["x"],
-                                                  "cut_reshape": g_cut["x"], "swap_qk": g_swap["x"]}}
+                                                  "cut_reshape": g_cut["x"], "swap_qk": g_swap["x"],
+                                                  "proj_not_T": g_proj["x"]}}
     steps["_other"] = {"WQ": g["WQ"], "WK": g["WK"]}
     return steps
 
@@ -269,6 +288,8 @@ NAMES = {
         'the heads merged by a reshape without the transpose: positions and heads mixed',
     ('11.5', 'WO_T'):
         'W_O transposed: merged W_Oᵀ instead of merged W_O',
+    ('11.5', 'projections_T'):
+        'the projections transposed: x W_Qᵀ, x W_Kᵀ, x W_Vᵀ instead of x W_Q, x W_K, x W_V',
     ('11.6', 'transposed'):
         'transposed: d_outᵀ · merged instead of mergedᵀ · d_out',
     ('11.7', 'no_WO_T'):
@@ -287,6 +308,8 @@ NAMES = {
         'd merged cut into heads by a reshape without the transpose: positions and heads mixed',
     ('11.8', 'swap_qk'):
         'the query and key gradients swapped: dQ sent back through W_K and dK through W_Q',
+    ('11.8', 'proj_not_T'):
+        'the projections not transposed on the way back: dx = dQ W_Q + dK W_K + dV W_V',
     ('11.8', 'value_only'):
         'only the value path: dx = dV W_Vᵀ, the query and key paths left out',
     ('11.8', 'no_WO_T'):

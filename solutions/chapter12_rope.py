@@ -12,8 +12,8 @@ The convention of this course, used by every function below:
 - at position m the pair (x_0, x_1) becomes (x_0 cos(mθ) − x_1 sin(mθ), x_0 sin(mθ) + x_1 cos(mθ)):
   a turn by +mθ, counter-clockwise.
 
-Worksheet: this course's own, d = 4 (θ = 1 and 0.01), positions 0, 1, 2; every number is a cos or a sin
-a calculator gives.
+Worksheet: this course's own, d = 4: the default base (θ = 1 and 0.01), then base 100 (θ = 1 and 0.1) and
+positions from start = 2; every number is a cos or a sin a calculator gives.
 
 Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
 documented fails its checks, saying so); a whole number is a Python or NumPy int (not a bool, not a float).

@@ -1,7 +1,8 @@
 """Chapter 12: Rotary Position Embeddings — this course's worksheet, and beyond.
 
-d = 4 and base 10000, so the two pairs (x0, x1) and (x2, x3) turn at θ = [1, 0.01] radians per position;
-positions 0, 1, 2. Each worksheet step is one test below, named as the claim it checks; the numbers come from
+d = 4: step 12.1 the default base 10000 (θ = [1, 0.01] radians per position for the pairs (x0, x1) and
+(x2, x3)), every later step base 100 (θ = [1, 0.1]); steps 12.2, 12.4 and 12.7 start at position 2, so a base
+or a start ignored fails a step. Each worksheet step is one test below, named as the claim it checks; the numbers come from
 reference/chapter12_rope.toml (audited by scripts/audit_chapter12_rope.py). Beyond the worksheet: other widths,
 heads, starting positions and bases against the stored snapshot, the gradient against central differences,
 and the property RoPE exists for — a score depends on m − n only — on random inputs.
@@ -39,8 +40,9 @@ def test_with_d_4_the_pairs_turn_at_1_and_at_0_01_radians_per_position(ch, ws):
 
 
 @pytest.mark.step("12.2")
-def test_position_0_is_not_turned_and_position_2_turns_by_2_and_0_02(ch, ws):
-    expect(ws, ch.rope_angles(ws.input("seq_len"), ws.input("d")), kind="array")
+def test_from_start_2_with_base_100_position_p_turns_by_p_and_p_over_10(ch, ws):
+    got = ch.rope_angles(ws.input("seq_len"), ws.input("d"), base=ws.input("base"), start=ws.input("start"))
+    expect(ws, got, kind="array")
 
 
 @pytest.mark.step("12.3")
@@ -50,26 +52,26 @@ def test_the_pair_1_2_turned_by_one_radian_lands_at_minus_1_14_and_1_92(ch, ws):
 
 @pytest.mark.step("12.4")
 def test_one_token_at_three_positions_walks_around_the_circle(ch, ws):
-    expect(ws, ch.apply_rope(ws.input("X")), kind="array")
+    expect(ws, ch.apply_rope(ws.input("X"), base=ws.input("base"), start=ws.input("start")), kind="array")
 
 
 @pytest.mark.step("12.5")
 def test_shifting_query_and_key_by_one_position_leaves_their_score_unchanged(ch, ws):
-    S = returned(ch.rope_scores(ws.input("Q"), ws.input("K")), "array", "rope_scores(Q, K)")
+    S = returned(ch.rope_scores(ws.input("Q"), ws.input("K"), base=ws.input("base")), "array",
+                 "rope_scores(Q, K, base)")
     expect(ws, np.array([S[1, 0], S[2, 1]]) if S.shape == (3, 3) else S)
 
 
 @pytest.mark.step("12.6")
-def test_with_rope_the_last_position_attends_most_to_itself(ch, ws):
-    output, weights = ch.rope_attention(ws.input("Q"), ws.input("K"), ws.input("V"))
+def test_with_rope_each_position_attends_most_to_itself_and_never_ahead(ch, ws):
+    output, weights = ch.rope_attention(ws.input("Q"), ws.input("K"), ws.input("V"), base=ws.input("base"))
     returned(weights, "array", "the weights rope_attention returns")
-    output = returned(output, "array", "the output rope_attention returns")
-    expect(ws, output[2] if output.shape == (3, 4) else output)
+    expect(ws, returned(output, "array", "the output rope_attention returns"))
 
 
 @pytest.mark.step("12.7")
 def test_the_gradient_turns_back_by_the_same_angles(ch, ws):
-    expect(ws, ch.rope_backward(ws.input("dY")), kind="array")
+    expect(ws, ch.rope_backward(ws.input("dY"), base=ws.input("base"), start=ws.input("start")), kind="array")
 
 
 # -- beyond the worksheet: other widths, bases and starts ----------------------------------------------
@@ -95,6 +97,19 @@ def test_frequencies_and_angles_match_the_formula_for_other_widths_bases_and_sta
     empty = returned(ch.rope_angles(0, d, base, start), "array", f"rope_angles(0, {d})")
     with check:
         assert empty.shape == (0, d // 2), f"rope_angles(0, {d}) should have shape (0, {d // 2}), got {empty.shape}"
+
+
+def test_without_base_or_start_the_defaults_are_base_10000_and_position_0(ch):
+    """rope_angles(3, 4) and rope_backward(dY) called without base or start use base 10000 and start 0"""
+    i = np.arange(2)
+    theta = 10000.0 ** (-2.0 * i / 4)
+    want = np.outer(np.arange(3), theta)
+    close(ch.rope_angles(3, 4), want, "rope_angles(3, 4) with the default base and start", kind="array",
+          mistakes=[(FROM_ONE, want + theta)])
+    X = RNG.normal(size=(50, 4))  # 50 positions: a default base a little off shows in the late rows
+    Y = ch.apply_rope(X, base=10000.0, start=0)
+    close(ch.rope_backward(Y), X, "rope_backward(apply_rope(X, base=10000.0, start=0)) with the default base and "
+          "start", kind="array")
 
 
 def test_whole_number_inputs_give_float64_results(ch):
