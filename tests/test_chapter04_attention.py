@@ -57,6 +57,7 @@ def test_context_of_b_mixes_both_values_almost_equally(ch, ws):
           inputs={"Q": Q_ASYM, "K": K_ASYM, "V": V_ASYM},
           mistakes=[(NOT_TRANSPOSED, SNAP["asym/k_not_transposed"]),
                     ("softmax over the wrong axis (columns)", SNAP["asym/columns"]),
+                    ("softmax's sum taken over the wrong axis (down each column)", SNAP["asym/sum_wrong_axis"]),
                     ("weights transposed (Wᵀ V)", SNAP["asym/weights_transposed"])], kind="array")
 
 

@@ -24,6 +24,8 @@ from kata.judge import answer_key, runner
 from scripts import mutation
 from tests.mutants import MUTANTS
 
+BOOK = 10  # Part I follows the book's worksheets; from Part II on, every planted mistake shows on the worksheet
+
 ROOT = answer_key.ROOT
 CHAPTER_TESTS = [str(p.relative_to(ROOT)) for p in project.chapter_files(ROOT / "tests", prefix="test_").values()]
 
@@ -169,7 +171,10 @@ def planted(tmp_path_factory):
 @pytest.mark.parametrize("mutant", [pytest.param(m, marks=pytest.mark.xdist_group(f"planted-chapter{m.chapter}"))
                                     for m in MUTANTS], ids=lambda m: f"ch{m.chapter}-{m.named[:40]}")
 def test_a_planted_mistake_fails_and_is_named(mutant, planted):
-    """a copy of solutions/ with one classic mistake fails a test and the failure names it"""
+    """a copy of solutions/ with one classic mistake fails, and the first failing check names it
+
+    From Part II on, that first failing check is a worksheet step (issue 31, item 3).
+    """
     text = (ROOT / "solutions" / mutant.file).read_text(encoding="utf-8")
     assert text.count(mutant.old) == 1, f"{mutant.file} must contain the mutated text exactly once: {mutant.old!r}"
     data = planted(mutant.chapter)[MUTANTS.index(mutant)]
@@ -180,6 +185,11 @@ def test_a_planted_mistake_fails_and_is_named(mutant, planted):
              or ("looks like:" in r["message"].lower() and mutant.named.lower() in r["message"].lower())]
     assert named, (f"the mistake '{mutant.named}' was caught but never named; failure messages were:\n"
                    + "\n---\n".join(r["message"][:400] for r in failed))
+    assert failed[0] in named, (f"the mistake '{mutant.named}' is named, but not by the first check that fails "
+                                f"({failed[0]['nodeid']}): the learner reads that one first. Its message:\n"
+                                + failed[0]["message"][:400])
+    assert failed[0]["step"] or mutant.chapter <= BOOK, (f"the mistake '{mutant.named}' is first caught beyond the worksheet "
+                               f"({failed[0]['nodeid']}): a worksheet step should show it (issue 31, item 3)")
 
 
 def test_a_chapter_that_does_not_import_costs_only_its_own_checks(tmp_path):

@@ -47,4 +47,7 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
     output, weights = s.scaled_dot_product_attention(Q, K, V)
     put("asym", Q=Q, K=K, V=V, output=output, k_not_transposed=s.softmax(Q @ K / np.sqrt(2)) @ V,
         columns=s.softmax(Q @ K.T / np.sqrt(2), axis=0) @ V, weights_transposed=weights.T @ V)
+    S = Q @ K.T / np.sqrt(2)
+    e = np.exp(S - S.max(axis=-1, keepdims=True))  # the max taken along the row, the sum down the column
+    put("asym", sum_wrong_axis=(e / e.sum(axis=0, keepdims=True)) @ V)
     return data
