@@ -50,7 +50,7 @@ def rms_norm(x: np.ndarray, g: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     See docs: chapter 13, steps 13.1 and 13.2.
     """
     x = _check_features(x, g)
-    raise NotImplementedError("13.1 rms_norm: g * x / sqrt(mean of x² over the last axis + eps); nothing subtracted (2 lines)")
+    raise NotImplementedError("13.1 rms_norm: each row divided by the square root of its mean square plus eps, then scaled feature by feature by g; nothing subtracted (2 lines)")
 
 
 def rms_norm_backward(
@@ -82,7 +82,7 @@ def rms_norm_backward(
     """
     x = _check_features(x, g)
     d_out = _check_shape(d_out, x.shape, "rms_norm_backward: d_out")
-    raise NotImplementedError("13.3 rms_norm_backward: r, x_hat = x / r, dg = Σ_rows d_out·x_hat, dx = (u − x_hat·mean(u·x_hat)) / r with u = d_out·g (6 lines)")
+    raise NotImplementedError("13.3 rms_norm_backward: the docstring's two formulas; dg sums over every row, and dx takes away the part that moves the root mean square (6 lines)")
 
 
 def silu(x: np.ndarray) -> np.ndarray:
@@ -102,7 +102,7 @@ def silu(x: np.ndarray) -> np.ndarray:
 
     See docs: chapter 13, step 13.4.
     """
-    raise NotImplementedError("13.4 silu: x * sigmoid(x), written so no exp overflows (2 lines)")
+    raise NotImplementedError("13.4 silu: x times its sigmoid, the sigmoid written so that no exponential sees a large positive number (2 lines)")
 
 
 def silu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
@@ -124,7 +124,7 @@ def silu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
     See docs: chapter 13, step 13.5.
     """
     x, d_out = _check_same_shape(x, d_out, "silu_backward")
-    raise NotImplementedError("13.5 silu_backward: d_out * σ(x) * (1 + x * (1 − σ(x))) (3 lines)")
+    raise NotImplementedError("13.5 silu_backward: the product rule on x times its sigmoid, times the gradient that arrived (3 lines)")
 
 
 def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarray) -> tuple[np.ndarray, tuple]:
@@ -152,7 +152,7 @@ def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarr
     """
     x = _check_rows(x, "swiglu: x")
     _check_swiglu_weights(x.shape[1], W_gate, W_up, W_down)
-    raise NotImplementedError("13.6 swiglu: a = x @ W_gate, b = x @ W_up, h = silu(a) * b, return (h @ W_down, cache), x first (4 lines)")
+    raise NotImplementedError("13.6 swiglu: two projections of x, the gate's through SiLU, multiplied entry by entry, then the down projection; the cache starts with x (4 lines)")
 
 
 def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
@@ -180,7 +180,7 @@ def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
     See docs: chapter 13, step 13.7.
     """
     d_out = _check_shape(d_out, np.shape(cache[0]), "swiglu_backward: d_out")
-    raise NotImplementedError("13.7 swiglu_backward: dh = d_out @ W_down.T, then the gate and up branches; x fed both (6 lines)")
+    raise NotImplementedError("13.7 swiglu_backward: back through W_down first, then share the product's gradient between its two branches; x fed both, so its gradient is a sum (6 lines)")
 
 
 def rope_multi_head_attention(
@@ -222,7 +222,7 @@ def rope_multi_head_attention(
     x = _check_rows(x, "rope_multi_head_attention: x")
     _check_heads(x.shape[1], n_heads)
     W = _check_weights(params, ATTENTION_KEYS, x.shape[1])  # noqa: F841 - yours to use
-    raise NotImplementedError("13.8 rope_multi_head_attention: project, split_heads, apply_rope to the Q and K heads, attend causally in each head, merge_heads, @ WO; cache x first (9 lines)")
+    raise NotImplementedError("13.8 rope_multi_head_attention: project, cut into heads, rotate each head's queries and keys (not its values), attend causally in each head, put the heads side by side and project by W_O; cache x first (9 lines)")
 
 
 def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
@@ -253,7 +253,7 @@ def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     Raises:
         ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
-    See docs: chapter 13, step 13.10.
+    See docs: chapter 13, steps 13.10 (by hand) and 13.11.
     """
     d_out = _check_shape(d_out, np.shape(cache[0]), "rope_multi_head_attention_backward: d_out")
     raise NotImplementedError("13.10 rope_multi_head_attention_backward: back through WO, chapter 7's attention_backward in each head, rope_backward on dQ and dK, then the projections (12 lines)")
@@ -288,7 +288,7 @@ def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray
     x = _check_rows(x, "prenorm_block: x")
     _check_block(params, x.shape[1], "prenorm_block")
     _check_heads(x.shape[1], n_heads)
-    raise NotImplementedError("13.9 prenorm_block: x1 = x + attention(rms_norm(x, g1)); y = x1 + swiglu(rms_norm(x1, g2)); cache params, x first (6 lines)")
+    raise NotImplementedError("13.9 prenorm_block: the attention reads x normalised with g1 and is added to x itself; SwiGLU reads that sum normalised with g2 and is added to it; the cache starts with params, then x (6 lines)")
 
 
 def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
@@ -315,10 +315,10 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
     Raises:
         ValueError: if d_y does not have the output's shape: the check given above the ``raise``.
 
-    See docs: chapter 13, step 13.11.
+    See docs: chapter 13, steps 13.12 (by hand) and 13.13.
     """
     d_y = _check_shape(d_y, np.shape(cache[1]), "prenorm_block_backward: d_y")
-    raise NotImplementedError("13.11 prenorm_block_backward: swiglu_backward, rms_norm_backward, add d_y; then attention and the first norm, add dx1 (8 lines)")
+    raise NotImplementedError("13.12 prenorm_block_backward: from the top down, each residual fork adds the gradient through its branch, sub-layer then norm, to the one going straight through (8 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

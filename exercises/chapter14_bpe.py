@@ -14,7 +14,7 @@ The conventions, stated once and used by every function below:
 - merging: left to right, without overlap, so merging (a, a) turns "aaa" into "aa"+"a", never "a"+"aa";
 - ties: among pairs of equal count, the smallest pair wins, comparing (first id, second id) as numbers.
 
-Worksheet: this course's own (Part II goes beyond the book): the text "aaabéaaabac", three merges found with
+Worksheet: this course's own (Part II goes beyond the book): the text "aaabéaaabaca.", five merges found with
 a pencil; see docs/chapters/14-bpe.md.
 """
 
@@ -30,8 +30,7 @@ def to_byte_ids(text: str) -> list[int]:
     $$\mathrm{ids} = [\,b_0, b_1, \dots, b_{n-1}\,], \qquad b_0 b_1 \dots b_{n-1} = \mathrm{utf8}(\mathrm{text})$$
 
     A character outside ASCII becomes two to four ids ("é" is 195, 169; "🙂" four ids), so there are as many
-    ids as the text has bytes, not characters (``list(text.encode("utf-8"))`` does it; ``ord`` of each
-    character gives code points, not bytes).
+    ids as the text has bytes, not characters: a character's code point ("é" is 233) is not its bytes.
 
     Args:
         text: any str, the empty one too.
@@ -46,7 +45,7 @@ def to_byte_ids(text: str) -> list[int]:
     See docs: chapter 14, step 14.1.
     """
     _check_text(text)
-    raise NotImplementedError("14.1 to_byte_ids: refuse a text that is not a str, then list its UTF-8 bytes (3 lines)")
+    raise NotImplementedError("14.1 to_byte_ids: the text's UTF-8 bytes, each read as a whole number from 0 to 255 (1 line)")
 
 
 def count_pairs(ids: list[int]) -> dict[tuple[int, int], int]:
@@ -65,7 +64,7 @@ def count_pairs(ids: list[int]) -> dict[tuple[int, int], int]:
 
     See docs: chapter 14, step 14.2.
     """
-    raise NotImplementedError("14.2 count_pairs: zip ids with ids[1:] and count every pair in a dict (4 lines)")
+    raise NotImplementedError("14.2 count_pairs: walk every pair of neighbours, each id with the one after it, and tally each pair in a dict (4 lines)")
 
 
 def most_frequent_pair(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
@@ -87,7 +86,7 @@ def most_frequent_pair(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
 
     See docs: chapter 14, step 14.3.
     """
-    raise NotImplementedError("14.3 most_frequent_pair: refuse empty counts; highest count first, then the smallest pair (3 lines)")
+    raise NotImplementedError("14.3 most_frequent_pair: refuse empty counts; order the pairs by count, largest first, then by the pair, smallest first (3 lines)")
 
 
 def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
@@ -95,9 +94,9 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 
     $$[\dots, a, b, \dots] \;\to\; [\dots, \mathrm{new\_id}, \dots]$$
 
-    Scan from the left: where ids[i], ids[i+1] is the pair, write new_id and jump past both; otherwise keep
-    ids[i] and step on by one. So a run overlaps nothing: merging (97, 97) turns [97, 97, 97] into
-    [new_id, 97] and [97, 97, 97, 97] into [new_id, new_id].
+    Occurrences are taken from the left, and an id that went into one occurrence cannot start the next, so a
+    run overlaps nothing: merging (97, 97) turns [97, 97, 97] into [new_id, 97] and [97, 97, 97, 97] into
+    [new_id, new_id].
 
     Args:
         ids: a list of ints.
@@ -109,7 +108,7 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 
     See docs: chapter 14, step 14.4.
     """
-    raise NotImplementedError("14.4 merge_pair: scan left to right; on a match append new_id and jump two, else keep one (10 lines)")
+    raise NotImplementedError("14.4 merge_pair: read from the left; an occurrence of the pair becomes new_id and uses up both its ids (10 lines)")
 
 
 def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
@@ -132,8 +131,8 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     where each pair occurs and visit only the occurrences of the pair being merged. Recounting the whole text
     every round learns the same merges but reads the text once per merge, too slow for the capstone (256
     merges on half a million bytes, 30 s per call): a check counts the lines of your code that train_bpe runs
-    for 256 merges on 30,000 characters of Python's documentation and allows 200 per byte of text (counting
-    once and updating runs about 50; recounting every round about 900).
+    for 256 merges on 10,000 characters of Python's documentation and allows 250 per byte of text (counting
+    once and updating runs about 70 to 130; recounting every round about 870).
 
     Args:
         text: the training text, a str.
@@ -157,11 +156,11 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
 def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
     r"""Every id's bytes: the 256 single bytes, then each merge's two tokens joined, in the order learned.
 
-    $$\mathrm{vocab}[i] = \mathtt{bytes([i])}\ (i < 256), \qquad
-    \mathrm{vocab}[\mathrm{new\_id}] = \mathrm{vocab}[a] + \mathrm{vocab}[b]$$
+    $$\mathrm{vocab}[i] = \text{the single byte } i\ (i < 256), \qquad
+    \mathrm{vocab}[\mathrm{new\_id}] = \mathrm{vocab}[a] \,\|\, \mathrm{vocab}[b]$$
 
-    Left token's bytes first, then the right one's: a merge of (256, 257) with vocab[256] = b"aa" and
-    vocab[257] = b"ab" stands for b"aaab".
+    ‖ joins two byte strings, the left token's bytes first, then the right one's: a merge of (256, 257) with
+    vocab[256] = b"aa" and vocab[257] = b"ab" stands for b"aaab".
 
     Args:
         merges: a list of ((a, b), new_id) as ``train_bpe`` returns, each pair made of ids already in the
@@ -172,7 +171,7 @@ def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
 
     See docs: chapter 14, step 14.6.
     """
-    raise NotImplementedError("14.6 build_vocab: bytes([i]) for the 256 bytes, then vocab[a] + vocab[b] for each merge in order (4 lines)")
+    raise NotImplementedError("14.6 build_vocab: each of the 256 ids is its own single byte; each merge, in order, joins its two tokens' bytes (4 lines)")
 
 
 def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
@@ -204,7 +203,7 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
 
     See docs: chapter 14, step 14.7.
     """
-    raise NotImplementedError("14.7 encode: the text's byte ids, then merge_pair for every merge in the list's order (4 lines)")
+    raise NotImplementedError("14.7 encode: start from the bytes and replay every merge once, in the order training learned them (4 lines)")
 
 
 def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
@@ -215,7 +214,8 @@ def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
 
     Join the bytes before decoding: a character's bytes may lie in two tokens (195 and 169 are "é" only
     together), and decoding each token on its own would turn both halves into "�". Bytes that are not valid
-    UTF-8 become "�" (U+FFFD; ``errors="replace"``) rather than raising, so any list of known ids decodes.
+    UTF-8 become "�" (U+FFFD, UTF-8's "replace" error handler) rather than raising, so any list of known ids
+    decodes.
 
     Args:
         ids: a list of ints.
@@ -229,7 +229,7 @@ def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
 
     See docs: chapter 14, step 14.8.
     """
-    raise NotImplementedError("14.8 decode: refuse unknown ids, join every token's bytes, decode once with errors=\"replace\" (6 lines)")
+    raise NotImplementedError("14.8 decode: refuse an unknown id; join all the tokens' bytes first, then decode them once as UTF-8, replacing bad bytes (6 lines)")
 
 
 def _check_text(text) -> None:

@@ -18,6 +18,7 @@ import builtins
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import textwrap
@@ -195,6 +196,24 @@ def _append(path: Path, where: str, block: list[str]) -> None:
     head = f"\n\n# -- your answers from {where} (they replace the stubs above) --"
     path.write_text(path.read_text(encoding="utf-8").rstrip("\n") + "\n".join([head, *block]) + "\n",
                     encoding="utf-8")
+
+
+def answered_in_notebook(path: Path) -> tuple[str, list[str]] | None:
+    """(the notebook, the functions it answered) of a chapter file ``write_package`` staged; None if it added none.
+
+    What a chapter run names as the file it checked: a learner who answered in the notebook is told so, not
+    sent to the exercises/ file they never edited.
+    """
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    found = re.search(r"^# -- your answers from (notebooks/\S+\.ipynb) \(they replace the stubs above\) --$", text,
+                      re.M)
+    if found is None:
+        return None
+    try:
+        tree = ast.parse(text[found.end():])
+    except SyntaxError:  # the notebook's cells do not parse together: the run says so; name the notebook alone
+        return found.group(1), []
+    return found.group(1), [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
 
 
 def _public_names(path: Path) -> set[str]:

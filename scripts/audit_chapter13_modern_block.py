@@ -121,7 +121,7 @@ def swiglu_dx(X, Wg, Wu, Wd, D, no_product_rule=False, ungated_up=False, slope_o
 
 
 # -- the block: complex-capable forward passes, differentiated by the complex step ---------------------------
-# The backward steps (13.10, 13.11) are not worked out by hand here: they are the forward passes below
+# The backward steps (13.10–13.13) are not worked out by hand here: they are the forward passes below
 # differentiated by the complex step, dL/dx_k = Im L(x + i·h·e_k) / h with h = 1e-30, exact to rounding
 # (no subtraction, so no cancellation), and independent of any backward formula.
 H = 1e-30
@@ -235,6 +235,7 @@ X2 = [[0.001, 0.001, -0.001, -0.001]]
 G2 = [1.0, 1.0, 1.0, 1.0]
 X3, D3 = [[1.0, 2.0, 2.0, 4.0]], [[0.0, 1.0, 0.0, 0.0]]
 Z = [-2.0, -1.0, 0.0, 1.0, 2.0]
+D5 = [2.0, 1.0, 1.0, 1.0, 0.5]  # not all ones: a slope that leaves d_out out shows
 XS = [[1.0, -1.0], [2.0, 1.0]]
 W_GATE = [[1.0, 0.0, 1.0], [0.0, 1.0, -1.0]]
 W_UP = [[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]]
@@ -274,10 +275,14 @@ def pieces(sw: dict) -> dict[str, dict]:
             "the sigmoid σ(x) alone, not x·σ(x)": [sigmoid(v) for v in Z],
             "ReLU instead of SiLU": [max(v, 0.0) for v in Z],
         }},
-        "13.5": {"inputs": {"x": Z, "d_out": [1.0] * 5}, "exact": [silu_slope(v) for v in Z], "mistakes": {
-            "σ(x) only: the product rule's second term x·σ(x)(1 − σ(x)) left out": [sigmoid(v) for v in Z],
-            "the sigmoid's own slope σ(x)(1 − σ(x))": [sigmoid(v) * (1 - sigmoid(v)) for v in Z],
-            "SiLU itself instead of its slope": [silu(v) for v in Z],
+        "13.5": {"inputs": {"x": Z, "d_out": D5}, "exact": [d * silu_slope(v) for v, d in zip(Z, D5, strict=True)],
+                 "mistakes": {
+            "σ(x) only: the product rule's second term x·σ(x)(1 − σ(x)) left out":
+                [d * sigmoid(v) for v, d in zip(Z, D5, strict=True)],
+            "the sigmoid's own slope σ(x)(1 − σ(x))":
+                [d * sigmoid(v) * (1 - sigmoid(v)) for v, d in zip(Z, D5, strict=True)],
+            "SiLU itself instead of its slope": [d * silu(v) for v, d in zip(Z, D5, strict=True)],
+            "d_out left out: SiLU's slope alone instead of d_out ⊙ the slope": [silu_slope(v) for v in Z],
         }},
         "13.6": {"inputs": sw, "exact": swiglu(XS, W_GATE, W_UP, W_DOWN), "mistakes": {
             "the gate on the wrong branch: SiLU(x W_up) ⊙ x W_gate": swiglu(XS, W_GATE, W_UP, W_DOWN, gate_on_up=True),
@@ -304,46 +309,100 @@ def pieces(sw: dict) -> dict[str, dict]:
 
 I4 = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
 XB = [[2.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [1.0, -1.0, -1.0, 1.0]]  # every row: root mean square 1
-# the block's stream (13.9, 13.11): 2·XB, rows of root mean square 2 that RMSNorm₁ brings back to XB (to within
+# the block's stream (13.9, 13.13): 2·XB, rows of root mean square 2 that RMSNorm₁ brings back to XB (to within
 # ε), so step 13.8's attention is the block's first branch, and a block that skips RMSNorm₁ or adds the
 # attention to the normalised copy instead of the stream shows on the worksheet
 XBLOCK = [[2.0 * v for v in row] for row in XB]
 ATTENTION = {"WQ": I4, "WK": I4, "WV": I4, "WO": [[0.5 * v for v in row] for row in I4]}
 SWAP = [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]]
-BLOCK = {"g1": [1.0] * 4, **ATTENTION, "g2": [1.0] * 4, "W_gate": I4, "W_up": SWAP,
+# g2 differs from g1, so a block that reads g1 in both norms, or swaps them, shows on the worksheet; its first
+# entry is 1, so row 0 still gates [2, 0, 0, 0]
+BLOCK = {"g1": [1.0] * 4, **ATTENTION, "g2": [1.0, 0.5, 2.0, 1.0], "W_gate": I4, "W_up": SWAP,
          "W_down": [[0.5 * v for v in row] for row in I4]}
 DB = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
 N_HEADS = 2
+# the by-hand sub-steps (13.10, 13.12): d_model 2, one head of width 2, all weights identities (W_O = I for the
+# attention, 0.5·I in the block, W_down = 0.5·I); two positions for the attention, one for the block
+I2 = [[1.0, 0.0], [0.0, 1.0]]
+HALF = [[0.5, 0.0], [0.0, 0.5]]
+X_SMALL, D_SMALL = [[1.0, 0.0], [0.0, 1.0]], [[0.0, 0.0], [1.0, 0.0]]
+ATTENTION_SMALL = {"WQ": I2, "WK": I2, "WV": I2, "WO": I2}
+X_ONE, D_ONE = [[1.0, 1.0]], [[1.0, 0.0]]
+BLOCK_SMALL = {"g1": [1.0, 1.0], "WQ": I2, "WK": I2, "WV": I2, "WO": HALF, "g2": [1.0, 1.0], "W_gate": I2,
+               "W_up": I2, "W_down": HALF}
+
+
+def attention_backward(X, A, n_heads, D) -> dict:
+    """The dx of Σ D ⊙ Attention(X), and the values its rotation mistakes give (W_Q = W_K = W_V = I: Q = K = V = x)."""
+    W = [A[k] for k in ("WQ", "WK", "WV", "WO")]
+
+    def attention(Y):
+        return mha(Y, *W, n_heads)
+
+    # The gradients reaching the rotated queries and keys: a learner who forgets to rotate them back gets these
+    # as dQ and dK. Rotated back, they add up to the exact dx.
+    Qr = Kr = by_heads(X, n_heads)
+
+    def core(Q, K, V):
+        return attend(Q, K, V, A["WO"], n_heads, rotate=False)
+
+    dQr, dKr, dV = vjp(lambda Q: core(Q, Kr, X), Qr, D), vjp(lambda K: core(Qr, K, X), Kr, D), vjp(
+        lambda V: core(Qr, Kr, V), X, D)
+    back = by_heads(dQr, n_heads, sign=-1), by_heads(dKr, n_heads, sign=-1)  # dQ and dK, turned back
+    return {"exact": vjp(attention, X, D), "mistakes": {
+        "the rotation not undone: the gradients of the rotated queries and keys used as dQ and dK":
+            add(add(dQr, dKr), dV),
+        "the rotation applied again instead of undone (rope instead of rope_backward)":
+            add(add(by_heads(dQr, n_heads), by_heads(dKr, n_heads)), dV),
+        "the rotation not undone for the queries' gradient (dK turned back, dQ not)": add(add(dQr, back[1]), dV),
+        "the rotation not undone for the keys' gradient (dQ turned back, dK not)": add(add(back[0], dKr), dV),
+        "the values' gradient turned back too (V was never rotated)":
+            add(add(*back), by_heads(dV, n_heads, sign=-1)),
+    }}
+
+
+def block_backward(X, P, n_heads, D) -> dict:
+    """The dx of Σ D ⊙ Block(X), and the values the residual forks' mistakes give."""
+    W = [P[k] for k in ("WQ", "WK", "WV", "WO")]
+
+    def attention(Y):
+        return mha(Y, *W, n_heads)
+
+    def sub_attention(Y):  # x ↦ A(RMSNorm(x)): the attention path of the block, without its residual
+        return attention(c_rms_norm(Y, P["g1"]))
+
+    def sub_ffn(Y):  # x₁ ↦ F(RMSNorm(x₁))
+        return c_swiglu(c_rms_norm(Y, P["g2"]), P["W_gate"], P["W_up"], P["W_down"])
+
+    x1 = real(add(X, sub_attention(X)))
+    dx1_ffn = vjp(sub_ffn, x1, D)  # the gradient reaching x₁ through RMSNorm₂ and SwiGLU only
+    dx1 = add(D, dx1_ffn)
+    h1 = real(c_rms_norm(X, P["g1"]))  # what the block's attention reads
+    return {"exact": vjp(lambda Y: block(Y, P, n_heads), X, D), "mistakes": {
+        "the residual path missing from the backward (dx = only the gradient through RMSNorm₁ and attention)":
+            vjp(sub_attention, X, dx1),
+        "the residual path missing from the backward (dx₁ = only the gradient through RMSNorm₂ and SwiGLU)":
+            add(dx1_ffn, vjp(sub_attention, X, dx1_ffn)),
+        "the residual path missing from the backward (both residual paths dropped)": vjp(sub_attention, X, dx1_ffn),
+        "only d_y sent back into the attention branch: its gradient is dx₁ (d_y and the SwiGLU branch's part)":
+            add(dx1, vjp(sub_attention, X, D)),
+        "RMSNorm₁ skipped on the way back: the attention's dx added as it is": add(dx1, vjp(attention, h1, dx1)),
+    }}
 
 
 def block_steps() -> dict[str, dict]:
-    """Steps 13.8–13.11: rotary multi-head attention and the pre-norm block, forward and backward."""
+    """Steps 13.8–13.13: rotary multi-head attention and the pre-norm block, forward and backward.
+
+    Each backward comes twice: first a small case to work by hand (13.10, 13.12), then the worksheet's (13.11,
+    13.13).
+    """
     W = [ATTENTION[k] for k in ("WQ", "WK", "WV", "WO")]
 
     def attention(X, **flags):
         return mha(X, *W, N_HEADS, **flags)
 
-    def sub_attention(X):  # x ↦ A(RMSNorm(x)): the attention path of the block, without its residual
-        return attention(c_rms_norm(X, BLOCK["g1"]))
-
-    def sub_ffn(X):  # x₁ ↦ F(RMSNorm(x₁))
-        return c_swiglu(c_rms_norm(X, BLOCK["g2"]), BLOCK["W_gate"], BLOCK["W_up"], BLOCK["W_down"])
-
-    # The gradients reaching the rotated queries and keys (W_Q = W_K = W_V = I, so Q = K = V = x): a learner
-    # who forgets to rotate them back gets these as dQ and dK. Rotated back, they add up to 13.10's exact dx.
-    Qr = Kr = by_heads(XB, N_HEADS)
-
-    def core(Q, K, V):
-        return attend(Q, K, V, ATTENTION["WO"], N_HEADS, rotate=False)
-
-    dQr, dKr, dV = vjp(lambda Q: core(Q, Kr, XB), Qr, DB), vjp(lambda K: core(Qr, K, XB), Kr, DB), vjp(
-        lambda V: core(Qr, Kr, V), XB, DB)
-    x1 = real(add(XBLOCK, sub_attention(XBLOCK)))
-    dx1_ffn = vjp(sub_ffn, x1, DB)  # the gradient reaching x₁ through RMSNorm₂ and SwiGLU only
-    dx1 = add(DB, dx1_ffn)
-    h1 = real(c_rms_norm(XBLOCK, BLOCK["g1"]))  # what the block's attention reads
     params = {"x": XB, **ATTENTION}
-    back = by_heads(dQr, N_HEADS, sign=-1), by_heads(dKr, N_HEADS, sign=-1)  # dQ and dK, turned back
+    swapped = {**BLOCK, "g1": BLOCK["g2"], "g2": BLOCK["g1"]}
     return {
         "13.8": {"inputs": params, "exact": real(attention(XB)), "mistakes": {
             "RoPE applied to the values too": real(attention(XB, rotate_v=True)),
@@ -366,32 +425,16 @@ def block_steps() -> dict[str, dict]:
                 real(block(XBLOCK, BLOCK, N_HEADS, norm1=False)),
             "the attention added to the normalised copy instead of the stream: x₁ = RMSNorm(x) + A(RMSNorm(x))":
                 real(block(XBLOCK, BLOCK, N_HEADS, onto_norm=True)),
+            "g1 used in the second RMSNorm too (g2 never read)":
+                real(block(XBLOCK, {**BLOCK, "g2": BLOCK["g1"]}, N_HEADS)),
+            "g1 and g2 swapped: g2 in the first RMSNorm, g1 in the second": real(block(XBLOCK, swapped, N_HEADS)),
         }},
-        "13.10": {"inputs": {**params, "d_out": DB}, "exact": vjp(attention, XB, DB), "mistakes": {
-            "the rotation not undone: the gradients of the rotated queries and keys used as dQ and dK":
-                add(add(dQr, dKr), dV),
-            "the rotation applied again instead of undone (rope instead of rope_backward)":
-                add(add(by_heads(dQr, N_HEADS), by_heads(dKr, N_HEADS)), dV),
-            "the rotation not undone for the queries' gradient (dK turned back, dQ not)":
-                add(add(dQr, back[1]), dV),
-            "the rotation not undone for the keys' gradient (dQ turned back, dK not)":
-                add(add(back[0], dKr), dV),
-            "the values' gradient turned back too (V was never rotated)":
-                add(add(*back), by_heads(dV, N_HEADS, sign=-1)),
-        }},
-        "13.11": {"inputs": {"x": XBLOCK, "params": BLOCK, "d_y": DB},
-                  "exact": vjp(lambda X: block(X, BLOCK, N_HEADS), XBLOCK, DB), "mistakes": {
-            "the residual path missing from the backward (dx = only the gradient through RMSNorm₁ and attention)":
-                vjp(sub_attention, XBLOCK, dx1),
-            "the residual path missing from the backward (dx₁ = only the gradient through RMSNorm₂ and SwiGLU)":
-                add(dx1_ffn, vjp(sub_attention, XBLOCK, dx1_ffn)),
-            "the residual path missing from the backward (both residual paths dropped)":
-                vjp(sub_attention, XBLOCK, dx1_ffn),
-            "only d_y sent back into the attention branch: its gradient is dx₁ (d_y and the SwiGLU branch's part)":
-                add(dx1, vjp(sub_attention, XBLOCK, DB)),
-            "RMSNorm₁ skipped on the way back: the attention's dx added as it is":
-                add(dx1, vjp(attention, h1, dx1)),
-        }},
+        "13.10": {"inputs": {"x": X_SMALL, **ATTENTION_SMALL, "n_heads": 1, "d_out": D_SMALL},
+                  **attention_backward(X_SMALL, ATTENTION_SMALL, 1, D_SMALL)},
+        "13.11": {"inputs": {**params, "d_out": DB}, **attention_backward(XB, ATTENTION, N_HEADS, DB)},
+        "13.12": {"inputs": {"x": X_ONE, "params": BLOCK_SMALL, "n_heads": 1, "d_y": D_ONE},
+                  **block_backward(X_ONE, BLOCK_SMALL, 1, D_ONE)},
+        "13.13": {"inputs": {"x": XBLOCK, "params": BLOCK, "d_y": DB}, **block_backward(XBLOCK, BLOCK, N_HEADS, DB)},
     }
 
 

@@ -10,9 +10,9 @@ Run by ``python -m kata.authoring.audit 14``, which prints every step; its ``--c
 from __future__ import annotations
 
 # the worksheet's inputs (the page's tables)
-TEXT = "aaabéaaabac"  # 11 characters, 12 bytes: é is two
-VOCAB_SIZE = 259  # three merges
-WORD = "abaabé"  # encoded with the three merges, then decoded
+TEXT = "aaabéaaabaca."  # 13 characters, 14 bytes: é is two
+VOCAB_SIZE = 261  # five merges: the last two of pairs seen once, the fourth a tie of (97, 99) and (97, 46)
+WORD = "abaabé"  # encoded with the five merges, then decoded
 
 
 # -- the rules, one at a time ---------------------------------------------------------------------------------
@@ -151,6 +151,8 @@ def computed() -> dict[str, dict]:
         "14.5": {"exact": merges,
                  "mistakes": {"largest": train(TEXT, VOCAB_SIZE, tie="largest"),
                               "first": train(TEXT, VOCAB_SIZE, tie="first"),
+                              "first id": train(TEXT, VOCAB_SIZE, tie="first id"),
+                              "stopped": train(TEXT, VOCAB_SIZE, stop_at_one=True),
                               "from the right": train(TEXT, VOCAB_SIZE, from_right=True),
                               "non-overlapping": train(TEXT, VOCAB_SIZE, overlapping=False),
                               "one too many": train(TEXT, VOCAB_SIZE + 1),
@@ -190,10 +192,13 @@ NAMES = {
     ("14.4", "with overlap"): "merged with overlap: the middle a of \"aaa\" went into two merges",
     ("14.4", "last dropped"): "the last id dropped: the scan stopped one short of the end",
     ("14.5", "largest"): "ties broken another way: the largest pair, or the first one counted, instead of the smallest",
+    ("14.5", "first id"): ("a tie broken on the first id only: among tied pairs with the same first id, the first one "
+                           "counted won instead of the smaller second id"),
+    ("14.5", "stopped"): "training stopped while a pair still occurs: a pair seen once is still merged",
     ("14.5", "from the right"): "merged from the right: \"aaa\" became \"a\" + \"aa\" instead of \"aa\" + \"a\"",
     ("14.5", "one too many"):
-        "one merge too many: vocab_size counts the 256 bytes, so 259 is three merges (ids 256–258)",
-    ("14.5", "one too few"): "one merge too few: vocab_size 259 is the 256 bytes and three merges (ids 256–258)",
+        "one merge too many: vocab_size counts the 256 bytes, so 261 is five merges (ids 256–260)",
+    ("14.5", "one too few"): "one merge too few: vocab_size 261 is the 256 bytes and five merges (ids 256–260)",
     ("14.6", "right first"): "the right token's bytes put first",
     ("14.7", "by frequency"): BY_FREQUENCY_OR_REVERSED,
     ("14.7", "reversed"): BY_FREQUENCY_OR_REVERSED,

@@ -213,8 +213,8 @@ def your_turn(chapter) -> list:
         cells.append(nbf.new_code_cell(f"kata.check({name})"))
     cells.append(nbf.new_markdown_cell(
         f"## The whole chapter\n\nEvery step and check of chapter {chapter.number}, as `nox -s chapter"
-        f"{chapter.number}` shows them. Your answers count where you save them: `nox -s grade -- --notebooks` "
-        "grades the saved notebooks."))
+        f"{chapter.number}` shows them. Your answers count where you save them: `nox -s grade` grades every "
+        "function finished in a saved notebook, and exercises/ for the rest."))
     cells.append(nbf.new_code_cell("kata.check()"))
     return cells
 

@@ -275,7 +275,7 @@ def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     Raises:
         ValueError: if d_out does not have the output's shape: the check given above the ``raise``.
 
-    See docs: chapter 13, step 13.10.
+    See docs: chapter 13, steps 13.10 (by hand) and 13.11.
     """
     d_out = _check_shape(d_out, np.shape(cache[0]), "rope_multi_head_attention_backward: d_out")
     x, W, Qh, Kh, Vh, P, merged, base = cache
@@ -353,7 +353,7 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
     Raises:
         ValueError: if d_y does not have the output's shape: the check given above the ``raise``.
 
-    See docs: chapter 13, step 13.11.
+    See docs: chapter 13, steps 13.12 (by hand) and 13.13.
     """
     d_y = _check_shape(d_y, np.shape(cache[1]), "prenorm_block_backward: d_y")
     params, x, x1, attention_cache, ffn_cache = cache

@@ -14,7 +14,7 @@ The conventions, stated once and used by every function below:
 - merging: left to right, without overlap, so merging (a, a) turns "aaa" into "aa"+"a", never "a"+"aa";
 - ties: among pairs of equal count, the smallest pair wins, comparing (first id, second id) as numbers.
 
-Worksheet: this course's own (Part II goes beyond the book): the text "aaabéaaabac", three merges found with
+Worksheet: this course's own (Part II goes beyond the book): the text "aaabéaaabaca.", five merges found with
 a pencil; see docs/chapters/14-bpe.md.
 """
 
@@ -30,8 +30,7 @@ def to_byte_ids(text: str) -> list[int]:
     $$\mathrm{ids} = [\,b_0, b_1, \dots, b_{n-1}\,], \qquad b_0 b_1 \dots b_{n-1} = \mathrm{utf8}(\mathrm{text})$$
 
     A character outside ASCII becomes two to four ids ("é" is 195, 169; "🙂" four ids), so there are as many
-    ids as the text has bytes, not characters (``list(text.encode("utf-8"))`` does it; ``ord`` of each
-    character gives code points, not bytes).
+    ids as the text has bytes, not characters: a character's code point ("é" is 233) is not its bytes.
 
     Args:
         text: any str, the empty one too.
@@ -100,9 +99,9 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 
     $$[\dots, a, b, \dots] \;\to\; [\dots, \mathrm{new\_id}, \dots]$$
 
-    Scan from the left: where ids[i], ids[i+1] is the pair, write new_id and jump past both; otherwise keep
-    ids[i] and step on by one. So a run overlaps nothing: merging (97, 97) turns [97, 97, 97] into
-    [new_id, 97] and [97, 97, 97, 97] into [new_id, new_id].
+    Occurrences are taken from the left, and an id that went into one occurrence cannot start the next, so a
+    run overlaps nothing: merging (97, 97) turns [97, 97, 97] into [new_id, 97] and [97, 97, 97, 97] into
+    [new_id, new_id].
 
     Args:
         ids: a list of ints.
@@ -147,8 +146,8 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     where each pair occurs and visit only the occurrences of the pair being merged. Recounting the whole text
     every round learns the same merges but reads the text once per merge, too slow for the capstone (256
     merges on half a million bytes, 30 s per call): a check counts the lines of your code that train_bpe runs
-    for 256 merges on 30,000 characters of Python's documentation and allows 200 per byte of text (counting
-    once and updating runs about 50; recounting every round about 900).
+    for 256 merges on 10,000 characters of Python's documentation and allows 250 per byte of text (counting
+    once and updating runs about 70 to 130; recounting every round about 870).
 
     Args:
         text: the training text, a str.
@@ -214,11 +213,11 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
 def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
     r"""Every id's bytes: the 256 single bytes, then each merge's two tokens joined, in the order learned.
 
-    $$\mathrm{vocab}[i] = \mathtt{bytes([i])}\ (i < 256), \qquad
-    \mathrm{vocab}[\mathrm{new\_id}] = \mathrm{vocab}[a] + \mathrm{vocab}[b]$$
+    $$\mathrm{vocab}[i] = \text{the single byte } i\ (i < 256), \qquad
+    \mathrm{vocab}[\mathrm{new\_id}] = \mathrm{vocab}[a] \,\|\, \mathrm{vocab}[b]$$
 
-    Left token's bytes first, then the right one's: a merge of (256, 257) with vocab[256] = b"aa" and
-    vocab[257] = b"ab" stands for b"aaab".
+    ‖ joins two byte strings, the left token's bytes first, then the right one's: a merge of (256, 257) with
+    vocab[256] = b"aa" and vocab[257] = b"ab" stands for b"aaab".
 
     Args:
         merges: a list of ((a, b), new_id) as ``train_bpe`` returns, each pair made of ids already in the
@@ -309,7 +308,8 @@ def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
 
     Join the bytes before decoding: a character's bytes may lie in two tokens (195 and 169 are "é" only
     together), and decoding each token on its own would turn both halves into "�". Bytes that are not valid
-    UTF-8 become "�" (U+FFFD; ``errors="replace"``) rather than raising, so any list of known ids decodes.
+    UTF-8 become "�" (U+FFFD, UTF-8's "replace" error handler) rather than raising, so any list of known ids
+    decodes.
 
     Args:
         ids: a list of ints.

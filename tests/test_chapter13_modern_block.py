@@ -2,7 +2,8 @@
 
 The worksheet: RMSNorm by hand on [1, 2, 2, 4] and [2, −2, 2, −2] and on a tiny row where ε counts, its
 backward pass, SiLU and its slope at −2…2, a SwiGLU layer (d_model 2, d_ff 3) forward and backward, then
-rotary multi-head attention (3 positions, d_model 4, 2 heads) and the pre-norm block, forward and backward.
+rotary multi-head attention (3 positions, d_model 4, 2 heads) and the pre-norm block, forward and backward, each
+backward first on a small case worked by hand (one head of width 2: two positions, one position).
 Beyond it: every function on seeded inputs of other shapes (d_model up to 16, seq up to 8) against stored
 snapshots (tests/snapshots/chapter13.npz: inputs, the reference's outputs, central-difference gradients of
 every argument and the values classic mistakes give, written from solutions/ by the authors), stability,
@@ -84,7 +85,7 @@ def test_silu_lets_positives_through_and_dips_below_zero_for_negatives(ch, ws):
 
 
 @pytest.mark.step("13.5")
-def test_silu_slope_is_negative_at_minus_two_and_above_one_at_two(ch, ws):
+def test_silu_slope_times_d_out_is_negative_at_minus_two(ch, ws):
     expect(ws, ch.silu_backward(ws.input("x"), ws.input("d_out")), kind="array")
 
 
@@ -121,22 +122,37 @@ def test_the_block_adds_attention_then_swiglu_to_the_unnormalised_stream(ch, ws)
 
 
 @pytest.mark.step("13.10")
+def test_by_hand_one_head_turns_its_query_and_key_gradients_back(ch, ws):
+    _, cache = ch.rope_multi_head_attention(ws.input("x"), attention_params(ws), ws.inputs["n_heads"])
+    grads = grads_dict(ch.rope_multi_head_attention_backward(ws.input("d_out"), cache), ("x", *ATTENTION_KEYS),
+                       "rope_multi_head_attention_backward")
+    expect(ws, grads["x"], kind="array")
+
+
+@pytest.mark.step("13.11")
 def test_attention_backward_turns_the_query_and_key_gradients_back(ch, ws):
     _, cache = ch.rope_multi_head_attention(ws.input("x"), attention_params(ws), 2)
     grads = grads_dict(ch.rope_multi_head_attention_backward(ws.input("d_out"), cache), ("x", *ATTENTION_KEYS),
                        "rope_multi_head_attention_backward")
     expect(ws, grads["x"], kind="array")
-    for key in ATTENTION_KEYS:
-        close(grads[key], SNAP[f"ws_13_10/{key}"], f"13.10 the gradient of {key}", kind="array")
+    for key in ATTENTION_KEYS:  # the snapshot's ws_13_10: this step's weights, numbered 13.10 before the by-hand step
+        close(grads[key], SNAP[f"ws_13_10/{key}"], f"13.11 the gradient of {key}", kind="array")
 
 
-@pytest.mark.step("13.11")
+@pytest.mark.step("13.12")
+def test_by_hand_one_position_sends_the_gradient_down_both_residual_forks(ch, ws):
+    _, cache = ch.prenorm_block(ws.input("x"), block_params(ws), ws.inputs["n_heads"])
+    grads = grads_dict(ch.prenorm_block_backward(ws.input("d_y"), cache), ("x", *BLOCK_KEYS), "prenorm_block_backward")
+    expect(ws, grads["x"], kind="array")
+
+
+@pytest.mark.step("13.13")
 def test_block_backward_keeps_both_residual_paths(ch, ws):
     _, cache = ch.prenorm_block(ws.input("x"), block_params(ws), 2)
     grads = grads_dict(ch.prenorm_block_backward(ws.input("d_y"), cache), ("x", *BLOCK_KEYS), "prenorm_block_backward")
     expect(ws, grads["x"], kind="array")
-    for key in BLOCK_KEYS:
-        close(grads[key], SNAP[f"ws_13_11/{key}"], f"13.11 the gradient of {key}", kind="array")
+    for key in BLOCK_KEYS:  # the snapshot's ws_13_11: this step's weights, numbered 13.11 before the by-hand steps
+        close(grads[key], SNAP[f"ws_13_11/{key}"], f"13.13 the gradient of {key}", kind="array")
 
 
 # -- beyond the worksheet: other shapes and values, against the stored snapshot ---------------------------

@@ -292,7 +292,8 @@ class KataState:
         """Print the chapter or progress view."""
         tr = terminalreporter
         if config.getoption("steps"):
-            for line in chapter_view(self.results, self.impl, self.chapters_seen, self.printed):
+            files = answered_in(self.folder, self.impl, {r.chapter for r in self.results if r.chapter is not None})
+            for line in chapter_view(self.results, self.impl, self.chapters_seen, self.printed, files):
                 tr.write_line(line)
         elif config.getoption("progress"):
             for line in progress_view(self.results, self.impl, self.chapters_seen):
@@ -357,6 +358,30 @@ def _shown_as(folder: Path, impl: str) -> dict[str, str]:
         return {impl: (folder / impl).relative_to(Path.cwd()).as_posix()}
     except ValueError:
         return {impl: impl}
+
+
+def answered_in(folder: Path | None, impl: str, numbers: set[int]) -> dict[int, str]:
+    """{chapter: the file to name as checked} for each chapter whose functions came from its saved notebook.
+
+    Without ``--impl`` the learner's work is exercises/ staged with the saved notebooks' finished functions in
+    place (kata/answers.py); a chapter answered there names its notebook, and the functions it took from it
+    when exercises/ gave the others: "notebooks/chapter14_bpe.ipynb" or "notebooks/….ipynb: f, g; the rest:
+    exercises/….py".
+    """
+    if folder is None or not folder.resolve().is_relative_to((answer_key.ROOT / ".kata" / "answers").resolve()):
+        return {}
+    from .. import answers  # the staged copy's maker: only a run of the learner's work needs it
+
+    files = {}
+    for number in sorted(numbers):
+        module = answer_key.load(number).module
+        found = answers.answered_in_notebook(folder / impl / f"{module}.py")
+        if found is None:
+            continue
+        notebook, names = found
+        rest = [n for n in answers.functions_of(answer_key.load(number)) if n not in names]
+        files[number] = notebook + (f": {', '.join(names)}; the rest: {impl}/{module}.py" if names and rest else "")
+    return files
 
 
 def _one_line_import_error(err: Exception, chapter: answer_key.Chapter) -> str:
@@ -482,11 +507,12 @@ def _waiting_for(group: list[Result]) -> str:
 
 
 def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
-                 printed: dict[str, str] | None = None) -> list[str]:
+                 printed: dict[str, str] | None = None, files: dict[int, str] | None = None) -> list[str]:
     """The chapter run as its worksheet: a line per step, the first failure in full, a closing count.
 
     ``printed``: what the learner's code printed in each test that did not pass (by node id); the first
-    failure shows its first lines.
+    failure shows its first lines. ``files``: what to name as a chapter's checked file, where it is not
+    ``impl/<module>.py`` (a chapter answered in its notebook, ``answered_in``).
     """
     lines: list[str] = []
     by_chapter: dict[int | None, list[Result]] = {}
@@ -499,7 +525,7 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
         if number is not None:
             ch = answer_key.load(number)
             lines.append("")
-            lines.append(f"chapter {number}: {ch.title}  ({impl}/{ch.module}.py)")
+            lines.append(f"chapter {number}: {ch.title}  ({(files or {}).get(number, f'{impl}/{ch.module}.py')})")
         if number is not None and broken.get(number):
             lines.append(f"  ! {broken[number]}")
         for r in steps:

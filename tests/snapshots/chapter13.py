@@ -109,16 +109,17 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
         P /= P.sum(axis=-1, keepdims=True)
         return (P @ Vh).transpose(1, 0, 2).reshape(x.shape) @ p["WO"]
 
-    # 13.10 and 13.11: the weights' gradients the worksheet does not print
-    for step_id in ("13.10", "13.11"):
+    # 13.11 and 13.13: the weights' gradients the worksheet does not print (stored as ws_13_10 and ws_13_11, the
+    # steps' numbers before the by-hand steps 13.10 and 13.12 came in front of them)
+    for step_id, name in (("13.11", "ws_13_10"), ("13.13", "ws_13_11")):
         step = answer_key.load(13).step(step_id)
         x = step.input("x")
-        if step_id == "13.10":
+        if step_id == "13.11":
             p, R, fn = {k: step.input(k) for k in keys}, step.input("d_out"), s.rope_multi_head_attention
         else:
             p, R = {k: np.array(v, dtype=np.float64) for k, v in step.inputs["params"].items()}, step.input("d_y")
             fn = s.prenorm_block
-        put(f"ws_{step_id.replace('.', '_')}", **{k: numerical_gradient(
+        put(name, **{k: numerical_gradient(
             lambda v, k=k: np.sum(R * fn(x, {**p, k: v}, 2)[0]), p[k]) for k in p})
 
     for i, (seq, d, n, base) in enumerate([(5, 8, 2, 10000.0), (3, 4, 1, 10000.0), (8, 16, 4, 10000.0),

@@ -274,7 +274,7 @@ def test_check_takes_the_kernels_function_exactly_and_never_the_saved_file(tmp_p
 
 @pytest.mark.slow
 def test_a_chapter_answered_only_in_its_notebook_counts_in_progress_blame_and_doctor(tmp_path):
-    """chapter 4 solved only in its saved notebook: progress passes it, chapter 5 is not blamed, doctor says so"""
+    """chapter 4 solved only in its notebook: progress passes it, chapter 5 unblamed, doctor and its run name it"""
     course = course_copy(tmp_path / "course")
     for number in (1, 2, 3, 5):  # every chapter chapter 5 builds on is solved in exercises/, but chapter 4
         module = answer_key.load(number).module
@@ -297,6 +297,8 @@ def test_a_chapter_answered_only_in_its_notebook_counts_in_progress_blame_and_do
     nbformat.write(solved(_notebook(chapter), chapter.module), course / "notebooks" / f"{chapter.module}.ipynb")
     after, unblamed = run(*files, "--progress"), run(files[-1], "--steps")  # pytest's cache: what progress found
     assert [status(after, n) for n in (3, 4, 5)] == ["done"] * 3, after
+    answered = run(files[1], "--steps")  # the file checked is named: the notebook, not exercises/ (learner trial)
+    assert "chapter 4: Attention Intuition  (notebooks/chapter04_attention.ipynb)" in answered, answered
     assert "which is not started" not in unblamed and "fix chapter 4" not in unblamed, unblamed
     doctor = subprocess.run([sys.executable, "-m", "kata", "doctor"], cwd=course, env=env, capture_output=True,
                             text=True, timeout=300, check=False).stdout
