@@ -22,7 +22,7 @@ from .gradient import numerical_gradient  # noqa: F401 - the tests' `kata.numeri
 # precision): worksheet steps without a tolerance of their own are compared at rtol 1e-12.
 STRICT_EXACT = False
 # Set by `--kata-record-values` (``nox -s worksheet``): ``expect`` keeps the value each worksheet step gave here,
-# by step id, as JSON-ready data (``kata/judge/stream.py`` sends it with the step's result).
+# by step id, as JSON-ready data (``kata/judge/runner.py`` sends it with the step's result).
 RECORDED: dict[str, Any] | None = None
 
 

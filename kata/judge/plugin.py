@@ -8,8 +8,7 @@
 - A stub's ``NotImplementedError`` shows as "not started", with no traceback.
 - ``--steps`` prints a chapter as its worksheet; ``--progress`` prints every chapter as a table;
   ``--kata-seed N`` draws the checks' random inputs afresh (the instructor's grading run). The tools read
-  the results from ``kata.judge.stream`` (``--kata-stream FILE``), the one result format, through
-  ``kata.judge.runner``.
+  the results from ``kata.judge.runner`` (``--kata-stream FILE``), the one result format.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from .. import project
-from . import launch
+from . import proxy
 
 _NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
 
@@ -35,9 +34,9 @@ def _wants_a_worker(argv: list[str]) -> bool:
 
 
 if _wants_a_worker(sys.argv):
-    launch.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
+    proxy.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
-from . import answer_key, proxy  # noqa: E402 - after the worker's launch, on purpose
+from . import answer_key  # noqa: E402 - after the worker's launch, on purpose
 from .status import blame, folded, function_status  # noqa: E402
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
