@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import sys
@@ -38,6 +39,9 @@ if _wants_a_worker(sys.argv):
 
 from . import answer_key  # noqa: E402 - after the worker's launch, on purpose
 from .status import blame, folded, function_status  # noqa: E402
+
+if _wants_a_worker(sys.argv):
+    gc.freeze()  # pytest, NumPy and the judge stay loaded to the end: the collector need not scan them again
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 
@@ -148,7 +152,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if root not in sys.path:
         sys.path.insert(0, root)
     try:  # a malformed answer key: one line naming the file and the step, not a traceback for every test
-        answer_key.chapters()
+        asked = _chapters_asked(config.args)
+        for number in answer_key.chapter_files() if asked is None else asked & set(answer_key.chapter_files()):
+            answer_key.load(number)
     except answer_key.AnswerKeyError as err:
         raise pytest.UsageError(str(err)) from None
     if config.getoption("kata_seed") is not None:  # fresh snapshot inputs too, where the reference is at hand
@@ -170,6 +176,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 STATE = pytest.StashKey["KataState"]()
+
+
+def _chapters_asked(args: list[str]) -> set[int] | None:
+    """The chapters whose test files ``args`` name (``tests/test_chapter04_attention.py[::test]``); None: any.
+
+    A chapter check reads one answer key, not all sixteen (most of a quick check's start-up after NumPy); a run
+    given a folder, or any other file, may reach every chapter, so every key is read and checked first.
+    """
+    found = set()
+    for arg in args:
+        number = project.chapter_number(Path(arg.split("::", 1)[0]).name)
+        if number is None:
+            return None
+        found.add(number)
+    return found or None
 
 
 @pytest.hookimpl(tryfirst=True)
