@@ -13,10 +13,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import os
 import sys
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +39,8 @@ def _wants_a_worker(argv: list[str]) -> bool:
 if _wants_a_worker(sys.argv):
     proxy.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
-from . import answer_key  # noqa: E402 - after the worker's launch, on purpose
+from . import answer_key, snapshots  # noqa: E402 - after the worker's launch, on purpose
+from .checks import Settings  # noqa: E402
 from .status import blame, folded, function_status  # noqa: E402
 
 if _wants_a_worker(sys.argv):
@@ -157,25 +160,51 @@ def pytest_configure(config: pytest.Config) -> None:
             answer_key.load(number)
     except answer_key.AnswerKeyError as err:
         raise pytest.UsageError(str(err)) from None
-    if config.getoption("kata_seed") is not None:  # fresh snapshot inputs too, where the reference is at hand
-        from . import snapshots
-
-        snapshots.FRESH_SEED = config.getoption("kata_seed")
+    settings(config)  # once, before any test module asks
     if config.getoption("steps") or config.getoption("progress"):
         # The worksheet view replaces pytest's own report: no tracebacks, no short summary, no stats line.
         config.option.tbstyle = "no"
         config.option.reportchars = "N"
         config.option.verbose = min(config.option.verbose, -2)
-    if config.getoption("strict_exact"):
-        from . import checks
-
-        checks.STRICT_EXACT = True
     state = KataState(config)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "kata-state")
 
 
 STATE = pytest.StashKey["KataState"]()
+SETTINGS = pytest.StashKey[Settings]()
+_COLLECTING: ContextVar[Settings | None] = ContextVar("kata_collecting", default=None)
+
+
+def settings(config: pytest.Config) -> Settings:
+    """How this run judges (``--strict-exact``, ``--kata-seed``, ``--kata-record-values``), built once per config."""
+    if SETTINGS not in config.stash:
+        config.stash[SETTINGS] = Settings(
+            strict_exact=bool(config.getoption("strict_exact")),
+            fresh_seed=config.getoption("kata_seed"),
+            recorded={} if config.getoption("kata_record_values", False) else None,
+        )
+    return config.stash[SETTINGS]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # noqa: ANN201 - pytest's own report
+    """While a test module is collected (imported), ``snapshot`` answers with this run's settings."""
+    token = _COLLECTING.set(settings(collector.config))
+    try:
+        return (yield)
+    finally:
+        _COLLECTING.reset(token)
+
+
+def snapshot(chapter: int) -> snapshots.Snapshot:
+    """A chapter's snapshot as this run asks for it: the stored one, or drawn afresh with ``--kata-seed``.
+
+    For a test module's ``SNAP = snapshot(CHAPTER)``, run at its import, where no fixture can hand it the run's
+    settings: the run collecting the module says them (for that collection only; outside one, the stored file).
+    """
+    judged = _COLLECTING.get()
+    return snapshots.load(chapter, seed=judged.fresh_seed if judged is not None else None)
 
 
 def _chapters_asked(args: list[str]) -> set[int] | None:
@@ -632,7 +661,8 @@ def ws(request: pytest.FixtureRequest) -> answer_key.Step:
     marker = request.node.get_closest_marker("step")
     if marker is None:
         raise RuntimeError(f"{request.node.name} uses `ws` but has no @pytest.mark.step(...)")
-    return answer_key.load(request.module.CHAPTER).step(marker.args[0])
+    step = answer_key.load(request.module.CHAPTER).step(marker.args[0])
+    return dataclasses.replace(step, settings=settings(request.config))  # how ``expect`` judges it in this run
 
 
 @pytest.fixture

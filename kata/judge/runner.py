@@ -374,10 +374,9 @@ class Stream:
         self.got: dict[str, Any] = {}
         self.started: dict[str, float] = {}
         self._protections_said: list[str] = []
-        if config.getoption("kata_record_values"):
-            from . import checks
-
-            checks.RECORDED = self.got  # ``expect`` keeps each worksheet step's value there
+        recorded = kata_plugin.settings(config).recorded  # ``expect`` keeps each worksheet step's value there
+        if recorded is not None:
+            self.got = recorded
 
     def emit(self, **event: Any) -> None:
         """Write one event as a JSON line, at once."""

@@ -115,23 +115,21 @@ def _lists(node: Any) -> Any:
     return {k: _lists(v) for k, v in node.items()}
 
 
-FRESH_SEED: int | None = None  # set by ``--kata-seed``: draw fresh inputs where the reference is at hand
-
-
-def load(chapter: int) -> Snapshot:
+def load(chapter: int, seed: int | None = None) -> Snapshot:
     """Read a chapter's snapshot (``allow_pickle=False``: plain numbers only).
 
-    With ``--kata-seed`` in the authors' or instructor's copy (which has the reference and the builder,
-    ``kata/authoring/snapshots.py``), the snapshot is drawn afresh from that seed instead, its expected values
-    computed by the reference in this process: the course's own code, never the learner's.
+    With a ``seed`` (``--kata-seed``: the run's ``Settings.fresh_seed``) in the authors' or instructor's copy
+    (which has the reference and the builder, ``kata/authoring/snapshots.py``), the snapshot is drawn afresh
+    from that seed instead, its expected values computed by the reference in this process: the course's own
+    code, never the learner's.
     """
-    if FRESH_SEED is not None:
+    if seed is not None:
         try:
             from ..authoring import snapshots as builder
         except ImportError:  # the student edition: the stored snapshot
             builder = None
         if builder is not None and chapter in builder.BUILDERS:
-            return Snapshot(builder.build(chapter, seed=FRESH_SEED * 1000 + chapter))
+            return Snapshot(builder.build(chapter, seed=seed * 1000 + chapter))
     with np.load(path(chapter), allow_pickle=False) as archive:
         return Snapshot({key: archive[key] for key in archive.files})
 
