@@ -21,7 +21,7 @@ from .gradient import numerical_gradient  # noqa: F401 - the tests' `kata.numeri
 
 
 @dataclass(frozen=True)
-class Settings:
+class RunSettings:
     """How one run judges, from its options: built once from the pytest config (``plugin.settings``).
 
     Handed to the code that needs it, never set on a module, so two runs in one process (pytester, a warm
@@ -196,7 +196,7 @@ def expect(
         kind: what the docstring promises ``got`` is, checked first: ``"array"``, ``"float"`` or ``"int"``
             (see ``returned``); None for no requirement.
     """
-    settings = step.settings or Settings()
+    settings = step.settings or RunSettings()
     if settings.recorded is not None:
         settings.recorded[step.id] = _recordable(got)
     got = returned(got, kind, f"{step.id} {step.title}")

@@ -40,7 +40,7 @@ if _wants_a_worker(sys.argv):
     proxy.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
 from . import answer_key, snapshots  # noqa: E402 - after the worker's launch, on purpose
-from .checks import Settings  # noqa: E402
+from .checks import RunSettings  # noqa: E402
 from .status import blame, folded, function_status  # noqa: E402
 
 if _wants_a_worker(sys.argv):
@@ -172,14 +172,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 STATE = pytest.StashKey["KataState"]()
-SETTINGS = pytest.StashKey[Settings]()
-_COLLECTING: ContextVar[Settings | None] = ContextVar("kata_collecting", default=None)
+SETTINGS = pytest.StashKey[RunSettings]()
+_COLLECTING: ContextVar[RunSettings | None] = ContextVar("kata_collecting", default=None)
 
 
-def settings(config: pytest.Config) -> Settings:
+def settings(config: pytest.Config) -> RunSettings:
     """How this run judges (``--strict-exact``, ``--kata-seed``, ``--kata-record-values``), built once per config."""
     if SETTINGS not in config.stash:
-        config.stash[SETTINGS] = Settings(
+        config.stash[SETTINGS] = RunSettings(
             strict_exact=bool(config.getoption("strict_exact")),
             fresh_seed=config.getoption("kata_seed"),
             recorded={} if config.getoption("kata_record_values", False) else None,

@@ -118,7 +118,7 @@ def _lists(node: Any) -> Any:
 def load(chapter: int, seed: int | None = None) -> Snapshot:
     """Read a chapter's snapshot (``allow_pickle=False``: plain numbers only).
 
-    With a ``seed`` (``--kata-seed``: the run's ``Settings.fresh_seed``) in the authors' or instructor's copy
+    With a ``seed`` (``--kata-seed``: the run's ``RunSettings.fresh_seed``) in the authors' or instructor's copy
     (which has the reference and the builder, ``kata/authoring/snapshots.py``), the snapshot is drawn afresh
     from that seed instead, its expected values computed by the reference in this process: the course's own
     code, never the learner's.

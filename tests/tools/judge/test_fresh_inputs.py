@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kata.judge import answer_key, plugin, snapshots
-from kata.judge.checks import Settings, expect
+from kata.judge.checks import RunSettings, expect
 
 from ..conftest import copy_solutions, tool
 
@@ -44,8 +44,8 @@ def test_two_runs_settings_in_one_process_do_not_leak_into_each_other():
     """a strict, seeded, recording run's settings change nothing of a plain run's in the same process"""
     strict = plugin.settings(_Options(strict_exact=True, kata_seed=5, kata_record_values=True))
     plain = plugin.settings(_Options(strict_exact=False, kata_seed=None))
-    assert plain == Settings() and plain.recorded is None
-    assert strict == Settings(strict_exact=True, fresh_seed=5) and strict.recorded == {}
+    assert plain == RunSettings() and plain.recorded is None
+    assert strict == RunSettings(strict_exact=True, fresh_seed=5) and strict.recorded == {}
     step = answer_key.load(4).step("4.3")  # no tolerance of its own: rtol 1e-6, or 1e-12 when strict
     near = step.exact * (1 + 1e-9)
     for _ in range(2):  # in turn, twice: neither run's settings outlive its own call
