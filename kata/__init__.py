@@ -38,7 +38,7 @@ _EXPORTS = {
     "raises_clearly": "kata.judge.checks",
     "returned": "kata.judge.checks",
     "show": "kata.judge.checks",
-    "snapshot": "kata.judge.snapshots:load",
+    "snapshot": "kata.judge.plugin:snapshot",
     "step_case": "kata.judge.markers",
 }
 _MODULES = {"answer_key": "kata.judge.answer_key", "checks": "kata.judge.checks", "snapshots": "kata.judge.snapshots"}

@@ -249,7 +249,7 @@ class MutantLoop:
 
     A job's ``tests`` are node ids or test functions' names; without ``tests``, every test collected. With
     ``"every": true`` all of them run, failing or not, and the job's result carries each test's result as the
-    judge records it (``results``: status, message…, as ``kata.judge.stream`` writes them): what
+    judge records it (``results``: status, message…, as ``kata.judge.runner`` streams them): what
     ``tests/test_suite_proves.py`` reads of its planted mistakes.
     """
 

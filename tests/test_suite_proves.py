@@ -6,7 +6,7 @@ course's code, not the learner's): they pass on solutions/ too, and on the stubs
 function the learner writes (a cache from the forward pass); they never fail there.
 
 Each run is a separate pytest process with `--impl`, reading the results the judge streams
-(`kata.judge.stream`, read back by `kata.judge.runner.read`); a chapter's planted mistakes are checked one after another in one pytest
+(`kata.judge.runner`'s stream, read back by `runner.read`); a chapter's planted mistakes are checked one after another in one pytest
 process (scripts/mutation.py's loop, as `nox -s mutation` checks mutmut's mutants: the worker restarted on each
 copy, the tests' random inputs put back), every test of the chapter on each. With `--chapter N` the runs on
 the stubs and the solutions are of chapter N's tests only.

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import project
-from ..judge import launch, proxy
+from ..judge import proxy
 from ..process import Drain, kill_tree
 from . import class_report, course, deadline, escape, gradebook, lms, reports, roster, similarity, strict, submissions
 from . import points as points_mod
@@ -611,10 +611,10 @@ def prove_sealed() -> None:
     here, before any learner's code has run, rather than found out from the first learners' rows.
     """
     said = proxy.sandbox_here()
-    if said != launch.SANDBOXED:
+    if said != proxy.SANDBOXED:
         raise NotSealed(
             f"grade-class: nothing graded: the sandbox does not hold on this machine: "
-            f"{said.removeprefix(launch.UNSEALED)}\n"
+            f"{said.removeprefix(proxy.UNSEALED)}\n"
             "  A learner's code would run with this user's rights (as root: the whole machine's).\n"
             f"  {FIX}\n"
             "  Or pass --allow-unsealed to grade without it (every row and the report then say so).")

@@ -61,6 +61,8 @@ class Step:
     note: str = ""
     mistakes: tuple[Mistake, ...] = ()
     own_tolerance: bool = False  # True when the key sets rtol or atol for this step
+    # how this run judges the step (``checks.RunSettings``): set by the ``ws`` fixture, None for the defaults
+    settings: Any = field(default=None, compare=False, repr=False)
 
     @property
     def anchor(self) -> str:

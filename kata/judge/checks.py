@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,12 +18,24 @@ import pytest
 
 from .answer_key import DEFAULT_ATOL, DEFAULT_RTOL, Step, load
 
-# Set by `--strict-exact` (the suite's own check that the key's exact values are stored to full float64
-# precision): worksheet steps without a tolerance of their own are compared at rtol 1e-12.
-STRICT_EXACT = False
-# Set by `--kata-record-values` (``nox -s worksheet``): ``expect`` keeps the value each worksheet step gave here,
-# by step id, as JSON-ready data (``kata/judge/stream.py`` sends it with the step's result).
-RECORDED: dict[str, Any] | None = None
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How one run judges, from its options: built once from the pytest config (``plugin.settings``).
+
+    Handed to the code that needs it, never set on a module, so two runs in one process (pytester, a warm
+    judge's forks) each keep their own: ``expect`` reads it from the step the ``ws`` fixture gives
+    (``Step.settings``), ``snapshots.load`` takes its ``fresh_seed`` as its ``seed``.
+    """
+
+    # `--strict-exact` (the suite's own check that the key's exact values are stored to full float64 precision):
+    # worksheet steps without a tolerance of their own are compared at rtol 1e-12.
+    strict_exact: bool = False
+    # `--kata-seed N`: the snapshots' inputs drawn afresh where the reference is at hand (``snapshots.load``).
+    fresh_seed: int | None = None
+    # `--kata-record-values` (``nox -s worksheet``): ``expect`` keeps the value each worksheet step gave here, by
+    # step id, as JSON-ready data (``kata/judge/runner.py`` sends it with the step's result).
+    recorded: dict[str, Any] | None = field(default=None, compare=False)
 
 
 def _fmt(v: Any) -> str:
@@ -182,15 +195,16 @@ def expect(
         kind: what the docstring promises ``got`` is, checked first: ``"array"``, ``"float"`` or ``"int"``
             (see ``returned``); None for no requirement.
     """
-    if RECORDED is not None:
-        RECORDED[step.id] = _recordable(got)
+    settings = step.settings or RunSettings()
+    if settings.recorded is not None:
+        settings.recorded[step.id] = _recordable(got)
     got = returned(got, kind, f"{step.id} {step.title}")
     if not isinstance(step.exact, np.ndarray):
         _expect_equal(step, got, inputs)
         return
     arr = _as_array(got)
     rtol, atol = step.rtol, step.atol
-    if STRICT_EXACT and not step.own_tolerance:
+    if settings.strict_exact and not step.own_tolerance:
         rtol, atol = 1e-12, 1e-15
     if _matches(arr, step.exact, rtol, atol):
         return

@@ -8,22 +8,24 @@
 - A stub's ``NotImplementedError`` shows as "not started", with no traceback.
 - ``--steps`` prints a chapter as its worksheet; ``--progress`` prints every chapter as a table;
   ``--kata-seed N`` draws the checks' random inputs afresh (the instructor's grading run). The tools read
-  the results from ``kata.judge.stream`` (``--kata-stream FILE``), the one result format, through
-  ``kata.judge.runner``.
+  the results from ``kata.judge.runner`` (``--kata-stream FILE``), the one result format.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import hashlib
 import os
 import sys
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from .. import answers, project
-from . import launch
+from . import proxy
 
 _NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
 
@@ -35,10 +37,14 @@ def _wants_a_worker(argv: list[str]) -> bool:
 
 
 if _wants_a_worker(sys.argv):
-    launch.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
+    proxy.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
-from . import answer_key, proxy  # noqa: E402 - after the worker's launch, on purpose
+from . import answer_key, snapshots  # noqa: E402 - after the worker's launch, on purpose
+from .checks import RunSettings  # noqa: E402
 from .status import blame, folded, function_status  # noqa: E402
+
+if _wants_a_worker(sys.argv):
+    gc.freeze()  # pytest, NumPy and the judge stay loaded to the end: the collector need not scan them again
 
 STATUS_MARK = {"passed": "✓", "failed": "✗", "not started": "·", "error": "!", "timed out": "⧗"}
 
@@ -150,28 +156,71 @@ def pytest_configure(config: pytest.Config) -> None:
     if root not in sys.path:
         sys.path.insert(0, root)
     try:  # a malformed answer key: one line naming the file and the step, not a traceback for every test
-        answer_key.chapters()
+        asked = _chapters_asked(config.args)
+        for number in answer_key.chapter_files() if asked is None else asked & set(answer_key.chapter_files()):
+            answer_key.load(number)
     except answer_key.AnswerKeyError as err:
         raise pytest.UsageError(str(err)) from None
-    if config.getoption("kata_seed") is not None:  # fresh snapshot inputs too, where the reference is at hand
-        from . import snapshots
-
-        snapshots.FRESH_SEED = config.getoption("kata_seed")
+    settings(config)  # once, before any test module asks
     if config.getoption("steps") or config.getoption("progress"):
         # The worksheet view replaces pytest's own report: no tracebacks, no short summary, no stats line.
         config.option.tbstyle = "no"
         config.option.reportchars = "N"
         config.option.verbose = min(config.option.verbose, -2)
-    if config.getoption("strict_exact"):
-        from . import checks
-
-        checks.STRICT_EXACT = True
     state = KataState(config)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "kata-state")
 
 
 STATE = pytest.StashKey["KataState"]()
+SETTINGS = pytest.StashKey[RunSettings]()
+_COLLECTING: ContextVar[RunSettings | None] = ContextVar("kata_collecting", default=None)
+
+
+def settings(config: pytest.Config) -> RunSettings:
+    """How this run judges (``--strict-exact``, ``--kata-seed``, ``--kata-record-values``), built once per config."""
+    if SETTINGS not in config.stash:
+        config.stash[SETTINGS] = RunSettings(
+            strict_exact=bool(config.getoption("strict_exact")),
+            fresh_seed=config.getoption("kata_seed"),
+            recorded={} if config.getoption("kata_record_values", False) else None,
+        )
+    return config.stash[SETTINGS]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # noqa: ANN201 - pytest's own report
+    """While a test module is collected (imported), ``snapshot`` answers with this run's settings."""
+    token = _COLLECTING.set(settings(collector.config))
+    try:
+        return (yield)
+    finally:
+        _COLLECTING.reset(token)
+
+
+def snapshot(chapter: int) -> snapshots.Snapshot:
+    """A chapter's snapshot as this run asks for it: the stored one, or drawn afresh with ``--kata-seed``.
+
+    For a test module's ``SNAP = snapshot(CHAPTER)``, run at its import, where no fixture can hand it the run's
+    settings: the run collecting the module says them (for that collection only; outside one, the stored file).
+    """
+    judged = _COLLECTING.get()
+    return snapshots.load(chapter, seed=judged.fresh_seed if judged is not None else None)
+
+
+def _chapters_asked(args: list[str]) -> set[int] | None:
+    """The chapters whose test files ``args`` name (``tests/test_chapter04_attention.py[::test]``); None: any.
+
+    A chapter check reads one answer key, not all sixteen (most of a quick check's start-up after NumPy); a run
+    given a folder, or any other file, may reach every chapter, so every key is read and checked first.
+    """
+    found = set()
+    for arg in args:
+        number = project.chapter_number(Path(arg.split("::", 1)[0]).name)
+        if number is None:
+            return None
+        found.add(number)
+    return found or None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -639,4 +688,5 @@ def ws(request: pytest.FixtureRequest) -> answer_key.Step:
     marker = request.node.get_closest_marker("step")
     if marker is None:
         raise RuntimeError(f"{request.node.name} uses `ws` but has no @pytest.mark.step(...)")
-    return answer_key.load(request.module.CHAPTER).step(marker.args[0])
+    step = answer_key.load(request.module.CHAPTER).step(marker.args[0])
+    return dataclasses.replace(step, settings=settings(request.config))  # how ``expect`` judges it in this run

@@ -1,14 +1,31 @@
-"""Run chapter tests in a child pytest process that whatever the learner's code does cannot break.
+"""The judge's result stream, both ends: the child pytest writes it, the tools read it.
 
 The one child runner of the tools that need the results (the grade, the worksheet, a notebook's check);
 the chapter views on a terminal (``nox -s chapterN``, the watcher) run pytest in the foreground instead.
 
-- Every result streams to a file (``kata.judge.stream``), so nothing is lost if the child dies.
+The writing end is a pytest plugin (``Stream``, loaded with ``-p kata.judge.runner --kata-stream FILE`` next
+to the kata plugin, which decides each test's status): it writes every result down the moment it is known,
+one JSON object per line, flushed at once, so that a run which has to be killed (an endless loop that ignores
+the timeout, a crash) still leaves every result it reached, and the tool that started the run knows which
+test was running. Events, one per line:
+
+- ``{"event": "collected", "tests": [{"nodeid", "chapter", "step", "check", "title"}, ...]}``
+- ``{"event": "collect-error", "nodeid", "message"}``: a test file that does not import.
+- ``{"event": "start", "nodeid"}``: a test begins.
+- ``{"event": "result", "nodeid", "chapter", "step", "title", "status", "message", "got", "functions"}``.
+- ``{"event": "call", "nodeid", "function"}``: a test calls a learner's function (first time only).
+- ``{"event": "protections", "protections": [...]}``: what guarded the learner's process.
+- ``{"event": "uses", "uses": {module: {function: earlier module}}}``: what each chapter uses of earlier ones.
+- ``{"event": "not-importing", "chapters": {chapter: message}}``: the chapters whose module does not import.
+
+The reading end (``run_tests``, ``read``):
+
+- Every result streams to a file, so nothing is lost if the child dies.
 - The child is the judge: the learner's code runs in its worker (``kata/worker``), where each call has
   ``timeout`` seconds; a function that does not return is stopped there and named. A per-test guard
-  (pytest-timeout) and a watchdog here catch anything else that stalls a test; a repository's whole
-  run has a ``deadline`` after which what is left is "not run: time budget spent". (A loop
-  that swallows the interrupt, a hang in C code), marks the test "timed out" and runs the rest.
+  (pytest-timeout) and a watchdog here catch anything else that stalls a test (a loop that swallows the
+  interrupt, a hang in C code), mark the test "timed out" and run the rest; a repository's whole run has a
+  ``deadline`` after which what is left is "not run: time budget spent".
 - The child's stdout and stderr go through a pipe that is drained and thrown away except for the
   last few kilobytes, so a flood of prints cannot fill memory, a disk, or the report.
 """
@@ -23,9 +40,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..process import Drain, kill_tree
 from ..project import ROOT  # the folder that holds the kata package
+
+if TYPE_CHECKING:  # the tools that read a stream never load pytest for it
+    import pytest
 
 GRACE = 2.0  # seconds past the per-test guard before the watchdog steps in (at most)
 BUDGET_SPENT = "not run: time budget spent"
@@ -239,7 +260,7 @@ def _events(stream: Path, offset: int) -> tuple[int, list[dict]]:
 
 def stream_options(stream: Path) -> list[str]:
     """The pytest options that stream every result to ``stream`` (read it back with ``read``)."""
-    return ["-p", "kata.judge.stream", f"--kata-stream={stream}"]
+    return ["-p", "kata.judge.runner", f"--kata-stream={stream}"]
 
 
 def read(stream: Path) -> RunResult:
@@ -309,3 +330,137 @@ def _ended(code: int | None, tail: str) -> str:
     last = [line for line in tail.splitlines() if line.strip()][-5:]
     said = ("; its last words: " + " | ".join(last)) if last else ""
     return f"the test process ended (exit code {code}) while this test ran{said}"
+
+
+# -- the writing end: a pytest plugin in the child ----------------------------------------------------------
+MAX_MESSAGE = 4000
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--kata-stream`` and ``--kata-record-values``."""
+    group = parser.getgroup("kata-tools", "transformer katas: grading and learner tools")
+    group.addoption("--kata-stream", metavar="FILE", help="append every result to FILE as one JSON line")
+    group.addoption(
+        "--kata-record-values",
+        action="store_true",
+        help="also record the value each worksheet step's code returned (for `nox -s worksheet`)",
+    )
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """Shorten ``text`` to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… ({len(text) - limit} more characters cut)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start streaming when ``--kata-stream`` is given."""
+    path = config.getoption("kata_stream")
+    if path:
+        config.pluginmanager.register(Stream(config, Path(path)), "kata-tools-stream")
+
+
+class Stream:
+    """Writes the kata plugin's results to a file as they happen."""
+
+    def __init__(self, config: pytest.Config, path: Path) -> None:
+        from kata.judge import plugin as kata_plugin  # the foundation's runner: statuses are decided there
+
+        self.kata = kata_plugin
+        self.config = config
+        self.file = path.open("a", encoding="utf-8")
+        self.seen = 0  # results of the kata plugin already written
+        self.got: dict[str, Any] = {}
+        self.started: dict[str, float] = {}
+        self._protections_said: list[str] = []
+        recorded = kata_plugin.settings(config).recorded  # ``expect`` keeps each worksheet step's value there
+        if recorded is not None:
+            self.got = recorded
+
+    def emit(self, **event: Any) -> None:
+        """Write one event as a JSON line, at once."""
+        self.file.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        self.file.flush()
+
+    # -- what the tests are ------------------------------------------------------------------------
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Say which tests there are: chapter, step (or check) and title of each."""
+        tests = []
+        for item in session.items:
+            marker = item.get_closest_marker("step")
+            step = marker.args[0] if marker else None
+            chapter = getattr(getattr(item, "module", None), "CHAPTER", None)
+            title = self.kata._title(item)
+            if step and chapter is not None:
+                try:
+                    title = self.kata.answer_key.load(chapter).step(step).title
+                except KeyError:
+                    pass
+            check = None if step else getattr(item, "originalname", item.name)
+            tests.append({"nodeid": item.nodeid, "chapter": chapter, "step": step, "check": check, "title": title})
+        self.emit(event="collected", tests=tests)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Report a test file that does not load."""
+        if report.failed:
+            self.emit(event="collect-error", nodeid=report.nodeid, message=clip(str(report.longreprtext)))
+
+    # -- what happens to them ----------------------------------------------------------------------
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        """Say that a test starts (so a run killed mid-test knows which one)."""
+        self.started[nodeid] = time.monotonic()
+        self.emit(event="start", nodeid=nodeid)
+        worker = self.config.stash[self.kata.STATE].worker
+        if worker is not None:
+            worker.on_call = lambda name, nodeid=nodeid: self.emit(event="call", nodeid=nodeid, function=name)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Write every result the kata plugin decided since the last report."""
+        state = self.config.stash[self.kata.STATE]
+        for result in state.results[self.seen :]:
+            if result.status == "timed out" and report.when == "setup":
+                self._remember_hanging_import(state, result)
+            event = dict(result.__dict__)
+            event["message"] = clip(event.get("message") or "")
+            event["seconds"] = round(time.monotonic() - self.started.get(result.nodeid, time.monotonic()), 4)
+            if result.step in self.got:
+                event["got"] = self.got.pop(result.step)
+            self.emit(event="result", **event)
+        self.seen = len(state.results)
+        self._say_protections(state.worker)
+
+    def _say_protections(self, worker) -> None:  # noqa: ANN001 - the judge's worker proxy, or None
+        """Say the protections as soon as the learner's process has them (a run cut short still has them)."""
+        said = list(worker.protections) if worker is not None and worker.protections else []
+        if said and said != self._protections_said:
+            self._protections_said = said
+            self.emit(event="protections", protections=said)
+
+    def _remember_hanging_import(self, state: Any, result: Any) -> None:
+        """A chapter whose import timed out would time out again in every test: say so once."""
+        if result.chapter is None:
+            return
+        chapter = self.kata.answer_key.load(result.chapter)
+        name = f"{state.impl}.{chapter.module}"
+        if name not in state.modules:
+            state.modules[name] = (
+                f"chapter {result.chapter} does not import: importing {chapter.module} did not finish "
+                "(an endless loop at module level?)"
+            )
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Say which protections applied to the learner's process."""
+        worker = self.config.stash[self.kata.STATE].worker
+        self._say_protections(worker)
+        if worker is not None and worker.uses:
+            self.emit(event="uses", uses=worker.uses)
+        state = self.config.stash[self.kata.STATE]
+        broken = {str(k): v for k, v in state.chapters_seen.items() if v}
+        if broken:
+            self.emit(event="not-importing", chapters=broken)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """Close the stream."""
+        self.file.close()
+

@@ -137,19 +137,17 @@ def _lists(node: Any) -> Any:
     return {k: _lists(v) for k, v in node.items()}
 
 
-FRESH_SEED: int | None = None  # set by ``--kata-seed``: draw fresh inputs where the reference is at hand
-
-
-def load(chapter: int) -> Snapshot:
+def load(chapter: int, seed: int | None = None) -> Snapshot:
     """Read a chapter's snapshot (``allow_pickle=False``: plain numbers only).
 
-    With ``--kata-seed`` in the authors' or instructor's copy (which has the reference and the builder,
-    ``tests/snapshots/chapterNN.py``), the snapshot is drawn afresh from that seed instead, its expected values
-    computed by the reference in this process: the course's own code, never the learner's.
+    With a ``seed`` (``--kata-seed``: the run's ``RunSettings.fresh_seed``) in the authors' or instructor's copy
+    (which has the reference and the builder, ``tests/snapshots/chapterNN.py``), the snapshot is drawn afresh
+    from that seed instead, its expected values computed by the reference in this process: the course's own
+    code, never the learner's.
     """
-    build = builder(chapter) if FRESH_SEED is not None else None
+    build = builder(chapter) if seed is not None else None
     if build is not None:  # else the student edition: the stored snapshot
-        return Snapshot(build(FRESH_SEED * 1000 + chapter))
+        return Snapshot(build(seed * 1000 + chapter))
     with np.load(path(chapter), allow_pickle=False) as archive:
         return Snapshot({key: archive[key] for key in archive.files})
 

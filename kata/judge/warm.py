@@ -3,7 +3,7 @@
 Most of a quick chapter check is starting up: Python, pytest and its plugins, NumPy, the answer key, the
 test modules, the worker's own Python and NumPy. The first ``nox -s chapterN`` runs the judge as usual
 and starts a warm judge beside it, in the background: one process per course folder and Python that has
-done all of that once (``warm_up``) and keeps an empty worker ready (``launch.py``). Each later check
+done all of that once (``warm_up``) and keeps an empty worker ready (``proxy.prestart``). Each later check
 connects to it (``run``, through a Unix socket only its user can open), and the warm judge forks: the
 fork takes over the terminal, the folder and the environment of the command that asked, runs pytest
 exactly as ``python -m pytest`` would, and its exit code comes back as the command's own. The learner's
@@ -164,11 +164,11 @@ def _read_answer(conn: socket.socket) -> tuple[dict, bool]:
 def fork_check(check) -> int:
     """Run ``check()`` (a chapter check: it returns pytest's exit code) in a fork of this warm process; its pid.
 
-    The fork takes the spare worker over (``launch.handed_over``), exits with the check's code without running
+    The fork takes the spare worker over (``proxy.handed_over``), exits with the check's code without running
     any of this process's clean-up, and says what broke if the check raised. The warm judge and the watcher
     (``kata/learner/watch.py``) both check this way.
     """
-    from . import launch
+    from . import proxy
 
     pid = os.fork()
     if pid == 0:
@@ -185,7 +185,7 @@ def fork_check(check) -> int:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
-    launch.handed_over(pid)  # the check took the spare worker (or lets it go when it ends)
+    proxy.handed_over(pid)  # the check took the spare worker (or lets it go when it ends)
     return pid
 
 
@@ -278,9 +278,9 @@ class Server:
 
     def loop(self) -> None:
         """Serve until idle, out of date, or no longer reachable."""
-        from . import launch
+        from . import proxy
 
-        launch.prestart()
+        proxy.prestart()
         while True:
             listening = [] if self.stale else [self.listener]
             ready, _, _ = select.select([self.wake_r, *listening, *self.checks.values()], [], [], 1.0)
@@ -373,7 +373,7 @@ class Server:
 
     def reap(self) -> None:
         """Send each ended check's exit code to its command; end its worker; keep a spare ready."""
-        from . import launch
+        from . import proxy
 
         finished = set()
         for pid, conn in list(self.checks.items()):
@@ -393,8 +393,8 @@ class Server:
                 pass
             conn.close()
         if finished:
-            launch.reap(finished)
-            launch.prestart()
+            proxy.reap(finished)
+            proxy.prestart()
 
     def forget_socket(self) -> None:
         """Remove the socket, if it is still ours: the next command starts a new warm judge."""
@@ -406,11 +406,11 @@ class Server:
 
     def close(self) -> None:
         """Remove the socket and end the spare worker."""
-        from . import launch
+        from . import proxy
 
         self.listener.close()
         self.forget_socket()
-        launch.drop_spare()
+        proxy.drop_spare()
 
 
 def log(message: str) -> None:

@@ -2,7 +2,7 @@
 
 Fast because the watcher stays warm: it imports pytest, NumPy and the kata plugin once, and each
 re-check runs in a fork of itself (a fresh child, so your newly saved code is imported from scratch).
-Between checks it keeps an empty worker ready (``kata/judge/launch.py``: Python and NumPy loaded,
+Between checks it keeps an empty worker ready (``kata/judge/proxy.py``: Python and NumPy loaded,
 nothing of yours), which the next check takes over. Where ``fork`` does not exist (Windows) each
 re-check is a new ``python -m pytest`` instead.
 
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from .. import project
-from ..judge import launch, warm
+from ..judge import proxy, warm
 
 CLEAR = "\033[2J\033[H"
 TIMEOUT = 10.0  # seconds one check may run before it counts as "timed out"
@@ -216,7 +216,7 @@ def warm_up(chapter, impl: str) -> None:
     """
     warm.warm_up(pytest_args(chapter, impl))
     if hasattr(os, "fork"):
-        launch.prestart()  # the first check's worker
+        proxy.prestart()  # the first check's worker
 
 
 def start_check(chapter, impl: str):
@@ -240,7 +240,7 @@ def running(check) -> bool:
         pid, _ = os.waitpid(check, os.WNOHANG)
         if pid == 0:
             return True
-        launch.reap({check})
+        proxy.reap({check})
         return False
     return check.poll() is None
 
@@ -253,7 +253,7 @@ def stop(check) -> None:
             os.waitpid(check, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
-        launch.reap({check})
+        proxy.reap({check})
     else:
         check.kill()
         check.wait()
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                 if check is not None and not running(check):
                     check = None
                     if hasattr(os, "fork"):
-                        launch.prestart()  # an empty worker, ready for the next save
+                        proxy.prestart()  # an empty worker, ready for the next save
     except KeyboardInterrupt:
         if check is not None and running(check):
             stop(check)

@@ -6,7 +6,7 @@ system has no ``resource`` module (Windows) nothing is applied here and the judg
 The whole of one learner's code is bounded by two of them together: ``RLIMIT_NPROC`` of 1 lets the worker start
 no process or thread, so the address-space limit of that one process is the bound of everything the learner
 runs. It holds only for an unprivileged uid, which the sandbox gives a worker even when root grades
-(``kata/judge/launch.py``). A cgroup (memory.max, pids.max) would bound a tree of processes instead, but it needs
+(``kata/judge/proxy.py``). A cgroup (memory.max, pids.max) would bound a tree of processes instead, but it needs
 root or a systemd user session, and cgroup v1 or v2 each their own way; with no new processes at all there is
 no tree to bound, so none is used.
 """

@@ -1,6 +1,6 @@
 """The worker's loop: import the learner's chapters, run the calls the judge asks for, answer in plain data.
 
-Started by ``kata/judge/launch.py`` as ``python -I main.py '{"machinery": ..., "home": ...}'``, often
+Started by ``kata/judge/proxy.py`` as ``python -I main.py '{"machinery": ..., "home": ...}'``, often
 before the judge knows whose code it will run: it loads NumPy, then waits for its set-up frame (the
 implementation, its folder, the limits) before it loads anything of the learner's. Requests arrive on
 stdin, answers leave on the original stdout; the learner's prints go to a capped file instead. Every

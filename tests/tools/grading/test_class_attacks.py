@@ -255,7 +255,7 @@ def test_filling_the_sandboxs_tmp_costs_the_learner_not_the_host(tmp_path):
     """/tmp in the sandbox is a small tmpfs: writing it full fails early, in the learner's own check, for little host RAM"""
     if not shutil.which("bwrap") or os.environ.get("KATA_NO_SANDBOX"):
         pytest.skip("about the sandbox's /tmp: needs bubblewrap")
-    from kata.judge import launch
+    from kata.judge import proxy
 
     course = class_repos.course_copy(tmp_path / "course")
     impl = copy_solutions(tmp_path / "impl" / "exercises")
@@ -283,7 +283,7 @@ def test_filling_the_sandboxs_tmp_costs_the_learner_not_the_host(tmp_path):
     print(f"a worker writing /tmp full: {written / 2**20:.0f} MiB written, host shared memory "
           f"+{grown / 2**20:.0f} MiB at most")
     assert grown < 2**30, f"{grown / 2**20:.0f} MiB of the host's RAM"
-    assert written <= launch.TMP_BYTES, f"{written / 2**20:.0f} MiB written into the sandbox's /tmp"
+    assert written <= proxy.TMP_BYTES, f"{written / 2**20:.0f} MiB written into the sandbox's /tmp"
 
 
 EXIT_EVERY_CALL = '''

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kata.grading import gradebook
-from kata.judge import launch, proxy
+from kata.judge import proxy
 
 from ..conftest import tool
 from . import class_repos
@@ -107,11 +107,11 @@ def _fake_bwrap(folder: Path, text: str) -> dict[str, str]:
 @pytest.fixture
 def fresh_launcher(monkeypatch):
     """The launcher as in a new judge: no spare worker, the sandbox not looked for yet (restored after)."""
-    launch.drop_spare()
-    monkeypatch.setattr(launch, "_sandbox", False)
-    monkeypatch.setattr(launch, "_cause", "", raising=False)
+    proxy.drop_spare()
+    monkeypatch.setattr(proxy, "_sandbox", False)
+    monkeypatch.setattr(proxy, "_cause", "", raising=False)
     yield monkeypatch
-    launch.drop_spare()
+    proxy.drop_spare()
 
 
 def _package(root: Path, code: str) -> Path:
@@ -127,7 +127,7 @@ def test_a_learner_trying_every_way_out_changes_nothing_on_the_host(tmp_path, fr
     """remount, a .pth in the grader's site-packages, kata/, /etc/shadow, forked children: none gets through"""
     fresh_launcher.delenv("KATA_NO_SANDBOX", raising=False)
     sites = [Path(p) for p in sys.path if p.endswith("-packages") and Path(p).is_dir()]
-    planted = [*(s / "PLANTED" for s in sites), launch.ROOT / "kata" / "PLANTED"]
+    planted = [*(s / "PLANTED" for s in sites), proxy.ROOT / "kata" / "PLANTED"]
     worker = proxy.Worker(_package(tmp_path / "impl", ESCAPE), "learner", call_timeout=10.0)
     try:
         with pytest.raises(ImportError, match="FOUND") as caught:
@@ -140,7 +140,7 @@ def test_a_learner_trying_every_way_out_changes_nothing_on_the_host(tmp_path, fr
             path.unlink()
     found = json.loads(str(caught.value).split("FOUND ", 1)[1])
     print(f"inside the sandbox: uid {found['uid']}, CapEff {found['capeff']}; {found.get('fork')}")
-    assert launch.SANDBOXED in protections, protections
+    assert proxy.SANDBOXED in protections, protections
     assert not leaked, f"learner's files on the host: {leaked}"
     assert found["remounted"] == [] and found["written"] == [], found
     assert found["uid"] != 0 and int(found["capeff"], 16) == 0, found
@@ -159,7 +159,7 @@ def test_a_sandbox_that_does_not_seal_is_reported_unsealed(tmp_path, fresh_launc
         protections = worker.protections
     finally:
         worker.close()
-    assert launch.SANDBOXED not in protections, protections
+    assert proxy.SANDBOXED not in protections, protections
     said = [p for p in protections if p.startswith("no sandbox")]
     assert len(said) == 1 and said[0].startswith("no sandbox: the sandbox did not hold: "), protections
     assert ("it runs as root (uid 0)" in said[0]) == (os.geteuid() == 0), said
@@ -206,7 +206,7 @@ def test_where_sealing_is_required_an_unsealed_worker_never_loads_the_learners_c
     try:
         with pytest.raises(proxy.Unsealed, match="the learner's code was not run: the sandbox did not hold"):
             worker.import_module("chapter99_escape")
-        assert any(p.startswith(launch.UNSEALED) for p in worker.protections), worker.protections
+        assert any(p.startswith(proxy.UNSEALED) for p in worker.protections), worker.protections
     finally:
         worker.close()
     assert not marker.exists(), "the learner's code ran unsealed"
@@ -214,7 +214,7 @@ def test_where_sealing_is_required_an_unsealed_worker_never_loads_the_learners_c
 
 def test_one_unsealed_worker_makes_the_learner_unsealed():
     """a learner whose workers were sealed but once (a restart that fell back) is graded unsealed, with the cause"""
-    results = {"protections": [launch.SANDBOXED, launch.unsealed("bubblewrap failed to start: out of memory")]}
+    results = {"protections": [proxy.SANDBOXED, proxy.unsealed("bubblewrap failed to start: out of memory")]}
     assert gradebook.sandbox(results) == "none"
     assert gradebook.sandbox(results, allow_unsealed=True) == "none (allowed)"
     assert gradebook.unsealed_cause(results) == "bubblewrap failed to start: out of memory"

@@ -6,11 +6,13 @@ copies), the stored snapshots are drawn afresh too, their expected values comput
 """
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from kata.judge import snapshots
+from kata.judge import answer_key, plugin, snapshots
+from kata.judge.checks import RunSettings, expect
 
 from ..conftest import copy_solutions, tool
 
@@ -20,22 +22,40 @@ pytestmark = pytest.mark.slow
 
 def test_a_seed_draws_fresh_snapshots_and_none_keeps_the_stored_ones():
     """with a seed every snapshot input differs from the stored one; without, the stored file is read"""
-    before = snapshots.FRESH_SEED
-    try:
-        snapshots.FRESH_SEED = None
-        stored = snapshots.load(10)
-        snapshots.FRESH_SEED = 5
-        fresh = snapshots.load(10)
-    finally:
-        snapshots.FRESH_SEED = before
+    stored = snapshots.load(10)
+    fresh = snapshots.load(10, seed=5)
     assert sorted(fresh.data) == sorted(stored.data), "the same cases, so the same tests"
     inputs = [k for k in stored.data if k.endswith("/x") and k != "layer_norm_eps/x"]  # that one is a constant row
     assert inputs and all(not np.array_equal(fresh[k], stored[k]) for k in inputs)
-    snapshots.FRESH_SEED, before = None, snapshots.FRESH_SEED
-    try:
-        assert all(np.array_equal(snapshots.load(10)[k], stored[k]) for k in inputs)
-    finally:
-        snapshots.FRESH_SEED = before
+    assert all(np.array_equal(snapshots.load(10)[k], stored[k]) for k in inputs), "the seed stayed with its load"
+
+
+class _Options:
+    """Stands in for a pytest config: its options and its stash (all ``plugin.settings`` reads)."""
+
+    def __init__(self, **options) -> None:
+        self.options, self.stash = options, pytest.Stash()
+
+    def getoption(self, name, default=None):  # noqa: ANN001, ANN201 - pytest's signature
+        return self.options.get(name, default)
+
+
+def test_two_runs_settings_in_one_process_do_not_leak_into_each_other():
+    """a strict, seeded, recording run's settings change nothing of a plain run's in the same process"""
+    strict = plugin.settings(_Options(strict_exact=True, kata_seed=5, kata_record_values=True))
+    plain = plugin.settings(_Options(strict_exact=False, kata_seed=None))
+    assert plain == RunSettings() and plain.recorded is None
+    assert strict == RunSettings(strict_exact=True, fresh_seed=5) and strict.recorded == {}
+    step = answer_key.load(4).step("4.3")  # no tolerance of its own: rtol 1e-6, or 1e-12 when strict
+    near = step.exact * (1 + 1e-9)
+    for _ in range(2):  # in turn, twice: neither run's settings outlive its own call
+        expect(replace(step, settings=plain), near)
+        with pytest.raises(pytest.fail.Exception, match="tolerance rtol 1e-12"):
+            expect(replace(step, settings=strict), near)
+    assert list(strict.recorded) == ["4.3"], "the strict run recorded its value, in its own settings only"
+    assert plugin.snapshot(10).data.keys() == snapshots.load(10).data.keys()
+    assert all(np.array_equal(plugin.snapshot(10)[k], snapshots.load(10)[k]) for k in snapshots.load(10).data), \
+        "outside a run's collection, a test module's snapshot is the stored one"
 
 
 def test_every_grade_draws_a_new_seed_and_records_it(tmp_path):
