@@ -3,7 +3,10 @@
 The mistakes themselves are data, in ``tests/mutants.toml`` (one ``[[mistake]]`` each: its chapter, the
 exact ``old`` text of that chapter's solution, the ``new`` text, and the words it must be ``named`` by); this
 module reads them. ``tests/test_suite_proves.py`` plants each one and requires (1) that some test of the
-chapter fails and (2) that a failure message says "looks like: <named>", i.e. the mistake is named.
+chapter fails and (2) that the first failing check says "looks like: <named>", i.e. the mistake is named where
+the learner reads first, and (3) from Part II on, that this check is a worksheet step. A mistake that hand-sized
+numbers cannot show by its nature (an overflow, a speed, a batch axis the worksheet does not have) says why in
+``beyond``; it must still be named first.
 """
 
 import tomllib
@@ -23,6 +26,7 @@ class Mutant:
     old: str  # exact text in the chapter's solution
     new: str  # what the mistake writes instead
     named: str  # words the failure must say after "looks like:"
+    beyond: str = ""  # why no worksheet step can show it (then a check beyond the worksheet names it first)
 
     @property
     def file(self) -> str:
@@ -35,8 +39,9 @@ def load(path: Path = LIST) -> list[Mutant]:
     fields = {"chapter", "old", "new", "named"}
     found = []
     for k, entry in enumerate(tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []), start=1):
-        if set(entry) != fields:
-            raise ValueError(f"{path.name}: mistake {k} has the keys {sorted(entry)}; each needs exactly {sorted(fields)}")
+        if not fields <= set(entry) <= fields | {"beyond"}:
+            raise ValueError(f"{path.name}: mistake {k} has the keys {sorted(entry)}; each needs exactly "
+                             f"{sorted(fields)}, and may say why no worksheet step shows it in 'beyond'")
         found.append(Mutant(**entry))
     return found
 
