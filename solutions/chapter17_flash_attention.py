@@ -40,10 +40,10 @@ def online_softmax_step(
       \ell' = \alpha\, \ell + \textstyle\sum_j P_{:j}, \qquad \text{acc}' = \alpha\, \text{acc} + P\,V
     \end{gathered}$$
 
-    (α and m' per row, broadcast along the row.) The state starts at m = −∞, ℓ = 0, acc = 0 for every row.
-    Nothing is divided yet: acc' / ℓ' is the attention output over the keys seen so far. A row whose scores
-    so far are all −∞ (every key masked) keeps m' = −∞, ℓ' = 0 and acc' = acc: use 0 in place of a
-    maximum of −∞ when subtracting it, so that no exp(−∞ − (−∞)) = nan appears.
+    (α and m' per row, broadcast along the row.) Every row's state starts with m at −∞, ℓ at 0 and acc at
+    0. Nothing is divided yet: acc' divided by ℓ' is the attention output over the keys seen so far. A row
+    whose scores so far are all −∞ (every key masked) keeps m' at −∞, ℓ' at 0 and acc' as acc was: 0 takes
+    the place of a maximum of −∞ where it is subtracted, so that no e^(−∞ − (−∞)), a nan, appears.
 
     Args:
         m: the running maximum of every row, shape (n,); −∞ before any score.
@@ -146,16 +146,20 @@ def flash_attention_forward(
     $$O = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt d} + M\right) V, \qquad
       \mathrm{lse}_a = \log \sum_b e^{S_{ab}} = m_a + \log \ell_a$$
 
-    Every row starts at m = −∞, ℓ = 0, acc = 0; each pair of ``tile_pairs`` takes its ``tile_scores`` into
-    the rows of its query tile with ``online_softmax_step``; at the end O = acc / ℓ. No array of seq_q × seq_k
-    numbers is ever made: the largest one is proportional to seq × tile (the tests measure it).
+    Every row starts with m at −∞, ℓ and acc at 0; each pair of ``tile_pairs`` takes its ``tile_scores``
+    into the rows of its query tile with ``online_softmax_step``; at the end O is acc divided by ℓ.
+
+    No array of seq_q × seq_k numbers is ever made: the memory the call holds at once grows as seq × tile
+    (plus the outputs), not as seq². The tests measure it with ``tracemalloc``, which NumPy reports its arrays
+    to: with 1024 queries and keys, tile 32 and widths 2, the most the call holds at once must stay under an
+    eighth of one 1024 × 1024 float64 array (1 MiB), causal or not.
 
     Args:
         Q: queries, shape (n_q, d).
         K: keys, shape (n_k, d).
         V: values, shape (n_k, d_v).
         tile: the tile size, a whole number ≥ 1 (it need not divide n_q or n_k).
-        causal: whether query a may only see keys 0 … a (then n_q = n_k).
+        causal: whether query a may only see keys 0 … a (then n_q and n_k are equal).
 
     Returns:
         (O, lse): O has shape (n_q, d_v), equal to chapter 4's attention output; lse has shape (n_q,), the
@@ -214,8 +218,9 @@ def flash_attention_backward(
       dQ_{(i)} \mathrel{+}= \frac{dS\, K_{(j)}}{\sqrt d}, \qquad dK_{(j)} \mathrel{+}= \frac{dS^\top Q_{(i)}}{\sqrt d}
     \end{gathered}$$
 
-    for every pair (i, j) of ``tile_pairs``, with S = ``tile_scores``(Q, K, i, j, tile, causal) (lse and D
-    subtracted row by row). As the forward pass, it never makes an array of seq_q × seq_k numbers.
+    for every pair (i, j) of ``tile_pairs``, with S the pair's ``tile_scores`` (lse and D subtracted row by
+    row). As the forward pass, it never makes an array of seq_q × seq_k numbers: the same measure and bound
+    as ``flash_attention_forward``'s.
 
     Args:
         dO: the gradient of the loss with respect to the output O, shape (n_q, d_v).
