@@ -151,8 +151,8 @@ def flash_attention_forward(
 
     No array of seq_q × seq_k numbers is ever made: the memory the call holds at once grows as seq × tile
     (plus the outputs), not as seq². The tests measure it with ``tracemalloc``, which NumPy reports its arrays
-    to: with 1024 queries and keys, tile 32 and widths 2, the most the call holds at once must stay under an
-    eighth of one 1024 × 1024 float64 array (1 MiB), causal or not.
+    to: with 256 queries and keys, tile 16 and widths 2, the most the call holds at once must stay under a
+    quarter of one 256 × 256 float64 array (128 KiB), causal or not.
 
     Args:
         Q: queries, shape (n_q, d).

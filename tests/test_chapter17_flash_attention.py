@@ -235,15 +235,15 @@ def test_a_tile_size_of_its_own_in_the_backward(ch):
 # -- beyond the worksheet: memory, measured (never time) -------------------------------------------------------
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_memory_held_at_once_grows_as_seq_times_tile_not_seq_squared(ch, causal):
-    """at 1024 positions, tile 32: forward and backward never hold 1 MiB at once (tracemalloc), an eighth of one seq × seq float64 array"""
-    n, tile = 1024, 32
+    """at 256 positions, tile 16: forward and backward never hold 128 KiB at once (tracemalloc), a quarter of one seq × seq float64 array"""
+    n, tile = 256, 16
     Q, K, V = (np.cos(np.arange(n * 2).reshape(n, 2) * (k + 1) * 0.37) for k in range(3))
-    limit = n * n * 8 // 8
+    limit = n * n * 8 // 4
     result, peak = ch.flash_attention_forward.traced(Q, K, V, tile, causal=causal)
     with check:
         assert peak is not None and peak < limit, (
             f"flash_attention_forward of {n} positions, tile {tile}, causal={causal}, held {peak} bytes at once "
-            f"(limit {limit:,}: an eighth of one {n} × {n} float64 array)\n  looks like: a seq × seq array "
+            f"(limit {limit:,}: a quarter of one {n} × {n} float64 array)\n  looks like: a seq × seq array "
             "(all the scores, their weights or a mask) was built: keep one tile of scores at a time")
     out, lse = pair(result, "flash_attention_forward")
     dO = np.sin(np.arange(n * 2).reshape(n, 2))
