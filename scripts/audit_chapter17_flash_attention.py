@@ -121,11 +121,8 @@ def audit() -> dict[str, dict]:
     masked = step(start(2), [-INF, -INF], V[:2])
     steps["17.3"] = {"exact": flat(step(masked, ROW[2:], V[2:])), "mistakes": {}}
 
-    steps["17.4"] = {"exact": [[i, j] for i in range(2) for j in range(2) if j <= i], "mistakes": {
-        "the causal skip off by one tile: j ≤ i + 1, a tile above the diagonal computed":
-            [[i, j] for i in range(2) for j in range(2) if j <= i + 1],
-        "the causal skip off by one tile: j < i, the diagonal tile skipped":
-            [[i, j] for i in range(2) for j in range(2) if j < i]}}
+    # its mistakes have other shapes (4 pairs, 1 pair): the test names them
+    steps["17.4"] = {"exact": [[i, j] for i in range(2) for j in range(2) if j <= i], "mistakes": {}}
 
     S2 = scores(Q2, K)
     steps["17.5"] = {"exact": [row[2:4] for row in S2], "mistakes": {
