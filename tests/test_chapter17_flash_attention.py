@@ -319,3 +319,47 @@ def test_shapes_that_do_not_fit_are_refused(ch):
     Q = np.ones((3, 2))
     raises_clearly(lambda: ch.flash_attention_backward(np.ones((3, 2)), Q, Q, Q, np.ones((3, 2)), np.ones(2), 2),
                    ValueError, "(2,)")
+
+
+@pytest.mark.given
+def test_every_misfit_of_the_state_and_the_tile_is_refused(ch):
+    """each shape of online_softmax_step's state and tile that does not fit, on its own, raises ValueError naming it"""
+    m, acc, S, V = np.zeros(2), np.zeros((2, 3)), np.zeros((2, 4)), np.zeros((4, 3))
+    for args, shape in [((np.zeros((2, 1)), np.zeros((2, 1)), acc, S, V), "(2, 1)"),  # m and ell 2-D alike
+                        ((m, np.zeros(3), acc, S, V), "(3,)"),  # ell of another length
+                        ((m, m, np.zeros(2), S, V), "(2,)"),  # acc 1-D
+                        ((m, m, acc, np.zeros(2), V), "(2,)"),  # S 1-D
+                        ((m, m, np.zeros((3, 3)), S, V), "(3, 3)"),  # acc of other rows
+                        ((m, m, acc, np.zeros((3, 4)), V), "(3, 4)")]:  # S of other rows
+        raises_clearly(lambda args=args: ch.online_softmax_step(*args), ValueError, shape)
+
+
+@pytest.mark.given
+def test_every_misfit_of_queries_keys_values_and_tiles_is_refused(ch):
+    """Q, K or V not 2-D, Q and K of other widths, a tile index past the end, i, j, tile not whole: ValueError naming it"""
+    Q = np.ones((4, 2))
+    raises_clearly(lambda: ch.flash_attention_forward(np.ones(2), Q, Q, 2), ValueError, "(2,)")
+    raises_clearly(lambda: ch.flash_attention_forward(Q, np.ones(4), Q, 2), ValueError, "(4,)")
+    raises_clearly(lambda: ch.flash_attention_forward(Q, Q, np.ones(4), 2), ValueError, "(4,)")
+    raises_clearly(lambda: ch.tile_scores(np.ones(2), Q, 0, 0, 2), ValueError, "(2,)")
+    raises_clearly(lambda: ch.tile_scores(Q, np.ones(4), 0, 0, 2), ValueError, "(4,)")
+    raises_clearly(lambda: ch.tile_scores(Q, np.ones((4, 3)), 0, 0, 2), ValueError, "(4, 2)", "(4, 3)")
+    raises_clearly(lambda: ch.tile_scores(Q, Q, 0, 2, 2), ValueError, names=("j",))
+    raises_clearly(lambda: ch.tile_scores(Q, Q, 1.0, 0, 2), ValueError, names=("i",))
+    raises_clearly(lambda: ch.tile_scores(Q, Q, 0, True, 2), ValueError, names=("j",))
+    raises_clearly(lambda: ch.tile_scores(Q, Q, 0, 0, 2.0), ValueError, names=("tile",))
+
+
+@pytest.mark.given
+def test_integer_arrays_are_taken_as_numbers(ch):
+    """whole-number Q, K, V and dO give the forward and backward of the same arrays as float64"""
+    Q, K, V = np.array([[2, 0], [0, 2], [1, 1]]), np.array([[0, 1], [1, 0], [2, 0]]), np.array([[1, 0], [0, 1], [2, 2]])
+    dO = np.array([[1, 0], [1, 1], [0, 2]])
+    out, lse = pair(ch.flash_attention_forward(Q, K, V, 2, causal=True), "flash_attention_forward, integer arrays")
+    want = pair(ch.flash_attention_forward(*(x.astype(float) for x in (Q, K, V)), 2, causal=True), "float64 arrays")
+    close(out, want[0], "flash_attention_forward's O of integer arrays against the same as float64")
+    grads = ch.flash_attention_backward(dO, Q, K, V, out, lse, 2, causal=True)
+    floats = ch.flash_attention_backward(dO.astype(float), *(x.astype(float) for x in (Q, K, V)), out, lse, 2,
+                                         causal=True)
+    for name, a, b in zip(("dQ", "dK", "dV"), grads, floats, strict=True):
+        close(a, b, f"flash_attention_backward's {name} of integer arrays against the same as float64", kind="array")
