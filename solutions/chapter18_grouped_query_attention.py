@@ -326,9 +326,8 @@ def _check_qkv(Q, K, V, n_heads, n_kv_heads, rows: int | None = None) -> tuple:
         and Q.shape[1] % n_heads == 0 and K.shape == V.shape \
         and K.shape[1] == n_kv_heads * (Q.shape[1] // n_heads) and (rows is None or len(Q) == rows)
     if not fits:
-        seq = "seq" if rows is None else str(rows)
-        raise ValueError(f"queries {Q.shape}, keys {K.shape} and values {V.shape} must be ({seq}, n_heads · d_head) "
-                         f"and ({seq}, n_kv_heads · d_head) with n_heads = {n_heads}, n_kv_heads = {n_kv_heads}")
+        raise ValueError(f"queries {Q.shape}, keys {K.shape} and values {V.shape} must be (rows, n_heads · d_head) and "
+                         f"(rows, n_kv_heads · d_head) with n_heads = {n_heads}, n_kv_heads = {n_kv_heads}; rows ≥ 1")
     return Q, K, V
 
 

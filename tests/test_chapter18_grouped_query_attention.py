@@ -123,7 +123,7 @@ def test_the_window_keeps_exactly_the_last_window_positions(ch, case):
 
 
 CASES = [(5, 6, 3, 2, None), (5, 6, 3, 2, 2), (4, 4, 1, 3, None), (4, 4, 1, 3, 3), (3, 2, 2, 1, None),
-         (6, 8, 4, 2, 1), (6, 8, 2, 2, 4), (2, 2, 1, 5, 9)]  # seq, n_heads, n_kv_heads, d_head, window
+         (6, 8, 4, 2, 1), (6, 8, 2, 2, 4), (2, 2, 1, 5, 9), (3, 1, 1, 1, None)]  # seq, n_heads, n_kv_heads, d_head, window
 
 
 def inputs(seq, n_heads, n_kv_heads, d_head):
@@ -229,7 +229,7 @@ def test_decoding_one_position_at_a_time_gives_the_whole_sequences_rows(ch, case
 
 
 @pytest.mark.parametrize("case", [(32, 32, 128, 4096, 2, None), (80, 8, 128, 4096, 2, None), (2, 2, 4, 8, 2, 3),
-                                  (3, 1, 5, 7, 8, 9), (1, 4, 2, 6, 4, 6)])
+                                  (3, 1, 5, 7, 8, 9), (1, 4, 2, 6, 4, 6), (2, 2, 4, 8, 2, 1)])
 def test_the_cache_bytes_from_a_7b_model_to_a_window(ch, case):
     """kv_cache_bytes is 2 × layers × kv heads × d_head × min(seq, window) × bytes, as a Python or NumPy int"""
     n_layers, n_kv_heads, d_head, seq, size, window = case
@@ -292,6 +292,11 @@ def test_counts_sizes_and_windows_that_are_not_whole_numbers_are_refused(ch):
     """head counts, sizes and windows must be whole numbers (≥ 1 where a count): ValueError naming which"""
     raises_clearly(lambda: ch.kv_head_of(0, 1), ValueError, names=("n_heads",))
     raises_clearly(lambda: ch.kv_head_of(4, 2.0), ValueError, names=("n_kv_heads",))
+    raises_clearly(lambda: ch.kv_head_of(4, 0), ValueError, names=("n_kv_heads",))
+    raises_clearly(lambda: ch.sliding_window_mask(0, 2), ValueError, names=("n",))
+    for k, name in enumerate(("n_layers", "n_kv_heads", "d_head")):
+        raises_clearly(lambda k=k: ch.kv_cache_bytes(*[0 if i == k else 2 for i in range(3)], 8, 2), ValueError,
+                       names=(name,))
     raises_clearly(lambda: ch.sliding_window_mask(True, 2), ValueError, names=("n",))
     raises_clearly(lambda: ch.sliding_window_mask(4, 1.5), ValueError, names=("window",))
     raises_clearly(lambda: ch.kv_cache_bytes(2, 2, 4, 0, 2), ValueError, names=("seq",))
@@ -312,6 +317,10 @@ def test_shapes_that_do_not_fit_are_refused(ch):
                    ValueError, "(3, 4)", "(3, 2)")
     raises_clearly(lambda: ch.grouped_query_attention(np.ones((3, 4)), np.ones((2, 2)), np.ones((2, 2)), 4, 2),
                    ValueError, "(2, 2)")
+    raises_clearly(lambda: ch.grouped_query_attention(np.ones((0, 4)), np.ones((0, 2)), np.ones((0, 2)), 4, 2),
+                   ValueError, "(0, 4)")
+    raises_clearly(lambda: ch.grouped_query_attention(np.ones((3, 0)), np.ones((3, 0)), np.ones((3, 0)), 2, 2),
+                   ValueError, "(3, 0)")
     raises_clearly(lambda: ch.group_sum(np.ones((4, 3)), 2), ValueError, "(4, 3)")
     raises_clearly(lambda: ch.group_sum(np.ones((6, 3, 2)), 4), ValueError, "divisible")
     Q, K = np.ones((3, 4)), np.ones((3, 2))
@@ -323,6 +332,9 @@ def test_shapes_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.decode_step(np.ones((2, 4)), np.ones((2, 2)), np.ones((2, 2)), None, 4, 2),
                    ValueError, "(2, 4)")
     raises_clearly(lambda: ch.decode_step(q, k, k, [1, 2], 4, 2), ValueError, "cache", "list")
+    raises_clearly(lambda: ch.decode_step(q, k, k, ["K", "V"], 4, 2), ValueError, "cache", "list")
+    raises_clearly(lambda: ch.decode_step(q, k, k, {"K": np.ones((2, 1, 1)), "V": np.ones((2, 2, 1))}, 4, 2),
+                   ValueError, "cache", "(2, 2, 1)")
     raises_clearly(lambda: ch.decode_step(q, k, k, {"K": np.ones((2, 1, 1))}, 4, 2), ValueError, "cache")
     raises_clearly(lambda: ch.decode_step(q, k, k, {"K": np.ones((1, 1, 1)), "V": np.ones((1, 1, 1))}, 4, 2),
                    ValueError, "(1, 1, 1)")
