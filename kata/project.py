@@ -20,6 +20,25 @@ CHAPTER_NAME = re.compile(r"(?:test_|audit_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml
 ``audit_chapter12_rope.py``."""
 
 
+PARTS = {
+    range(1, 11): "Part I: the book",
+    range(11, 17): "Part II: beyond the book",
+    range(17, 21): "Part III: fast",
+    range(21, 25): "Part IV: adapt and align",
+}
+"""The course's parts by chapter number: the one table mkdocs.yml's nav, docs/index.md's sections and the tests
+read (a part's title is its nav section and its ``## `` heading on the home page)."""
+
+
+def part_title(number: int) -> str:
+    """The title of the part chapter ``number`` belongs to (``PARTS``), or a ``ValueError`` naming the parts."""
+    for chapters, title in PARTS.items():
+        if number in chapters:
+            return title
+    spans = ", ".join(f"{r.start}-{r.stop - 1}" for r in PARTS)
+    raise ValueError(f"chapter {number} is in no part of kata/project.py's PARTS (chapters {spans})")
+
+
 def kata(root: Path = ROOT) -> ModuleType:
     """Import the foundation's ``kata`` package (answer key, plugin) from ``root``."""
     if str(root) not in sys.path:

@@ -4,7 +4,7 @@ For every chapter ``kata/project.py`` finds (an answer key in ``reference/`` and
 CONTRIBUTING.md's "What a chapter is":
 
 - its files: stub, solution, key, tests, page, notebook source and built notebook, the snapshot its tests
-  read and its builder, and for a Part II chapter its audit script and the audit's test;
+  read and its builder, and for a chapter beyond the book (Part II on) its audit script and the audit's test;
 - its entries: the page in mkdocs.yml's nav (in its part's section), at least one planted mistake in
   tests/mutants.toml, a row in CONTRIBUTING.md's mutation table, a line in docs/index.md's table of chapters (in its part's section);
 - grading.toml names only real chapters, steps and tests;
@@ -29,14 +29,20 @@ from tests.mutants import MUTANTS, Mutant, load
 
 ROOT = project.ROOT
 CHAPTERS = project.chapters()
-PART_TITLES = {1: "Part I: the book", 2: "Part II: beyond the book"}
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
                 "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15}
 
 
 def part(chapter) -> int:
-    """1 for a chapter of the book (its key's ``source`` starts "Book chapter"), 2 for one beyond it."""
-    return 1 if chapter.source.startswith("Book chapter") else 2
+    """The part a chapter belongs to, 1, 2, … in the order of ``kata/project.py``'s ``PARTS``."""
+    titles = list(project.PARTS.values())
+    return titles.index(project.part_title(chapter.number)) + 1
+
+
+def test_the_book_is_part_i_and_only_part_i():
+    """a chapter's key says "Book chapter" exactly when PARTS puts it in Part I (the book)"""
+    wrong = [c.number for c in CHAPTERS if c.source.startswith("Book chapter") != (part(c) == 1)]
+    assert not wrong, f"chapters whose key's source and PARTS disagree about the book: {wrong}"
 
 
 def _read(relative: str) -> str:
@@ -73,8 +79,8 @@ def files(chapter, root: Path = ROOT) -> dict[str, str]:
         found[f"tests/snapshots/chapter{nn}.py"] = "the builder of the snapshot its tests read (its build(seed=None))"
         found[f"tests/snapshots/chapter{nn}.npz"] = f"the snapshot its tests read (python -m kata.authoring.snapshots " \
                                                     f"{chapter.number})"
-    if part(chapter) == 2:
-        found[f"scripts/audit_{module}.py"] = "the audit that computes the key's exact values (Part II)"
+    if part(chapter) >= 2:
+        found[f"scripts/audit_{module}.py"] = "the audit that computes the key's exact values (beyond the book)"
     return found
 
 
@@ -117,7 +123,7 @@ def part_problems(chapter, sections: dict[str, str], absent: str, present: str, 
     mkdocs.yml's nav under"); ``mark`` is written before each title ("## " for a Markdown heading).
     """
     page = chapter.page.removeprefix("docs/")
-    want = PART_TITLES[part(chapter)]
+    want = project.part_title(chapter.number)
     if page not in sections:
         return [f"chapter {chapter.number}'s page {chapter.page} is {absent} \"{mark}{want}\")"]
     if sections[page] != want:
@@ -238,7 +244,7 @@ def grading_problems(grading_toml: str, chapters=CHAPTERS, root: Path = ROOT) ->
 def count_problems(name: str, text: str, chapters=CHAPTERS) -> list[str]:
     """Every "N chapters" a page states must be the number of Part I chapters, said in a Part I sentence.
 
-    Part II grows a chapter at a time, so no page counts it (or the whole course): the lists of chapters are
+    The parts after it grow a chapter at a time, so no page counts them (or the whole course): the lists of chapters are
     mkdocs.yml's nav and docs/index.md's table, both checked above.
     """
     book = sum(part(c) == 1 for c in chapters)
@@ -248,9 +254,10 @@ def count_problems(name: str, text: str, chapters=CHAPTERS) -> list[str]:
         for m in re.finditer(rf"\b({words}|\d+)\s+(?:short\s+)?chapters\b", sentence, re.I):
             said = m.group(1).lower()
             n = NUMBER_WORDS.get(said) or int(said)
-            if "Part I" not in sentence or "Part II" in sentence[:m.start()] or n != book:
+            later = re.search(r"Part I[IV]", sentence[:m.start()])
+            if not re.search(r"Part I\b", sentence) or later or n != book:
                 problems.append(f"{name} says \"{m.group(0)}\": the course has {book} chapters in Part I (the book) "
-                                f"and {len(chapters) - book} in Part II; count only Part I, in a sentence about it")
+                                f"and {len(chapters) - book} after it; count only Part I, in a sentence about it")
     return problems
 
 
@@ -268,13 +275,13 @@ def test_chapters_are_found():
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_has_all_its_files(chapter):
-    """stub, solution, key, tests, page, notebook source and notebook, snapshot, audit (Part II)"""
+    """stub, solution, key, tests, page, notebook source and notebook, snapshot, audit (beyond the book)"""
     assert not missing_files(chapter), "\n".join(missing_files(chapter))
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_page_is_in_the_nav_of_its_part(chapter):
-    """mkdocs.yml's nav lists the page under 'Part I: the book' or 'Part II: beyond the book'"""
+    """mkdocs.yml's nav lists the page under its part's title (kata/project.py's PARTS)"""
     problems = nav_problems(chapter, _read("mkdocs.yml"))
     assert not problems, "\n".join(problems)
 
@@ -325,7 +332,7 @@ def test_grading_toml_names_real_chapters_steps_and_tests():
 
 @pytest.mark.parametrize("name", ["README.md", "docs/index.md", "docs/notation.md"])
 def test_no_page_counts_chapters_the_course_does_not_have(name):
-    """a page may say how many chapters Part I has (the book's); nothing counts Part II or the whole course"""
+    """a page may say how many chapters Part I has (the book's); nothing counts a later part or the whole course"""
     problems = count_problems(name, _read(name))
     assert not problems, "\n".join(problems)
 

@@ -564,6 +564,7 @@ class Worker:
         self.protections: list[str] = []
         self.calls: list[tuple[str, str]] = []  # every function called, for the points of each test
         self.last_lines: int | None = None  # lines of the learner's code the last counted call ran
+        self.last_peak: int | None = None  # bytes the last traced call held at most at once
         self.uses: dict[str, dict[str, str]] = {}  # chapter module -> {function: the earlier chapter's module}
         self.on_call = None  # called with "module.function" the first time a test calls it
         self.functions: dict[str, set[str]] = {}  # chapter module -> its public functions (no round trip)
@@ -848,11 +849,14 @@ class Worker:
         uses = answer.get("uses") if isinstance(answer.get("uses"), dict) else {}
         self.uses[module] = {str(k)[:80]: str(v)[:80] for k, v in list(uses.items())[:100]}
 
-    def call(self, module: str, fn: str, args: tuple, kwargs: dict, *, lines: int | None = None) -> Any:
+    def call(self, module: str, fn: str, args: tuple, kwargs: dict, *, lines: int | None = None,
+             peak: bool = False) -> Any:
         """Call ``module.fn(*args, **kwargs)`` in the worker; return its result as plain data.
 
         With ``lines``, the worker counts the lines of the learner's code the call runs and stops it past that
-        many (``OverBudget``); ``last_lines`` then holds the count of a call that finished.
+        many (``OverBudget``); ``last_lines`` then holds the count of a call that finished. With ``peak``, the
+        worker traces the call's memory (``tracemalloc``); ``last_peak`` then holds the most bytes it held at
+        once (None when the call stopped the tracing).
         """
         key = (module, fn)
         if key not in self.calls and self.on_call is not None:
@@ -868,8 +872,11 @@ class Worker:
         header = {"op": "call", "module": module, "fn": fn, "args": tree_args, "kwargs": tree_kwargs}
         if lines is not None:
             header["lines"] = int(lines)
+        if peak:
+            header["peak"] = True
         answer, blobs = self.request(header, encoder.blobs, what=fn, key=key)
         self.last_lines = None
+        self.last_peak = answer.get("peak") if peak and type(answer.get("peak")) is int else None
         over = answer.get("over_budget")
         if lines is not None and isinstance(over, dict):
             where = over.get("where") if isinstance(over.get("where"), list) else []
@@ -1038,6 +1045,15 @@ class FunctionProxy:
         """
         value = self._worker.call(self._module, self.__name__, args, kwargs, lines=budget)
         return value, self._worker.last_lines
+
+    def traced(self, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
+        """Call the function and measure its memory: (its result, the most bytes it held at once, or None).
+
+        Memory rather than time: ``tracemalloc``'s peak over the call, to which NumPy reports its arrays, so a
+        temporary (seq, seq) array shows whatever the machine's load. None when the call stopped the tracing.
+        """
+        value = self._worker.call(self._module, self.__name__, args, kwargs, peak=True)
+        return value, self._worker.last_peak
 
     def __repr__(self) -> str:
         return f"<learner's function {self._module}.{self.__name__}>"

@@ -284,6 +284,7 @@ class Server:
         self.modules: dict[str, object] = {}
         self.objects: dict[int, object] = {}
         self.lines: int | None = None  # the lines of the learner's code the last counted call ran
+        self.peak: int | None = None  # the bytes the last traced call held at most at once
 
     # -- requests -----------------------------------------------------------------------------------
     def answer(self, header: dict, blobs: list[bytes]) -> None:
@@ -371,6 +372,8 @@ class Server:
                 self.reply({"over_budget": {"lines": counter.lines, "where": counter.where}})
                 return
             self.lines = counter.lines
+        elif header.get("peak") is True:  # the judge measures the memory the call holds at its peak
+            result = self.traced(fn, args, kwargs)
         else:
             result = fn(*args, **kwargs)
         changed = [i for i, a in enumerate(arrays) if a.tobytes() != before[i]]
@@ -382,6 +385,23 @@ class Server:
 
         self.reply_value(result, arrays, changed, {str(i): name(o) for i, o in enumerate(owners) if i in changed},
                          [[name(o), layouts[o].kind.__name__] for o in edited])
+
+    def traced(self, fn, args: list, kwargs: dict):
+        """``fn(*args, **kwargs)`` under ``tracemalloc``: the most memory it held at once, in bytes, is kept.
+
+        NumPy reports its arrays' memory to ``tracemalloc``, so the peak counts every temporary array the call
+        made (its arguments, decoded before, do not count). Tracing stopped by the call itself is reported as
+        no measurement (``peak`` None).
+        """
+        import tracemalloc
+
+        tracemalloc.start()
+        try:
+            result = fn(*args, **kwargs)
+            self.peak = tracemalloc.get_traced_memory()[1] if tracemalloc.is_tracing() else None
+        finally:
+            tracemalloc.stop()
+        return result
 
     @staticmethod
     def parameter_names(fn, count: int) -> list[str]:
@@ -406,8 +426,10 @@ class Server:
         tree = {"t": "f"} if callable(value) and not isinstance(value, type) else encoder.encode(value)
         changes = {str(i): encoder.blob(self.wire.array_bytes(arrays[i])) for i in changed}
         lines, self.lines = self.lines, None
+        peak, self.peak = self.peak, None
         self.reply({"ok": tree, "changed": changes, "names": names or {}, "edited": list(edited),
-                    **({"lines": lines} if lines is not None else {})}, encoder.blobs)
+                    **({"lines": lines} if lines is not None else {}),
+                    **({"peak": peak} if peak is not None else {})}, encoder.blobs)
 
     @staticmethod
     def alias(value, arrays: list) -> dict | None:
