@@ -92,7 +92,7 @@ def tile_pairs(n_q: int, n_k: int, tile: int, causal: bool = False) -> np.ndarra
     """
     _check_lengths(n_q, n_k, causal)
     _check_whole(tile, "tile")
-    raise NotImplementedError("17.4 tile_pairs: refuse a tile below 1; count the query tiles and the key tiles, rounding up; keep every pair (i, j), or only those with j ≤ i when causal, ordered by i then j (5 lines)")
+    raise NotImplementedError("17.4 tile_pairs: refuse a tile below 1; count the query tiles and the key tiles, rounding up; keep every pair of a query tile and a key tile, or only those whose key tile is not after the query tile when causal, ordered by query tile, then key tile (5 lines)")
 
 
 def tile_scores(Q: np.ndarray, K: np.ndarray, i: int, j: int, tile: int, causal: bool = False) -> np.ndarray:
