@@ -477,10 +477,6 @@ def test_grade_and_grade_class_refuse_a_misspelt_grading_toml(klass, tmp_path):
     assert proc.returncode == 2 and "line 5" in proc.stderr and "did you mean '4.3'" in proc.stderr
 
 
-def test_the_courses_own_grading_toml_is_valid():
-    strict.check(ROOT / "grading.toml", ROOT)
-
-
 # -- fresh inputs, private tests, repositories ----------------------------------------------------------------
 SEEDED = '''"""Shows the first number this module's RNG draws."""
 

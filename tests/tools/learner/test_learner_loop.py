@@ -260,11 +260,6 @@ def test_a_typo_in_the_points_file_is_an_error(tmp_path):
         points.load(config)
 
 
-def test_the_repositorys_points_file_is_valid():
-    """the grading.toml shipped with the course loads"""
-    assert points.load(ROOT / "grading.toml").source == "grading.toml"
-
-
 def test_a_chapter_run_with_an_endless_loop_pays_one_timeout_naming_the_function(tmp_path):
     """`nox -s chapter2`'s pytest with a `dot` that never returns names dot, and waits for its clock only once.
 
