@@ -7,7 +7,7 @@ CONTRIBUTING.md's "What a chapter is":
   read and its builder, and for a chapter beyond the book (Part II on) its audit script and the audit's test;
 - its entries: the page in mkdocs.yml's nav (in its part's section), at least one planted mistake in
   tests/mutants.toml, a row in CONTRIBUTING.md's mutation table, a line in docs/index.md's table of chapters (in its part's section);
-- grading.toml names only real chapters, steps and tests;
+- grading.toml names only real chapters, steps and tests (by ``kata.grading.strict``, as the grade checks it);
 - README.md and docs/index.md state only the chapter counts the course has.
 
 Every check is a function returning one message per missing entry, naming the chapter and the entry; each is
@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from kata import project
+from kata.grading import points, strict
 from tests.mutants import MUTANTS, Mutant, load
 
 ROOT = project.ROOT
@@ -208,38 +209,6 @@ def index_problems(chapter, index_md: str) -> list[str]:
                          "is linked in docs/index.md under", mark="## ")
 
 
-# -- grading.toml ------------------------------------------------------------------------------------------
-def _test_names(chapter, root: Path = ROOT) -> set[str]:
-    tree = ast.parse((root / chapter.test_file).read_text(encoding="utf-8"))
-    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
-
-
-def grading_problems(grading_toml: str, chapters=CHAPTERS, root: Path = ROOT) -> list[str]:
-    config = tomllib.loads(grading_toml)
-    by_number = {c.number: c for c in chapters}
-    steps = {s.id for c in chapters for s in c.steps}
-    problems = []
-    for key in config.get("chapters", {}):
-        if not str(key).isdigit() or int(key) not in by_number:
-            problems.append(f"grading.toml [chapters] {key!r}: there is no chapter {key} "
-                            f"(chapters: {', '.join(map(str, by_number))})")
-    for key in config.get("steps", {}):
-        if key not in steps:
-            problems.append(f"grading.toml [steps] {key!r}: no answer key has a step {key}")
-    for key in config.get("checks", {}):
-        number, _, name = key.rpartition(":")
-        if number:
-            chapter = by_number.get(int(number)) if number.isdigit() else None
-            if chapter is None:
-                problems.append(f"grading.toml [checks] {key!r}: there is no chapter {number}")
-            elif name not in _test_names(chapter, root):
-                problems.append(f"grading.toml [checks] {key!r}: chapter {number}'s tests ({chapter.test_file}) "
-                                f"have no {name}")
-        elif not any(name in _test_names(c, root) for c in chapters):
-            problems.append(f"grading.toml [checks] {key!r}: no chapter's tests have a test of that name")
-    return problems
-
-
 # -- chapter counts in README.md and docs/index.md ---------------------------------------------------------
 def count_problems(name: str, text: str, chapters=CHAPTERS) -> list[str]:
     """Every "N chapters" a page states must be the number of Part I chapters, said in a Part I sentence.
@@ -325,9 +294,13 @@ def test_every_chapter_is_in_the_home_pages_table_of_its_part(chapter):
 
 
 def test_grading_toml_names_real_chapters_steps_and_tests():
-    """every [chapters], [steps] and [checks] key of grading.toml is a chapter, a step, a test there is"""
-    problems = grading_problems(_read("grading.toml"))
-    assert not problems, "\n".join(problems)
+    """the course's grading.toml loads (numbers, known keys) and names only chapters, steps and checks there are
+
+    The one test of the shipped file: by ``kata.grading.strict`` and ``kata.grading.points``, which ``nox -s grade``
+    runs on it, never a copy of them.
+    """
+    strict.check(ROOT / "grading.toml", ROOT)
+    assert points.load(ROOT / "grading.toml").source == "grading.toml"
 
 
 @pytest.mark.parametrize("name", ["README.md", "docs/index.md", "docs/notation.md"])
@@ -429,19 +402,23 @@ def test_a_chapter_missing_from_the_home_page_is_named():
         "\"## Part I: the book\", not under \"## Part II: beyond the book\""]
 
 
-def test_grading_toml_entries_that_name_nothing_are_named():
+def test_grading_toml_entries_that_name_nothing_are_named(tmp_path):
     """a [checks] key naming no test, a [steps] key naming no step, a [chapters] key naming no chapter"""
-    text = "\n".join([
+    path = tmp_path / "grading.toml"
+    path.write_text("\n".join([
         "[chapters]", "10 = 30", "99 = 10",
         "[steps]", '"4.3" = 2', '"12.99" = 2',
         "[checks]", '"12:test_rope_backward_matches_central_differences" = 2', '"12:test_that_does_not_exist" = 2',
-        'test_nowhere_at_all = 2', ""])
-    assert grading_problems(text) == [
-        f"grading.toml [chapters] '99': there is no chapter 99 (chapters: {', '.join(str(c.number) for c in CHAPTERS)})",
-        "grading.toml [steps] '12.99': no answer key has a step 12.99",
-        "grading.toml [checks] '12:test_that_does_not_exist': chapter 12's tests (tests/test_chapter12_rope.py) have "
-        "no test_that_does_not_exist",
-        "grading.toml [checks] 'test_nowhere_at_all': no chapter's tests have a test of that name"]
+        'test_nowhere_at_all = 2', ""]), encoding="utf-8")
+    with pytest.raises(strict.StrictError) as caught:
+        strict.check(path, ROOT)
+    said = [line.split(": ", 1)[1].split(";")[0] for line in str(caught.value).splitlines()]
+    assert said == [
+        '[chapters] "99" is not a chapter of the course (chapters: '
+        f'{CHAPTERS[0].number}–{CHAPTERS[-1].number})',
+        '[steps] "12.99" is not a worksheet step of the course',
+        '[checks] "12:test_that_does_not_exist" is not a check of the course (chapter:test name)',
+        '[checks] "test_nowhere_at_all" is not the test name of a check beyond the worksheet']
 
 
 def test_a_hard_coded_chapter_count_is_named():

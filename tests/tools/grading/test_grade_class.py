@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -44,19 +43,16 @@ def load(out: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory):
-    """The course snapshot, the class, and one graded run of it (with its wall-clock seconds)."""
+    """The course snapshot, the class, and one graded run of it."""
     base = tmp_path_factory.mktemp("class")
     course = class_repos.course_copy(base / "course")
     made = class_repos.build(base / "learners")
     out = base / "out"
-    began = time.monotonic()
     proc = grade_class(course, str(base / "learners" / "roster.csv"), "--out", str(out), "--jobs", "4", *COMMON)
-    seconds = time.monotonic() - began
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     book = load(out)
     rows = {r["student"]: r for r in book["rows"]}
-    return {"base": base, "course": course, "made": made, "out": out, "book": book, "rows": rows, "proc": proc,
-            "seconds": seconds}
+    return {"base": base, "course": course, "made": made, "out": out, "book": book, "rows": rows, "proc": proc}
 
 
 def chapter(row: dict, number: int) -> dict:
@@ -102,7 +98,10 @@ def test_a_softmax_that_never_returns_times_out_and_costs_nothing_else(klass):
     assert full(chen, 1) and full(chen, 2)
     assert steps(chen, 4)["4.3"]["status"] == "timed out"
     assert chapter(chen, 4)["points"] < chapter(chen, 4)["max_points"]
-    assert chen["seconds"] < 120
+    said = [t["message"] for c in chen["results"]["chapters"] for s in c["steps"] for t in s["tests"]
+            if "did not return" in (t["message"] or "")]
+    waited = [m for m in said if "earlier in this run" not in m]  # the rest failed at once: no clock waited for
+    assert len(waited) == 1 and len(said) > 1, said
 
 
 def test_a_syntax_error_in_chapter_2_costs_chapter_2(klass):
@@ -476,10 +475,6 @@ def test_grade_and_grade_class_refuse_a_misspelt_grading_toml(klass, tmp_path):
     assert not (tmp_path / "out").exists()
     proc = tool("grade", "--impl", "solutions", "--chapters", "1", "--out", str(tmp_path / "g"), root=course)
     assert proc.returncode == 2 and "line 5" in proc.stderr and "did you mean '4.3'" in proc.stderr
-
-
-def test_the_courses_own_grading_toml_is_valid():
-    strict.check(ROOT / "grading.toml", ROOT)
 
 
 # -- fresh inputs, private tests, repositories ----------------------------------------------------------------

