@@ -46,12 +46,12 @@ def half_up(v):
 
 
 def clip(v, lo, hi):
-    """v held inside lo … hi."""
+    """The number v held inside lo … hi."""
     return max(lo, min(hi, v))
 
 
 def wrap(v, bits, signed=True):
-    """v written into an integer of ``bits`` bits: modulo 2^bits, as NumPy's integer arithmetic does."""
+    """The number v written into an integer of ``bits`` bits: modulo 2^bits, as NumPy's integer arithmetic does."""
     v %= 2 ** bits
     return v - 2 ** bits if signed and v >= 2 ** (bits - 1) else v
 
@@ -109,7 +109,8 @@ def audit() -> dict[str, dict]:
     z = round(-lo / s_a)
     steps["19.6"] = {"inputs": {"x": A}, "exact": [s_a, z], "mistakes": {
         "the zero point's sign: z = round(−ℓ / s), the integer that stands for 0.0, is ≥ 0": [s_a, round(lo / s_a)],
-        "the range divided by 256 instead of 255 (0 … 255 is 255 steps)": [(hi - lo) / 256, round(-lo * 256 / (hi - lo))]}}
+        "the range divided by 256 instead of 255 (0 … 255 is 255 steps)":
+            [(hi - lo) / 256, round(-lo * 256 / (hi - lo))]}}
 
     def affine(row, sign=1, clipped=True, wrapped=False):
         out = [round(x / s_a) + sign * z for x in row]
@@ -132,7 +133,7 @@ def audit() -> dict[str, dict]:
         "the zero point not taken off": [[q * s_a for q in q_b]]}}
 
     q_c = sym(W, per_col)
-    steps["19.9"] = {"inputs": {"q": q_c, "scale": per_col},
+    steps["19.9"] = {"inputs": {"q": q_c, "scale": per_col, "W": W},
                      "exact": [[q * s for q, s in zip(row, per_col, strict=True)] for row in q_c], "mistakes": {
         "dequantised with the wrong scale: the integers divided by the scales, not multiplied":
             [[q / s for q, s in zip(row, per_col, strict=True)] for row in q_c],
@@ -145,7 +146,9 @@ def audit() -> dict[str, dict]:
         "divided by 2⁴⁻¹ = 8 instead of 7 (int4's grid is −7 … 7)":
             [[s * qmax(4) / 8 for s in row] for row in scales],
         "divided by 127: int8's largest integer, not int4's":
-            [[s * qmax(4) / 127 for s in row] for row in scales]}}
+            [[s * qmax(4) / 127 for s in row] for row in scales],
+        "scales along the wrong axis: each group's maximum taken across the columns (along a row), not down them":
+            [[max(abs(x) for x in W4[r]) / qmax(4) for r in range(g, g + GROUP)] for g in range(0, len(W4), GROUP)]}}
 
     def grouped(rounding=round, by_row=False, whole_column=False):
         out = []

@@ -329,7 +329,7 @@ def _check_flag(value, name: str) -> None:
 
 
 def _check_real(x, name: str, empty: bool = True) -> np.ndarray:
-    """x as a float64 array, after checking it holds finite real numbers (and, unless ``empty``, at least one)."""
+    """Return x as float64, after checking it holds finite real numbers (and, unless ``empty``, at least one)."""
     arr = np.asarray(x)
     if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)) or (not empty and arr.size == 0):
         raise ValueError(f"{name} must hold {'' if empty else 'at least one '}finite real numbers, got "
@@ -350,18 +350,13 @@ def _check_scale(scale, shape: tuple) -> np.ndarray:
     s = _check_real(scale, "scale")
     if not np.all(s > 0):
         raise ValueError(f"scale must be positive, got {np.array2string(s, threshold=8)}")
-    if not _broadcasts(s.shape, shape) or np.broadcast_shapes(s.shape, shape) != tuple(shape):
+    try:
+        fits = np.broadcast_shapes(s.shape, shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
         raise ValueError(f"scale of shape {s.shape} does not broadcast against the values' shape {tuple(shape)}")
     return s
-
-
-def _broadcasts(a: tuple, b: tuple) -> bool:
-    """Whether shapes a and b broadcast together."""
-    try:
-        np.broadcast_shapes(a, b)
-    except ValueError:
-        return False
-    return True
 
 
 def _check_zero_point(z) -> None:
@@ -372,7 +367,7 @@ def _check_zero_point(z) -> None:
 
 
 def _check_ints(q, name: str) -> np.ndarray:
-    """q as an array, after checking it holds integers (an integer dtype: a float array is refused)."""
+    """Return q as an array, after checking it holds integers (an integer dtype: a float array is refused)."""
     q = np.asarray(q)
     if q.dtype.kind not in "iu":
         raise ValueError(f"{name} must hold integers (an integer dtype such as int8 or uint8), got dtype {q.dtype}")
