@@ -120,7 +120,7 @@ def affine_params(x: np.ndarray) -> tuple[float, int]:
 
     See docs: chapter 19, step 19.6.
     """
-    x = _check_real(x, "x", empty=False)
+    x = _check_values(x)
     lo, hi = min(np.min(x), 0.0), max(np.max(x), 0.0)
     scale = (hi - lo) / UINT8_MAX if hi > lo else 1.0
     return scale, int(np.round(-lo / scale))
@@ -206,10 +206,10 @@ def quantize_groups(W: np.ndarray, group_size: int, bits: int = 4) -> tuple[np.n
         (d_in / G, d_out), row g holding the scales of group g of every column.
 
     Raises:
-        ValueError: if G does not divide d_in (the message names group_size and d_in and says "divide"):
-            yours to write, every group holds G rows. A W that is not a finite matrix, a group_size that is
-            not a whole number ≥ 1 and bits not 4 or 8 are refused by the checks given above the ``raise``,
-            which hand you W as a float64 array.
+        ValueError: if G does not divide d_in (the message names group_size and d_in, gives d_in's value
+            and says "divide"): yours to write, every group holds G rows. A W that is not a finite matrix, a
+            group_size that is not a whole number ≥ 1 and bits not 4 or 8 are refused by the checks given
+            above the ``raise``, which hand you W as a float64 array.
 
     See docs: chapter 19, steps 19.10 and 19.11.
     """
@@ -234,7 +234,7 @@ def dequantize_groups(q: np.ndarray, scales: np.ndarray, group_size: int) -> np.
 
     Args:
         q: integers, shape (d_in, d_out), any integer dtype.
-        scales: the group scales, float, shape (d_in / G, d_out).
+        scales: the group scales, positive, shape (d_in / G, d_out).
         group_size: G, a whole number ≥ 1.
 
     Returns:
@@ -328,19 +328,26 @@ def _check_flag(value, name: str) -> None:
         raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
-def _check_real(x, name: str, empty: bool = True) -> np.ndarray:
-    """Return x as float64, after checking it holds finite real numbers (and, unless ``empty``, at least one)."""
+def _check_real(x, name: str) -> np.ndarray:
+    """Return x as float64, after checking it holds finite real numbers."""
     arr = np.asarray(x)
-    if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)) or (not empty and arr.size == 0):
-        raise ValueError(f"{name} must hold {'' if empty else 'at least one '}finite real numbers, got "
-                         f"{np.array2string(arr, threshold=8)} (dtype {arr.dtype}, shape {arr.shape})")
+    if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite real numbers, got dtype {arr.dtype}, shape {arr.shape}")
     return arr.astype(np.float64)
+
+
+def _check_values(x) -> np.ndarray:
+    """Return x as float64, after checking it holds at least one finite real number."""
+    x = _check_real(x, "x")
+    if x.size == 0:
+        raise ValueError("x must hold at least one value, got an empty array")
+    return x
 
 
 def _check_matrix(W, name: str) -> np.ndarray:
     """W as a float64 array, after checking it is a non-empty matrix of finite numbers."""
     W = _check_real(W, name)
-    if W.ndim != 2 or W.size == 0:
+    if W.ndim != 2 or 0 in W.shape:
         raise ValueError(f"{name} must be a non-empty matrix (d_in, d_out), got shape {W.shape}")
     return W
 
@@ -349,7 +356,7 @@ def _check_scale(scale, shape: tuple) -> np.ndarray:
     """The scale as a float64 array, after checking it is positive, finite and broadcasts against ``shape``."""
     s = _check_real(scale, "scale")
     if not np.all(s > 0):
-        raise ValueError(f"scale must be positive, got {np.array2string(s, threshold=8)}")
+        raise ValueError(f"scale must be positive everywhere, got {s.tolist()}")
     try:
         fits = np.broadcast_shapes(s.shape, shape) == tuple(shape)
     except ValueError:

@@ -198,6 +198,7 @@ def test_a_zero_column_or_tensor_gets_the_scale_1(ch):
     close(ch.absmax_scale(W, per_channel=True), [1.0, 2.0 / 127], "absmax_scale per channel, column 0 all zeros",
           kind="array")
     close(ch.absmax_scale(np.zeros((2, 3))), 1.0, "absmax_scale of a matrix of zeros", kind="float")
+    close(ch.absmax_scale(np.array([[0.0, -2.54, 1.0]])), 0.02, "absmax_scale of one row", kind="float")
     close(ch.quantize_symmetric(W, np.array([1.0, 2.0 / 127])), [[0, 127], [0, -64]],
           "quantize_symmetric with column 0 all zeros", kind="array")
     scale, zero = two(ch.affine_params(np.zeros(3)), "affine_params of zeros", "(scale, zero_point)")
@@ -209,7 +210,7 @@ def test_a_zero_column_or_tensor_gets_the_scale_1(ch):
 
 
 @pytest.mark.parametrize("case", [([[0.5, 2.0, 51.0]], 0.2, 0), ([[-25.5, -1.0]], 0.1, 255),
-                                  ([[-3.0, 0.0, 9.75]], 0.05, 60)])
+                                  ([[-3.0, 0.0, 9.75]], 0.05, 60), ([[2.55]], 0.01, 0)])
 def test_the_uint8_range_always_holds_0(ch, case):
     """affine_params: all positive gives z = 0, all negative z = 255; the range is stretched to hold 0.0"""
     x, scale, zero = case
@@ -218,6 +219,9 @@ def test_the_uint8_range_always_holds_0(ch, case):
           mistakes=[("the range not stretched to hold 0", (np.max(x) - np.min(x)) / 255)])
     close(got_z, zero, f"affine_params({x}): the zero point", kind="int",
           mistakes=[("the zero point's sign", -zero)])
+    x = np.array(x)
+    close(ch.quantize_affine(x, scale, zero), np.clip(np.round(x / scale) + zero, 0, 255),
+          f"quantize_affine({x.tolist()}, {scale}, {zero})", kind="array")
 
 
 def test_every_round_trip_is_within_half_a_step(ch):
@@ -282,7 +286,7 @@ def test_int8_sums_of_300_products_need_int32(ch):
 
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_the_int8_layer_is_close_to_the_float_product(ch, per_channel):
-    """int8_linear(Xq, s_x, Wq, s_w) = (Xq Wq in int32) s_x s_w exactly; within a few steps of X W (5 × 16 by 16 × 3)"""
+    """int8_linear(Xq, s_x, Wq, s_w) = (Xq Wq in int32) s_x s_w; from X W no further than the half-steps allow, 5 × 16 by 16 × 3"""
     X, W = RNG.normal(size=(5, 16)), RNG.normal(size=(16, 3)) * np.array([0.1, 1.0, 10.0])
     s_x = np.max(np.abs(X)) / 127
     s_w = np.max(np.abs(W), axis=0) / 127 if per_channel else np.max(np.abs(W)) / 127
@@ -294,9 +298,10 @@ def test_the_int8_layer_is_close_to_the_float_product(ch, per_channel):
           kind="array", rtol=1e-12, atol=1e-12,
           mistakes=[("dequantised with the wrong scale: s_x forgotten", exact / s_x),
                     ("dequantised with the wrong scale: s_w forgotten", exact / s_w)])
-    with check:  # the point of it all: the float product, to within the quantization's error
-        assert np.all(np.abs(got - X @ W) <= 16 * (s_x * np.max(np.abs(W), axis=0) + s_w * np.max(np.abs(X)))), \
-            "int8_linear is further from X W than half-steps of X and W can explain"
+    # the point of it all: X W to within the half-steps, |δX| ≤ s_x/2 and |δW| ≤ s_w/2, summed over d_in
+    bound = s_x / 2 * np.abs(W).sum(axis=0) + np.abs(X).sum(axis=1)[:, None] * s_w / 2 + 16 * s_x * s_w / 4
+    with check:
+        assert np.all(np.abs(got - X @ W) <= bound), "int8_linear is further from X W than the half-steps allow"
 
 
 def test_nothing_modifies_its_inputs(ch):
@@ -321,8 +326,9 @@ def test_nothing_modifies_its_inputs(ch):
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
 def test_a_group_size_that_does_not_divide_the_rows_is_refused(ch):
-    """quantize_groups(W with 6 rows, 4) raises ValueError naming group_size and d_in and saying 'divide'"""
-    raises_clearly(lambda: ch.quantize_groups(np.ones((6, 2)), 4), ValueError, "divide", names=("group_size", "d_in"))
+    """quantize_groups(W with 6 rows, 4) raises ValueError naming group_size and d_in, its value 6, saying 'divide'"""
+    raises_clearly(lambda: ch.quantize_groups(np.ones((6, 2)), 4), ValueError, "divide", "6",
+                   names=("group_size", "d_in"))
     raises_clearly(lambda: ch.quantize_groups(np.ones((3, 2)), 2, bits=8), ValueError, "divide",
                    names=("group_size",))
 
@@ -341,6 +347,13 @@ def test_bits_scales_and_zero_points_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.quantize_affine(W, np.ones(3), 4), ValueError, names=("scale",))
     raises_clearly(lambda: ch.absmax_scale(W, per_channel=1), ValueError, names=("per_channel",))
     raises_clearly(lambda: ch.quantize_groups(W, 0), ValueError, names=("group_size",))
+    raises_clearly(lambda: ch.quantize_groups(np.ones((4, 2)), 2.0), ValueError, names=("group_size",))
+    raises_clearly(lambda: ch.quantize_symmetric(W, np.array([np.inf])), ValueError, names=("scale",))
+    q = np.ones((4, 2), dtype=np.int8)
+    raises_clearly(lambda: ch.dequantize_groups(q, np.zeros((2, 2)), 2), ValueError, "positive", names=("scales",))
+    raises_clearly(lambda: ch.dequantize_groups(q, np.full((2, 2), np.nan), 2), ValueError, names=("scales",))
+    raises_clearly(lambda: ch.dequantize_groups(np.ones((3, 2), dtype=np.int8), np.ones((1, 2)), 2), ValueError,
+                   "(3, 2)", names=("group_size",))
 
 
 @pytest.mark.given
@@ -349,6 +362,14 @@ def test_arrays_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.absmax_scale(np.array([1.0, np.nan])), ValueError, names=("W",))
     raises_clearly(lambda: ch.absmax_scale(np.ones(3)), ValueError, "(3,)", names=("W",))
     raises_clearly(lambda: ch.quantize_symmetric(np.array([np.inf]), 1.0), ValueError, "finite", names=("x",))
+    raises_clearly(lambda: ch.quantize_affine(np.array([np.nan]), 0.1, 0), ValueError, "finite", names=("x",))
+    raises_clearly(lambda: ch.quantize_groups(np.ones(3), 1), ValueError, names=("W",))
+    raises_clearly(lambda: ch.dequantize_groups(np.ones((4, 2)), np.ones((2, 2)), 2), ValueError, "integers",
+                   names=("q",))
+    raises_clearly(lambda: ch.int_matmul(np.ones((2, 3), dtype=np.int8), np.ones((3, 2))), ValueError, "integers",
+                   names=("Wq",))
+    raises_clearly(lambda: ch.int_matmul(np.ones(3, dtype=np.int8), np.ones((3, 2), dtype=np.int8)), ValueError,
+                   "(3,)")
     raises_clearly(lambda: ch.affine_params(np.zeros(0)), ValueError, "at least one", names=("x",))
     raises_clearly(lambda: ch.dequantize(np.ones(3), 1.0), ValueError, "integers", names=("q",))
     raises_clearly(lambda: ch.int_matmul(np.ones((2, 3), dtype=np.int8), np.ones((2, 3), dtype=np.int8)),

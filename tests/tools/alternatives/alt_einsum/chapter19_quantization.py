@@ -121,7 +121,7 @@ def dequantize_groups(q, scales, group_size):
     s = _finite(scales, "scales")
     want = (q.shape[0] // group_size, q.shape[1]) if q.ndim == 2 else None
     if q.ndim != 2 or q.shape[0] % group_size or s.shape != want or np.any(s <= 0):
-        raise ValueError(f"q {q.shape} with groups of {group_size} needs positive scales of shape {want}, "
+        raise ValueError(f"q {q.shape} with group_size {group_size} needs positive scales of shape {want}, "
                          f"got {s.shape}")
     blocks = q.reshape(want[0], group_size, want[1]).astype(np.float64)
     return np.einsum("gkc,gc->gkc", blocks, s).reshape(q.shape)

@@ -151,7 +151,7 @@ def dequantize_groups(q, scales, group_size):
     scales = _reals(scales, "scales")
     if q.ndim != 2 or q.shape[0] % group_size or scales.shape != (q.shape[0] // group_size, q.shape[1]) \
             or (scales <= 0).any():
-        raise ValueError(f"q {q.shape} and scales {scales.shape} do not fit groups of {group_size}: scales must be "
+        raise ValueError(f"q {q.shape} and scales {scales.shape} do not fit group_size {group_size}: positive scales of "
                          f"{(q.shape[0] // group_size if q.ndim == 2 else '?', q.shape[-1])}")
     out = np.zeros(q.shape)
     for r in range(q.shape[0]):
