@@ -371,6 +371,7 @@ def test_arrays_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.int_matmul(np.ones(3, dtype=np.int8), np.ones((3, 2), dtype=np.int8)), ValueError,
                    "(3,)")
     raises_clearly(lambda: ch.affine_params(np.zeros(0)), ValueError, "at least one", names=("x",))
+    raises_clearly(lambda: ch.affine_params(np.array([1.0, np.nan])), ValueError, "finite", names=("x",))
     raises_clearly(lambda: ch.dequantize(np.ones(3), 1.0), ValueError, "integers", names=("q",))
     raises_clearly(lambda: ch.int_matmul(np.ones((2, 3), dtype=np.int8), np.ones((2, 3), dtype=np.int8)),
                    ValueError, "(2, 3)")
