@@ -17,9 +17,10 @@ Worksheet: this course's own. A vocabulary of three tokens; at the first positio
 p = [0.2, 0.5, 0.3] and the draft q = [0.5, 0.3, 0.2]; rounds of k = 2 draft tokens.
 
 Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
-documented fails its checks, saying so; token ids may be a list of ints); a distribution is a 1-D array of
-finite probabilities ≥ 0 summing to 1 (within 1e-6); a number (α, u) is a Python or NumPy int or float or a
-0-d array of one, never a bool or a string; a whole number is a Python or NumPy int (not a bool, not a float).
+documented fails its checks, the message naming list; token ids may be a list of ints); a distribution is a 1-D
+array of finite probabilities ≥ 0 summing to 1 (within 1e-6); a number (α, u) is a Python or NumPy int or float
+or a 0-d array of one, never a bool or a string; a whole number is a Python or NumPy int (not a bool, not a
+float).
 """
 
 import numpy as np

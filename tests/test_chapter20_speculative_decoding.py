@@ -213,6 +213,9 @@ def test_a_longer_round_over_five_tokens(ch):
     got = tokens(ch.speculative_step(draft, q, p, [0.9, 0.9, 0.75, 0.95, 0.3]), "speculative_step, k = 4")
     close(got, [3, 4, 3], "speculative_step, k = 4, the same with another draw after the rejection: the same round",
           mistakes=[(CONTINUED, [3, 4, 3, 2])])
+    got = tokens(ch.speculative_step(draft, q, p, [0.9, 0.9, 0.5, 0.25, 0.3]), "speculative_step, k = 4")
+    close(got, [3, 4, 3], "speculative_step, k = 4: u = 0.5 exactly on the third token's acceptance probability "
+          "0.5 rejects it (accepted only when u < a)", mistakes=[("u ≤ a accepted", [3, 4, 0, 1, 3])])
 
 
 def test_nothing_modifies_its_inputs(ch):
@@ -251,6 +254,11 @@ def test_distributions_that_are_not_are_refused(ch):
         raises_clearly(lambda bad=bad: ch.residual_distribution(good, bad), ValueError, names=("q",))
         raises_clearly(lambda bad=bad: ch.acceptance_rate(good, bad), ValueError, names=("q",))
     raises_clearly(lambda: ch.acceptance_rate(good, np.array([0.5, 0.5])), ValueError, "(3,)", "(2,)")
+    raises_clearly(lambda: ch.acceptance_rate([0.2, 0.5, 0.3], good), ValueError, "list", names=("p",))
+    row = np.array([[0.5, 0.5]])
+    raises_clearly(lambda: ch.acceptance_rate(row, row), ValueError, names=("p",))
+    close(ch.acceptance_rate(np.array([1.0]), np.array([1.0])), 1.0, "acceptance_rate over a vocabulary of one token",
+          kind="float")
 
 
 @pytest.mark.given
@@ -259,8 +267,9 @@ def test_tokens_alphas_and_ks_that_do_not_fit_are_refused(ch):
     p = np.array([0.2, 0.5, 0.3])
     for token in (3, -1, 1.0, True):
         raises_clearly(lambda token=token: ch.acceptance_probability(p, p, token), ValueError, names=("token",))
-    for alpha in (-0.1, 1.5, True, "0.5", np.nan):
+    for alpha in (-0.1, 1.5, True, "0.5", np.nan, np.array(True)):
         raises_clearly(lambda alpha=alpha: ch.expected_tokens(alpha, 2), ValueError, names=("alpha",))
+    close(ch.expected_tokens(np.array(0.5), 2), 1.75, "expected_tokens of a 0-d array α = 0.5, k = 2", kind="float")
     for k in (0, 2.0, False):
         raises_clearly(lambda k=k: ch.expected_tokens(0.5, k), ValueError, names=("k",))
 
@@ -271,13 +280,18 @@ def test_rounds_that_do_not_fit_are_refused(ch):
     q, p, us = np.array([[0.5, 0.3, 0.2]] * 2), np.array([[0.2, 0.5, 0.3]] * 3), [0.1, 0.2, 0.3]
     step = ch.speculative_step
     raises_clearly(lambda: step([], q[:0], p[:1], us[:1]), ValueError, names=("draft",))
+    raises_clearly(lambda: step(np.array([], dtype=int), q[:0], p[:1], us[:1]), ValueError, names=("draft",))
+    raises_clearly(lambda: step(np.array([[0, 1]]), q, p, us), ValueError, names=("draft",))
     raises_clearly(lambda: step([0.0, 1.0], q, p, us), ValueError, names=("draft",))
-    raises_clearly(lambda: step([0, 1], q[:1], p, us), ValueError, names=("q",))
+    raises_clearly(lambda: step([0, 1], q[:1], p, us), ValueError, "(1, 3)", names=("q",))
+    raises_clearly(lambda: step([0, 1], np.array([[0.5, 0.3, 0.2], [0.5, 0.3, 0.3]]), p, us), ValueError, "q[1]")
     raises_clearly(lambda: step([0, 1], q, p[:2], us), ValueError, names=("p",))
     raises_clearly(lambda: step([0, 1], q.tolist(), p, us), ValueError, names=("q",))
     raises_clearly(lambda: step([0, 1], q, p[:, :2], us), ValueError, "(2, 3)", "(3, 2)")
     raises_clearly(lambda: step([0, 1], q, np.array([[0.2, 0.5, 0.4]] * 3), us), ValueError, names=("p",))
-    raises_clearly(lambda: step([0, 1], q, p, us[:2]), ValueError, names=("us",))
+    raises_clearly(lambda: step([0, 1], q, p, us[:2]), ValueError, "3", names=("us",))
+    raises_clearly(lambda: step([0, 1], q, p, [False, False, True]), ValueError, "us[0]")
+    tokens(step([0, 1], q, p, [0.0, 0.0, 0.0]), "speculative_step with every draw 0, a draw like any other")
     raises_clearly(lambda: step([0, 1], q, p, [0.1, 1.0, 0.3]), ValueError, "us[1]")
     raises_clearly(lambda: step([0, 1], q, p, [0.1, 0.2, True]), ValueError, "us[2]")
     raises_clearly(lambda: step([0, 3], q, p, us), ValueError, "draft[1]")

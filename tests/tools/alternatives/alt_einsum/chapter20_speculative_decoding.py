@@ -10,7 +10,7 @@ from .chapter16_sampling import sample_index  # noqa: F401
 def _dist(d, name):
     if not isinstance(d, np.ndarray) or d.ndim != 1 or d.size == 0 or not np.issubdtype(d.dtype, np.number) \
             or d.dtype == bool:
-        raise ValueError(f"{name} must be a 1-D NumPy array of probabilities, got {d!r:.80}")
+        raise ValueError(f"{name} must be a 1-D NumPy array of probabilities, not a {type(d).__name__}")
     if not (np.isfinite(d).all() and (d >= 0).all() and np.isclose(d.sum(), 1.0, rtol=0, atol=1e-6)):
         raise ValueError(f"{name} is not a distribution: {d}")
     return d.astype(np.float64)

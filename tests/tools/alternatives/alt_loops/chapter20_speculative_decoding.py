@@ -21,7 +21,7 @@ def _whole(value, name):
 
 def _dist(d, name) -> list[float]:
     if not isinstance(d, np.ndarray) or d.ndim != 1 or len(d) == 0 or d.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be a 1-D NumPy array of numbers, got {d!r:.80}")
+        raise ValueError(f"{name} must be a 1-D NumPy array of numbers, got {type(d).__name__} {d!r:.80}")
     values = [float(x) for x in d]
     if not all(math.isfinite(x) and x >= 0 for x in values) or abs(math.fsum(values) - 1) > 1e-6:
         raise ValueError(f"{name} is not a distribution (finite, >= 0, summing to 1): {values}")
