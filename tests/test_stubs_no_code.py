@@ -142,7 +142,12 @@ def _line_is_code(line: str) -> bool:
     module = _parses(line, "exec")
     if module is None:
         return False
-    return not all(isinstance(s, ast.Expr) or _gives_a_value(s) for s in module.body)
+    return not all(isinstance(s, ast.Expr) or _gives_a_value(s) or _an_argument_entry(s) for s in module.body)
+
+
+def _an_argument_entry(statement: ast.stmt) -> bool:
+    """``bits: 8 or 4.``: an ``Args:`` entry, a parameter's name and what it may be (an annotation with no value)."""
+    return isinstance(statement, ast.AnnAssign) and statement.value is None and isinstance(statement.target, ast.Name)
 
 
 def _gives_a_value(statement: ast.stmt) -> bool:
