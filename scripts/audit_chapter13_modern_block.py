@@ -82,7 +82,7 @@ def rms_norm_dx(X, g, D, eps=EPS, direct_only=False, gain=True, centre=False):
         if centre:  # LayerNorm's backward (no β): the mean path too
             mu = sum(row) / d
             c = [v - mu for v in row]
-            s = math.sqrt(sum(v * v for v in c) / d + EPS)
+            s = math.sqrt(sum(v * v for v in c) / d + eps)
             xh = [v / s for v in c]
             u_mean = sum(u) / d
             ux = sum(u[i] * xh[i] for i in range(d)) / d
@@ -149,10 +149,10 @@ def rope(rows, start=0, base=10000.0, sign=1):
     return out
 
 
-def by_heads(M, n_heads, sign=1):
+def by_heads(M, n_heads, sign=1, base=10000.0):
     """RoPE on each head's columns of a (seq, d_model) matrix, each head on its own (sign −1: back)."""
     dh = len(M[0]) // n_heads
-    parts = [rope([row[h * dh:(h + 1) * dh] for row in M], sign=sign) for h in range(n_heads)]
+    parts = [rope([row[h * dh:(h + 1) * dh] for row in M], base=base, sign=sign) for h in range(n_heads)]
     return [[v for h in range(n_heads) for v in parts[h][i]] for i in range(len(M))]
 
 
@@ -162,20 +162,20 @@ def mha(X, WQ, WK, WV, WO, n_heads, **flags):
 
 
 def attend(Q, K, V, WO, n_heads, start=0, rotate=True, rotate_v=False, whole_width=False, scale_d_model=False,
-           causal=True):
+           causal=True, base=10000.0):
     """The heads of Q, K, V attend causally (after RoPE unless rotate=False), merged and projected by WO."""
     d, seq = len(Q[0]), len(Q)
     dh = d // n_heads
     if whole_width:  # the mistake: rotate the whole d_model-wide rows, frequencies base^(−2i/d_model)
-        Q, K = rope(Q, start), rope(K, start)
+        Q, K = rope(Q, start, base), rope(K, start, base)
     merged = [[0.0] * d for _ in range(seq)]
     for h in range(n_heads):
         cols = range(h * dh, (h + 1) * dh)
         q, k, v = ([[row[c] for c in cols] for row in M] for M in (Q, K, V))
         if rotate and not whole_width:
-            q, k = rope(q, start), rope(k, start)
+            q, k = rope(q, start, base), rope(k, start, base)
         if rotate_v:
-            v = rope(v, start)
+            v = rope(v, start, base)
         for i in range(seq):
             scale = math.sqrt(d if scale_d_model else dh)
             seen = i + 1 if causal else seq  # causal: j ≤ i
@@ -231,9 +231,12 @@ def real(M):
 # -- the worksheet ------------------------------------------------------------------------------------------
 X1 = [[1.0, 2.0, 2.0, 4.0], [2.0, -2.0, 2.0, -2.0]]
 G1 = [1.0, 0.5, 2.0, 1.0]
-X2 = [[0.001, 0.001, -0.001, -0.001]]
+# 13.2 and 13.3 pass eps = 0.25 (not the default): a learner's rms_norm or rms_norm_backward that ignores its eps
+# argument shows on the worksheet, and ε changes printed digits while every root stays one to take by hand
+EPS_WS = 0.25
+X2 = [[0.5, 0.5, -0.5, -0.5]]  # mean square 0.25 = ε
 G2 = [1.0, 1.0, 1.0, 1.0]
-X3, D3 = [[1.0, 2.0, 2.0, 4.0]], [[0.0, 1.0, 0.0, 0.0]]
+X3, D3 = [[2.0, 4.0, 2.0, 0.0]], [[0.0, 1.0, 0.0, 0.0]]  # mean square 6, + ε = 6.25: r = 2.5
 Z = [-2.0, -1.0, 0.0, 1.0, 2.0]
 D5 = [2.0, 1.0, 1.0, 1.0, 0.5]  # not all ones: a slope that leaves d_out out shows
 XS = [[1.0, -1.0], [2.0, 1.0]]
@@ -260,16 +263,20 @@ def pieces(sw: dict) -> dict[str, dict]:
             "normalised over the wrong axis: each feature's root mean square down the rows (axis 0), not each "
             "row's": [[G1[i] * v / rms([r[i] for r in X1]) for i, v in enumerate(row)] for row in X1],
         }},
-        "13.2": {"inputs": {"x": X2, "g": G2}, "exact": rms_norm(X2, G2), "mistakes": {
+        "13.2": {"inputs": {"x": X2, "g": G2, "eps": EPS_WS}, "exact": rms_norm(X2, G2, EPS_WS), "mistakes": {
             "ε added outside the square root (to the root mean square instead of the mean square)":
-                rms_norm(X2, G2, outside=True),
+                rms_norm(X2, G2, EPS_WS, outside=True),
             "ε left out: every row would come out with root mean square exactly 1":
                 rms_norm(X2, G2, eps=0.0),
+            "the eps argument was ignored (the default 10⁻⁶ used instead of 0.25)": rms_norm(X2, G2),
         }},
-        "13.3": {"inputs": {"x": X3, "g": G1, "d_out": D3}, "exact": rms_norm_dx(X3, G1, D3), "mistakes": {
-            "only the direct path g·d_out/r: r also depends on x": rms_norm_dx(X3, G1, D3, direct_only=True),
-            "the gain g left out of the backward": rms_norm_dx(X3, G1, D3, gain=False),
-            "LayerNorm's backward (a mean path RMSNorm does not have)": rms_norm_dx(X3, G1, D3, centre=True),
+        "13.3": {"inputs": {"x": X3, "g": G1, "d_out": D3, "eps": EPS_WS}, "exact": rms_norm_dx(X3, G1, D3, EPS_WS),
+                 "mistakes": {
+            "only the direct path g·d_out/r: r also depends on x":
+                rms_norm_dx(X3, G1, D3, EPS_WS, direct_only=True),
+            "the gain g left out of the backward": rms_norm_dx(X3, G1, D3, EPS_WS, gain=False),
+            "LayerNorm's backward (a mean path RMSNorm does not have)": rms_norm_dx(X3, G1, D3, EPS_WS, centre=True),
+            "the eps argument was ignored (the default 10⁻⁶ used instead of 0.25)": rms_norm_dx(X3, G1, D3),
         }},
         "13.4": {"inputs": {"x": Z}, "exact": [silu(v) for v in Z], "mistakes": {
             "the sigmoid σ(x) alone, not x·σ(x)": [sigmoid(v) for v in Z],
@@ -321,44 +328,51 @@ BLOCK = {"g1": [1.0] * 4, **ATTENTION, "g2": [1.0, 0.5, 2.0, 1.0], "W_gate": I4,
          "W_down": [[0.5 * v for v in row] for row in I4]}
 DB = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
 N_HEADS = 2
-# the by-hand sub-steps (13.10, 13.12): d_model 2, one head of width 2, all weights identities (W_O = I for the
-# attention, 0.5·I in the block, W_down = 0.5·I); two positions for the attention, one for the block
+# the by-hand sub-steps (13.10, 13.12): one head, all weights identities (W_O = I for the attention, 0.5·I in the
+# block, W_down = 0.5·I). The attention (13.10): two positions, one head of width 4 at base 100, so its second pair
+# turns by 100^(−2/4) = 0.1 radian per position and a base ignored (or not passed on to rope_backward) shows; the
+# block (13.12): one position, d_model 2
 I2 = [[1.0, 0.0], [0.0, 1.0]]
 HALF = [[0.5, 0.0], [0.0, 0.5]]
-X_SMALL, D_SMALL = [[1.0, 0.0], [0.0, 1.0]], [[0.0, 0.0], [1.0, 0.0]]
-ATTENTION_SMALL = {"WQ": I2, "WK": I2, "WV": I2, "WO": I2}
+BASE_SMALL = 100.0
+X_SMALL, D_SMALL = [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]], [[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
+ATTENTION_SMALL = {"WQ": I4, "WK": I4, "WV": I4, "WO": I4}
 X_ONE, D_ONE = [[1.0, 1.0]], [[1.0, 0.0]]
 BLOCK_SMALL = {"g1": [1.0, 1.0], "WQ": I2, "WK": I2, "WV": I2, "WO": HALF, "g2": [1.0, 1.0], "W_gate": I2,
                "W_up": I2, "W_down": HALF}
 
 
-def attention_backward(X, A, n_heads, D) -> dict:
+def attention_backward(X, A, n_heads, D, base=10000.0) -> dict:
     """The dx of Σ D ⊙ Attention(X), and the values its rotation mistakes give (W_Q = W_K = W_V = I: Q = K = V = x)."""
     W = [A[k] for k in ("WQ", "WK", "WV", "WO")]
 
     def attention(Y):
-        return mha(Y, *W, n_heads)
+        return mha(Y, *W, n_heads, base=base)
 
     # The gradients reaching the rotated queries and keys: a learner who forgets to rotate them back gets these
     # as dQ and dK. Rotated back, they add up to the exact dx.
-    Qr = Kr = by_heads(X, n_heads)
+    Qr = Kr = by_heads(X, n_heads, base=base)
 
     def core(Q, K, V):
         return attend(Q, K, V, A["WO"], n_heads, rotate=False)
 
     dQr, dKr, dV = vjp(lambda Q: core(Q, Kr, X), Qr, D), vjp(lambda K: core(Qr, K, X), Kr, D), vjp(
         lambda V: core(Qr, Kr, V), X, D)
-    back = by_heads(dQr, n_heads, sign=-1), by_heads(dKr, n_heads, sign=-1)  # dQ and dK, turned back
-    return {"exact": vjp(attention, X, D), "mistakes": {
+    back = by_heads(dQr, n_heads, -1, base), by_heads(dKr, n_heads, -1, base)  # dQ and dK, turned back
+    mistakes = {
         "the rotation not undone: the gradients of the rotated queries and keys used as dQ and dK":
             add(add(dQr, dKr), dV),
         "the rotation applied again instead of undone (rope instead of rope_backward)":
-            add(add(by_heads(dQr, n_heads), by_heads(dKr, n_heads)), dV),
+            add(add(by_heads(dQr, n_heads, base=base), by_heads(dKr, n_heads, base=base)), dV),
         "the rotation not undone for the queries' gradient (dK turned back, dQ not)": add(add(dQr, back[1]), dV),
         "the rotation not undone for the keys' gradient (dQ turned back, dK not)": add(add(back[0], dKr), dV),
         "the values' gradient turned back too (V was never rotated)":
-            add(add(*back), by_heads(dV, n_heads, sign=-1)),
-    }}
+            add(add(*back), by_heads(dV, n_heads, -1, base)),
+    }
+    if base != 10000.0:  # turned back at rope_backward's default base instead of the forward's
+        mistakes["the base not passed on to rope_backward (turned back at its default 10000)"] = add(
+            add(by_heads(dQr, n_heads, -1), by_heads(dKr, n_heads, -1)), dV)
+    return {"exact": vjp(attention, X, D), "mistakes": mistakes}
 
 
 def block_backward(X, P, n_heads, D) -> dict:
@@ -402,6 +416,7 @@ def block_steps() -> dict[str, dict]:
         return mha(X, *W, N_HEADS, **flags)
 
     params = {"x": XB, **ATTENTION}
+    small = [ATTENTION_SMALL[k] for k in ("WQ", "WK", "WV", "WO")]
     swapped = {**BLOCK, "g1": BLOCK["g2"], "g2": BLOCK["g1"]}
     return {
         "13.8": {"inputs": params, "exact": real(attention(XB)), "mistakes": {
@@ -429,8 +444,11 @@ def block_steps() -> dict[str, dict]:
                 real(block(XBLOCK, {**BLOCK, "g2": BLOCK["g1"]}, N_HEADS)),
             "g1 and g2 swapped: g2 in the first RMSNorm, g1 in the second": real(block(XBLOCK, swapped, N_HEADS)),
         }},
-        "13.10": {"inputs": {"x": X_SMALL, **ATTENTION_SMALL, "n_heads": 1, "d_out": D_SMALL},
-                  **attention_backward(X_SMALL, ATTENTION_SMALL, 1, D_SMALL)},
+        "13.10": {"inputs": {"x": X_SMALL, **ATTENTION_SMALL, "n_heads": 1, "base": BASE_SMALL, "d_out": D_SMALL},
+                  **attention_backward(X_SMALL, ATTENTION_SMALL, 1, D_SMALL, BASE_SMALL)},
+        # the forward pass of 13.10's case (step 13.8's third hint works it): the audit's own, printed for the hint
+        "_13.10 forward": {"exact": real(mha(X_SMALL, *small, 1, base=BASE_SMALL)), "mistakes": {
+            "the base argument ignored (10000 used)": real(mha(X_SMALL, *small, 1))}},
         "13.11": {"inputs": {**params, "d_out": DB}, **attention_backward(XB, ATTENTION, N_HEADS, DB)},
         "13.12": {"inputs": {"x": X_ONE, "params": BLOCK_SMALL, "n_heads": 1, "d_y": D_ONE},
                   **block_backward(X_ONE, BLOCK_SMALL, 1, D_ONE)},

@@ -1,9 +1,11 @@
 """Chapter 13: The Modern Block — the course's own worksheet (beyond the book), and beyond it.
 
-The worksheet: RMSNorm by hand on [1, 2, 2, 4] and [2, −2, 2, −2] and on a tiny row where ε counts, its
-backward pass, SiLU and its slope at −2…2, a SwiGLU layer (d_model 2, d_ff 3) forward and backward, then
-rotary multi-head attention (3 positions, d_model 4, 2 heads) and the pre-norm block, forward and backward, each
-backward first on a small case worked by hand (one head of width 2: two positions, one position).
+The worksheet: RMSNorm by hand on [1, 2, 2, 4] and [2, −2, 2, −2] and, with eps = 0.25 passed, on a row where ε
+counts, its backward pass (eps = 0.25 again), SiLU and its slope at −2…2, a SwiGLU layer (d_model 2, d_ff 3) forward
+and backward, then rotary multi-head attention (3 positions, d_model 4, 2 heads) and the pre-norm block, forward and
+backward, each backward first on a small case worked by hand (the attention: one head of width 4 at base 100 over
+two positions, its forward pass checked first; the block: one position). An eps or a base that is not passed on
+shows on the worksheet.
 Beyond it: every function on seeded inputs of other shapes (d_model up to 16, seq up to 8) against stored
 snapshots (tests/snapshots/chapter13.npz: inputs, the reference's outputs, central-difference gradients of
 every argument and the values classic mistakes give, written from solutions/ by the authors), stability,
@@ -65,15 +67,15 @@ def test_rms_norm_divides_each_row_by_its_root_mean_square_and_keeps_its_mean(ch
 
 
 @pytest.mark.step("13.2")
-def test_eps_inside_the_root_keeps_a_tiny_row_small(ch, ws):
-    expect(ws, ch.rms_norm(ws.input("x"), ws.input("g")), kind="array")
+def test_eps_inside_the_root_keeps_a_small_row_small(ch, ws):
+    expect(ws, ch.rms_norm(ws.input("x"), ws.input("g"), eps=ws.input("eps")), kind="array")
 
 
 @pytest.mark.step("13.3")
 def test_rms_norm_backward_takes_away_the_part_along_the_row(ch, ws):
-    dx, dg = ch.rms_norm_backward(ws.input("x"), ws.input("g"), ws.input("d_out"))
+    dx, dg = ch.rms_norm_backward(ws.input("x"), ws.input("g"), ws.input("d_out"), eps=ws.input("eps"))
     expect(ws, dx, kind="array")
-    close(dg, SNAP["ws_13_3/dg"], "13.3 dg = Σ_rows d_out ⊙ x̂ ([0, 0.8, 0, 0])", kind="array",
+    close(dg, SNAP["ws_13_3/dg"], "13.3 dg = Σ_rows d_out ⊙ x̂ ([0, 1.6, 0, 0])", kind="array",
           mistakes=[("d_out ⊙ x̂ without summing over the rows (dg must have shape (d_model,))", SNAP["ws_13_3/dg"][None]),
                     ("dg summed over the features instead of over the rows (dg has one entry per feature)",
                      SNAP["ws_13_3/dg_features"])])
@@ -123,7 +125,13 @@ def test_the_block_adds_attention_then_swiglu_to_the_unnormalised_stream(ch, ws)
 
 @pytest.mark.step("13.10")
 def test_by_hand_one_head_turns_its_query_and_key_gradients_back(ch, ws):
-    _, cache = ch.rope_multi_head_attention(ws.input("x"), attention_params(ws), ws.inputs["n_heads"])
+    # the forward pass of this case first (step 13.8's third hint works it), then dx: both at base 100
+    out, cache = ch.rope_multi_head_attention(ws.input("x"), attention_params(ws), ws.inputs["n_heads"],
+                                              base=ws.inputs["base"])
+    close(out, SNAP["ws_13_10_by_hand/out"], "13.10 the forward pass first: step 13.8's third hint, one head of width "
+          "4 at base 100 (row 1: [0.1868, 0.8132, 0.1868, 0.8132])", kind="array",
+          mistakes=[("the base argument ignored (10000 used): pair 1 turned by 0.01 instead of 0.1 radian",
+                     SNAP["ws_13_10_by_hand/base_10000"])])
     grads = grads_dict(ch.rope_multi_head_attention_backward(ws.input("d_out"), cache), ("x", *ATTENTION_KEYS),
                        "rope_multi_head_attention_backward")
     expect(ws, grads["x"], kind="array")

@@ -25,9 +25,9 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
 
     # 13.3 and 13.7: the gradients the worksheet does not print
     step = answer_key.load(13).step("13.3")
-    x, g, d_out = step.input("x"), step.input("g"), step.input("d_out")
-    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v)), g),
-        dg_features=np.sum(d_out * x / rms(x), axis=-1))
+    x, g, d_out, eps = step.input("x"), step.input("g"), step.input("d_out"), step.input("eps")
+    put("ws_13_3", dg=numerical_gradient(lambda v: np.sum(d_out * s.rms_norm(x, v, eps=eps)), g),
+        dg_features=np.sum(d_out * x / rms(x, eps), axis=-1))
     step = answer_key.load(13).step("13.7")
     args = [step.input(k) for k in ("x", "W_gate", "W_up", "W_down")]
     R = step.input("d_out")
@@ -108,6 +108,12 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
         P = np.exp(S - S.max(axis=-1, keepdims=True))
         P /= P.sum(axis=-1, keepdims=True)
         return (P @ Vh).transpose(1, 0, 2).reshape(x.shape) @ p["WO"]
+
+    # 13.10: its forward pass, checked first (one head of width 4 at base 100), and with the base ignored
+    step = answer_key.load(13).step("13.10")
+    x, p = step.input("x"), {k: step.input(k) for k in keys}
+    put("ws_13_10_by_hand", out=s.rope_multi_head_attention(x, p, step.inputs["n_heads"], base=step.inputs["base"])[0],
+        base_10000=attend(x, p, step.inputs["n_heads"]))
 
     # 13.11 and 13.13: the weights' gradients the worksheet does not print (stored as ws_13_10 and ws_13_11, the
     # steps' numbers before the by-hand steps 13.10 and 13.12 came in front of them)
