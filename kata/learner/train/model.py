@@ -56,6 +56,10 @@ class Model:
     observe_at_start = False  # an observation before the first step
 
     # --- this process: the command line, the messages, the run's folder ----------------------------------------
+    def chapters_for(self, s) -> dict[str, int]:
+        """What training with settings ``s`` calls: ``chapters``, and more for an option that needs another chapter."""
+        return self.chapters
+
     def plan(self, args) -> tuple[Any, dict] | None:
         """(settings, what the child needs besides them) from the command line; TrainError for a bad option.
 
