@@ -309,6 +309,12 @@ def generate(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def serve(session: nox.Session) -> None:
+    """Serve your GPT faster and smaller with chapters 17-20: `nox -s serve -- runs/gpt` (docs/serve-gpt.md)."""
+    _kata_tool(session, "serve", "train")
+
+
+@nox.session(default=False)
 def doctor(session: nox.Session) -> None:
     """What to tell a helper when stuck: versions, which code runs, which chapters import, what to run next."""
     _kata_tool(session, "doctor")

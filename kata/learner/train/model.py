@@ -209,8 +209,8 @@ def read_model_file(folder: Path) -> tuple[Path, dict]:
     with path.open("rb") as f:
         if f.read(4) != b"PK\x03\x04":
             raise TrainError(f"{path} is not a model written by nox -s train (not a NumPy .npz file)")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
+    try:  # the file opened here, so that it is closed when a damaged one makes np.load raise
+        with path.open("rb") as f, np.load(f, allow_pickle=False) as npz:
             arrays = dict(npz)
     except ValueError as err:
         raise TrainError(f"{path} is not a model written by nox -s train: {err}") from None
