@@ -280,7 +280,7 @@ class Decoder:
 
 
 def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: list[int], n: int,
-                temperature: float, rng: np.random.Generator, context: int) -> dict:
+                temperature: float, rng: np.random.Generator, context: int, alphas: bool = True) -> dict:
     """``n`` tokens after ``prompt`` by speculative decoding: the draft proposes K, your ``speculative_step`` decides.
 
     One round: the draft (with its cache) proposes x₀ … x₃, each drawn by your ``sample_index`` from its
@@ -289,7 +289,7 @@ def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
     what was kept. When a round could pass the context the model was trained on, both restart from the last
     half of the context (positions from 0), as ``nox -s generate`` does. Returns the ids, the rounds (tokens
     accepted in each) and, per position, how often it was verified and accepted, with chapter 20's α of each
-    verified (p, q).
+    verified (p, q) (``alphas`` False: not computed, as when the generation is timed).
     """
     t_heads, d_heads = heads
     tgt, drf = Decoder(ch, target, t_heads), Decoder(ch, draft, d_heads)
@@ -297,7 +297,7 @@ def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
     if len(ids) > 1:
         tgt.feed(ids[:-1])
         drf.feed(ids[:-1])
-    reached, accepted, alphas, rounds = np.zeros(K, int), np.zeros(K, int), [], []
+    reached, accepted, rates, rounds = np.zeros(K, int), np.zeros(K, int), [], []
     while len(ids) - len(prompt) < n:
         if len(ids) - start + K > context:
             start = len(ids) - max(1, context // 2)
@@ -324,13 +324,15 @@ def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
         for i in range(min(a + 1, K)):
             reached[i] += 1
             accepted[i] += i < a
-            alphas.append(float(ch.c20.acceptance_rate(ps[i], qs[i])))
+            if alphas:
+                rates.append(float(ch.c20.acceptance_rate(ps[i], qs[i])))
         rounds.append(a)
         ids += out
         tgt.keep(len(ids) - 1 - start)
         drf.keep(len(ids) - 1 - start)
     return {"ids": ids[:len(prompt) + n], "rounds": rounds, "reached": reached.tolist(),
-            "accepted": accepted.tolist(), "alpha_mean": float(np.mean(alphas))}
+            "accepted": accepted.tolist(),
+            "alpha_mean": float(np.mean(rates)) if rates else None}
 
 
 def first_token_exact(ch, p: np.ndarray, q: np.ndarray) -> np.ndarray:
