@@ -689,7 +689,7 @@ def figures(r: dict) -> list:
     ax.set(xlabel="draft token's position in the round", ylabel="share", ylim=(0, 1.08), xticks=range(1, sp["k"] + 1),
            title=f"Acceptance by position: {sp['tokens_per_target_call']:.2f} tokens per target call")
     ax.grid(axis="y")
-    ax.legend(loc="lower left")
+    ax.legend(loc="upper right")
     acceptance = fig
 
     b, g = r["int8"]["bytes"], r["gqa"]
