@@ -495,7 +495,7 @@ def speculate_part(ch, job: dict, s: GptSettings, model: dict, n_heads: int, mer
     stat, df, p_value = chi_square(counts, p0)
     control = chi_square(counts, q0) if not np.allclose(p0, q0) else (0.0, df, 1.0)
     kv = gqa["blocks"][0]["WK"].shape[1] // (s.d_model // n_heads)
-    phase(f"the grouped-query model ({n_heads} query heads, {kv} key/value heads) and its cache")
+    phase(f"the grouped-query model ({n_heads} query heads, {kv} key/value head{'s' if kv > 1 else ''}) and its cache")
     ids = windows[0][:-1]
     cached, g_caches = gqa_cached_logits(ch, ids, gqa, n_heads, kv)
     full = _arr(ch.c16.gpt_forward(ids, widen(gqa, n_heads), n_heads, None)[0])
@@ -660,8 +660,9 @@ def _spec_lines(r: dict) -> str:
         f"against p: chi-square {d['chi_square']:.1f} on {d['df']} degrees of freedom, p-value {d['p_value']:.3f}; "
         f"against the draft's q instead: p-value {d['against_draft']['p_value']:.1e}\n"
         f"  {'✓' if losses['gqa'] - losses['float'] <= GQA_GAP else '✗'} grouped-query attention (chapter 18), "
-        f"{g['kv_heads']} key/value heads for {g['n_heads']}: KV cache of {g['positions']} positions "
-        f"{g['cache_bytes']:,} bytes against {g['mha_cache_bytes']:,} ({g['mha_cache_bytes'] / g['cache_bytes']:.0f}x "
+        f"{g['kv_heads']} key/value head{'s' if g['kv_heads'] > 1 else ''} for {g['n_heads']}: KV cache of "
+        f"{g['positions']} positions {g['cache_bytes']:,} bytes against {g['mha_cache_bytes']:,} "
+        f"({g['mha_cache_bytes'] / g['cache_bytes']:.0f}x "
         f"smaller, as kv_cache_bytes says), validation loss {losses['gqa']:.4f} against {losses['float']:.4f} "
         f"({losses['gqa'] - losses['float']:+.4f} nats, at most {GQA_GAP}); its cached logits equal its full forward "
         f"to {g['cached_vs_full']:.1e}\n"
