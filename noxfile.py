@@ -213,7 +213,7 @@ def lint(session: nox.Session) -> None:
 
 @authors_session(default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmark a warm chapter run against a bare pytest run, and the capstone (KV cache, BPE, tokens/s): ratios.
+    """Benchmark a warm chapter run against bare pytest, and the capstones (KV cache, BPE, speculation): ratios.
 
     `-- suite`: the project's own suite instead (selfcheck, one chapter's share, proofs, docs-browser: what
     `.ci/run` runs), each one's minutes against its budget (benchmarks/bench_suite.py; `-- suite --help`).
@@ -224,6 +224,7 @@ def bench(session: nox.Session) -> None:
         return
     session.run("python", "benchmarks/bench_chapter_run.py", *session.posargs)
     session.run("python", "benchmarks/bench_gpt.py", env={"PYTHONPATH": str(ROOT)})
+    session.run("python", "benchmarks/bench_serve.py", env={"PYTHONPATH": str(ROOT)})  # needs runs/gpt and its draft
 
 
 @nox.session(default=False)
@@ -306,6 +307,12 @@ def train(session: nox.Session) -> None:
 def generate(session: nox.Session) -> None:
     """Continue a prompt with a trained model: `nox -s generate -- runs/zen --prompt "Beautiful" --n 200`."""
     _kata_tool(session, "generate", "train")
+
+
+@nox.session(default=False)
+def serve(session: nox.Session) -> None:
+    """Serve your GPT faster and smaller with chapters 17-20: `nox -s serve -- runs/gpt` (docs/serve-gpt.md)."""
+    _kata_tool(session, "serve", "train")
 
 
 @nox.session(default=False)

@@ -137,6 +137,8 @@ def parser() -> argparse.ArgumentParser:
     gpt.add_argument("--vocab-size", type=int, default=None, help=f"BPE vocabulary (default {g.vocab_size})")
     gpt.add_argument("--heads", type=int, default=None, help=f"attention heads (default {g.n_heads})")
     gpt.add_argument("--batch", type=int, default=None, help=f"windows per step (default {g.batch})")
+    gpt.add_argument("--kv-heads", type=int, default=None, help="key/value heads, fewer than --heads: grouped-query "
+                     "attention, your chapter 18 (default: one per head)")
     gpt.add_argument("--warmup", type=int, default=None, help=f"warm-up steps (default {g.warmup})")
     gpt.add_argument("--min-lr", type=float, default=None, help=f"the floor of the cosine (default {g.min_lr:g})")
     gpt.add_argument("--eval-every", type=int, default=None, help=f"steps between evaluations and checkpoints "
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         if planned is None:
             return 0
         s, extra = planned
-        folder, modules, shown = chapters_of(args.impl, model.chapters)
+        folder, modules, shown = chapters_of(args.impl, model.chapters_for(s))
     except TrainError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

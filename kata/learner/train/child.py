@@ -80,6 +80,9 @@ def learner_frames(tb, folder: Path) -> list[traceback.FrameSummary]:
     return [f for f in traceback.extract_tb(tb) if Path(f.filename).resolve().is_relative_to(folder)]
 
 
+VERBS = {"generating": "Generate", "serving": "Serve"}  # what to do once the chapter passes, by what was running
+
+
 def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) -> str:
     """A learner's exception as one message: what, where in their file, and what to do."""
     frames = learner_frames(err.__traceback__, folder)
@@ -90,7 +93,7 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
         Path(frames[0].filename).name) or 10
     if isinstance(err, NotImplementedError):
         return (f"chapter {number} is not finished: {frames[0].name} stops at {where}\n  {head}\n"
-                f"{'Generate' if doing == 'generating' else 'Train'} once `nox -s chapter{number}` passes every step.")
+                f"{VERBS.get(doing, 'Train')} once `nox -s chapter{number}` passes every step.")
     return (f"{frames[0].name} raised {head}\n  at {where}: {(inner.line or '').strip()}\n"
             f"  while {doing}. `nox -s chapter{number}` checks every function on its own.")
 
@@ -132,6 +135,11 @@ def child_main() -> int:
         if job["mode"] == "generate":
             status["doing"] = "generating"
             model.generate(ch, job, send)
+        elif job["mode"] == "serve":  # nox -s serve (kata/learner/serve.py)
+            from ..serve import serve_child
+
+            status["doing"] = "serving"
+            serve_child(ch, job, send)
         else:
             train_job(model, ch, job, send, status)
         faulthandler.cancel_dump_traceback_later()

@@ -76,6 +76,12 @@ class GptSettings:
     seed: int = 0
     prompt: str = "A list is"
     validation: float = 0.1  # the last tenth of the tokens is held out
+    kv_heads: int = 0  # key/value heads (chapter 18's grouped-query attention); 0: one per query head
+
+    @property
+    def grouped(self) -> bool:
+        """Whether fewer key/value heads than query heads are trained (``--kv-heads``, your chapter 18)."""
+        return 0 < self.kv_heads < self.n_heads
 
     def check(self) -> GptSettings:
         """The settings themselves, after refusing the ones no run can use (TrainError naming the option)."""
@@ -89,6 +95,9 @@ class GptSettings:
         if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
             raise TrainError(f"--d-model {self.d_model} must split into --heads {self.n_heads} heads of an even "
                              "width (RoPE turns pairs of features)")
+        if not isinstance(self.kv_heads, int) or self.kv_heads < 0 or (self.kv_heads and self.n_heads % self.kv_heads):
+            raise TrainError(f"--kv-heads must be a whole number that divides --heads {self.n_heads}, got "
+                             f"{self.kv_heads!r}")
         if self.warmup > self.steps:
             raise TrainError(f"--warmup {self.warmup} is more than --steps {self.steps}")
         for name in ("lr", "clip"):
@@ -128,16 +137,17 @@ def nested(arrays: dict[str, np.ndarray]) -> dict:
             "g_final": arrays["g_final"], "W_out": arrays["W_out"]}
 
 
-def shapes(vocab: int, d_model: int, d_ff: int, layers: int) -> dict[str, tuple]:
-    """Every parameter's shape, by flat name."""
-    block = {"g1": (d_model,), "WQ": (d_model, d_model), "WK": (d_model, d_model), "WV": (d_model, d_model),
+def shapes(vocab: int, d_model: int, d_ff: int, layers: int, kv_width: int | None = None) -> dict[str, tuple]:
+    """Every parameter's shape, by flat name; ``kv_width`` (n_kv_heads · d_head): W_K and W_V's, if narrower."""
+    kv = kv_width or d_model
+    block = {"g1": (d_model,), "WQ": (d_model, d_model), "WK": (d_model, kv), "WV": (d_model, kv),
              "WO": (d_model, d_model), "g2": (d_model,), "W_gate": (d_model, d_ff), "W_up": (d_model, d_ff),
              "W_down": (d_ff, d_model)}
     top = {"tok_emb": (vocab, d_model), "g_final": (d_model,), "W_out": (d_model, vocab)}
     return {name: block[name.split(".")[2]] if name.startswith("blocks.") else top[name] for name in flat_names(layers)}
 
 
-def init_model(vocab: int, d_model: int, d_ff: int, layers: int, seed: int) -> dict:
+def init_model(vocab: int, d_model: int, d_ff: int, layers: int, seed: int, kv_width: int | None = None) -> dict:
     """Starting parameters: gains 1, embeddings N(0, 1), each matrix normal with variance 1/fan-in.
 
     The two matrices that write into the stream (``WO``, ``W_down``) are also shrunk by √(2·layers), so the
@@ -147,7 +157,7 @@ def init_model(vocab: int, d_model: int, d_ff: int, layers: int, seed: int) -> d
     """
     rng = np.random.default_rng(seed)
     out = {}
-    for name, shape in shapes(vocab, d_model, d_ff, layers).items():
+    for name, shape in shapes(vocab, d_model, d_ff, layers, kv_width).items():
         key = name.split(".")[-1]
         if key in ("g1", "g2", "g_final"):
             out[name] = np.ones(shape)
@@ -157,6 +167,60 @@ def init_model(vocab: int, d_model: int, d_ff: int, layers: int, seed: int) -> d
             scale = 1.0 / np.sqrt(shape[0]) / (np.sqrt(2.0 * layers) if key in ("WO", "W_down") else 1.0)
             out[name] = rng.normal(0.0, scale, shape)
     return nested(out)
+
+
+def kv_width(s: GptSettings) -> int | None:
+    """The width of W_K and W_V of a grouped-query model (n_kv_heads · d_head); None for multi-head attention."""
+    return s.kv_heads * (s.d_model // s.n_heads) if s.grouped else None
+
+
+def widen(model: dict, n_heads: int) -> dict:
+    """A grouped-query model as the multi-head model it equals: each key/value head's columns repeated for its group.
+
+    Query head h reads key/value head ⌊h / g⌋ (chapter 18's contiguous groups), so repeating every head's columns
+    of W_K and W_V g = n_heads / n_kv_heads times gives a multi-head model with the same outputs, which your
+    chapters 13 and 16 run. A multi-head model is returned as it is. The other arrays are shared, not copied.
+    """
+    d = model["tok_emb"].shape[1]
+    d_head = d // n_heads
+    if all(b["WK"].shape[1] == d for b in model["blocks"]):
+        return model
+
+    def wide(W: np.ndarray) -> np.ndarray:
+        kv = W.shape[1] // d_head
+        return np.repeat(W.reshape(d, kv, d_head), n_heads // kv, axis=1).reshape(d, d)
+
+    return {**model, "blocks": [{**b, "WK": wide(b["WK"]), "WV": wide(b["WV"])} for b in model["blocks"]]}
+
+
+def narrow_grads(ch, grads: dict, n_heads: int, kv_heads: int) -> dict:
+    """The gradients of a grouped-query model from those of its widened twin: your ``group_sum`` for W_K and W_V.
+
+    Each key/value head was read by every query head of its group, so its columns' gradient is the sum of the
+    group's (chapter 18); ``group_sum`` sums along the head axis of (n_heads, d_model, d_head).
+    """
+    out = dict(grads)
+    for name, dW in grads.items():
+        if name.split(".")[-1] in ("WK", "WV"):
+            d = dW.shape[0]
+            heads = dW.reshape(d, n_heads, d // n_heads).transpose(1, 0, 2)  # (n_heads, d_model, d_head)
+            summed = np.asarray(ch.c18.group_sum(heads, kv_heads), dtype=np.float64)
+            if summed.shape != (kv_heads, d, d // n_heads):
+                raise TrainError(f"group_sum returned shape {summed.shape} for {heads.shape} and n_kv_heads "
+                                 f"{kv_heads}; expected {(kv_heads, d, d // n_heads)}: `nox -s chapter18`")
+            out[name] = summed.transpose(1, 0, 2).reshape(d, -1)
+    return out
+
+
+def check_group_sum(ch, rng: np.random.Generator) -> None:
+    """Your ``group_sum`` against the sum over each contiguous group, once before training (TrainError if not)."""
+    dH = rng.normal(0.0, 1.0, (4, 3, 2))
+    got = np.asarray(ch.c18.group_sum(dH, 2), dtype=np.float64)
+    want = dH.reshape(2, 2, 3, 2).sum(axis=1)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-12, atol=1e-12):
+        raise TrainError("group_sum (chapter 18) does not give each key/value head the sum of its group's "
+                         "gradients (contiguous groups): the grouped-query model's W_K and W_V would learn wrongly. "
+                         "`nox -s chapter18` names the mistake.")
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:
@@ -237,6 +301,7 @@ def model_arrays(model: dict, settings: GptSettings, merges: list) -> dict[str, 
     arrays["merges"] = np.array([(a, b, t) for (a, b), t in merges], dtype=np.int64).reshape(-1, 3)
     arrays["n_heads"] = np.array(settings.n_heads)
     arrays["context"] = np.array(settings.context)
+    arrays["kv_heads"] = np.array(settings.kv_heads if settings.grouped else settings.n_heads)
     arrays["kata_format"] = np.array(GPT_FORMAT)
     return arrays
 
@@ -256,7 +321,13 @@ def model_from_arrays(arrays: dict) -> tuple[dict, list, int, int]:
     vocab, d = np.shape(arrays["tok_emb"])
     layers = len({k.split(".")[1] for k in arrays if k.startswith("blocks.")})
     d_ff = np.shape(arrays.get("blocks.0.W_up", np.zeros((d, 0))))[-1]
-    for name, shape in shapes(vocab, d, d_ff, layers).items():
+    n_heads = int(arrays["n_heads"])
+    if n_heads < 1 or d % n_heads:
+        raise TrainError(f"its n_heads {n_heads} does not divide d_model {d}")
+    kv = int(arrays["kv_heads"]) if "kv_heads" in arrays else n_heads
+    if kv < 1 or n_heads % kv:
+        raise TrainError(f"its kv_heads {kv} does not divide n_heads {n_heads}")
+    for name, shape in shapes(vocab, d, d_ff, layers, kv * (d // n_heads)).items():
         if name not in arrays:
             raise TrainError(f"it has no {name}")
         if np.shape(arrays[name]) != shape:
@@ -266,7 +337,7 @@ def model_from_arrays(arrays: dict) -> tuple[dict, list, int, int]:
         raise TrainError(f"its merges have shape {rows.shape}, expected ({vocab - 256}, 3)")
     merges = [((int(a), int(b)), int(t)) for a, b, t in rows]
     params = {name: np.asarray(arrays[name], dtype=np.float64) for name in shapes(vocab, d, d_ff, layers)}
-    return nested(params), merges, int(arrays["n_heads"]), int(arrays["context"])
+    return nested(params), merges, n_heads, int(arrays["context"])
 
 
 EVAL_WINDOWS = 96  # windows of each split per evaluation
@@ -504,6 +575,7 @@ def generate_gpt(ch, job: dict, send) -> None:
     with np.load(job["model"], allow_pickle=False) as npz:
         arrays = dict(npz)
     model, merges, n_heads, context = model_from_arrays(arrays)
+    model = widen(model, n_heads)  # a grouped-query model runs through chapter 16 as the multi-head model it equals
     vocab = ch.c14.build_vocab(merges)
     prompt = [int(i) for i in ch.c14.encode(job["prompt"], merges)][-context:]
     if not prompt:
@@ -551,7 +623,10 @@ class Gpt(Model):
     OPTIONS = {"steps": "steps", "lr": "lr", "d_model": "d_model", "d_ff": "d_ff", "layers": "layers",
                "context": "context", "seed": "seed", "prompt": "prompt", "vocab_size": "vocab_size",
                "heads": "n_heads", "batch": "batch", "warmup": "warmup", "min_lr": "min_lr",
-               "eval_every": "eval_every", "corpus": "corpus"}  # command-line option -> GptSettings field
+               "eval_every": "eval_every", "corpus": "corpus", "kv_heads": "kv_heads"}  # option -> GptSettings field
+
+    def chapters_for(self, s: GptSettings) -> dict[str, int]:
+        return {**self.chapters, "c18": 18} if s.grouped else self.chapters
 
     # --- this process ---
     def plan(self, args) -> tuple[GptSettings, dict] | None:
@@ -588,7 +663,8 @@ class Gpt(Model):
         return (f"training a GPT made of {shown}/ chapters 11–15 on Python's own documentation (pydoc_data.topics)"
                 + (" — resuming" if args.resume else "") +
                 f"\n  BPE vocabulary {s.vocab_size}, d_model {s.d_model}, {s.n_heads} heads, {s.layers} layers, d_ff "
-                f"{s.d_ff}, context {s.context}, batch {s.batch}; {s.steps} steps of AdamW, lr {s.lr:g} (warm-up "
+                f"{s.d_ff}" + (f", {s.kv_heads} key/value heads (your chapter 18)" if s.grouped else "") +
+                f", context {s.context}, batch {s.batch}; {s.steps} steps of AdamW, lr {s.lr:g} (warm-up "
                 f"{s.warmup}, cosine to {s.min_lr:g}), seed {s.seed}  ->  {out}/")
 
     def ready(self, event: dict) -> str:
@@ -662,6 +738,8 @@ class Gpt(Model):
 
     def prepare(self, ch, job: dict, s: GptSettings, resume: dict | None, phase) -> tuple[dict, dict]:
         phase("encoding the corpus with your BPE" if resume else "training your BPE on the corpus")
+        if s.grouped:
+            check_group_sum(ch, np.random.default_rng(s.seed))
         tokens = tokenize(ch, corpus_text(s.corpus), s, resume["merges"] if resume else None)
         if resume:
             tokens.bpe_seconds = resume.get("bpe_seconds", 0.0)
@@ -676,14 +754,17 @@ class Gpt(Model):
 
     def start(self, ch, s: GptSettings, data: dict) -> tuple[dict, dict]:
         params = {k: np.array(a) for k, a in flat(init_model(data["tokens"].vocab_size, s.d_model, s.d_ff, s.layers,
-                                                             s.seed)).items()}
+                                                             s.seed, kv_width(s))).items()}
         return params, ch.c15.adamw_init(params)
 
     def batch(self, data: dict, s: GptSettings, step: int) -> np.ndarray:
         return batch_at(data["tokens"].train, s, step)
 
     def loss_and_grads(self, ch, params: dict, batch: np.ndarray, s: GptSettings):
-        return loss_and_grads(ch, nested(params), s.n_heads, batch)
+        if not s.grouped:
+            return loss_and_grads(ch, nested(params), s.n_heads, batch)
+        loss, grads = loss_and_grads(ch, widen(nested(params), s.n_heads), s.n_heads, batch)
+        return loss, narrow_grads(ch, grads, s.n_heads, s.kv_heads)
 
     def update(self, ch, params: dict, state: dict, grads, step: int, s: GptSettings):
         lr = float(ch.c15.lr_at(step, max_lr=s.lr, warmup_steps=s.warmup, total_steps=s.steps, min_lr=s.min_lr))
@@ -701,7 +782,7 @@ class Gpt(Model):
 
     def observe(self, ch, params: dict, data: dict, s: GptSettings, step: int, losses: list[float],
                 seconds: float) -> tuple[dict, dict]:
-        model = nested(params)
+        model = widen(nested(params), s.n_heads)
         entry = {"step": step, "train_loss": mean_loss(ch, model, s.n_heads, data["train_windows"]),
                  "val_loss": mean_loss(ch, model, s.n_heads, data["val_windows"]), "seconds": round(seconds, 3)}
         text = ch.c14.decode(greedy(ch, model, s.n_heads, data["prompt"], SAMPLE_TOKENS, s.context), data["vocab"])
@@ -712,7 +793,8 @@ class Gpt(Model):
         return {"schedule": [float(ch.c15.lr_at(t, max_lr=s.lr, warmup_steps=s.warmup, total_steps=s.steps,
                                                 min_lr=s.min_lr)) for t in range(s.steps)],
                 "attention_tokens": [data["vocab"][i].decode("utf-8", errors="replace") for i in shown],
-                "attention": [m.tolist() for m in attention_maps(ch, nested(params), s.n_heads, shown)]}
+                "attention": [m.tolist() for m in attention_maps(ch, widen(nested(params), s.n_heads), s.n_heads,
+                                                                 shown)]}
 
     def arrays(self, params: dict, s: GptSettings, data: dict) -> dict[str, np.ndarray]:
         return model_arrays(nested(params), s, data["tokens"].merges)
@@ -723,7 +805,7 @@ class Gpt(Model):
 
     def restore(self, ch, path: Path, s: GptSettings, data: dict) -> tuple[dict, dict, int]:
         like = {k: np.zeros(shape) for k, shape in shapes(data["tokens"].vocab_size, s.d_model, s.d_ff,
-                                                          s.layers).items()}
+                                                          s.layers, kv_width(s)).items()}
         params, state = ch.c15.load_checkpoint(str(path), like)
         return params, state, int(state["step"])
 

@@ -56,6 +56,10 @@ class Model:
     observe_at_start = False  # an observation before the first step
 
     # --- this process: the command line, the messages, the run's folder ----------------------------------------
+    def chapters_for(self, s) -> dict[str, int]:
+        """What training with settings ``s`` calls: ``chapters``, and more for an option that needs another chapter."""
+        return self.chapters
+
     def plan(self, args) -> tuple[Any, dict] | None:
         """(settings, what the child needs besides them) from the command line; TrainError for a bad option.
 
@@ -205,8 +209,8 @@ def read_model_file(folder: Path) -> tuple[Path, dict]:
     with path.open("rb") as f:
         if f.read(4) != b"PK\x03\x04":
             raise TrainError(f"{path} is not a model written by nox -s train (not a NumPy .npz file)")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
+    try:  # the file opened here, so that it is closed when a damaged one makes np.load raise
+        with path.open("rb") as f, np.load(f, allow_pickle=False) as npz:
             arrays = dict(npz)
     except ValueError as err:
         raise TrainError(f"{path} is not a model written by nox -s train: {err}") from None
