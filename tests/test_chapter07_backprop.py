@@ -83,7 +83,7 @@ def trace(ch, ids, target, params):
         raise
 
 
-def linear(ch, ws, X, W, dY):
+def run_linear_backward(ch, ws, X, W, dY):
     """``ch.linear_backward(X, W, dY)`` on shapes that fit Y = X W, under this step.
 
     A ValueError from inside it is a product whose shapes do not fit, named as such.
@@ -110,13 +110,13 @@ def test_dlogits_are_the_probabilities_with_one_taken_off_at_c(ch, ws):
 
 @pytest.mark.step("7.2")
 def test_dwo_is_the_context_times_dlogits(ch, ws):
-    _, dWO = linear(ch, ws, ws.input("context"), ws.input("WO"), ws.input("dlogits"))
-    expect(ws, dWO)
+    _, dWO = run_linear_backward(ch, ws, ws.input("context"), ws.input("WO"), ws.input("dlogits"))
+    expect(ws, dWO, mistakes=[("transposed gradient (dYᵀ X, shape (vocab, d_v))", ws.exact.T)])
 
 
 @pytest.mark.step("7.3")
 def test_dcontext_collects_the_logit_gradients_of_a_and_c_through_wo(ch, ws):
-    dcontext, _ = linear(ch, ws, ws.input("context"), ws.input("WO"), ws.input("dlogits"))
+    dcontext, _ = run_linear_backward(ch, ws, ws.input("context"), ws.input("WO"), ws.input("dlogits"))
     expect(ws, dcontext)
 
 
@@ -128,7 +128,7 @@ def test_only_the_last_position_receives_a_gradient(ch, ws):
 
 @pytest.mark.step("7.5")
 def test_dweights_is_doutput_times_v_transposed(ch, ws):
-    d_weights, _ = linear(ch, ws, ws.input("weights"), ws.input("V"), ws.input("d_output"))
+    d_weights, _ = run_linear_backward(ch, ws, ws.input("weights"), ws.input("V"), ws.input("d_output"))
     expect(ws, d_weights)
 
 
