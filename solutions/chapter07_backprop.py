@@ -24,12 +24,12 @@ from .chapter06_training_step import cross_entropy, cross_entropy_grad, sgd_step
 def softmax_backward(probs: np.ndarray, dprobs: np.ndarray) -> np.ndarray:
     r"""Carry a gradient back through a softmax, row by row (a Jacobian-vector product).
 
-    $$\frac{\partial L}{\partial x_i} = \sum_j \frac{\partial s_j}{\partial x_i}\frac{\partial L}{\partial s_j}
-    = s_i \Big(g_i - \sum_j s_j\, g_j\Big), \qquad g = \frac{\partial L}{\partial s}$$
+    $$\frac{\partial L}{\partial x_i} = \sum_j \frac{\partial s_j}{\partial x_i}\,g_j, \qquad
+    s = \mathrm{softmax}(x), \quad g = \frac{\partial L}{\partial s}$$
 
-    Each row is one softmax: s = softmax(x) along the last axis. The Jacobian
-    ∂s_i/∂x_j = s_i (δ_ij − s_j) is never built; the weighted average Σ_j s_j g_j does the same work.
-    Where s_i = 0 (a masked position) the gradient is 0.
+    Each row along the last axis is one softmax, with its own Jacobian ∂s_j/∂x_i (the page's local
+    derivative). The result needs only s and g, not x, and no row's n × n Jacobian has to be built: that is
+    yours to work out. Where s_i = 0 (a masked position) the gradient is 0.
 
     Args:
         probs: the softmax's output s, shape (..., n); each row sums to 1.
@@ -52,11 +52,11 @@ def softmax_backward(probs: np.ndarray, dprobs: np.ndarray) -> np.ndarray:
 def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Carry the gradient of Y = X W back to the input X and the weights W.
 
-    $$\frac{\partial L}{\partial X} = \frac{\partial L}{\partial Y} W^\top, \qquad
-    \frac{\partial L}{\partial W} = X^\top \frac{\partial L}{\partial Y}$$
+    $$Y = X W: \quad \text{given } \frac{\partial L}{\partial Y}, \text{ the gradients }
+    \frac{\partial L}{\partial X} \text{ and } \frac{\partial L}{\partial W}$$
 
-    Chapter 2's rule for C = AB, applied to a layer. Each gradient has the shape of what it belongs to,
-    which tells you where the transposes go. A single row vector is a matrix with one row.
+    Chapter 2's product of two matrices, as a layer. Each gradient has the shape of what it belongs to.
+    A single row vector is a matrix with one row.
 
     Args:
         X: the input, shape (n, d_in), one row per position.
@@ -83,14 +83,12 @@ def attention_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Carry the gradient of the attention output back to the queries, keys and values.
 
-    Forward: $R = Q K^\top$, $S = R / \sqrt{d_k}$, $A = \mathrm{softmax}(S + M)$, $H = A V$. Backward:
+    The forward pass it reverses (chapter 4, causal):
 
-    $$\begin{gathered}
-    dA = dH\, V^\top, \quad dV = A^\top dH, \quad dS = \mathrm{softmax\_backward}(A, dA), \\
-    dR = \frac{dS}{\sqrt{d_k}}, \quad dQ = dR\, K, \quad dK = dR^\top Q
-    \end{gathered}$$
+    $$R = Q K^\top, \quad S = \frac{R}{\sqrt{d_k}}, \quad A = \mathrm{softmax}(S + M), \quad H = A V$$
 
-    The weights are given, mask already applied: a masked weight is 0, so its score gets no gradient.
+    Given dL/dH, it returns dL/dQ, dL/dK and dL/dV. The weights A are given, mask already applied: a masked
+    weight is 0, so its score gets no gradient.
 
     Args:
         Q: queries, shape (seq, d_k).
@@ -121,16 +119,8 @@ def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *
                    embeddings: np.ndarray | None = None) -> dict:
     r"""The whole backward pass, keeping every intermediate gradient for comparison with a pencil.
 
-    One line per link of the chain, from the loss back to the weights:
-
-    $$\begin{gathered}
-    dz = p - \mathrm{onehot}(t), \quad dW_O = c^\top dz, \quad dc = dz\, W_O^\top, \\
-    dH = [0; \dots; 0; dc], \quad dA = dH\, V^\top, \quad dS = \mathrm{softmax\_backward}(A, dA),
-    \end{gathered}$$
-    $$\begin{gathered}
-    dR = dS/\sqrt{d_k}, \quad dQ = dR\, K, \quad dK = dR^\top Q, \quad dV = A^\top dH, \\
-    dW_Q = X^\top dQ, \quad dW_K = X^\top dK, \quad dW_V = X^\top dV
-    \end{gathered}$$
+    Chapter 5's forward pass, then the gradient of the loss $L = -\log p_t$ with respect to each
+    intermediate, from the logits back to the four weight matrices (the page's backward diagram).
 
     Args:
         ids: the input token ids, length seq ≥ 1.
@@ -140,11 +130,11 @@ def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *
 
     Returns:
         Chapter 5's forward dict (``"X"``, ``"Q"``, ``"K"``, ``"V"``, ``"weights"``, ``"context"``,
-        ``"probs"``, …) plus ``"loss"`` (float) and the gradients:
-        ``"dlogits"`` (vocab,); ``"dWO"`` (d_v, vocab); ``"dcontext"`` (d_v,);
-        ``"d_output"`` (seq, d_v), zero except its last row; ``"d_weights"`` (seq, seq);
-        ``"d_scores"`` (seq, seq) with respect to the scaled scores Q Kᵀ/√d_k (the softmax's input);
-        ``"d_raw_scores"`` (seq, seq) with respect to Q Kᵀ; ``"dQ"``, ``"dK"`` (seq, d_k);
+        ``"probs"``, …) plus ``"loss"`` (float) and dL/d of each intermediate, each the shape of what it
+        belongs to: ``"dlogits"`` (vocab,); ``"dWO"`` (d_v, vocab); ``"dcontext"`` (d_v,);
+        ``"d_output"`` (seq, d_v), the attention output's, zero except its last row; ``"d_weights"``
+        (seq, seq), the attention weights'; ``"d_scores"`` (seq, seq), the scaled scores' Q Kᵀ/√d_k (the
+        softmax's input); ``"d_raw_scores"`` (seq, seq), Q Kᵀ's; ``"dQ"``, ``"dK"`` (seq, d_k);
         ``"dV"`` (seq, d_v); ``"dWQ"``, ``"dWK"`` (d_model, d_k); ``"dWV"`` (d_model, d_v).
 
     Raises:
@@ -221,7 +211,7 @@ def train_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: f
         ValueError: if a matrix is missing or its shape does not fit (the message names the matrix), or lr
             is negative (the message names it).
 
-    See docs: chapter 7, steps 7.15–7.19.
+    See docs: chapter 7, steps 7.15–7.20.
     """
     loss, grads = backward(ids, target, params, embeddings=embeddings)
     new_params = {name: np.array(W, dtype=np.float64) for name, W in params.items()}  # copies, not views

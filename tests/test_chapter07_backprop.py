@@ -3,15 +3,19 @@
 Input "A B", target C (2), learning rate 0.1, W_Q = W_K = W_V = 0.1·I and the explicit 2×4
 W_O = [[0.1, 0, 0, 0], [0, 0, 0.1, 0]]; causal attention, the context is the last position's output.
 Each worksheet step is one test below (or one case of a parametrized one), named as the claim it checks;
-the numbers come from reference/chapter07_backprop.toml. Beyond the worksheet, every backward function is checked against
-central-difference gradients stored in tests/snapshots/chapter07.npz (written from solutions/), on seeded inputs.
+the numbers come from reference/chapter07_backprop.toml. The worksheet's Q = K and X = I hide a gradient taken with
+the wrong factor, so steps 7.9–7.14 also check a worksheet-sized case with Q ≠ K and other embeddings (stored in
+tests/snapshots/chapter07.npz). A step that runs backward_trace waits for linear_backward, softmax_backward or
+attention_backward when one of them raises on its own step's inputs too: that step shows the error first. Beyond the
+worksheet, every backward function is checked against central-difference gradients stored in the same snapshot
+(written from solutions/), on seeded inputs.
 """
 
 import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, snapshot, step_case
+from kata import close, expect, left_untouched, load, numerical_gradient, raises_clearly, snapshot, step_case
 
 CHAPTER = 7
 RNG = np.random.default_rng(7)
@@ -22,6 +26,22 @@ NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences are good to about 1e-1
 
 # -- stored cases (tests/snapshots/chapter07.npz: inputs, central differences of the reference, mistakes) --
 SNAP = snapshot(CHAPTER)
+COLUMNS = "the average taken down each column (axis 0) instead of along each row"
+KEYS_FOR_QUERIES = "dRᵀ K instead of dRᵀ Q (the keys where the queries belong)"
+TRANSPOSED_DQ = "transposed gradient (dRᵀ K)"
+NO_FIT = ("a transpose missing or misplaced: a product whose shapes do not fit (each gradient is the only product of "
+          "the other two matrices that has its own matrix's shape)")
+
+# Worksheet-sized (two positions, width 2) but Q ≠ K, V not the identity: a dK taken with K shows here.
+ASYM = {n: SNAP[f"asym_attention/{n}"] for n in ("Q", "K", "V", "weights", "d_output")}
+ASYM_M = SNAP.tree("asym_attention/mistakes")
+# The same two tokens with embeddings that are not the identity and four different matrices: dQ for dW_Q shows.
+ASYM_TABLE, ASYM_PARAMS = SNAP["asym_model/table"], SNAP.tree("asym_model/params")
+ASYM_IDS, ASYM_TARGET = SNAP["asym_model/ids"].tolist(), SNAP.number("asym_model/target")
+
+# The functions backward_trace may call, each with the step whose inputs it is tried on when the trace raises.
+HELPERS = (("linear_backward", "7.2", ("context", "WO", "dlogits")), ("softmax_backward", "7.7", ("probs", "dprobs")),
+           ("attention_backward", "7.9", ("Q", "K", "V", "weights", "d_output")))
 
 
 def learner_loss(ch, ids, target, params, table=None):
@@ -34,35 +54,81 @@ def model(ws):
     return list(ws.inputs["ids"]), ws.input("target"), {name: ws.input(name) for name in NAMES}
 
 
+def trace(ch, ids, target, params):
+    """``ch.backward_trace(ids, target, params)``, or what it waits for when it raises.
+
+    When the trace raises, a backward function that raises on its own step's inputs too is named as what the step
+    waits for (its own step shows the error first), instead of blaming this step.
+    """
+    try:
+        return ch.backward_trace(ids, target, params)
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        if type(err).__module__ == "kata.judge.proxy":  # the call did not return or ended its process: say so
+            raise
+        broken = []
+        for name, step_id, args in HELPERS:
+            step = load(CHAPTER).step(step_id)
+            try:
+                getattr(ch, name)(*(step.input(a) for a in args))
+            except NotImplementedError:
+                continue
+            except Exception as probe:
+                if type(probe).__module__ == "kata.judge.proxy":
+                    raise
+                broken.append(f"{name} (step {step_id}, where it raises {type(probe).__name__} on its own)")
+        if broken:
+            raise NotImplementedError("backward_trace waits for " + ", ".join(broken)) from err
+        raise
+
+
+def run_linear_backward(ch, ws, X, W, dY):
+    """``ch.linear_backward(X, W, dY)`` on shapes that fit Y = X W, under this step.
+
+    A ValueError from inside it is a product whose shapes do not fit, named as such.
+    """
+    try:
+        return ch.linear_backward(X, W, dY)
+    except NotImplementedError:
+        raise
+    except ValueError as err:
+        if type(err).__module__ == "kata.judge.proxy":
+            raise
+        where = getattr(err, "location", "")
+        pytest.fail(f"{ws.id} {ws.title}\n  input     X {np.shape(X)}, W {np.shape(W)}, dY {np.shape(dY)} (they fit "
+                    f"Y = X W)\n  got       ValueError: {err}" + (f"\n  where     {where}" if where else "")
+                    + f"\n  looks like: {NO_FIT}", pytrace=False)
+
+
 # -- the worksheet, step by step -------------------------------------------------------------------
 @pytest.mark.step("7.1")
 def test_dlogits_are_the_probabilities_with_one_taken_off_at_c(ch, ws):
     ids, target, params = model(ws)
-    trace = ch.backward_trace(ids, target, params)
-    expect(ws, trace["dlogits"])
+    expect(ws, trace(ch, ids, target, params)["dlogits"])
 
 
 @pytest.mark.step("7.2")
 def test_dwo_is_the_context_times_dlogits(ch, ws):
-    _, dWO = ch.linear_backward(ws.input("context"), ws.input("WO"), ws.input("dlogits"))
-    expect(ws, dWO)
+    _, dWO = run_linear_backward(ch, ws, ws.input("context"), ws.input("WO"), ws.input("dlogits"))
+    expect(ws, dWO, mistakes=[("transposed gradient (dYᵀ X, shape (vocab, d_v))", ws.exact.T)])
 
 
 @pytest.mark.step("7.3")
 def test_dcontext_collects_the_logit_gradients_of_a_and_c_through_wo(ch, ws):
-    dcontext, _ = ch.linear_backward(ws.input("context"), ws.input("WO"), ws.input("dlogits"))
+    dcontext, _ = run_linear_backward(ch, ws, ws.input("context"), ws.input("WO"), ws.input("dlogits"))
     expect(ws, dcontext)
 
 
 @pytest.mark.step("7.4")
 def test_only_the_last_position_receives_a_gradient(ch, ws):
     ids, target, params = model(ws)
-    expect(ws, ch.backward_trace(ids, target, params)["d_output"])
+    expect(ws, trace(ch, ids, target, params)["d_output"])
 
 
 @pytest.mark.step("7.5")
 def test_dweights_is_doutput_times_v_transposed(ch, ws):
-    d_weights, _ = ch.linear_backward(ws.input("weights"), ws.input("V"), ws.input("d_output"))
+    d_weights, _ = run_linear_backward(ch, ws, ws.input("weights"), ws.input("V"), ws.input("d_output"))
     expect(ws, d_weights)
 
 
@@ -85,7 +151,12 @@ def test_through_the_softmax_the_two_scores_get_equal_and_opposite_gradients(ch,
 @pytest.mark.step("7.8")
 def test_through_the_scaling_the_raw_score_gradient_is_divided_by_root_two(ch, ws):
     ids, target, params = model(ws)
-    expect(ws, ch.backward_trace(ids, target, params)["d_raw_scores"])
+    expect(ws, trace(ch, ids, target, params)["d_raw_scores"])
+
+
+def asym_attention(ch):
+    """attention_backward on the worksheet-sized case with Q ≠ K (ASYM)."""
+    return ch.attention_backward(*ASYM.values())
 
 
 @pytest.mark.step("7.9")
@@ -93,6 +164,11 @@ def test_dq_moves_only_the_query_of_b(ch, ws):
     dQ, _, _ = ch.attention_backward(ws.input("Q"), ws.input("K"), ws.input("V"), ws.input("weights"),
                                      ws.input("d_output"))
     expect(ws, dQ)
+    close(asym_attention(ch)[0], SNAP["asym_attention/dQ"], "7.9 dQ for two positions with Q ≠ K (central differences)",
+          **NUM, inputs=ASYM, kind="array",
+          mistakes=[("no 1/√d_k in the backward pass", ASYM_M["dQ_unscaled"]),
+                    ("multiplied by √d_k ('unscale' taken literally)", ASYM_M["dQ_scaled_up"]),
+                    (TRANSPOSED_DQ, ASYM_M["dQ_transposed"])])
 
 
 @pytest.mark.step("7.10")
@@ -100,6 +176,11 @@ def test_dk_of_a_points_along_the_query_of_b(ch, ws):
     _, dK, _ = ch.attention_backward(ws.input("Q"), ws.input("K"), ws.input("V"), ws.input("weights"),
                                      ws.input("d_output"))
     expect(ws, np.asarray(dK)[0])
+    close(asym_attention(ch)[1], SNAP["asym_attention/dK"],
+          "7.10 dK for two positions with Q ≠ K (the worksheet's Q = K hides which one belongs here)",
+          **NUM, inputs=ASYM, kind="array",
+          mistakes=[(KEYS_FOR_QUERIES, ASYM_M["dK_keys"]), ("no 1/√d_k in the backward pass", ASYM_M["dK_unscaled"]),
+                    ("transposed gradient (dR Q)", ASYM_M["dK_transposed"])])
 
 
 @pytest.mark.step("7.11")
@@ -107,6 +188,13 @@ def test_dv_of_a_is_its_weight_times_the_output_gradient(ch, ws):
     _, _, dV = ch.attention_backward(ws.input("Q"), ws.input("K"), ws.input("V"), ws.input("weights"),
                                      ws.input("d_output"))
     expect(ws, np.asarray(dV)[0])
+    close(asym_attention(ch)[2], SNAP["asym_attention/dV"], "7.11 dV for two positions with V ≠ I (central differences)",
+          **NUM, inputs=ASYM, kind="array", mistakes=[("A @ dO instead of Aᵀ @ dO (transposed)", ASYM_M["dV_transposed"])])
+
+
+def _itself(name):
+    g = "d" + name[1]
+    return f"{g} itself, not Xᵀ {g} (the projection's own gradient left out)"
 
 
 @pytest.mark.parametrize("name", [
@@ -118,6 +206,16 @@ def test_backward_gives_each_weight_gradient(ch, ws, name):
     ids, target, params = model(ws)
     _, grads = ch.backward(ids, target, params)
     expect(ws, grads[name])
+    _, grads = ch.backward(ASYM_IDS, ASYM_TARGET, ASYM_PARAMS, embeddings=ASYM_TABLE)
+    want, m = SNAP[f"asym_model/grads/{name}"], SNAP.tree("asym_model/mistakes")
+    mistakes = [(_itself(name), m[f"{name}_is_d{name[1]}"]), ("transposed gradient", want.T)]
+    if name in ("WQ", "WK"):
+        mistakes.append(("no 1/√d_k in the backward pass", want * np.sqrt(2)))
+    if name == "WK":
+        mistakes.insert(0, (KEYS_FOR_QUERIES, m["WK_keys"]))
+    close(grads[name], want, f"{ws.id} dL/d{name} for \"A B\" → C with embeddings that are not the identity and "
+          "W_Q ≠ W_K (central differences)", **NUM, kind="array", mistakes=mistakes,
+          inputs={"embeddings": ASYM_TABLE, "ids": ASYM_IDS, "target": ASYM_TARGET, **ASYM_PARAMS})
 
 
 def _stepped(ch, ws):
@@ -138,6 +236,15 @@ def test_one_step_moves_each_weight(ch, ws, name):
 
 
 @pytest.mark.step("7.19")
+def test_after_the_step_the_values_carry_b_s_context_towards_c(ch, ws):
+    ids, target, _ = model(ws)
+    new_params, _ = _stepped(ch, ws)
+    new = {n: np.asarray(new_params[n], dtype=np.float64) for n in NAMES}
+    context = ch.backward_trace(ids, target, new)["context"]
+    expect(ws, context, inputs={**ws.inputs, **{f"new {n} (your train_step)": new[n] for n in NAMES[:3]}})
+
+
+@pytest.mark.step("7.20")
 def test_one_full_step_lowers_the_loss_more_than_training_wo_alone(ch, ws):
     ids, target, _ = model(ws)
     new_params, loss = _stepped(ch, ws)
@@ -155,7 +262,7 @@ def test_softmax_backward_matches_numerical_gradients(ch, case):
     close(got, SNAP[f"{k}/numerical"], f"softmax_backward for {s.shape[0]} rows of {s.shape[1]}", **NUM, kind="array",
           mistakes=[("the dot was left out (s ⊙ g)", SNAP[f"{k}/mistakes/no_dot"]),
                     ("not multiplied by s (g − dot)", SNAP[f"{k}/mistakes/no_s"]),
-                    ("the dot taken over columns instead of rows", SNAP[f"{k}/mistakes/columns"])])
+                    (COLUMNS, SNAP[f"{k}/mistakes/columns"])])
 
 
 def test_softmax_backward_of_a_single_vector(ch):

@@ -16,7 +16,7 @@
 # <!-- kata:page-section "The formulas" -->
 
 # %% [markdown]
-# <!-- kata:page-section "The chain rule, backwards, one line per step" -->
+# <!-- kata:page-section "The backward pass, one step at a time" -->
 
 # %% [markdown]
 # <!-- kata:page-section "The worksheet" -->

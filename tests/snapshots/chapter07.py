@@ -107,4 +107,36 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
 
     Q, K, V, G = (rng.normal(size=(4, 3)) for _ in range(4))
     put("untouched", Q=Q, K=K, V=V, d_output=G, weights=causal(Q, K, V)[1])
+
+    # worksheet-sized (two positions, width 2) but asymmetric: the worksheet's Q = K and X = I hide a gradient
+    # taken with the wrong factor (dRᵀ K for dK, dQ for dW_Q), so steps 7.9–7.14 check these cases too
+    Q, K = np.array([[0.2, -0.1], [0.3, 0.4]]), np.array([[0.5, 0.1], [-0.2, 0.3]])
+    V, G = np.array([[1.0, -0.5], [0.25, 2.0]]), np.array([[0.2, 0.1], [0.6, -0.3]])
+    _, A = causal(Q, K, V)
+
+    def f(Q=Q, K=K, V=V):
+        return float((G * causal(Q, K, V)[0]).sum())
+
+    mask = a.causal_mask(2)
+    dR = numerical_gradient(lambda R: float((G * (a.softmax(np.where(mask, R / np.sqrt(2), -np.inf)) @ V)).sum()),
+                            Q @ K.T)
+    put("asym_attention", Q=Q, K=K, V=V, weights=A, d_output=G, dQ=numerical_gradient(lambda v: f(Q=v), Q),
+        dK=numerical_gradient(lambda v: f(K=v), K), dV=numerical_gradient(lambda v: f(V=v), V),
+        mistakes={"dQ_unscaled": dR @ K * np.sqrt(2), "dQ_scaled_up": dR @ K * 2.0, "dQ_transposed": dR.T @ K,
+                  "dK_unscaled": dR.T @ Q * np.sqrt(2), "dK_transposed": dR @ Q, "dK_keys": dR.T @ K,
+                  "dV_transposed": A @ G})
+
+    from solutions import chapter07_backprop as b7
+
+    table = np.array([[1.0, 0.5], [-0.5, 1.0], [1.0, 1.0], [0.0, 0.0]])  # A and B no longer the identity
+    params = {"WQ": np.array([[0.3, -0.2], [0.1, 0.4]]), "WK": np.array([[0.2, 0.5], [-0.3, 0.1]]),
+              "WV": np.array([[0.5, 0.1], [-0.2, 0.3]]),
+              "WO": np.array([[0.4, -0.1, 0.2, 0.0], [0.1, 0.3, -0.2, 0.5]])}
+    ids, target = [0, 1], 2
+    tr = b7.backward_trace(ids, target, params, embeddings=table)
+    X = tr["X"]
+    put("asym_model", table=table, params=params, ids=np.array(ids), target=target,
+        grads=grads(ids, target, params, table),
+        mistakes={"WQ_is_dQ": tr["dQ"], "WK_is_dK": tr["dK"], "WV_is_dV": tr["dV"],
+                  "WK_keys": X.T @ (tr["d_raw_scores"].T @ tr["K"])})
     return data
