@@ -275,7 +275,7 @@ def test_arrays_that_do_not_fit_are_refused(ch):
     """x, W, A, B or d_y not a NumPy matrix of finite real numbers, or not fitting one another: ValueError naming it"""
     x, W, A, B = layer(90)
     d_y = np.ones((3, 4))
-    for bad, name in ((x.tolist(), "x"), (W[0], "W"), (np.array([[np.nan, 1.0]]), "A"), (np.array([[1 + 2j, 0], [0, 1]]), "B"),
+    for bad, name in ((x.tolist(), "x"), (x[0], "x"), (np.zeros((0, 5)), "x"), (W[0], "W"), (np.array([[np.nan, 1.0]]), "A"), (np.array([[1 + 2j, 0], [0, 1]]), "B"),
                       (np.zeros((0, 4)), "B"), (np.array([[True]]), "W")):
         args = {"x": x, "W": W, "A": A, "B": B, name: bad}
         raises_clearly(lambda args=args: ch.lora_forward(args["x"], args["W"], args["A"], args["B"], 2), ValueError,
@@ -287,7 +287,7 @@ def test_arrays_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.lora_forward(x, W, A[:4], B, 2), ValueError, "(4, 2)", names=("A",))
     raises_clearly(lambda: ch.lora_merge(W, A, B[:1], 2), ValueError, "(1, 4)", names=("B",))
     raises_clearly(lambda: ch.lora_merge(W, A, B[:, :3], 2), ValueError, "(2, 3)", names=("B",))
-    raises_clearly(lambda: ch.lora_backward(d_y[:2], x, W, A, B, 2), ValueError, "(2, 4)", names=("d_y",))
+    raises_clearly(lambda: ch.lora_backward(d_y[:2], x, W, A, B, 2), ValueError, "(2, 4)", "(3, 4)", names=("d_y",))
     raises_clearly(lambda: ch.lora_backward(d_y.tolist(), x, W, A, B, 2), ValueError, "list", names=("d_y",))
     raises_clearly(lambda: ch.lora_backward(d_y, x, W, A[:, :1], B, 2), ValueError, names=("A", "B"))
     close(ch.lora_forward(np.array([[2]]), np.array([[3]]), np.array([[1]]), np.array([[1]]), 1), [[8.0]],
@@ -296,7 +296,7 @@ def test_arrays_that_do_not_fit_are_refused(ch):
 
 @pytest.mark.given
 def test_alphas_learning_rates_and_params_that_are_not_are_refused(ch):
-    """alpha not a finite number > 0, lr not a finite number ≥ 0, params without exactly W, A and B: ValueError"""
+    """alpha not finite > 0, lr not finite ≥ 0, params not exactly W, A and B (named: its keys or type): ValueError"""
     x, W, A, B = layer(91)
     target = np.zeros((3, 4))
     for alpha in (0, -1.0, np.inf, True, "2", None):
@@ -306,9 +306,12 @@ def test_alphas_learning_rates_and_params_that_are_not_are_refused(ch):
     params = {"W": W, "A": A, "B": B}
     for lr in (-0.1, np.nan, False, "0.1"):
         raises_clearly(lambda lr=lr: ch.lora_train_step(x, target, params, 2, lr), ValueError, names=("lr",))
-    for bad in ({"W": W, "A": A}, {**params, "b": B}, [W, A, B]):
-        raises_clearly(lambda bad=bad: ch.lora_train_step(x, target, bad, 2, 0.1), ValueError, names=("params",))
-    raises_clearly(lambda: ch.lora_train_step(x, target[:, :3], params, 2, 0.1), ValueError, "(3, 3)",
+    for bad, words, names in (({"W": W, "A": A}, (), ()), ({**params, "b": B}, (), ("b",)), ([W, A, B], ("list",), ())):
+        raises_clearly(lambda bad=bad: ch.lora_train_step(x, target, bad, 2, 0.1), ValueError, *words,
+                       names=("params", *names))
+    raises_clearly(lambda: ch.lora_train_step(x, target[:, :3], params, 2, 0.1), ValueError, "(3, 3)", "(3, 4)",
+                   names=("target",))
+    raises_clearly(lambda: ch.lora_train_step(x, target.tolist(), params, 2, 0.1), ValueError, "list",
                    names=("target",))
     raises_clearly(lambda: ch.lora_train_step(x, target, {**params, "A": A[:4]}, 2, 0.1), ValueError, names=("A",))
 

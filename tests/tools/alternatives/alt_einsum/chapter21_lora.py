@@ -74,7 +74,8 @@ def lora_backward(d_y, x, W, A, B, alpha):
 def lora_train_step(x, target, params, alpha, lr):
     """Forward, the loss, the backward, then both factors stepped at once."""
     if not isinstance(params, dict) or params.keys() != {"W", "A", "B"}:
-        raise ValueError("params must be a dict of exactly W, A and B")
+        given = f"a dict of {', '.join(params)}" if isinstance(params, dict) else f"a {type(params).__name__}"
+        raise ValueError(f"params must be a dict of exactly W, A and B, not {given}")
     x, W, A, B = _all(x, params["W"], params["A"], params["B"])
     target = _arr(target, "target")
     if target.shape != (x.shape[0], W.shape[1]):

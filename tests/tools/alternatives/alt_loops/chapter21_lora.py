@@ -120,7 +120,8 @@ def lora_backward(d_y, x, W, A, B, alpha):
 def lora_train_step(x, target, params, alpha, lr):
     """Forward, ½ Σ (y − t)², both gradients at the old A and B, then one step each; W copied."""
     if not isinstance(params, dict) or sorted(params) != ["A", "B", "W"]:
-        raise ValueError(f"params must hold exactly W, A and B, got {params!r:.80}")
+        got = list(params) if isinstance(params, dict) else type(params).__name__
+        raise ValueError(f"params must hold exactly W, A and B, got {got}")
     x, W, A, B = _layer(x, params["W"], params["A"], params["B"])
     t = _matrix(target, "target")
     if _shape(t) != (len(x), len(W[0])):
