@@ -40,6 +40,7 @@ DROPPED_KEPT = "the dropped assignments still combined: past its capacity an exp
 RENORM_KEPT = "the gates renormalised over the kept experts only: a dropped expert's share is lost, not moved"
 TRANSPOSED = "each expert's matrix transposed: x W_eᵀ instead of x W_e"
 F_GATES = "f_i taken from the gates instead of the assignments: f counts where tokens are sent"
+F_PROBS = "f_i taken from the probabilities instead of the assignments: f counts where tokens are sent"
 P_GATES = ("P_i from the gates (a softmax after the top-k) instead of the router's probabilities over all N "
            "experts")
 NO_N = "the factor N forgotten: N · Σ f_i P_i is 1 when the load is even"
@@ -168,7 +169,9 @@ def balance(f_from="assignments", p_from="probs", n_factor=True, per_token=False
         for s in range(K):
             scatter[t][experts[t][s]] = g[t][s]
     counts = [sum(row.count(i) for row in experts) for i in range(N)]
-    if f_from == "gates":
+    if f_from == "probs":
+        f = [sum(probs[t][i] for t in range(tokens)) / tokens for i in range(N)]
+    elif f_from == "gates":
         f = [sum(scatter[t][i] for t in range(tokens)) / tokens for i in range(N)]
     else:
         f = [F(c, tokens if per_token else tokens * K) for c in counts]
@@ -286,7 +289,8 @@ def audit() -> dict[str, dict]:
     steps["22.6"] = {"exact": floats(forward()), "inputs": layer, "mistakes": {
         m: floats(forward(m)) for m in (DROPPED_KEPT, RENORM_KEPT, TRANSPOSED)}}
     steps["22.7"] = {"exact": float(balance()), "inputs": {"probs": floats(probs), "experts": experts},
-                     "mistakes": {F_GATES: float(balance(f_from="gates")), P_GATES: float(balance(p_from="gates")),
+                     "mistakes": {F_GATES: float(balance(f_from="gates")), F_PROBS: float(balance(f_from="probs")),
+                                  P_GATES: float(balance(p_from="gates")),
                                   NO_N: float(balance(n_factor=False)), PER_TOKEN: float(balance(per_token=True))}}
     dg = d_gates_of()
     steps["22.8"] = {"exact": floats(logits_grad(dg, g, experts)),
