@@ -124,11 +124,11 @@ def test_top_k_over_five_experts_with_ties(ch, k):
     """the k largest of each row, largest first, ties to the lower id; gates sum to 1 (k = 1: every gate is 1)"""
     probs = np.array([[0.1, 0.3, 0.1, 0.3, 0.2], [0.2, 0.2, 0.2, 0.2, 0.2], [0.05, 0.15, 0.4, 0.1, 0.3],
                       [0.3, 0.1, 0.1, 0.1, 0.4]])
-    order = np.argsort(-probs, axis=1, kind="stable")[:, :k]
+    order = np.argsort(-probs, axis=1, stable=True)[:, :k]
     chosen = np.take_along_axis(probs, order, axis=1)
     experts, gates = pair(ch.top_k_gates(probs, k), f"top_k_gates(probs, {k})")
     close(returned(experts, "array", "experts"), order, f"top_k_gates(probs, {k}): the experts", kind="array",
-          mistakes=[("a tie broken toward the higher expert id", np.argsort(probs, axis=1, kind="stable")[:, ::-1][:, :k])])
+          mistakes=[("a tie broken toward the higher expert id", np.argsort(probs, axis=1, stable=True)[:, ::-1][:, :k])])
     if not np.issubdtype(np.asarray(experts).dtype, np.integer):
         pytest.fail(f"top_k_gates(probs, {k}): the experts must be whole numbers of integer dtype, got dtype "
                     f"{np.asarray(experts).dtype}", pytrace=False)
@@ -181,7 +181,7 @@ def test_with_room_for_everything_the_layer_is_the_sum_over_each_tokens_k_expert
     z = x @ W_router
     p = np.exp(z - z.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
-    order = np.argsort(-p, axis=1, kind="stable")[:, :2]
+    order = np.argsort(-p, axis=1, stable=True)[:, :2]
     g = np.take_along_axis(p, order, axis=1)
     want = sum((g[:, s, None] / g.sum(axis=1, keepdims=True)) * np.einsum("td,tdo->to", x, W_experts[order[:, s]])
                for s in range(2))
