@@ -285,13 +285,14 @@ def _check_array(a, name: str, ndim: int) -> np.ndarray:
 
 
 def _check_ids(experts, name: str, rows: int | None, n_experts) -> np.ndarray:
-    """``experts`` as an integer array, after checking it is (rows or any ≥ 1, k ≥ 1) of ids in 0 … n_experts − 1."""
+    """``experts`` as an integer array, after checking it is (tokens, k ≥ 1) of ids below n_experts (rows if given)."""
     if not isinstance(experts, np.ndarray) or experts.dtype.kind not in "iu" or experts.ndim != 2 \
-            or len(experts) != (rows or max(len(experts), 1)) or experts.shape[1] < 1:
-        raise ValueError(f"{name} must be a 2-D integer array of {rows or 'one or more'} rows (tokens, k), got "
+            or (rows is not None and len(experts) != rows) or 0 in experts.shape:
+        raise ValueError(f"{name} must be a 2-D integer array (tokens, k), one row per token, got "
                          f"{type(experts).__name__} of shape {np.shape(experts)}")
     if np.any(experts < 0) or np.any(experts >= n_experts):
-        raise ValueError(f"{name} must hold expert ids in 0 … {n_experts - 1}, got {experts.tolist()}")
+        raise ValueError(f"{name} must hold expert ids from 0 to below n_experts = {n_experts}, got "
+                         f"{experts.tolist()}")
     return experts
 
 

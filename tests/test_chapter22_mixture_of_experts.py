@@ -226,6 +226,10 @@ def test_the_balancing_loss_of_five_tokens(ch):
     close(ch.load_balancing_loss(p, experts), 4 * np.sum(f * p.mean(axis=0)), "load_balancing_loss, 5 tokens, "
           "k = 2, 4 experts", kind="float", mistakes=[("f divided by the tokens, not by tokens · k",
                                                        8 * np.sum(f * p.mean(axis=0)))])
+    idle = np.array([[0, 1], [1, 0], [1, 2], [2, 0], [0, 1]])  # expert 3, the last, is sent nothing
+    f = np.array([4, 4, 2, 0]) / 10
+    close(ch.load_balancing_loss(p, idle), 4 * np.sum(f * p.mean(axis=0)), "load_balancing_loss, 5 tokens, k = 2, "
+          "4 experts, the last one sent nothing (f = 0 there, its P still counted in N)", kind="float")
 
 
 # -- beyond the worksheet: the backward against central differences ---------------------------------------------
@@ -244,11 +248,11 @@ def test_gates_backward_matches_central_differences_of_your_gates(ch):
           "your router_probabilities (x the identity, so the logits are W_r)", kind="array", **NUM)
 
 
-@pytest.mark.parametrize("capacity", [2, 4])
-def test_the_backward_matches_central_differences_of_the_forward(ch, capacity):
+@pytest.mark.parametrize("capacity, d_out", [(2, 2), (4, 3)])
+def test_the_backward_matches_central_differences_of_the_forward(ch, capacity, d_out):
     """dx, dW_r, dW_e of Σ dy ∘ y for 6 tokens, k = 2 of 3 experts, capacity 2 (drops) and 4: your own moe_forward"""
-    x, W_router, W_experts = inputs(n=3, seed=5)
-    dy = np.random.default_rng(6).normal(size=(6, 2))
+    x, W_router, W_experts = inputs(n=3, d_out=d_out, seed=5)
+    dy = np.random.default_rng(6).normal(size=(6, d_out))
     forward = ch.moe_forward
     _, cache = pair(forward(x, W_router, W_experts, 2, capacity), "moe_forward")
     got = grads(ch.moe_backward(dy, cache), "moe_backward")
@@ -331,3 +335,36 @@ def test_counts_and_factors_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.gates_backward(np.ones((2, 2)), np.ones((2, 2)) / 2, experts, 0), ValueError,
                    names=("n_experts",))
     close(ch.expert_capacity(np.int64(4), 3, 2, np.float64(1.25)), 4, "expert_capacity of NumPy numbers")
+
+
+@pytest.mark.given
+def test_each_misfit_is_refused_naming_what_is_wrong(ch):
+    """each argument that is not what its docstring says, on its own: ValueError naming it (and its shape)"""
+    x, W_router, W_experts = inputs(n=3)
+    raises_clearly(lambda: ch.router_probabilities(x, np.ones(3)), ValueError, names=("W_router",))
+    raises_clearly(lambda: ch.moe_forward(x, W_router, np.ones((3, 3)), 2, 2), ValueError, names=("W_experts",))
+    raises_clearly(lambda: ch.top_k_gates(np.ones(3) / 3, 1), ValueError, names=("probs",))
+    raises_clearly(lambda: ch.top_k_gates(np.array([[1.5, -0.5]]), 1), ValueError, names=("probs",))
+    probs = np.full((2, 3), 1 / 3)
+    raises_clearly(lambda: ch.load_balancing_loss(probs, np.array([[0], [-1]])), ValueError, names=("experts",))
+    raises_clearly(lambda: ch.dispatch(np.array([0, 1]), 3, 2), ValueError, "(2,)", names=("experts",))
+    raises_clearly(lambda: ch.dispatch([[0, 1]], 3, 2), ValueError, "list", names=("experts",))
+    raises_clearly(lambda: ch.dispatch(np.array([[0, 1]]), 0, 2), ValueError, names=("n_experts",))
+    g = np.full((2, 2), 0.5)
+    experts = np.array([[0, 1], [1, 2]])
+    raises_clearly(lambda: ch.gates_backward(np.ones(2), g, experts, 3), ValueError, names=("d_gates",))
+    raises_clearly(lambda: ch.gates_backward(g, np.ones(2), experts, 3), ValueError, names=("gates",))
+    _, cache = pair(ch.moe_forward(x, W_router, W_experts, 2, 2), "moe_forward")
+    dy = np.ones((6, 2))
+    raises_clearly(lambda: ch.moe_backward(dy, None), ValueError, names=("cache",))
+    raises_clearly(lambda: ch.moe_backward(dy, list(cache)), ValueError, names=("cache",))
+    raises_clearly(lambda: ch.moe_backward(np.ones((6, 3)), cache[:3]), ValueError, "(6, 3)", "(6, 2)")
+
+
+@pytest.mark.given
+def test_the_smallest_counts_are_taken(ch):
+    """one token, one expert: dispatch, the capacity and the gates' backward take them as they take any other"""
+    close(ch.expert_capacity(4, 1, 1, 1.0), 4, "expert_capacity(4, 1, 1, 1.0): one expert takes every token")
+    close(ch.dispatch(np.array([[0, 1]]), 3, 1), np.array([[0, 0]]), "dispatch of a single token")
+    close(ch.gates_backward(np.ones((2, 1)), np.ones((2, 1)), np.zeros((2, 1), dtype=int), 1), np.zeros((2, 1)),
+          "gates_backward with one expert: a gate of 1 that nothing can change")

@@ -22,7 +22,8 @@ def _ids(experts, name, n, rows=None):
     if not isinstance(experts, np.ndarray) or experts.ndim != 2 or experts.dtype.kind not in "iu" \
             or experts.shape[1] < 1 or (rows is not None and len(experts) != rows) \
             or (experts.size and (experts.min() < 0 or experts.max() >= n)):
-        raise ValueError(f"{name} must be integer ids below {n}, shape (tokens, k), got {np.shape(experts)}")
+        raise ValueError(f"{name} must be integer ids below {n}, shape (tokens, k), got a "
+                         f"{type(experts).__name__} of shape {np.shape(experts)}")
     return experts
 
 

@@ -24,7 +24,8 @@ def _matrix(a, name, ndim=2):
 def _ids(experts, name, n, rows=None):
     if not isinstance(experts, np.ndarray) or experts.ndim != 2 or experts.dtype.kind not in "iu" \
             or experts.shape[1] == 0 or (rows is not None and experts.shape[0] != rows):
-        raise ValueError(f"{name} must be an integer array (tokens, k), got {np.shape(experts)}")
+        raise ValueError(f"{name} must be an integer array (tokens, k), got {type(experts).__name__} "
+                         f"{np.shape(experts)}")
     out = [[int(e) for e in row] for row in experts]
     for row in out:
         for e in row:
