@@ -358,7 +358,6 @@ def test_each_misfit_is_refused_naming_what_is_wrong(ch):
     dy = np.ones((6, 2))
     raises_clearly(lambda: ch.moe_backward(dy, None), ValueError, names=("cache",))
     raises_clearly(lambda: ch.moe_backward(dy, list(cache)), ValueError, names=("cache",))
-    raises_clearly(lambda: ch.moe_backward(np.ones((6, 3)), cache[:3]), ValueError, "(6, 3)", "(6, 2)")
 
 
 @pytest.mark.given
