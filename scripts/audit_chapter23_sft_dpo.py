@@ -94,7 +94,7 @@ def reward(policy, ref, beta=BETA, mistake=None):
 
 
 def margins(mistake=None):
-    """z = r_c − r_r of each pair, as floats (nats)."""
+    """The margins z = r_c − r_r of the pairs, as floats (nats)."""
     if mistake == NO_REF:
         return [float(BETA * (c - r)) * LN2 for c, r in zip(POLICY_CHOSEN, POLICY_REJECTED, strict=True)]
     rc, rr = reward(POLICY_CHOSEN, REF_CHOSEN), reward(POLICY_REJECTED, REF_REJECTED)
@@ -143,7 +143,8 @@ def audit() -> dict[str, dict]:
     m = mask(PROMPT, len(IDS))
     steps = {}
     steps["23.1"] = {"exact": floats(lp), "inputs": {"logits": floats(LOGITS), "ids": IDS}, "mistakes": {
-        "not shifted: row i scored at token i, not at the next token i + 1": floats(token_log_probs(LOGITS, IDS, "unshifted")),
+        "not shifted: row i scored at token i, not at the next token i + 1":
+            floats(token_log_probs(LOGITS, IDS, "unshifted")),
         "shifted the wrong way: row i + 1 scored at token i + 1 (row 0 left out, the last row used)":
             floats(token_log_probs(LOGITS, IDS, "backwards")),
         "the probability, not its log": [2.0 ** x for x in lp],
@@ -153,7 +154,8 @@ def audit() -> dict[str, dict]:
         "the prompt's tokens counted: every entry 1": [1.0] * (len(IDS) - 1),
         "the mask not shifted with the targets: the first response token left out":
             [float(x) for x in mask(PROMPT, len(IDS), first=PROMPT)],
-        "the last prompt token counted: one entry too early": [float(x) for x in mask(PROMPT, len(IDS), first=PROMPT - 2)],
+        "the last prompt token counted: one entry too early":
+            [float(x) for x in mask(PROMPT, len(IDS), first=PROMPT - 2)],
         "a mask over the ids (seq entries), not over the targets (seq − 1)":
             [float(i >= PROMPT) for i in range(len(IDS))]}}
     total = sum(a * b for a, b in zip(m, lp, strict=True))

@@ -254,7 +254,7 @@ def _check_whole(value, name: str) -> None:
 
 
 def _check_array(a, name: str, ndim: int) -> np.ndarray:
-    """a as float64, after checking it is a NumPy array of ``ndim`` dimensions, non-empty, of finite numbers."""
+    """The array a as float64, after checking it is a non-empty ``ndim``-D NumPy array of finite numbers."""
     if not isinstance(a, np.ndarray):
         raise ValueError(f"{name} must be a NumPy array, got {type(a).__name__}")
     if a.dtype.kind not in "iuf":
@@ -307,7 +307,7 @@ def _check_batch(log_probs, mask) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_beta(beta) -> float:
-    """beta as a float, after checking it is a finite number (a Python or NumPy int or float, or a 0-d array)."""
+    """Beta as a float, after checking it is a finite number (a Python or NumPy int or float, or a 0-d array)."""
     value = beta.item() if isinstance(beta, np.ndarray) and beta.ndim == 0 else beta
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"beta must be a number, got {beta!r}")
