@@ -200,7 +200,7 @@ def dpo_loss(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     See docs: chapter 23, step 23.7.
     """
     pc, pr, rc, rr, beta = _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)  # noqa: F841 - yours to use
-    raise NotImplementedError("23.7 dpo_loss: each pair's margin z, the chosen answer's implicit reward minus the rejected one's; then the mean over the pairs of log(1 + e^(−z)), taken as a log-sum-exp of 0 and −z (2 lines)")
+    raise NotImplementedError("23.7 dpo_loss: each pair's margin z, the chosen answer's implicit reward minus the rejected one's; then the mean over the pairs of −log σ of it, the softplus of −z, taken as a log-sum-exp of 0 and −z so that nothing overflows (2 lines)")
 
 
 def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen: np.ndarray,
@@ -231,7 +231,7 @@ def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     See docs: chapter 23, step 23.8.
     """
     pc, pr, rc, rr, beta = _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)  # noqa: F841 - yours to use
-    raise NotImplementedError("23.8 dpo_grad: the margins z as in 23.7; the derivative of −log σ(z) through z for each answer, over the number of pairs; σ(−z) as the exponential of minus a log-sum-exp, so that e^z cannot overflow (3 lines)")
+    raise NotImplementedError("23.8 dpo_grad: the margins z as in 23.7; the derivative of −log σ of z, through z, for each answer, over the number of pairs; σ of −z as the exponential of minus a log-sum-exp of 0 and z, so that nothing overflows (3 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

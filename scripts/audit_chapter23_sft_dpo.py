@@ -47,6 +47,8 @@ def log_softmax_row(row):
 def token_log_probs(logits, ids, mistake=None):
     """ℓ_i = log softmax(row i)[ids[i + 1]], in units of ln 2, with the classic mistakes as switches."""
     if mistake == "unshifted":
+        return [log_softmax_row(logits[i])[ids[i]] for i in range(len(ids) - 1)]
+    if mistake == "unshifted, every row":
         return [log_softmax_row(logits[i])[ids[i]] for i in range(len(ids))]
     if mistake == "backwards":
         return [log_softmax_row(logits[i])[ids[i]] for i in range(1, len(ids))]
@@ -145,6 +147,8 @@ def audit() -> dict[str, dict]:
     steps["23.1"] = {"exact": floats(lp), "inputs": {"logits": floats(LOGITS), "ids": IDS}, "mistakes": {
         "not shifted: row i scored at token i, not at the next token i + 1":
             floats(token_log_probs(LOGITS, IDS, "unshifted")),
+        "not shifted, and the last row kept: every row scored at its own token":
+            floats(token_log_probs(LOGITS, IDS, "unshifted, every row")),
         "shifted the wrong way: row i + 1 scored at token i + 1 (row 0 left out, the last row used)":
             floats(token_log_probs(LOGITS, IDS, "backwards")),
         "the probability, not its log": [2.0 ** x for x in lp],
