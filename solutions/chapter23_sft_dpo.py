@@ -277,7 +277,7 @@ def _check_sequence(logits, ids) -> tuple[np.ndarray, np.ndarray]:
     if len(tokens) != len(logits):
         raise ValueError(f"ids {tokens.shape} must have one token per row of logits {logits.shape}")
     if np.any(tokens < 0) or np.any(tokens >= logits.shape[1]):
-        raise ValueError(f"ids {tokens.tolist()} must lie in 0 … {logits.shape[1] - 1} (the vocabulary of logits)")
+        raise ValueError(f"ids {tokens.tolist()} must lie in range({logits.shape[1]}), the vocabulary of logits")
     return logits, tokens.astype(np.int64)
 
 

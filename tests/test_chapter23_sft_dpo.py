@@ -124,17 +124,20 @@ def test_token_log_probs_of_seeded_logits(ch):
 
 
 def test_logits_a_thousand_apart_stay_finite(ch):
-    """rows [0, 1000, −1000, 0] and [1000, 1001, 1000, 999]: finite log-probabilities, no NumPy warning"""
-    logits = np.array([[0.0, 1000.0, -1000.0, 0.0], [1000.0, 1001.0, 1000.0, 999.0], [0.0, 0.0, 0.0, 0.0]])
+    """rows [0, 1000, −1000, 0], [1000, 1001, 1000, 999] and [−1000, −999, −1000, −1001]: finite, no NumPy warning"""
+    logits = np.array([[0.0, 1000.0, -1000.0, 0.0], [1000.0, 1001.0, 1000.0, 999.0],
+                       [-1000.0, -999.0, -1000.0, -1001.0], [0.0, 0.0, 0.0, 0.0]])
     try:
-        got = ch.token_log_probs(logits, [3, 2, 1])
+        got = ch.token_log_probs(logits, [3, 2, 1, 1])
     except RuntimeWarning as warning:
-        warned("token_log_probs of rows [0, 1000, −1000, 0] and [1000, 1001, 1000, 999]", warning,
-               "log of the softmax, or a log-sum-exp without subtracting the row's maximum: exp(1000) overflows and "
-               "softmax's exp(−2000) underflows to 0, whose log is −inf; subtract each row's maximum first")
-    # row 0 at token 2: −1000 − (1000 + log(1 + 2e^−1000 + e^−2000)) = −2000; row 1 at token 1: −log(1 + 2/e + 1/e²)
-    close(got, np.array([-2000.0, -np.log(1 + 2 / np.e + np.exp(-2.0))]), "token_log_probs of logits 1000 apart",
-          kind="array")
+        warned("token_log_probs of rows [0, 1000, −1000, 0], [1000, 1001, 1000, 999], [−1000, −999, −1000, −1001]",
+               warning, "log of the softmax, a log-sum-exp without subtracting the row's maximum, or one maximum for "
+               "every row: exp(1000) overflows, and exp(−2000) underflows to 0, whose log is −inf; subtract each "
+               "row's own maximum first")
+    # row 0 at token 2: −1000 − (1000 + log(1 + 2e^−1000 + e^−2000)) = −2000; rows 1 and 2 at their largest logit,
+    # with the others 0, 1 and 2 below it: −log(1 + 2/e + 1/e²)
+    second = -np.log(1 + 2 / np.e + np.exp(-2.0))
+    close(got, np.array([-2000.0, second, second]), "token_log_probs of logits 1000 apart", kind="array")
 
 
 def test_response_masks_of_other_lengths(ch):
@@ -155,6 +158,10 @@ def test_every_response_to_one_prompt_has_probability_summing_to_1(ch):
         ids = [2, 0, 1, *response]
         total += np.exp(returned(ch.sequence_log_prob(logits, ids, 3), "float", f"sequence_log_prob of ids {ids}"))
     close(total, 1.0, "Σ over every response of 2 tokens of exp(sequence_log_prob(logits, prompt + response, 3))",
+          kind="float")
+    total = sum(np.exp(ch.sequence_log_prob(logits[2:], [1, *response], 1))
+                for response in itertools.product(range(3), repeat=2))
+    close(total, 1.0, "Σ over every response of 2 tokens of exp(sequence_log_prob), after a prompt of 1 token",
           kind="float")
 
 
@@ -287,6 +294,7 @@ def test_logits_and_ids_that_do_not_fit_are_refused(ch):
     for ids in ([0, 1], [0, 1, 4], [0, -1, 2], [0.0, 1.0, 2.0], [[0, 1, 2]]):
         raises_clearly(lambda ids=ids: ch.token_log_probs(logits, ids), ValueError, names=("ids",))
     returned(ch.token_log_probs(logits, np.array([0, 1, 3])), "array", "token_log_probs of ids as a NumPy array")
+    returned(ch.token_log_probs(logits[:2], [0, 1]), "array", "token_log_probs of 2 rows, the fewest there can be")
     for prompt_len in (0, 3, 1.0, True):
         raises_clearly(lambda prompt_len=prompt_len: ch.sequence_log_prob(logits, [0, 1, 2], prompt_len),
                        ValueError, names=("prompt_len",))
@@ -303,6 +311,8 @@ def test_log_probs_and_masks_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.sft_loss(lp[0], mask[0]), ValueError, names=("log_probs",))
     raises_clearly(lambda: ch.sft_loss(lp, mask[:, :2]), ValueError, "(2, 3)", "(2, 2)")
     raises_clearly(lambda: ch.sft_loss(lp, 0.5 * mask), ValueError, names=("mask",))
+    raises_clearly(lambda: ch.sft_loss(lp, mask.tolist()), ValueError, "list", names=("mask",))
+    raises_clearly(lambda: ch.sft_loss(lp, np.full((2, 3), np.nan)), ValueError, names=("mask",))
     raises_clearly(lambda: ch.sft_loss(np.full((2, 3), -np.inf), mask), ValueError, names=("log_probs",))
     close(ch.sft_loss(-np.ones((2, 3), dtype=int), np.ones((2, 3), dtype=int)), 1.0, "sft_loss of integer arrays",
           kind="float")
