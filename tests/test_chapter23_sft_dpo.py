@@ -60,7 +60,7 @@ def test_the_mask_keeps_the_two_entries_that_score_the_response(ch, ws):
 
 
 @pytest.mark.step("23.3")
-def test_the_response_given_its_prompt_has_log_probability_minus_4_ln_2(ch, ws):
+def test_the_response_given_its_prompt_is_the_sum_over_its_own_tokens(ch, ws):
     expect(ws, ch.sequence_log_prob(ws.input("logits"), ws.inputs["ids"], ws.inputs["prompt_len"]), kind="float")
 
 
@@ -84,7 +84,7 @@ def dpo_inputs(ws):
 
 
 @pytest.mark.step("23.7")
-def test_the_dpo_loss_of_margins_0_and_ln_2_is_half_of_ln_3(ch, ws):
+def test_the_dpo_loss_is_the_mean_of_minus_log_sigma_of_the_margins(ch, ws):
     expect(ws, ch.dpo_loss(*dpo_inputs(ws)), kind="float")
 
 
