@@ -185,8 +185,9 @@ def grpo_loss_grad(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
     r"""The gradient of ``grpo_loss`` with respect to the policy's log-probabilities, token by token.
 
     $$\frac{\partial L}{\partial \log\pi_{bt}} = -\frac{\text{mask}_{bt}}{B \sum_{t'} \text{mask}_{bt'}}
-      \Bigl(\frac{\partial s_{bt}}{\partial \log\pi_{bt}} - \beta\,\bigl(1 - \tfrac{\pi_{\text{ref}}}{\pi}\bigr)_{bt}\Bigr),
-      \qquad \frac{\partial s}{\partial \log\pi} = \begin{cases} 0 & \text{where the clip is active} \\
+      \Bigl(\frac{\partial s_{bt}}{\partial \log\pi_{bt}}
+      - \beta\,\bigl(1 - \tfrac{\pi_{\text{ref}}}{\pi}\bigr)_{bt}\Bigr),\qquad
+      \frac{\partial s}{\partial \log\pi} = \begin{cases} 0 & \text{where the clip is active} \\
       \rho A & \text{elsewhere} \end{cases}$$
 
     The clip is active where A > 0 and ρ > 1 + ε, or A < 0 and ρ < 1 − ε: there the min picks the clipped
@@ -194,7 +195,13 @@ def grpo_loss_grad(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
     gradient with respect to the logits is this times chapter 6's (one-hot − p), per position.
 
     Args:
-        logp, logp_old, logp_ref, advantages, mask, clip_eps, beta: as for ``grpo_loss``.
+        logp: log π of each sampled token under the policy, shape (B, T).
+        logp_old: log π_old, shape (B, T).
+        logp_ref: log π_ref, shape (B, T).
+        advantages: each response's advantage, shape (B,).
+        mask: 1 on each response's tokens, 0 on the prompt and the padding, shape (B, T).
+        clip_eps: ε, with 0 < ε < 1.
+        beta: β ≥ 0, the weight of the KL penalty.
 
     Returns:
         dL/d log π, float64, shape (B, T), 0 wherever the mask is 0. Nothing given is modified.
@@ -220,7 +227,7 @@ def _check_number(value, name: str) -> float:
 
 
 def _check_array(a, name: str, ndim: int) -> np.ndarray:
-    """a as a float64 array, after checking it has ndim axes, at least one entry, and only finite real numbers."""
+    """The array a as float64, after checking it has ndim axes, at least one entry, only finite real numbers."""
     array = np.asarray(a)
     if array.dtype.kind not in "iuf":
         raise ValueError(f"{name} must hold real numbers, got dtype {array.dtype}")

@@ -133,7 +133,8 @@ def loss(pi=None, mistake=None):
     saved, PI = PI, pi or PI
     try:
         beta = 0.0 if mistake == NO_BETA else (-BETA if mistake == PENALTY_SIGN else BETA)
-        per_token = [[s - beta * k for s, k in zip(rs, rk, strict=True)] for rs, rk in zip(surrogate(), k3(), strict=True)]
+        per_token = [[s - beta * k for s, k in zip(rs, rk, strict=True)]
+                     for rs, rk in zip(surrogate(), k3(), strict=True)]
         if mistake == PER_TOKEN:
             every = [v for row, m in zip(per_token, MASK, strict=True) for v, k in zip(row, m, strict=True) if k]
             objective = sum(every) / len(every)
@@ -189,11 +190,13 @@ def audit() -> dict[str, dict]:
             DDOF1: advantages(GROUP, 4, ddof=1), NO_STD: advantages(GROUP, 4, std=False),
             NO_MEAN: advantages(GROUP, 4, mean=False)}},
         "24.2": {"exact": advantages(BATCH, 4), "mistakes": {BATCH_NORM: advantages(BATCH, 4, batch=True)}},
-        "24.3": {"exact": surrogate(), "mistakes": {m: surrogate(m) for m in (NEG_SIDE, NO_MIN, MAX, INVERTED, LOG_RATIO)}},
+        "24.3": {"exact": surrogate(), "mistakes": {
+            m: surrogate(m) for m in (NEG_SIDE, NO_MIN, MAX, INVERTED, LOG_RATIO)}},
         "24.4": {"exact": k3(), "mistakes": {m: k3(m) for m in (KL_SIGN, K1, K2, MINUS_ONE)}},
         "24.5": {"exact": masked_mean(surrogate()), "mistakes": {
             m: masked_mean(surrogate(), m) for m in (DENOM, PAD, BATCH_COUNT)}},
-        "24.6": {"exact": loss(), "mistakes": {m: loss(mistake=m) for m in (PENALTY_SIGN, PER_TOKEN, NOT_NEGATED, NO_BETA)}},
+        "24.6": {"exact": loss(), "mistakes": {
+            m: loss(mistake=m) for m in (PENALTY_SIGN, PER_TOKEN, NOT_NEGATED, NO_BETA)}},
         "24.7": {"exact": gradient(), "mistakes": {
             m: gradient(m) for m in (GRAD_CLIPPED, GRAD_SIDE, GRAD_NO_RHO, GRAD_KL_SIGN, GRAD_DENOM)}},
     }

@@ -182,7 +182,7 @@ def test_masked_means_with_a_prompt_and_padding(ch):
 
 
 def test_a_response_without_tokens_is_refused(ch):
-    """masked_mean with a row of the mask all 0 raises ValueError saying "no response token" """
+    """masked_mean with a row of the mask all 0 raises ValueError saying "no response token" and naming the row"""
     mask = np.array([[1, 1, 0], [0, 0, 0]])
     raises_clearly(lambda: ch.masked_mean(np.ones((2, 3)), mask), ValueError, "no response token", "1",
                    hint="row 1 of the mask has no 1: its mean would be 0 / 0")
