@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction as F
 
-EPS_STD = 1e-6  # ε added to the group's standard deviation
+EPS_STD = 1e-6  # ε added to the group's standard deviation (the function's default is 1e-4)
 GROUP = [1, 0, 0, 1]  # 24.1: one prompt, four responses, reward 1 for a right answer
 BATCH = [1, 0, 0, 1, 1, 1, 1, 1]  # 24.2: two prompts of four; the second group is right every time
 # 24.3-24.7: two responses of three positions; the second's last position is padding (mask 0)
@@ -29,6 +29,7 @@ CLIP, BETA = 0.2, 0.1
 
 DDOF1 = "ddof = 1 (the sample std, torch.std's default): the page's std is the group's own, ddof = 0"
 NO_STD = "only the mean subtracted: not divided by the group's standard deviation"
+EPS_FIXED = "ε fixed at the default 1e-4 instead of the eps given (1e-6 here)"
 NO_MEAN = "the mean not subtracted: divided by the standard deviation only"
 BATCH_NORM = "normalised across the batch instead of the group: each prompt's responses compete only with each other"
 NEG_SIDE = "clipping the wrong side for a negative advantage: for A < 0 the clip binds below 1 − ε, not above 1 + ε"
@@ -46,6 +47,7 @@ BATCH_COUNT = "divided by the whole batch's number of tokens instead of the resp
 PENALTY_SIGN = "the KL's sign in the loss: +β·KL added to the objective, which the loss then rewards"
 PER_TOKEN = "averaged per token over the batch (Σ over every response token / their count), not per response first"
 NOT_NEGATED = "the objective, not the loss: minimising L must raise it, so L is minus the objective"
+BETA_FIXED = "β fixed at the default 0.04 instead of the beta given (0.1 here)"
 NO_BETA = "β left out: the KL penalty forgotten"
 GRAD_CLIPPED = "a gradient through a clipped token: where the clip is active the min is a constant, gradient 0"
 GRAD_SIDE = "the gradient cut on the wrong side for a negative advantage: for A < 0 the clip is active below 1 − ε"
@@ -54,7 +56,7 @@ GRAD_KL_SIGN = "the KL's gradient with its sign flipped: d k3 / d log π = 1 −
 GRAD_DENOM = "the gradient's weight with the mask's denominator T instead of the response's own number of tokens"
 
 
-def advantages(rewards, size, ddof=0, std=True, mean=True, batch=False):
+def advantages(rewards, size, ddof=0, std=True, mean=True, batch=False, eps=EPS_STD):
     """(r − mean) / (std + ε) over each group of ``size`` (the whole batch if ``batch``), in exact fractions."""
     size = len(rewards) if batch else size
     out = []
@@ -64,7 +66,7 @@ def advantages(rewards, size, ddof=0, std=True, mean=True, batch=False):
         var = sum((r - m) ** 2 for r in group) / (len(group) - ddof)
         for r in group:
             top = (r - m) if mean else r
-            out.append(float(top) / (math.sqrt(var) + EPS_STD) if std else float(top))
+            out.append(float(top) / (math.sqrt(var) + eps) if std else float(top))
     return out
 
 
@@ -132,7 +134,7 @@ def loss(pi=None, mistake=None):
     global PI
     saved, PI = PI, pi or PI
     try:
-        beta = 0.0 if mistake == NO_BETA else (-BETA if mistake == PENALTY_SIGN else BETA)
+        beta = {NO_BETA: 0.0, PENALTY_SIGN: -BETA, BETA_FIXED: 0.04}.get(mistake, BETA)
         per_token = [[s - beta * k for s, k in zip(rs, rk, strict=True)]
                      for rs, rk in zip(surrogate(), k3(), strict=True)]
         if mistake == PER_TOKEN:
@@ -188,7 +190,7 @@ def audit() -> dict[str, dict]:
     steps = {
         "24.1": {"exact": advantages(GROUP, 4), "mistakes": {
             DDOF1: advantages(GROUP, 4, ddof=1), NO_STD: advantages(GROUP, 4, std=False),
-            NO_MEAN: advantages(GROUP, 4, mean=False)}},
+            NO_MEAN: advantages(GROUP, 4, mean=False), EPS_FIXED: advantages(GROUP, 4, eps=1e-4)}},
         "24.2": {"exact": advantages(BATCH, 4), "mistakes": {BATCH_NORM: advantages(BATCH, 4, batch=True)}},
         "24.3": {"exact": surrogate(), "mistakes": {
             m: surrogate(m) for m in (NEG_SIDE, NO_MIN, MAX, INVERTED, LOG_RATIO)}},
@@ -196,7 +198,7 @@ def audit() -> dict[str, dict]:
         "24.5": {"exact": masked_mean(surrogate()), "mistakes": {
             m: masked_mean(surrogate(), m) for m in (DENOM, PAD, BATCH_COUNT)}},
         "24.6": {"exact": loss(), "mistakes": {
-            m: loss(mistake=m) for m in (PENALTY_SIGN, PER_TOKEN, NOT_NEGATED, NO_BETA)}},
+            m: loss(mistake=m) for m in (PENALTY_SIGN, PER_TOKEN, NOT_NEGATED, NO_BETA, BETA_FIXED)}},
         "24.7": {"exact": gradient(), "mistakes": {
             m: gradient(m) for m in (GRAD_CLIPPED, GRAD_SIDE, GRAD_NO_RHO, GRAD_KL_SIGN, GRAD_DENOM)}},
     }

@@ -33,7 +33,7 @@ Python or NumPy int (not a bool, not a float).
 import numpy as np
 
 
-def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-6) -> np.ndarray:
+def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-4) -> np.ndarray:
     r"""Each response's advantage: its reward against the mean and spread of its own group.
 
     $$A_i = \frac{r_i - \operatorname{mean}(r_{\text{group}})}{\operatorname{std}(r_{\text{group}}) + \varepsilon},
@@ -45,7 +45,8 @@ def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-6) ->
     Args:
         rewards: the reward of each response, shape (B,), B a multiple of G.
         group_size: G, how many responses each prompt has, a whole number ≥ 1.
-        eps: ε > 0, added to the standard deviation.
+        eps: ε > 0, added to the standard deviation (1e-4 by default, as TRL's trainer; the worksheet's is
+            1e-6).
 
     Returns:
         The advantages, float64, shape (B,). rewards is not modified.

@@ -99,13 +99,13 @@ def test_advantages_of_three_groups_of_three(ch):
 
 
 def test_advantages_use_the_eps_they_are_given(ch):
-    """ε is the caller's: a group [1, 0, 0, 1] (std ½) with ε = ½ gives ±½, not ±1"""
+    """ε is the caller's: a group [1, 0, 0, 1] (std ½) with ε = ½ gives ±½; without an ε, the default 1e-4"""
+    default = 0.5 / (0.5 + 1e-4)
     close(ch.group_advantages(np.array([1.0, 0.0, 0.0, 1.0]), 4, 0.5), [0.5, -0.5, -0.5, 0.5],
           "group_advantages([1, 0, 0, 1], 4, eps=0.5)", kind="array",
-          mistakes=[("the eps argument ignored (ε fixed at 1e-6)", [1.0, -1.0, -1.0, 1.0])])
-    close(ch.group_advantages(np.array([1.0, 0.0, 0.0, 1.0]), 4), [0.999998000004, -0.999998000004,
-          -0.999998000004, 0.999998000004], "group_advantages([1, 0, 0, 1], 4) with the default ε = 1e-6",
-          kind="array")
+          mistakes=[("the eps argument ignored (ε fixed at the default 1e-4)", [default, -default, -default, default])])
+    close(ch.group_advantages(np.array([1.0, 0.0, 0.0, 1.0]), 4), [default, -default, -default, default],
+          "group_advantages([1, 0, 0, 1], 4) with the default ε = 1e-4", kind="array")
 
 
 def test_groups_of_one_and_a_shifted_group(ch):
