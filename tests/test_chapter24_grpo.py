@@ -27,7 +27,7 @@ DENOM = "the mask's denominator: divided by T, every position, instead of the re
 PER_TOKEN = "averaged per token over the batch, not per response first"
 
 # a batch of four responses (two prompts, G = 2) of five positions: a prompt of one or two tokens, padding
-MASK = np.array([[0, 1, 1, 1, 1], [0, 1, 1, 0, 0], [0, 0, 1, 1, 1], [0, 0, 1, 0, 0]])
+MASK = np.array([[0, 1, 1, 1, 1], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1], [0, 0, 1, 1, 0]])
 LOGP = np.log(RNG.uniform(0.05, 0.9, size=(4, 5)))
 # ratios spread on both sides of 1 ± 0.2, none within 0.01 of a clip bound (where the slope jumps)
 RHO = np.array([[1.5, 0.7, 1.12, 1.35, 0.93], [1.3, 0.6, 1.45, 0.95, 1.25],
@@ -212,11 +212,14 @@ def test_the_gradient_matches_central_differences_of_your_loss(ch, eps, beta):
 
 
 def test_the_gradient_with_the_default_eps_and_beta(ch):
-    """grpo_loss_grad with clip_eps and beta left at 0.2 and 0.04, as grpo_loss's defaults: 0 under the mask's 0s"""
+    """grpo_loss and grpo_loss_grad with clip_eps and beta left at their defaults 0.2 and 0.04; 0 under the mask's 0s"""
     got = returned(ch.grpo_loss_grad(LOGP, LOGP_OLD, LOGP_REF, ADV, MASK), "array", "grpo_loss_grad")
     want = returned(ch.grpo_loss_grad(LOGP, LOGP_OLD, LOGP_REF, ADV, MASK, 0.2, 0.04), "array", "grpo_loss_grad")
     close(got, want, "grpo_loss_grad with its defaults against clip_eps = 0.2, beta = 0.04", kind="array")
     close(got * (MASK == 0), np.zeros((4, 5)), "grpo_loss_grad where the mask is 0", kind="array")
+    loss = flt(ch.grpo_loss(LOGP, LOGP_OLD, LOGP_REF, ADV, MASK), "grpo_loss")
+    close(loss, flt(ch.grpo_loss(LOGP, LOGP_OLD, LOGP_REF, ADV, MASK, 0.2, 0.04), "grpo_loss"),
+          "grpo_loss with its defaults against clip_eps = 0.2, beta = 0.04", kind="float")
 
 
 def test_nothing_modifies_its_inputs(ch):
@@ -252,6 +255,7 @@ def test_token_arrays_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.clipped_surrogate(lp, np.zeros((2, 2)), adv), ValueError, "(2, 3)", "(2, 2)",
                    names=("logp_old",))
     raises_clearly(lambda: ch.clipped_surrogate(lp, lp, np.ones(3)), ValueError, names=("advantages",))
+    raises_clearly(lambda: ch.clipped_surrogate(lp, lp, np.ones((2, 1))), ValueError, names=("advantages",))
     raises_clearly(lambda: ch.clipped_surrogate(np.zeros(3), np.zeros(3), adv), ValueError, names=("logp",))
     raises_clearly(lambda: ch.clipped_surrogate(lp + np.inf, lp, adv), ValueError, names=("logp",))
     for eps in (0, 1, 1.5, True, "0.2"):
@@ -263,6 +267,8 @@ def test_token_arrays_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: ch.masked_mean(lp + np.nan, mask), ValueError, names=("values",))
     for f in (ch.grpo_loss, ch.grpo_loss_grad):
         raises_clearly(lambda f=f: f(lp, lp, lp, adv, mask * 2), ValueError, names=("mask",))
+        raises_clearly(lambda f=f: f(lp, lp, lp, adv, np.ones((2, 2))), ValueError, "(2, 2)", "(2, 3)",
+                       names=("mask", "logp"))
         raises_clearly(lambda f=f: f(lp, lp, lp, adv, np.array([[1, 0, 0], [0, 0, 0]])), ValueError,
                        "response token")
         raises_clearly(lambda f=f: f(lp, lp, np.zeros((2, 4)), adv, mask), ValueError, names=("logp_ref",))
@@ -270,3 +276,14 @@ def test_token_arrays_that_do_not_fit_are_refused(ch):
         for beta in (-0.1, True, "0.04", np.nan):
             raises_clearly(lambda f=f, beta=beta: f(lp, lp, lp, adv, mask, 0.2, beta), ValueError, names=("beta",))
         raises_clearly(lambda f=f: f(lp, lp, lp, adv, mask, 0.0), ValueError, names=("clip_eps",))
+
+
+@pytest.mark.given
+def test_numbers_given_as_0d_arrays_are_taken(ch):
+    """ε, the clip's ε and β given as 0-d arrays are numbers like any other (a 1-element 1-D array is not)"""
+    lp, adv, mask = np.zeros((2, 3)), np.array([1.0, -1.0]), np.ones((2, 3))
+    raises_clearly(lambda: ch.clipped_surrogate(lp, lp, adv, np.array([0.2])), ValueError, names=("clip_eps",))
+    raises_clearly(lambda: ch.grpo_loss(lp, lp, lp, adv, mask, 0.2, np.array([0.1])), ValueError, names=("beta",))
+    ch.group_advantages(np.ones(4), 2, np.array(0.5))
+    ch.clipped_surrogate(lp, lp, adv, np.array(0.2))
+    ch.grpo_loss_grad(lp, lp, lp, adv, mask, np.array(0.2), np.array(0.1))
