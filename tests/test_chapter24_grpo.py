@@ -280,10 +280,11 @@ def test_token_arrays_that_do_not_fit_are_refused(ch):
 
 @pytest.mark.given
 def test_numbers_given_as_0d_arrays_are_taken(ch):
-    """ε, the clip's ε and β given as 0-d arrays are numbers like any other (a 1-element 1-D array is not)"""
+    """ε, the clip's ε and β as 0-d arrays are numbers (a 1-element 1-D array is not); a one-token response is taken"""
     lp, adv, mask = np.zeros((2, 3)), np.array([1.0, -1.0]), np.ones((2, 3))
     raises_clearly(lambda: ch.clipped_surrogate(lp, lp, adv, np.array([0.2])), ValueError, names=("clip_eps",))
     raises_clearly(lambda: ch.grpo_loss(lp, lp, lp, adv, mask, 0.2, np.array([0.1])), ValueError, names=("beta",))
     ch.group_advantages(np.ones(4), 2, np.array(0.5))
     ch.clipped_surrogate(lp, lp, adv, np.array(0.2))
     ch.grpo_loss_grad(lp, lp, lp, adv, mask, np.array(0.2), np.array(0.1))
+    ch.grpo_loss(lp, lp, lp, adv, np.array([[1, 0, 0], [0, 1, 0]]))  # a response of one token is a response
