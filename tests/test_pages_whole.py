@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from kata import project
+
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
@@ -123,13 +125,20 @@ def test_every_statement_of_the_cat_sat_distance_agrees():
 
 
 def test_every_statement_of_the_vocabulary_ids_agrees():
-    """'A is 0', 'B = 1', …: every page gives each token the id it has in chapter 1's VOCAB"""
+    """'A is 0', 'B = 1', …: every page gives each token the id it has in chapter 1's VOCAB
+
+    Parts I and II run on chapter 1's vocabulary; from Part III on the pages' capitals are maths (A an advantage,
+    B a batch, C a capacity), so their chapter pages are not read here.
+    """
     tree = ast.parse((ROOT / "exercises" / "chapter01_sequences.py").read_text(encoding="utf-8"))
     vocab = next(ast.literal_eval(n.value) for n in tree.body
                  if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "VOCAB" for t in n.targets))
     ids = {token: i for i, token in enumerate(vocab)}
     wrong = []
     for path in _readable_files():
+        chapter = re.match(r"(\d\d)-", path.name) if path.parent.name == "chapters" else None
+        if chapter and project.part_title(int(chapter.group(1))) not in list(project.PARTS.values())[:2]:
+            continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             for m in re.finditer(r"(?<![\w$])([A-D])\s*(?:=|is)\s*(\d)\b(?!\s*[.,]\d)", line):
                 if ids.get(m.group(1)) != int(m.group(2)):

@@ -98,6 +98,12 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
             f"  while {doing}. `nox -s chapter{number}` checks every function on its own.")
 
 
+# The tools built on the trainer that run their own work in its child process, by mode: (module,
+# function(ch, job, send), what it is doing, as VERBS reads it). Named here and imported only in the child,
+# so the trainer never imports a tool that imports it.
+ENTRIES = {"serve": ("kata.learner.serve", "serve_child", "serving")}
+
+
 def child_main() -> int:
     """Run in the child process: read the job from stdin, write one JSON event per line to the original stdout."""
     from .chapter10 import Chapter10  # imported here: the parent process needs neither model to start a child
@@ -135,11 +141,9 @@ def child_main() -> int:
         if job["mode"] == "generate":
             status["doing"] = "generating"
             model.generate(ch, job, send)
-        elif job["mode"] == "serve":  # nox -s serve (kata/learner/serve.py)
-            from ..serve import serve_child
-
-            status["doing"] = "serving"
-            serve_child(ch, job, send)
+        elif job["mode"] in ENTRIES:  # a tool above the trainer (nox -s serve) runs its own work in the child
+            module, function, status["doing"] = ENTRIES[job["mode"]]
+            getattr(importlib.import_module(module), function)(ch, job, send)
         else:
             train_job(model, ch, job, send, status)
         faulthandler.cancel_dump_traceback_later()
