@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from kata import project
-
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
