@@ -327,3 +327,28 @@ def test_a_checkpoint_written_before_the_one_trainer_is_read_and_a_damaged_one_r
     (tmp_path / "checkpoint.json").write_text(json.dumps({**OLD_PROGRESS, "merges": None}), encoding="utf-8")
     with pytest.raises(train.TrainError, match=r"checkpoint.json cannot be read .*; train again without --resume"):
         read_progress(train.GPT, tmp_path)
+
+
+def test_encode_is_called_a_piece_at_a_time_and_gives_the_whole_texts_ids():
+    """the corpus reaches encode in pieces of about 16,000 characters, and the ids are those of the whole text
+
+    A learner's plain replay of every merge took 24 s of the 30 s a call may take on the whole corpus (learner
+    trial): a piece a call leaves room on a busy machine. The cuts fall where no learned token can lie across,
+    so the ids are exactly those of one call on the whole text.
+    """
+    from kata.learner.train import gpt
+    from solutions import chapter14_bpe as c14
+
+    text = gpt.pydoc_text()[:70_000]
+    merges = c14.train_bpe(text, 400)
+    calls = []
+
+    def encode(piece, merges):
+        calls.append(len(piece))
+        return c14.encode(piece, merges)
+
+    tokens = gpt.tokenize(SimpleNamespace(c14=SimpleNamespace(encode=encode)), text, gpt.GptSettings(), merges)
+    assert len(calls) > 1 and max(calls) <= gpt.PIECE + 100, calls
+    assert sum(calls) == len(text)
+    whole = c14.encode(text, merges)
+    assert np.concatenate([tokens.train, tokens.val]).tolist() == whole
