@@ -325,6 +325,18 @@ class Tokens:
         return float(-np.sum(p * np.log(p)))
 
 
+def _numbers(numbers: list[int]) -> str:
+    """Chapter numbers as a learner writes them: ``11–15``, ``11–13 and 15``."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    said = [f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs]
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+
+
 PIECE = 16_384  # characters of the text per call of your encode
 
 
@@ -623,8 +635,11 @@ class Gpt(Model):
     def default_name(self, args) -> str:
         return args.name or "gpt"
 
-    def header(self, s: GptSettings, shown: str, out: Path, args, modules: dict) -> str:
-        return (f"training a GPT made of {shown}/ chapters 11–15 on Python's own documentation (pydoc_data.topics)"
+    def header(self, s: GptSettings, shown: str, out: Path, args, modules: dict, made_of: dict[str, str]) -> str:
+        files = [n for key, n in self.chapters.items() if made_of[modules[key]] == f"{shown}/{modules[key]}.py"]
+        parts = [f"{shown}/ chapters {_numbers(files)}"] if files else []
+        parts += [f"chapter {n} from {made_of[modules[key]]}" for key, n in self.chapters.items() if n not in files]
+        return (f"training a GPT made of {', '.join(parts)} on Python's own documentation (pydoc_data.topics)"
                 + (" — resuming" if args.resume else "") +
                 f"\n  BPE vocabulary {s.vocab_size}, d_model {s.d_model}, {s.n_heads} heads, {s.layers} layers, d_ff "
                 f"{s.d_ff}, context {s.context}, batch {s.batch}; {s.steps} steps of AdamW, lr {s.lr:g} (warm-up "

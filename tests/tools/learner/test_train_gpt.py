@@ -288,12 +288,18 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
     nbformat.write(solved(nbformat.read(notebook_file, as_version=4), "chapter14_bpe"), notebook_file)
     probe = (
         "import importlib, sys\n"
+        "from pathlib import Path\n"
+        "from types import SimpleNamespace\n"
+        "from kata import answers\n"
         "from kata.learner import generate, train\n"
         "for impl in (train.parser().parse_args(['--model', 'gpt']).impl, generate.trained_with({'impl': 'exercises'})):\n"
         "    folder, modules, shown = train.chapters_of(impl, train.GPT.chapters)\n"
         "    sys.path.insert(0, str(folder.parent))\n"
         "    bpe = importlib.import_module(f'{folder.name}.{modules[\"c14\"]}')\n"
         "    print(len(bpe.train_bpe('abababab', 258)), shown)\n"
+        "    made = {n: answers.made_of(folder / f'{n}.py') for n in modules.values()}\n"
+        "    head = train.GPT.header(train.GptSettings(), shown, Path('runs'), SimpleNamespace(resume=False), modules, made)\n"
+        "    print(head.splitlines()[0], file=sys.stderr)\n"
         "    sys.path.pop(0); [sys.modules.pop(m) for m in list(sys.modules) if m.split('.')[0] == folder.name]\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
@@ -302,6 +308,9 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["2", "exercises"] * 2, proc.stdout  # the stub file, yet 2 merges: the notebook's
+    banner = ("training a GPT made of exercises/ chapters 11–13 and 15, chapter 14 from notebooks/chapter14_bpe.ipynb "
+              "on Python's own documentation (pydoc_data.topics)")
+    assert proc.stderr.splitlines()[:2] == [banner] * 2, proc.stderr  # where each chapter came from (trial)
 
 
 OLD_PROGRESS = {  # checkpoint.json as the two-trainer code (before the one loop) wrote it: --stop-at 10 of TINY
