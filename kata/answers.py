@@ -216,6 +216,26 @@ def answered_in_notebook(path: Path) -> tuple[str, list[str]] | None:
     return found.group(1), [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
 
 
+def made_of(path: Path, root: Path = project.ROOT) -> str:
+    """Where a chapter file's functions come from, as a learner knows it: the file, its notebook, or both.
+
+    ``exercises/chapter14_bpe.py``; ``notebooks/chapter14_bpe.ipynb`` when the notebook answered every function of
+    the chapter; ``notebooks/chapter14_bpe.ipynb (encode, decode) and exercises/chapter14_bpe.py`` when it answered
+    some. ``path`` is a chapter file of an implementation folder (``default_impl``'s staged copy included).
+    """
+    path = Path(path)
+    shown_file = f"{shown(path.parent, root)}/{path.name}"
+    found = answered_in_notebook(path)
+    if found is None:
+        return shown_file
+    notebook, names = found
+    number = project.chapter_number(path.name)
+    every = functions_of(project.chapter(number), root) if number is not None else []
+    if names and set(every) <= set(names):
+        return notebook
+    return f"{notebook} ({', '.join(names)}) and {shown_file}" if names else f"{notebook} and {shown_file}"
+
+
 def _public_names(path: Path) -> set[str]:
     """The names a chapter file defines at its top level (functions, constants, imports)."""
     names = set()

@@ -375,6 +375,10 @@ def attention_backward(X, A, n_heads, D, base=10000.0) -> dict:
     return {"exact": vjp(attention, X, D), "mistakes": mistakes}
 
 
+BRANCH_ONLY = ("only the branch part of dx₁ fed into the attention's backward: dx₁ must be whole (d_y and the "
+               "SwiGLU branch's part) before it goes in")
+
+
 def block_backward(X, P, n_heads, D) -> dict:
     """The dx of Σ D ⊙ Block(X), and the values the residual forks' mistakes give."""
     W = [P[k] for k in ("WQ", "WK", "WV", "WO")]
@@ -401,6 +405,7 @@ def block_backward(X, P, n_heads, D) -> dict:
         "only d_y sent back into the attention branch: its gradient is dx₁ (d_y and the SwiGLU branch's part)":
             add(dx1, vjp(sub_attention, X, D)),
         "RMSNorm₁ skipped on the way back: the attention's dx added as it is": add(dx1, vjp(attention, h1, dx1)),
+        BRANCH_ONLY: add(dx1, vjp(sub_attention, X, dx1_ffn)),
     }}
 
 

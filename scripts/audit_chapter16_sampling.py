@@ -26,7 +26,9 @@ P_TOP = 0.8  # 16.3
 DYADIC = [0.25, 0.5, 0.0, 0.25]  # 16.4: every running sum exact in binary
 US = [0.1, 0.25, 0.75, 0.9]  # 16.4: two of them exactly on a boundary
 CASES = [{"temperature": 0.0, "u": 0.9}, {"temperature": 1.0, "u": 0.7},
-         {"temperature": 2.0, "top_k": 2, "u": 0.8}, {"temperature": 2.0, "top_p": 0.8, "u": 0.5}]  # 16.5
+         {"temperature": 2.0, "top_k": 2, "u": 0.8}, {"temperature": 2.0, "top_p": 0.8, "u": 0.5},
+         # 16.5, both filters: top-k 3 then top-p 0.7 keeps tokens 1 and 2; top-p first would keep 1, 2 and 3
+         {"temperature": 2.0, "top_k": 3, "top_p": 0.7, "u": 0.8}]
 
 N_HEADS = 2
 I4 = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
@@ -70,6 +72,9 @@ NO_RENORM = "no renormalisation after filtering: the kept probabilities no longe
 TIE_UPPER = "a tie at the k-th probability kept the higher index: ties go to the lower index"
 DROPPED = "the top-p boundary token dropped: only the tokens before the running sum reaches p kept"
 NO_FINAL_NORM = "the final RMSNorm left out: the logits are x W_out"
+P_FIRST = ("top-p applied before top-k (or only one of the two filters applied): top-k first, then the nucleus of "
+           "what it kept")
+ONTO_NORM = "the attention added to the normalised copy instead of the stream: x₁ = RMSNorm(x) + A(RMSNorm(x))"
 
 
 # -- sampling, number by number ----------------------------------------------------------------------------------
@@ -124,14 +129,16 @@ def sample(probs, u, at_most=False, sort_first=False):
 
 
 def choose(zs, u, temperature=1.0, top_k_=None, top_p_=None, multiply=False, no_filters=False, drop_boundary=False,
-           tie_upper=False):
+           tie_upper=False, p_first=False):
     """The next token: greedy at temperature 0, else temperature, the filters, the draw (and the mistakes)."""
     if temperature == 0:
         return max(range(len(zs)), key=lambda i: (zs[i], -i))
     probs = softmax([z * temperature if multiply else z / temperature for z in zs])
+    if top_p_ is not None and not no_filters and p_first:  # the mistake: the nucleus of the unfiltered distribution
+        probs = top_p(probs, top_p_, drop_boundary=drop_boundary)
     if top_k_ is not None and not no_filters:
         probs = top_k(probs, top_k_, tie_upper=tie_upper)
-    if top_p_ is not None and not no_filters:
+    if top_p_ is not None and not no_filters and not p_first:
         probs = top_p(probs, top_p_, drop_boundary=drop_boundary)
     return sample(probs, u)
 
@@ -203,11 +210,11 @@ def attend(x_new, W, cache, restart=False, twice=False, unmasked=False, own_left
     return merged @ np.asarray(W["WO"]), {"K": np.array(K_all), "V": np.array(V_all)}
 
 
-def block(x_new, params, cache, residual=True, **mistake):
+def block(x_new, params, cache, residual=True, onto_norm=False, **mistake):
     """x1 = x + A(RMSNorm₁(x)); y = x1 + SwiGLU(RMSNorm₂(x1))."""
     x = np.asarray(x_new, dtype=np.float64)
     a, cache = attend(rmsnorm(x, params["g1"]), params, cache, **mistake)
-    x1 = x + a if residual else a
+    x1 = (rmsnorm(x, params["g1"]) if onto_norm else x) + a if residual else a
     h = rmsnorm(x1, params["g2"])
     f = (silu(h @ np.asarray(params["W_gate"])) * (h @ np.asarray(params["W_up"]))) @ np.asarray(params["W_down"])
     return (x1 + f if residual else f), cache
@@ -301,7 +308,8 @@ def audit() -> dict[str, dict]:
         "temperature multiplied instead of divided": choose_all(multiply=True),
         "top_k and top_p ignored: drawn from the whole distribution": choose_all(no_filters=True),
         DROPPED: choose_all(drop_boundary=True),
-        TIE_UPPER: choose_all(tie_upper=True)}}
+        TIE_UPPER: choose_all(tie_upper=True),
+        P_FIRST: choose_all(p_first=True)}}
 
     out, _ = attend(X_NEW, ATTENTION, CACHE)
     steps["16.6"] = {"exact": rows(out), "mistakes": {
@@ -314,7 +322,8 @@ def audit() -> dict[str, dict]:
     y, _ = block(X_NEW, BLOCK, CACHE)
     steps["16.7"] = {"exact": rows(y), "mistakes": {
         RESTART: rows(block(X_NEW, BLOCK, CACHE, restart=True)[0]),
-        "no residual connections: y = SwiGLU(RMSNorm(A)) alone": rows(block(X_NEW, BLOCK, CACHE, residual=False)[0])}}
+        "no residual connections: y = SwiGLU(RMSNorm(A)) alone": rows(block(X_NEW, BLOCK, CACHE, residual=False)[0]),
+        ONTO_NORM: rows(block(X_NEW, BLOCK, CACHE, onto_norm=True)[0])}}
 
     small = {"prompt": SMALL_PROMPT, "model": SMALL, "heads": SMALL_HEADS}
     oracle = full(SMALL_PROMPT + [SMALL_NEXT], SMALL, SMALL_HEADS)

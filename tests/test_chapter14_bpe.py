@@ -343,7 +343,7 @@ LINES_PER_BYTE = 250
 
 
 def test_train_bpe_counts_once_and_updates_only_around_each_merge(ch):
-    """256 merges on 10,000 characters of Python's documentation run at most 250 lines of your code per byte"""
+    """train_bpe: 256 merges on 10,000 characters of Python's documentation run at most 250 lines of your code per byte"""
     from pydoc_data.topics import topics  # the corpus the capstone trains its tokenizer on (shipped with Python)
 
     text = "".join(topics.values())[:BYTES_OF_TEXT]

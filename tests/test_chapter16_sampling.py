@@ -1,8 +1,8 @@
 """Chapter 16: Sampling and the KV Cache — the course's own worksheet (Part II), and beyond.
 
 The worksheet: four logits [1, 3, 0, 2] through temperature, top-k and top-p, four draws by the inverse CDF (two
-of them exactly on a boundary), choose_next in four settings; then one decode step with a cache of two positions
-(d_model 4, two heads): the attention, the block, a whole model of vocab 5 prefilling the prompt [1, 3] and
+of them exactly on a boundary), choose_next in five settings (the last with both filters); then one decode step
+with a cache of two positions (d_model 4, two heads): the attention, the block, a whole model of vocab 5 prefilling the prompt [1, 3] and
 decoding token 2, and three generated tokens. Beyond it: sampling on other sizes, ties and limits; u swept over
 [0, 1) drawing each token as often as its probability says; the KV cache against the full forward with no cache
 (tests/snapshots/chapter16.npz: inputs and chapter 13's full forward, written by the authors): every decoded

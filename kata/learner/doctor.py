@@ -143,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
             next_up = next_up or (chapter, f"the file {shown} is missing")
             continue
         left, total = stubs_left(path)
-        print(f"  {chapter.number:<8} {str(shown):<44} {'yes' if not error else 'NO':<8} {left}/{total}")
+        came = answers.made_of(path)  # the notebook that answers it, if one does: this row counts its functions
+        said = f"  answered in {came}" if came != shown else ""
+        print(f"  {chapter.number:<8} {str(shown):<44} {'yes' if not error else 'NO':<8} {left}/{total}{said}")
         if error:
             print(f"  {'':<8} {error[:150]}")
             next_up = next_up or (chapter, f"chapter {chapter.number} does not import: fix {shown} first")

@@ -389,7 +389,8 @@ def owners(chapter, root: Path = project.ROOT) -> dict[str, str | None]:
         found: set[str] = set()
         names: set[str] = set()
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.attr in order:
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "ch" \
+                    and sub.attr in order:  # ch.NAME only: text.encode is str's, not the chapter's encode
                 found.add(sub.attr)
             elif isinstance(sub, ast.Name) and sub.id in defs:
                 names.add(sub.id)

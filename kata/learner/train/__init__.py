@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     if model.resumable and not args.resume:
         for name in (CHECKPOINT, PROGRESS):
             (out / name).unlink(missing_ok=True)  # a new run: an old checkpoint must not be resumed into it
-    print(model.header(s, shown, out, args, modules), flush=True)
+    made_of = {name: answers.made_of(folder / f"{name}.py") for name in modules.values()}
+    print(model.header(s, shown, out, args, modules, made_of), flush=True)
     job = {"mode": "train", "kind": model.name, "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "settings": s.as_dict(), "out": str(out.resolve()), "resume": args.resume,
            "stop_at": args.stop_at, **extra}

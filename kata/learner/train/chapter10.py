@@ -348,9 +348,9 @@ class Chapter10(Model):
     def default_name(self, args) -> str:
         return self.corpus.name
 
-    def header(self, s: Settings, shown: str, out: Path, args, modules: dict) -> str:
+    def header(self, s: Settings, shown: str, out: Path, args, modules: dict, made_of: dict[str, str]) -> str:
         corpus = self.corpus
-        return (f"training {shown}/{modules['c10']}.py on {corpus.source}: {len(corpus.text):,} characters, "
+        return (f"training {made_of[modules['c10']]} on {corpus.source}: {len(corpus.text):,} characters, "
                 f"{len(corpus.vocab)} distinct\n  d_model {s.d_model}, d_ff {s.d_ff}, {s.layers} "
                 f"layer{'s' * (s.layers != 1)}, context {s.context}, {s.steps} steps of Adam at lr {s.lr:g}, seed "
                 f"{s.seed}  ->  {out}/")

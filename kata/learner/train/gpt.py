@@ -21,7 +21,8 @@ $dh = dz\,W_{out}^\top$, then your ``rms_norm_backward`` and ``prenorm_block_bac
 $dE[i] = \sum_{t:\,\mathrm{ids}_t = i} dx_0[t]$ (a token that appears twice adds both rows).
 
 - **Tokens.** Your ``train_bpe`` learns ``vocab_size - 256`` merges from the whole corpus, your ``encode`` turns it
-  into token ids; the last tenth is held out for validation. A resumed run reads the merges from its checkpoint
+  into token ids, a piece of about 16,000 characters a call (``pieces``: the same ids as the whole text in one
+  call); the last tenth is held out for validation. A resumed run reads the merges from its checkpoint
   and only encodes.
 - **A step.** ``batch`` windows of ``context + 1`` tokens from the training split (their starts drawn from a
   generator seeded with ``(seed, step)``), the loss and gradients above, then your ``clip_by_global_norm``,
@@ -36,6 +37,7 @@ Part of ``nox -s train`` (``kata/learner/train/__init__.py`` tells the whole sto
 # ruff: noqa: D102 - a model's methods are documented once, on the interface they implement (model.Model)
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -394,6 +396,49 @@ class Tokens:
         return float(-np.sum(p * np.log(p)))
 
 
+def _numbers(numbers: list[int]) -> str:
+    """Chapter numbers as a learner writes them: ``11–15``, ``11–13 and 15``."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    said = [f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs]
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+
+
+PIECE = 16_384  # characters of the text per call of your encode
+
+
+def pieces(text: str, merges: list, size: int = PIECE) -> list[str]:
+    """The text cut into pieces of about ``size`` characters, each cut where no learned token can lie across it.
+
+    A token's bytes lie side by side in the text. A cut between two characters whose touching bytes (x, y) sit
+    side by side in no learned token cannot split one, so the merges, replayed in order on each piece, make the
+    same tokens as on the whole text: the pieces' ids, joined, are the whole text's, for any ``encode`` that
+    keeps chapter 14's definition. So each call of your ``encode`` has a piece to do, well within ``--timeout``
+    even for the plain replay of every merge over its text (the whole corpus in one call took 24 s of the 30 on
+    a learner's machine). Merges that name an id not yet made leave the text whole (encode says what is wrong).
+    """
+    vocab = {i: bytes([i]) for i in range(256)}
+    for (a, b), t in merges:
+        if a not in vocab or b not in vocab:
+            return [text]
+        vocab[t] = vocab[a] + vocab[b]
+    inside = {pair for token in vocab.values() for pair in itertools.pairwise(token)}
+    out, start = [], 0
+    while len(text) - start > size:
+        cut = start + size
+        while cut < len(text) and (text[cut - 1].encode("utf-8")[-1], text[cut].encode("utf-8")[0]) in inside:
+            cut += 1
+        if cut == len(text):
+            break
+        out.append(text[start:cut])
+        start = cut
+    return [*out, text[start:]]
+
+
 def tokenize(ch, text: str, s: GptSettings, merges: list | None = None) -> Tokens:
     """Your BPE on the corpus (the given merges when resuming), split into training and validation ids."""
     began = time.perf_counter()
@@ -408,10 +453,16 @@ def tokenize(ch, text: str, s: GptSettings, merges: list | None = None) -> Token
     if [t for _, t in merges] != list(range(256, 256 + len(merges))):
         raise TrainError("train_bpe's new ids must be 256, 257, … in turn")
     began = time.perf_counter()
-    ids = np.asarray(ch.c14.encode(text, merges), dtype=np.int64)
-    encode_seconds = time.perf_counter() - began
     vocab = 256 + len(merges)
-    if ids.ndim != 1 or len(ids) == 0 or ids.min() < 0 or ids.max() >= vocab:
+    parts = []
+    for piece in pieces(text, merges):  # one call a piece: each call's --timeout is for a piece, not the corpus
+        part = np.asarray(ch.c14.encode(piece, merges), dtype=np.int64)
+        if part.ndim != 1:
+            raise TrainError(f"encode must return a list of ids from 0 to {vocab - 1}")
+        parts.append(part)
+    ids = np.concatenate(parts)
+    encode_seconds = time.perf_counter() - began
+    if len(ids) == 0 or ids.min() < 0 or ids.max() >= vocab:
         raise TrainError(f"encode must return a list of ids from 0 to {vocab - 1}")
     cut = int(round(len(ids) * (1 - s.validation)))
     need = 2 * (s.context + 1)
@@ -659,8 +710,11 @@ class Gpt(Model):
     def default_name(self, args) -> str:
         return args.name or "gpt"
 
-    def header(self, s: GptSettings, shown: str, out: Path, args, modules: dict) -> str:
-        return (f"training a GPT made of {shown}/ chapters 11–15 on Python's own documentation (pydoc_data.topics)"
+    def header(self, s: GptSettings, shown: str, out: Path, args, modules: dict, made_of: dict[str, str]) -> str:
+        files = [n for key, n in self.chapters.items() if made_of[modules[key]] == f"{shown}/{modules[key]}.py"]
+        parts = [f"{shown}/ chapters {_numbers(files)}"] if files else []
+        parts += [f"chapter {n} from {made_of[modules[key]]}" for key, n in self.chapters.items() if n not in files]
+        return (f"training a GPT made of {', '.join(parts)} on Python's own documentation (pydoc_data.topics)"
                 + (" — resuming" if args.resume else "") +
                 f"\n  BPE vocabulary {s.vocab_size}, d_model {s.d_model}, {s.n_heads} heads, {s.layers} layers, d_ff "
                 f"{s.d_ff}" + (f", {s.kv_heads} key/value heads (your chapter 18)" if s.grouped else "") +

@@ -20,6 +20,7 @@ half of selfcheck's time) are marked ``proof``: `nox -s proofs` runs them (`.ci/
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -117,6 +118,17 @@ def test_functions_are_taken_from_cells_without_running_them():
     assert imports == ["import math"]
     assert list(found) == ["softmax", "_norm"]
     assert found["softmax"].startswith("def softmax(x, axis=-1):")
+
+
+def test_a_check_belongs_to_the_chapter_function_it_calls_never_to_a_method_of_the_same_name():
+    """kata.check(train_bpe) runs chapter 14's speed check; text.encode (str's) does not make it encode's (trial)"""
+    chapter = answer_key.load(14)
+    owner = nb_tools.owners(chapter)
+    speed = "test_train_bpe_counts_once_and_updates_only_around_each_merge"
+    assert owner[speed] == "train_bpe", owner[speed]
+    tree = ast.parse((ROOT / chapter.test_file).read_text(encoding="utf-8"))
+    title = next(ast.get_docstring(n) for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == speed)
+    assert title.startswith("train_bpe"), f"nox -s chapter14 shows the check as {title!r}: name train_bpe first"
 
 
 @pytest.mark.proof
@@ -303,4 +315,5 @@ def test_a_chapter_answered_only_in_its_notebook_counts_in_progress_blame_and_do
     doctor = subprocess.run([sys.executable, "-m", "kata", "doctor"], cwd=course, env=env, capture_output=True,
                             text=True, timeout=300, check=False).stdout
     assert "the notebook's wins" in doctor and "from notebooks/chapter04_attention.ipynb" in doctor, doctor
-    assert re.search(r"^\s+4\s+\S+\s+yes\s+0/\d+", doctor, re.M), doctor
+    assert re.search(r"^\s+4\s+\S+\s+yes\s+0/\d+  answered in notebooks/chapter04_attention.ipynb$", doctor,
+                     re.M), doctor  # the row says the notebook answers the chapter (learner trial)

@@ -288,12 +288,18 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
     nbformat.write(solved(nbformat.read(notebook_file, as_version=4), "chapter14_bpe"), notebook_file)
     probe = (
         "import importlib, sys\n"
+        "from pathlib import Path\n"
+        "from types import SimpleNamespace\n"
+        "from kata import answers\n"
         "from kata.learner import generate, train\n"
         "for impl in (train.parser().parse_args(['--model', 'gpt']).impl, generate.trained_with({'impl': 'exercises'})):\n"
         "    folder, modules, shown = train.chapters_of(impl, train.GPT.chapters)\n"
         "    sys.path.insert(0, str(folder.parent))\n"
         "    bpe = importlib.import_module(f'{folder.name}.{modules[\"c14\"]}')\n"
         "    print(len(bpe.train_bpe('abababab', 258)), shown)\n"
+        "    made = {n: answers.made_of(folder / f'{n}.py') for n in modules.values()}\n"
+        "    head = train.GPT.header(train.GptSettings(), shown, Path('runs'), SimpleNamespace(resume=False), modules, made)\n"
+        "    print(head.splitlines()[0], file=sys.stderr)\n"
         "    sys.path.pop(0); [sys.modules.pop(m) for m in list(sys.modules) if m.split('.')[0] == folder.name]\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
@@ -302,6 +308,9 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["2", "exercises"] * 2, proc.stdout  # the stub file, yet 2 merges: the notebook's
+    banner = ("training a GPT made of exercises/ chapters 11–13 and 15, chapter 14 from notebooks/chapter14_bpe.ipynb "
+              "on Python's own documentation (pydoc_data.topics)")
+    assert proc.stderr.splitlines()[:2] == [banner] * 2, proc.stderr  # where each chapter came from (trial)
 
 
 OLD_PROGRESS = {  # checkpoint.json as the two-trainer code (before the one loop) wrote it: --stop-at 10 of TINY
@@ -327,3 +336,28 @@ def test_a_checkpoint_written_before_the_one_trainer_is_read_and_a_damaged_one_r
     (tmp_path / "checkpoint.json").write_text(json.dumps({**OLD_PROGRESS, "merges": None}), encoding="utf-8")
     with pytest.raises(train.TrainError, match=r"checkpoint.json cannot be read .*; train again without --resume"):
         read_progress(train.GPT, tmp_path)
+
+
+def test_encode_is_called_a_piece_at_a_time_and_gives_the_whole_texts_ids():
+    """the corpus reaches encode in pieces of about 16,000 characters, and the ids are those of the whole text
+
+    A learner's plain replay of every merge took 24 s of the 30 s a call may take on the whole corpus (learner
+    trial): a piece a call leaves room on a busy machine. The cuts fall where no learned token can lie across,
+    so the ids are exactly those of one call on the whole text.
+    """
+    from kata.learner.train import gpt
+    from solutions import chapter14_bpe as c14
+
+    text = gpt.pydoc_text()[:70_000]
+    merges = c14.train_bpe(text, 400)
+    calls = []
+
+    def encode(piece, merges):
+        calls.append(len(piece))
+        return c14.encode(piece, merges)
+
+    tokens = gpt.tokenize(SimpleNamespace(c14=SimpleNamespace(encode=encode)), text, gpt.GptSettings(), merges)
+    assert len(calls) > 1 and max(calls) <= gpt.PIECE + 100, calls
+    assert sum(calls) == len(text)
+    whole = c14.encode(text, merges)
+    assert np.concatenate([tokens.train, tokens.val]).tolist() == whole
