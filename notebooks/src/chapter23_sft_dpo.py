@@ -1,0 +1,22 @@
+# %% [markdown]
+# # Chapter 23 — Supervised Fine-Tuning and DPO
+#
+# The notebook way through chapter 23: read, work the worksheet with a pencil, then fill in each function below
+# and run the check cell under it (`kata.check(...)`): the same steps, worksheet numbers and diagnoses as `nox
+# -s chapter23`. Run the cells in order, starting with the next one. The whole page, with hints and common
+# mistakes: [docs/chapters/23-sft-dpo.md](../docs/chapters/23-sft-dpo.md).
+
+# %%
+# kata:setup
+
+# %% [markdown]
+# <!-- kata:page-section "The idea" -->
+
+# %% [markdown]
+# <!-- kata:page-section "The formulas" -->
+
+# %% [markdown]
+# <!-- kata:page-section "The worksheet" -->
+
+# %% [markdown]
+# <!-- kata:your-turn -->
