@@ -1,6 +1,6 @@
 """``python -m kata COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
 
-Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch, train, generate.
+Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch, train, generate, align.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ COMMANDS = {
     "bench-watch": "kata.learner.bench_watch",
     "train": "kata.learner.train",
     "generate": "kata.learner.generate",
+    "align": "kata.learner.align",
 }
 
 
