@@ -116,6 +116,19 @@ def encode_pair(ch, merges: list, prompt: str, response: str, context: int) -> t
     return np.array((p + r)[:context], dtype=np.int64), len(p)
 
 
+def fitting(ch, base: SimpleNamespace, pairs: list) -> tuple[list, list]:
+    """(training pairs, held-out pairs) of ``data.qa_pairs`` whose question leaves room in the context for an answer.
+
+    TrainError when too few fit (a model trained with a very short ``--context``).
+    """
+    kept = [(q, a) for q, a in pairs if len(ch.c14.encode(q, base.merges)) < base.context]
+    train, held = qa.split(kept, seed=0)
+    if len(train) < 8 or not held:
+        raise TrainError(f"only {len(kept)} of the {len(pairs)} questions fit this model's context of {base.context} "
+                         "tokens with room for an answer: train the GPT with a longer --context")
+    return train, held
+
+
 # --- LoRA (your chapter 21) ---------------------------------------------------------------------------------------
 class Adapted:
     """A frozen GPT with a rank-r adapter beside each target weight; the adapters are the only parameters."""
@@ -230,7 +243,7 @@ def stage_lora(ch, job: dict, send, status: dict) -> None:
     s, out = job["settings"], Path(job["out"])
     base = load(job["model"])
     vocab = ch.c14.build_vocab(base.merges)
-    train, held = qa.split(qa.qa_pairs(), seed=0)
+    train, held = fitting(ch, base, qa.qa_pairs())
     enc = lambda pairs: [encode_pair(ch, base.merges, q, a, base.context) for q, a in pairs]  # noqa: E731
     train_items, held_items = enc(train), enc(held)
     adapted = Adapted(ch, base.model, s["targets"], s["rank"], s["alpha"], s["seed"])
@@ -247,7 +260,8 @@ def stage_lora(ch, job: dict, send, status: dict) -> None:
     for step in range(s["steps"]):
         began = time.perf_counter()
         rng = np.random.default_rng([s["seed"], step])
-        batch = [train_items[i] for i in rng.choice(len(train_items), size=s["batch"], replace=False)]
+        picked = rng.choice(len(train_items), size=min(s["batch"], len(train_items)), replace=False)
+        batch = [train_items[i] for i in picked]
         model = adapted.adapted(params)
         full = zero_grads(model)
         loss = sft_loss(ch, model, base, batch, full)
@@ -282,7 +296,7 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
     s, out = job["settings"], Path(job["out"])
     base = load(job["model"])  # the fine-tuned model of stage 1: the policy's start and the reference
     vocab = ch.c14.build_vocab(base.merges)
-    train, held = qa.split(qa.qa_pairs(), seed=0)
+    train, held = fitting(ch, base, qa.qa_pairs())
 
     def encode(triples):
         return [(encode_pair(ch, base.merges, q, c, base.context), encode_pair(ch, base.merges, q, r, base.context))
@@ -327,7 +341,7 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
     for step in range(s["steps"]):
         began = time.perf_counter()
         rng = np.random.default_rng([s["seed"], step])
-        picked = rng.choice(len(train), size=s["batch"], replace=False)
+        picked = rng.choice(len(train), size=min(s["batch"], len(train)), replace=False)
         pairs = [(train_chosen[i], encode_pair(ch, base.merges, train[i][0], rejection(train, i, rng), base.context))
                  for i in picked]
         model = adapted.adapted(params)
