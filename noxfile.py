@@ -316,6 +316,12 @@ def serve(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def align(session: nox.Session) -> None:
+    """Teach your GPT to answer with chapters 21-24: `nox -s align -- lora runs/gpt`, then `dpo` (docs/align-gpt.md)."""
+    _kata_tool(session, "align", "train")
+
+
+@nox.session(default=False)
 def doctor(session: nox.Session) -> None:
     """What to tell a helper when stuck: versions, which code runs, which chapters import, what to run next."""
     _kata_tool(session, "doctor")

@@ -1,6 +1,6 @@
 """``python -m kata COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
 
-Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch, train, generate, serve.
+Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch, train, generate, serve, align.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ COMMANDS = {
     "train": "kata.learner.train",
     "generate": "kata.learner.generate",
     "serve": "kata.learner.serve",
+    "align": "kata.learner.align",
 }
 
 

@@ -104,8 +104,12 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
 ENTRIES = {"serve": ("kata.learner.serve", "serve_child", "serving")}
 
 
-def child_main() -> int:
-    """Run in the child process: read the job from stdin, write one JSON event per line to the original stdout."""
+def child_main(work=None) -> int:
+    """Run in the child process: read the job from stdin, write one JSON event per line to the original stdout.
+
+    ``work(ch, job, send, status)``: what to do with the chapters instead of training or generating (another tool
+    that runs the learner's code the same way, ``nox -s align``; ``Child(entry=...)`` starts it).
+    """
     from .chapter10 import Chapter10  # imported here: the parent process needs neither model to start a child
     from .gpt import Gpt
 
@@ -121,8 +125,8 @@ def child_main() -> int:
     folder = Path(job["folder"])
     sys.path.insert(0, str(folder.parent))
     log = open(job["log"], "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
-    model = MODELS[job["kind"]]
-    numbers = list(model.chapters.values())
+    model = MODELS.get(job["kind"])
+    numbers = list(model.chapters.values()) if model else sorted(int(n) for n in job.get("numbers", [0]))
     status = {"doing": f"importing your chapter {numbers[0]}" if len(numbers) == 1 else "importing your chapters"}
     last_beat = [0.0]
 
@@ -138,7 +142,9 @@ def child_main() -> int:
         faulthandler.dump_traceback_later(job["timeout"], exit=True, file=log)
         ch = SimpleNamespace(**{key: Guarded(importlib.import_module(f"{folder.name}.{name}"), job["timeout"], log,
                                              beat) for key, name in job["modules"].items()})
-        if job["mode"] == "generate":
+        if work is not None:
+            work(ch, job, send, status)
+        elif job["mode"] == "generate":
             status["doing"] = "generating"
             model.generate(ch, job, send)
         elif job["mode"] in ENTRIES:  # a tool above the trainer (nox -s serve) runs its own work in the child
@@ -199,6 +205,7 @@ class Child:
     job: dict
     timeout: float
     events: queue.Queue = field(default_factory=queue.Queue)
+    entry: str = "kata.learner.train"  # the module whose ``main(["--child"])`` the child runs
 
     def __post_init__(self) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="kata-train-")
@@ -211,7 +218,7 @@ class Child:
         env.update({name: "1" for name in THREADS})  # one thread: faster at this size, and the same sums each run
         self.log = self.log_path.open("a", encoding="utf-8")
         self.proc = subprocess.Popen(
-            [sys.executable, "-X", "utf8", "-m", "kata.learner.train", "--child"], stdin=subprocess.PIPE,
+            [sys.executable, "-X", "utf8", "-m", self.entry, "--child"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=os.getcwd(),
             start_new_session=hasattr(os, "setsid"))
         self.proc.stdin.write(json.dumps(self.job).encode("utf-8") + b"\n")

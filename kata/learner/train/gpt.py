@@ -275,23 +275,34 @@ def loss_and_grads(ch, model: dict, n_heads: int, windows: np.ndarray) -> tuple[
         dz = np.exp(logp)
         dz[rows, targets] -= 1.0
         dz /= count
-        grads["W_out"] += h.T @ dz
-        dx, dg = ch.c13.rms_norm_backward(x, model["g_final"], dz @ model["W_out"].T)
-        grads["g_final"] += np.asarray(dg, dtype=np.float64)
-        dx = np.asarray(dx, dtype=np.float64)
-        for i in reversed(range(len(model["blocks"]))):
-            g = ch.c13.prenorm_block_backward(dx, caches[i])
-            if not isinstance(g, dict) or "x" not in g:
-                raise TrainError("prenorm_block_backward must return a dict with the key 'x' and one key per "
-                                 f"parameter; it returned {type(g).__name__}"
-                                 + (f" with the keys {sorted(g)}" if isinstance(g, dict) else ""))
-            for k in GPT_BLOCK_KEYS:
-                if k not in g:
-                    raise TrainError(f"prenorm_block_backward's dict has no gradient for {k!r}")
-                grads[f"blocks.{i}.{k}"] += np.asarray(g[k], dtype=np.float64)
-            dx = np.asarray(g["x"], dtype=np.float64)
-        np.add.at(grads["tok_emb"], ids, dx)
+        backward(ch, model, ids, x, caches, h, dz, grads)
     return total / count, grads
+
+
+def backward(ch, model: dict, ids: np.ndarray, x: np.ndarray, caches: list, h: np.ndarray, dz: np.ndarray,
+             grads: dict[str, np.ndarray]) -> None:
+    """Add to ``grads`` (flat names) the gradient of a loss whose gradient to one sequence's logits is ``dz``.
+
+    ``x`` and ``caches`` are ``forward_hidden``'s, ``h`` the final RMSNorm's output (``logits = h @ W_out``). The
+    unembedding here, then your ``rms_norm_backward`` and ``prenorm_block_backward`` down the blocks, and each row
+    of the first block's input gradient added to the embedding row it was looked up from.
+    """
+    grads["W_out"] += h.T @ dz
+    dx, dg = ch.c13.rms_norm_backward(x, model["g_final"], dz @ model["W_out"].T)
+    grads["g_final"] += np.asarray(dg, dtype=np.float64)
+    dx = np.asarray(dx, dtype=np.float64)
+    for i in reversed(range(len(model["blocks"]))):
+        g = ch.c13.prenorm_block_backward(dx, caches[i])
+        if not isinstance(g, dict) or "x" not in g:
+            raise TrainError("prenorm_block_backward must return a dict with the key 'x' and one key per "
+                             f"parameter; it returned {type(g).__name__}"
+                             + (f" with the keys {sorted(g)}" if isinstance(g, dict) else ""))
+        for k in GPT_BLOCK_KEYS:
+            if k not in g:
+                raise TrainError(f"prenorm_block_backward's dict has no gradient for {k!r}")
+            grads[f"blocks.{i}.{k}"] += np.asarray(g[k], dtype=np.float64)
+        dx = np.asarray(g["x"], dtype=np.float64)
+    np.add.at(grads["tok_emb"], ids, dx)
 
 
 def model_arrays(model: dict, settings: GptSettings, merges: list) -> dict[str, np.ndarray]:
