@@ -65,7 +65,8 @@ def load(path: str) -> SimpleNamespace:
 
 def save(path: Path, model: dict, base: SimpleNamespace) -> None:
     """Write ``model`` as a GPT model file like ``nox -s train``'s (``nox -s generate`` reads it)."""
-    np.savez(path, **model_arrays(model, SimpleNamespace(n_heads=base.n_heads, context=base.context), base.merges))
+    np.savez(path, **model_arrays(model, SimpleNamespace(n_heads=base.n_heads, context=base.context, kv_heads=0,
+                                                              grouped=False), base.merges))  # multi-head attention
 
 
 def forward(ch, model: dict, n_heads: int, ids: np.ndarray) -> tuple[np.ndarray, tuple]:
