@@ -98,7 +98,9 @@ def tile_pairs(n_q: int, n_k: int, tile: int, causal: bool = False) -> np.ndarra
 def tile_scores(Q: np.ndarray, K: np.ndarray, i: int, j: int, tile: int, causal: bool = False) -> np.ndarray:
     r"""The scaled scores of query tile i against key tile j, masked on the diagonal when causal.
 
-    $$S = \frac{Q_{(i)}\, K_{(j)}^\top}{\sqrt d}, \qquad S_{ab} = -\infty \text{ where (causal and) key } j\cdot t + b
+    $$S = \frac{Q_{(i)}\, K_{(j)}^\top}{\sqrt d},$$
+
+    $$S_{ab} = -\infty \text{ where (causal and) key } j\cdot t + b
       \text{ comes after query } i\cdot t + a$$
 
     Q₍ᵢ₎ holds the query rows i·tile … (i + 1)·tile − 1 (fewer in the last tile), K₍ⱼ₎ the keys likewise;

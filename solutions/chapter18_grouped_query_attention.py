@@ -171,7 +171,9 @@ def grouped_query_attention_backward(
     r"""The gradients of grouped-query attention: chapter 7's backward in every query head, then each group summed.
 
     $$\bigl(dQ_h,\ dK^{(h)},\ dV^{(h)}\bigr) = \mathrm{attention\_backward}\bigl(Q_h, K_{\mathrm{kv}(h)},
-      V_{\mathrm{kv}(h)}, A_h, dO_h\bigr), \qquad dK_g = \sum_{\mathrm{kv}(h) = g} dK^{(h)},\quad
+      V_{\mathrm{kv}(h)}, A_h, dO_h\bigr),$$
+
+    $$dK_g = \sum_{\mathrm{kv}(h) = g} dK^{(h)},\quad
       dV_g = \sum_{\mathrm{kv}(h) = g} dV^{(h)}$$
 
     dO, Q, K and V are cut into heads as the forward cut them; A_h is the forward's weights of head h (the
@@ -211,8 +213,9 @@ def decode_step(
 ) -> tuple[np.ndarray, dict]:
     r"""One new position through grouped-query attention with a KV cache that keeps only the window.
 
-    $$K = [K_{cache};\ k]_{\text{last } w}, \quad V = [V_{cache};\ v]_{\text{last } w}, \qquad
-      \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{q_h K_{\mathrm{kv}(h)}^\top}{\sqrt{d_{head}}}\right)
+    $$K = [K_{cache};\ k]_{\text{last } w}, \quad V = [V_{cache};\ v]_{\text{last } w},$$
+
+    $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{q_h K_{\mathrm{kv}(h)}^\top}{\sqrt{d_{head}}}\right)
       V_{\mathrm{kv}(h)}$$
 
     The new key and value rows are cut into n_kv_heads heads and appended to the cache's; with a window w,
