@@ -36,8 +36,11 @@ from .chapter11_multi_head_attention import merge_heads, split_heads  # noqa: F4
 def kv_head_of(n_heads: int, n_kv_heads: int) -> np.ndarray:
     r"""Which key/value head each query head reads: contiguous groups of g = n_heads / n_kv_heads heads.
 
-    $$\mathrm{kv}(h) = \left\lfloor \frac{h}{g} \right\rfloor, \qquad g = \frac{n_{heads}}{n_{kv\_heads}},
-      \qquad h = 0, \dots, n_{heads} - 1$$
+    $$\mathrm{kv}(h) = \left\lfloor \frac{h}{g} \right\rfloor,$$
+
+    $$g = \frac{n_{heads}}{n_{kv\_heads}},$$
+
+    $$h = 0, \dots, n_{heads} - 1$$
 
     Query heads 0 … g − 1 read key/value head 0, heads g … 2g − 1 head 1, and so on; n_kv_heads = 1 is
     multi-query attention (every head reads head 0), n_kv_heads = n_heads multi-head attention (head h reads
@@ -64,7 +67,9 @@ def kv_head_of(n_heads: int, n_kv_heads: int) -> np.ndarray:
 def sliding_window_mask(n: int, window: int) -> np.ndarray:
     r"""Which keys each query may see when it sees only the last ``window`` positions, itself included.
 
-    $$\mathrm{mask}_{ij} = \bigl(i - w < j \le i\bigr), \qquad w = \text{window}$$
+    $$\mathrm{mask}_{ij} = \bigl(i - w < j \le i\bigr),$$
+
+    $$w = \text{window}$$
 
     Every row holds min(i + 1, w) True entries: position i sees itself and the w − 1 positions before it. A
     window of n or more is chapter 4's causal mask; a window of 1 lets each position see only itself.
@@ -94,7 +99,9 @@ def grouped_query_attention(
     r"""Causal attention in which every group of query heads shares one key/value head.
 
     $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_{\mathrm{kv}(h)}^\top}{\sqrt{d_{head}}} + M\right)
-      V_{\mathrm{kv}(h)}, \qquad \mathrm{out} = [\mathrm{head}_0, \dots, \mathrm{head}_{n_{heads}-1}]$$
+      V_{\mathrm{kv}(h)},$$
+
+    $$\mathrm{out} = [\mathrm{head}_0, \dots, \mathrm{head}_{n_{heads}-1}]$$
 
     Q is cut into n_heads heads and K, V into n_kv_heads heads as chapter 11 cuts them; kv(h) is
     ``kv_head_of``'s; M is chapter 4's causal mask, or ``sliding_window_mask`` when a window is given; each
@@ -131,7 +138,9 @@ def grouped_query_attention(
 def group_sum(dH: np.ndarray, n_kv_heads: int) -> np.ndarray:
     r"""The gradient of every shared head: the sum of what the query heads of its group send it.
 
-    $$dK_g = \sum_{h\,:\,\mathrm{kv}(h) = g} dK^{(h)}, \qquad g = 0, \dots, n_{kv\_heads} - 1$$
+    $$dK_g = \sum_{h\,:\,\mathrm{kv}(h) = g} dK^{(h)},$$
+
+    $$g = 0, \dots, n_{kv\_heads} - 1$$
 
     Head g was read by every query head of its group (``kv_head_of``'s contiguous groups), so each of them
     sends it a gradient, and they add up — a shared weight's gradient is the sum over its uses.
@@ -242,7 +251,9 @@ def kv_cache_bytes(
     r"""The bytes a KV cache holds: a key and a value per layer, key/value head, feature and position kept.
 
     $$\text{bytes} = 2 \times n_{layers} \times n_{kv\_heads} \times d_{head} \times \text{kept} \times
-      \text{bytes per number}, \qquad \text{kept} = \begin{cases} seq & \text{no window} \\
+      \text{bytes per number},$$
+
+    $$\text{kept} = \begin{cases} seq & \text{no window} \\
       \min(seq, w) & \text{window } w \end{cases}$$
 
     The 2 counts the keys and the values. Only the key/value heads are cached: grouped-query attention divides

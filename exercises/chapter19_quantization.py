@@ -37,8 +37,12 @@ UINT8_MAX = 255  # asymmetric: the integers 0 … 255
 def absmax_scale(W: np.ndarray, bits: int = 8, per_channel: bool = False):
     r"""The absmax scale of W: its largest magnitude divided by the largest integer of b bits.
 
-    $$q_\text{max} = 2^{b-1} - 1, \qquad s = \frac{\max |W|}{q_\text{max}}
-      \quad\text{(per tensor)}, \qquad s_c = \frac{\max_r |W_{rc}|}{q_\text{max}} \quad\text{(per output channel c)}$$
+    $$q_\text{max} = 2^{b-1} - 1,$$
+
+    $$s = \frac{\max |W|}{q_\text{max}}
+      \quad\text{(per tensor)},$$
+
+    $$s_c = \frac{\max_r |W_{rc}|}{q_\text{max}} \quad\text{(per output channel c)}$$
 
     Per output channel, the maximum runs down each column of W (over the input axis, the rows): one scale per
     column. Where that maximum is 0 (a tensor or column of zeros) the scale is 1: every entry is 0 whatever
@@ -68,8 +72,9 @@ def absmax_scale(W: np.ndarray, bits: int = 8, per_channel: bool = False):
 def quantize_symmetric(x: np.ndarray, scale, bits: int = 8) -> np.ndarray:
     r"""Absmax (symmetric) quantization: x divided by its scale, rounded half to even, clipped to b bits.
 
-    $$q = \mathrm{clip}\Bigl(\mathrm{round}\bigl(\tfrac{x}{s}\bigr),\ -q_\text{max},\ q_\text{max}\Bigr),
-      \qquad q_\text{max} = 2^{b-1} - 1$$
+    $$q = \mathrm{clip}\Bigl(\mathrm{round}\bigl(\tfrac{x}{s}\bigr),\ -q_\text{max},\ q_\text{max}\Bigr),$$
+
+    $$q_\text{max} = 2^{b-1} - 1$$
 
     s is a number (per tensor) or an array that broadcasts against x: for W of shape (d_in, d_out), the
     (d_out,) scales of its columns. A value beyond ±q_max·s (an activation larger than the one the scale was
@@ -99,8 +104,13 @@ def quantize_symmetric(x: np.ndarray, scale, bits: int = 8) -> np.ndarray:
 def affine_params(x: np.ndarray) -> tuple[float, int]:
     r"""The scale and zero point of asymmetric 8-bit quantization: the range of x, 0 included, onto 0 … 255.
 
-    $$\ell = \min(\min x,\ 0), \qquad h = \max(\max x,\ 0), \qquad s = \frac{h - \ell}{255}, \qquad
-      z = \mathrm{round}\bigl(-\tfrac{\ell}{s}\bigr)$$
+    $$\ell = \min(\min x,\ 0),$$
+
+    $$h = \max(\max x,\ 0),$$
+
+    $$s = \frac{h - \ell}{255},$$
+
+    $$z = \mathrm{round}\bigl(-\tfrac{\ell}{s}\bigr)$$
 
     The range always holds 0, so that 0.0 (a padding, a ReLU's output) is stored exactly, as the integer z.
     z is rounded half to even and lies in 0 … 255. Where h = ℓ (x all zeros) the scale is 1 and z is 0.
@@ -184,8 +194,9 @@ def dequantize(q: np.ndarray, scale, zero_point: int = 0) -> np.ndarray:
 def quantize_groups(W: np.ndarray, group_size: int, bits: int = 4) -> tuple[np.ndarray, np.ndarray]:
     r"""Absmax quantization with one scale per group of ``group_size`` consecutive rows of each column.
 
-    $$s_{gc} = \frac{\max_{r \in \text{group } g} |W_{rc}|}{q_\text{max}}, \qquad
-      q_{rc} = \mathrm{clip}\Bigl(\mathrm{round}\bigl(\tfrac{W_{rc}}{s_{\lfloor r / G \rfloor\, c}}\bigr),\
+    $$s_{gc} = \frac{\max_{r \in \text{group } g} |W_{rc}|}{q_\text{max}},$$
+
+    $$q_{rc} = \mathrm{clip}\Bigl(\mathrm{round}\bigl(\tfrac{W_{rc}}{s_{\lfloor r / G \rfloor\, c}}\bigr),\
       -q_\text{max},\ q_\text{max}\Bigr)$$
 
     with G the group size: rows 0 … G − 1 of a column are its group 0, rows G … 2G − 1 its group 1, and so
@@ -246,7 +257,9 @@ def dequantize_groups(q: np.ndarray, scales: np.ndarray, group_size: int) -> np.
 def int_matmul(Xq: np.ndarray, Wq: np.ndarray) -> np.ndarray:
     r"""The matrix product of two integer matrices, every sum accumulated in int32.
 
-    $$A_{ij} = \sum_k Xq_{ik}\, Wq_{kj} \qquad \text{(in int32)}$$
+    $$A_{ij} = \sum_k Xq_{ik}\, Wq_{kj}$$
+
+    $$\text{(in int32)}$$
 
     A product of two int8 numbers needs up to 15 bits, a sum of d_in of them up to 15 + log₂ d_in: in int8
     or int16 the sums wrap around (NumPy's integer arithmetic does, silently). int32 holds every sum of int8
@@ -272,7 +285,9 @@ def int_matmul(Xq: np.ndarray, Wq: np.ndarray) -> np.ndarray:
 def int8_linear(Xq: np.ndarray, x_scale: float, Wq: np.ndarray, w_scale) -> np.ndarray:
     r"""A linear layer in int8: the integer product of ``int_matmul``, rescaled once by both scales.
 
-    $$Y_{ij} = A_{ij}\; s_x\; s_{w,j}, \qquad A = \text{the int32 product of } Xq \text{ and } Wq
+    $$Y_{ij} = A_{ij}\; s_x\; s_{w,j},$$
+
+    $$A = \text{the int32 product of } Xq \text{ and } Wq
       \;\approx\; X W$$
 
     s_x is the activation's one scale (per tensor); s_w is the weight's, a number or one per output channel

@@ -36,8 +36,11 @@ def online_softmax_step(
     r"""Take one tile of scores into the running maximum, sum and output accumulator of every row.
 
     $$\begin{gathered}
-      m' = \max\bigl(m,\ \max_j S_{:j}\bigr), \qquad \alpha = e^{m - m'}, \qquad P = e^{S - m'}, \\
-      \ell' = \alpha\, \ell + \textstyle\sum_j P_{:j}, \qquad \text{acc}' = \alpha\, \text{acc} + P\,V
+      m' = \max\bigl(m,\ \max_j S_{:j}\bigr), \\
+      \alpha = e^{m - m'}, \\
+      P = e^{S - m'}, \\
+      \ell' = \alpha\, \ell + \textstyle\sum_j P_{:j}, \\
+      \text{acc}' = \alpha\, \text{acc} + P\,V
     \end{gathered}$$
 
     (α and m' per row, broadcast along the row.) Every row's state starts with m at −∞, ℓ at 0 and acc at
@@ -145,8 +148,9 @@ def flash_attention_forward(
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Attention computed tile by tile: the output of chapter 4's attention, and each row's log-sum-exp.
 
-    $$O = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt d} + M\right) V, \qquad
-      \mathrm{lse}_a = \log \sum_b e^{S_{ab}} = m_a + \log \ell_a$$
+    $$O = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt d} + M\right) V,$$
+
+    $$\mathrm{lse}_a = \log \sum_b e^{S_{ab}} = m_a + \log \ell_a$$
 
     Every row starts with m at −∞, ℓ and acc at 0; each pair of ``tile_pairs`` takes its ``tile_scores``
     into the rows of its query tile with ``online_softmax_step``; at the end O is acc divided by ℓ.
@@ -214,10 +218,12 @@ def flash_attention_backward(
     r"""The gradients of attention, tile by tile, each tile's weights recomputed from the log-sum-exp.
 
     $$\begin{gathered}
-      P = e^{S - \mathrm{lse}}, \qquad D = \mathrm{rowsum}(dO \circ O), \qquad
+      P = e^{S - \mathrm{lse}}, \\
+      D = \mathrm{rowsum}(dO \circ O), \\
       dV_{(j)} \mathrel{+}= P^\top dO_{(i)}, \\
-      dS = P \circ \bigl(dO_{(i)}\, V_{(j)}^\top - D_{(i)}\bigr), \qquad
-      dQ_{(i)} \mathrel{+}= \frac{dS\, K_{(j)}}{\sqrt d}, \qquad dK_{(j)} \mathrel{+}= \frac{dS^\top Q_{(i)}}{\sqrt d}
+      dS = P \circ \bigl(dO_{(i)}\, V_{(j)}^\top - D_{(i)}\bigr), \\
+      dQ_{(i)} \mathrel{+}= \frac{dS\, K_{(j)}}{\sqrt d}, \\
+      dK_{(j)} \mathrel{+}= \frac{dS^\top Q_{(i)}}{\sqrt d}
     \end{gathered}$$
 
     for every pair (i, j) of ``tile_pairs``, with S the pair's ``tile_scores`` (lse and D subtracted row by

@@ -63,7 +63,9 @@ def lora_forward(x: np.ndarray, W: np.ndarray, A: np.ndarray, B: np.ndarray, alp
 def lora_init(d_in: int, d_out: int, r: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     r"""A new adapter of rank r for a (d_in, d_out) weight: A small and random, B zero.
 
-    $$A_{ij} \sim \mathcal{N}\!\left(0, \tfrac{1}{d_{in}}\right), \qquad B = 0$$
+    $$A_{ij} \sim \mathcal{N}\!\left(0, \tfrac{1}{d_{in}}\right),$$
+
+    $$B = 0$$
 
     N(0, s) means normal with mean 0 and variance s, drawn from NumPy's ``default_rng`` generator made from
     ``seed`` (the same seed gives the same A; which draws fill which entry is yours to choose). With B = 0,
@@ -102,7 +104,11 @@ def lora_backward(d_y: np.ndarray, x: np.ndarray, W: np.ndarray, A: np.ndarray, 
 
     With $h = x A$, shape (seq, r), and $s = \alpha / r$:
 
-    $$dB = s\, h^\top dY, \qquad dA = s\, x^\top (dY B^\top), \qquad dx = dY\, W^\top + s\, (dY B^\top) A^\top$$
+    $$dB = s\, h^\top dY,$$
+
+    $$dA = s\, x^\top (dY B^\top),$$
+
+    $$dx = dY\, W^\top + s\, (dY B^\top) A^\top$$
 
     W is frozen: it gets no gradient (x^⊤ dY would cost as much as the full layer's backward), but the
     gradient to x still flows through it as well as through the adapter.
@@ -138,10 +144,16 @@ def lora_train_step(x: np.ndarray, target: np.ndarray, params: dict, alpha: floa
                     lr: float) -> tuple[dict, float]:
     r"""One step of gradient descent on the adapter alone, for a squared error: W stays as it was.
 
-    $$y = x W + \tfrac{\alpha}{r} x A B, \qquad L = \tfrac12 \sum_{i,j} (y_{ij} - t_{ij})^2, \qquad
-      \frac{\partial L}{\partial y} = y - t$$
-    $$A_{\text{new}} = A - \eta\, \frac{\partial L}{\partial A}, \qquad
-      B_{\text{new}} = B - \eta\, \frac{\partial L}{\partial B}, \qquad W_{\text{new}} = W$$
+    $$y = x W + \tfrac{\alpha}{r} x A B,$$
+
+    $$L = \tfrac12 \sum_{i,j} (y_{ij} - t_{ij})^2,$$
+
+    $$\frac{\partial L}{\partial y} = y - t$$
+    $$A_{\text{new}} = A - \eta\, \frac{\partial L}{\partial A},$$
+
+    $$B_{\text{new}} = B - \eta\, \frac{\partial L}{\partial B},$$
+
+    $$W_{\text{new}} = W$$
 
     Both gradients come from the same forward pass, before either factor moves.
 
@@ -174,7 +186,9 @@ def lora_train_step(x: np.ndarray, target: np.ndarray, params: dict, alpha: floa
 def lora_merge(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float) -> np.ndarray:
     r"""The adapter folded into the weight: one ordinary (d_in, d_out) matrix that computes the same layer.
 
-    $$W' = W + \frac{\alpha}{r} A B, \qquad x W' = x W + \frac{\alpha}{r}\, x A B$$
+    $$W' = W + \frac{\alpha}{r} A B,$$
+
+    $$x W' = x W + \frac{\alpha}{r}\, x A B$$
 
     Args:
         W: the frozen weight, shape (d_in, d_out).

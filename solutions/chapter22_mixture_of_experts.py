@@ -36,7 +36,9 @@ from .chapter07_backprop import linear_backward, softmax_backward
 def router_probabilities(x: np.ndarray, W_router: np.ndarray) -> np.ndarray:
     r"""Every token's probability for every expert: the softmax of the router's logits.
 
-    $$P = \mathrm{softmax}(x\, W_r), \qquad P_{te} = \frac{e^{(x W_r)_{te}}}{\sum_{e'} e^{(x W_r)_{te'}}}$$
+    $$P = \mathrm{softmax}(x\, W_r),$$
+
+    $$P_{te} = \frac{e^{(x W_r)_{te}}}{\sum_{e'} e^{(x W_r)_{te'}}}$$
 
     One distribution per token, over the experts.
 
@@ -60,7 +62,9 @@ def router_probabilities(x: np.ndarray, W_router: np.ndarray) -> np.ndarray:
 def top_k_gates(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Each token's k most probable experts, and their probabilities renormalised over the k: the gates.
 
-    $$S_t = \text{the } k \text{ largest } P_{te}, \qquad g_{ts} = \frac{P_{t, e_{ts}}}{\sum_{r=1}^{k} P_{t, e_{tr}}}$$
+    $$S_t = \text{the } k \text{ largest } P_{te},$$
+
+    $$g_{ts} = \frac{P_{t, e_{ts}}}{\sum_{r=1}^{k} P_{t, e_{tr}}}$$
 
     Expert e_{t1} is token t's most probable, e_{t2} the next, and so on; of equal probabilities, the lower
     expert id comes first. Every token's k gates sum to 1.
@@ -202,8 +206,12 @@ def moe_forward(
 def load_balancing_loss(probs: np.ndarray, experts: np.ndarray) -> float:
     r"""The auxiliary loss that pushes the router to spread its tokens: N · Σ_i f_i · P_i.
 
-    $$f_i = \frac{\#\{(t, s) : e_{ts} = i\}}{\text{tokens} \cdot k}, \qquad P_i = \frac{1}{\text{tokens}}
-      \sum_t P_{ti}, \qquad L_{\text{bal}} = N \sum_{i=1}^{N} f_i\, P_i$$
+    $$f_i = \frac{\#\{(t, s) : e_{ts} = i\}}{\text{tokens} \cdot k},$$
+
+    $$P_i = \frac{1}{\text{tokens}}
+      \sum_t P_{ti},$$
+
+    $$L_{\text{bal}} = N \sum_{i=1}^{N} f_i\, P_i$$
 
     f_i counts the router's assignments (before any is dropped for capacity), so the f_i sum to 1; P_i is the
     mean probability over the tokens. Perfectly even (every f_i and P_i equal to 1/N), L_bal = 1. Only P
@@ -235,8 +243,9 @@ def gates_backward(d_gates: np.ndarray, gates: np.ndarray, experts: np.ndarray, 
     The renormalised gates are a softmax over the k chosen logits, so chapter 7's softmax backward applies
     within the k, and the logits of the experts not chosen receive nothing:
 
-    $$\frac{\partial L}{\partial z_{t, e_{ts}}} = g_{ts} \Bigl(dg_{ts} - \sum_{r=1}^{k} g_{tr}\, dg_{tr}\Bigr),
-      \qquad \frac{\partial L}{\partial z_{te}} = 0 \text{ for an } e \text{ not among } t\text{'s } k$$
+    $$\frac{\partial L}{\partial z_{t, e_{ts}}} = g_{ts} \Bigl(dg_{ts} - \sum_{r=1}^{k} g_{tr}\, dg_{tr}\Bigr),$$
+
+    $$\frac{\partial L}{\partial z_{te}} = 0 \text{ for an } e \text{ not among } t\text{'s } k$$
 
     Args:
         d_gates: dL/dg, shape (tokens, k).
@@ -264,12 +273,17 @@ def moe_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray,
 
     For every kept assignment (t, s) of token t to expert e = e_{ts}, with o_{ts} = x_t W_e:
 
-    $$dg_{ts} = dy_t \cdot o_{ts}, \qquad dW_e \mathrel{+}= x_t^\top\, g_{ts}\, dy_t, \qquad
-      dx_t \mathrel{+}= g_{ts}\, dy_t\, W_e^\top$$
+    $$dg_{ts} = dy_t \cdot o_{ts},$$
+
+    $$dW_e \mathrel{+}= x_t^\top\, g_{ts}\, dy_t,$$
+
+    $$dx_t \mathrel{+}= g_{ts}\, dy_t\, W_e^\top$$
 
     (a dropped assignment: dg = 0 and nothing else); then dz = ``gates_backward`` of dg, and the router's share:
 
-    $$dW_r = x^\top dz, \qquad dx \mathrel{+}= dz\, W_r^\top$$
+    $$dW_r = x^\top dz,$$
+
+    $$dx \mathrel{+}= dz\, W_r^\top$$
 
     Args:
         d_y: dL/dy, shape (tokens, d_out).

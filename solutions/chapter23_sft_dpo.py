@@ -31,9 +31,11 @@ def token_log_probs(logits: np.ndarray, ids) -> np.ndarray:
     Row i of the logits is the model's prediction for the token after position i, so token i + 1 is scored
     by row i (the last row predicts beyond the sequence and is not used):
 
-    $$\ell_i = \log \mathrm{softmax}(\mathrm{logits}_i)_{\mathrm{ids}_{i+1}}
-      = \mathrm{logits}_{i,\,\mathrm{ids}_{i+1}} - \log \sum_v e^{\mathrm{logits}_{i,v}},
-      \qquad i = 0, \dots, \mathrm{seq} - 2$$
+    $$\ell_i = \log \mathrm{softmax}(\mathrm{logits}_i)_{\mathrm{ids}_{i+1}},$$
+
+    $$\ell_i = \mathrm{logits}_{i,\,\mathrm{ids}_{i+1}} - \log \sum_v e^{\mathrm{logits}_{i,v}},$$
+
+    $$i = 0, \dots, \mathrm{seq} - 2$$
 
     Finite for any finite logits, however far apart (a row [0, 1000, −1000] included): the log-sum-exp is
     taken after subtracting the row's maximum, never as the log of a softmax whose small entries underflow
@@ -67,8 +69,9 @@ def response_mask(prompt_len: int, seq_len: int) -> np.ndarray:
     Entry i scores token i + 1 (``token_log_probs``); it counts when that token is part of the response,
     the tokens from position ``prompt_len`` on:
 
-    $$m_i = \begin{cases} 1 & i + 1 \ge \mathrm{prompt\_len} \\ 0 & \text{otherwise} \end{cases},
-      \qquad i = 0, \dots, \mathrm{seq\_len} - 2$$
+    $$m_i = \begin{cases} 1 & i + 1 \ge \mathrm{prompt\_len} \\ 0 & \text{otherwise} \end{cases},$$
+
+    $$i = 0, \dots, \mathrm{seq\_len} - 2$$
 
     Args:
         prompt_len: how many tokens the prompt has, a whole number.
@@ -184,8 +187,9 @@ def dpo_loss(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
              ref_rejected: np.ndarray, beta: float) -> float:
     r"""The DPO loss of a batch of preference pairs: −log σ of the chosen answer's reward minus the rejected one's.
 
-    $$z = \beta\bigl[(\log \pi_c - \log \pi_{\mathrm{ref},c}) - (\log \pi_r - \log \pi_{\mathrm{ref},r})\bigr],
-      \qquad L = \frac{1}{B}\sum_{b=1}^{B} -\log \sigma(z_b) = \frac{1}{B}\sum_b \log\bigl(1 + e^{-z_b}\bigr)$$
+    $$z = \beta\bigl[(\log \pi_c - \log \pi_{\mathrm{ref},c}) - (\log \pi_r - \log \pi_{\mathrm{ref},r})\bigr],$$
+
+    $$L = \frac{1}{B}\sum_{b=1}^{B} -\log \sigma(z_b) = \frac{1}{B}\sum_b \log\bigl(1 + e^{-z_b}\bigr)$$
 
     z is the margin of the implicit rewards (``implicit_reward``). ln 2 when the policy is the reference
     (z = 0); it falls towards 0 as the chosen answer gains on the rejected one. Finite for any finite z
@@ -217,8 +221,9 @@ def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
              ref_rejected: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
     r"""The gradient of ``dpo_loss`` with respect to the policy's log-probabilities of both answers.
 
-    $$\frac{\partial L}{\partial \log \pi_{c,b}} = -\frac{\beta}{B}\,\sigma(-z_b), \qquad
-      \frac{\partial L}{\partial \log \pi_{r,b}} = +\frac{\beta}{B}\,\sigma(-z_b)$$
+    $$\frac{\partial L}{\partial \log \pi_{c,b}} = -\frac{\beta}{B}\,\sigma(-z_b),$$
+
+    $$\frac{\partial L}{\partial \log \pi_{r,b}} = +\frac{\beta}{B}\,\sigma(-z_b)$$
 
     σ(−z) is the probability the implicit rewards give the wrong order: a pair already ranked right by a wide
     margin barely moves, one ranked wrong moves most. The reference's log-probabilities are frozen and get no

@@ -36,8 +36,9 @@ import numpy as np
 def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-4) -> np.ndarray:
     r"""Each response's advantage: its reward against the mean and spread of its own group.
 
-    $$A_i = \frac{r_i - \operatorname{mean}(r_{\text{group}})}{\operatorname{std}(r_{\text{group}}) + \varepsilon},
-      \qquad \operatorname{std} = \sqrt{\tfrac1G \textstyle\sum_j (r_j - \operatorname{mean})^2}\ \ (\text{ddof} = 0)$$
+    $$A_i = \frac{r_i - \operatorname{mean}(r_{\text{group}})}{\operatorname{std}(r_{\text{group}}) + \varepsilon},$$
+
+    $$\operatorname{std} = \sqrt{\tfrac1G \textstyle\sum_j (r_j - \operatorname{mean})^2}\ \ (\text{ddof} = 0)$$
 
     The groups are consecutive runs of ``group_size`` rewards. A group whose rewards are all equal has std 0
     and every advantage 0 (ε keeps 0 / 0 away): it teaches nothing.
@@ -71,8 +72,9 @@ def clipped_surrogate(logp: np.ndarray, logp_old: np.ndarray, advantages: np.nda
                       clip_eps: float = 0.2) -> np.ndarray:
     r"""PPO's clipped surrogate objective, token by token: the policy's step, capped where it went far enough.
 
-    $$\rho = e^{\log\pi - \log\pi_{\text{old}}},\qquad
-      s = \min\bigl(\rho A,\ \operatorname{clip}(\rho,\ 1 - \varepsilon,\ 1 + \varepsilon)\,A\bigr)$$
+    $$\rho = e^{\log\pi - \log\pi_{\text{old}}},$$
+
+    $$s = \min\bigl(\rho A,\ \operatorname{clip}(\rho,\ 1 - \varepsilon,\ 1 + \varepsilon)\,A\bigr)$$
 
     A is the token's response's advantage. For A > 0 the objective stops growing once ρ > 1 + ε; for A < 0
     once ρ < 1 − ε; in the other direction it is never capped (the min keeps the pessimistic one).
@@ -102,8 +104,9 @@ def clipped_surrogate(logp: np.ndarray, logp_old: np.ndarray, advantages: np.nda
 def k3_kl(logp: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
     r"""The k3 estimate of KL(π ‖ π_ref) at each sampled token: never negative, and right on average.
 
-    $$k_3 = \frac{\pi_{\text{ref}}}{\pi} - \log\frac{\pi_{\text{ref}}}{\pi} - 1,
-      \qquad \log\frac{\pi_{\text{ref}}}{\pi} = \log\pi_{\text{ref}} - \log\pi$$
+    $$k_3 = \frac{\pi_{\text{ref}}}{\pi} - \log\frac{\pi_{\text{ref}}}{\pi} - 1,$$
+
+    $$\log\frac{\pi_{\text{ref}}}{\pi} = \log\pi_{\text{ref}} - \log\pi$$
 
     Averaged over tokens drawn from π it is KL(π ‖ π_ref) = E_π[log π − log π_ref] exactly, and each term is
     ≥ 0 (x − log x − 1 ≥ 0 for x > 0), 0 only where π = π_ref.
@@ -198,8 +201,9 @@ def grpo_loss_grad(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
 
     $$\frac{\partial L}{\partial \log\pi_{bt}} = -\frac{\text{mask}_{bt}}{B \sum_{t'} \text{mask}_{bt'}}
       \Bigl(\frac{\partial s_{bt}}{\partial \log\pi_{bt}}
-      - \beta\,\bigl(1 - \tfrac{\pi_{\text{ref}}}{\pi}\bigr)_{bt}\Bigr),\qquad
-      \frac{\partial s}{\partial \log\pi} = \begin{cases} 0 & \text{where the clip is active} \\
+      - \beta\,\bigl(1 - \tfrac{\pi_{\text{ref}}}{\pi}\bigr)_{bt}\Bigr),$$
+
+    $$\frac{\partial s}{\partial \log\pi} = \begin{cases} 0 & \text{where the clip is active} \\
       \rho A & \text{elsewhere} \end{cases}$$
 
     The clip is active where A > 0 and ρ > 1 + ε, or A < 0 and ρ < 1 − ε: there the min picks the clipped
