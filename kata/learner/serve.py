@@ -439,8 +439,12 @@ def _load(path: str) -> tuple[dict, list, int, int]:
         return model_from_arrays(dict(npz))
 
 
-def serve_child(ch, job: dict, send) -> None:
-    """In the trainer's child: ``job["part"]`` "check" (chapters 17 and 19) or "speculate" (chapters 20 and 18)."""
+def serve_child(ch, job: dict, send, status: dict) -> None:
+    """In the trainer's child (``child_main``'s ``work``): ``job["part"]`` "check" or "speculate".
+
+    "check" runs chapters 17 and 19 (tiled prefill, int8 weights); "speculate" chapters 20 and 18.
+    """
+    status["doing"] = "serving"  # VERBS: "Serve once nox -s chapterN passes"
     phase = lambda what: send({"event": "phase", "what": what})  # noqa: E731
     preflight(ch)
     s = GptSettings(**job["settings"])
@@ -554,7 +558,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _child(job: dict, timeout: float) -> dict:
-    child = train.Child({"kind": "gpt", "mode": "serve", **job}, timeout)
+    child = train.Child({"kind": "gpt", "mode": "serve", **job}, timeout, entry="kata.learner.serve")
     try:
         return child.follow("GPT", lambda event: event if event.get("event") == "done" else None)
     finally:
@@ -563,6 +567,10 @@ def _child(job: dict, timeout: float) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve a run: 0 when every claim holds, 1 when one does not or your code failed, 2 for bad input."""
+    if list(argv or [])[:1] == ["--child"]:  # the child process (``Child(entry=...)``): the job comes on stdin
+        from .train.child import child_main
+
+        return child_main(serve_child)
     args = parser().parse_args(argv)
     started = time.perf_counter()
     folder = Path(args.run)

@@ -98,17 +98,12 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
             f"  while {doing}. `nox -s chapter{number}` checks every function on its own.")
 
 
-# The tools built on the trainer that run their own work in its child process, by mode: (module,
-# function(ch, job, send), what it is doing, as VERBS reads it). Named here and imported only in the child,
-# so the trainer never imports a tool that imports it.
-ENTRIES = {"serve": ("kata.learner.serve", "serve_child", "serving")}
-
-
 def child_main(work=None) -> int:
     """Run in the child process: read the job from stdin, write one JSON event per line to the original stdout.
 
     ``work(ch, job, send, status)``: what to do with the chapters instead of training or generating (another tool
-    that runs the learner's code the same way, ``nox -s align``; ``Child(entry=...)`` starts it).
+    that runs the learner's code the same way, ``nox -s serve`` and ``nox -s align``; ``Child(entry=...)``
+    starts it).
     """
     from .chapter10 import Chapter10  # imported here: the parent process needs neither model to start a child
     from .gpt import Gpt
@@ -147,9 +142,6 @@ def child_main(work=None) -> int:
         elif job["mode"] == "generate":
             status["doing"] = "generating"
             model.generate(ch, job, send)
-        elif job["mode"] in ENTRIES:  # a tool above the trainer (nox -s serve) runs its own work in the child
-            module, function, status["doing"] = ENTRIES[job["mode"]]
-            getattr(importlib.import_module(module), function)(ch, job, send)
         else:
             train_job(model, ch, job, send, status)
         faulthandler.cancel_dump_traceback_later()
