@@ -13,7 +13,10 @@ the model it made (a GPT model file ``nox -s generate`` reads):
 2. ``dpo`` (chapters 21 and 23): DPO with a new adapter on ``sft.npz`` (also the frozen reference), chosen the
    true answer, rejected its words shuffled or another question's answer; held-out preference accuracy and the
    reward margin at every evaluation. Writes ``dpo.npz``.
-3. ``grpo`` (chapter 24) and 4. ``moe`` (chapter 22): refused until those chapters are in the course.
+3. ``grpo`` (chapters 16 and 24, with 21 and 23): GRPO on a reward the course can check, a Python keyword after
+   ``keyword: ``, with an adapter on the run's GPT (the frozen reference); the reward and the KL at every step.
+   Writes ``grpo.npz``. ``grpo.py`` tells how.
+4. ``moe`` (chapter 22): refused until that chapter is in the course.
 
 Which code runs is decided by the one rule every tool follows (``train.chapters_of``: ``--impl``, else your
 ``exercises/`` with your saved notebooks' finished functions); an unfinished chapter stops the stage with the
@@ -39,7 +42,7 @@ STAGES = {"lora": (13, 14, 15, 21, 23), "dpo": (13, 14, 15, 21, 23), "grpo": (13
           "moe": (11, 12, 13, 14, 15, 22)}  # the chapters each stage calls
 
 
-NOT_YET = {22: "mixture of experts", 24: "GRPO"}  # Part IV chapters still being written
+NOT_YET = {22: "mixture of experts"}  # Part IV chapters still being written
 
 
 DEFAULTS = {
@@ -47,6 +50,9 @@ DEFAULTS = {
              "eval_every": 25, "seed": 0},
     "dpo": {"targets": "WQ,WK,WV,WO", "rank": 4, "alpha": 8.0, "lr": 0.001, "warmup": 10, "steps": 100, "batch": 8,
             "eval_every": 20, "seed": 0, "beta": 0.1},
+    "grpo": {"targets": "WQ,WK,WV,WO,W_gate,W_up,W_down", "rank": 4, "alpha": 8.0, "lr": 0.002, "warmup": 5,
+             "steps": 60, "batch": 4, "group": 8, "updates": 2, "clip": 0.2, "eval_every": 10, "seed": 0,
+             "beta": 0.04},
 }
 
 
@@ -63,8 +69,9 @@ def parser() -> argparse.ArgumentParser:
                    "(default runs/gpt)")
     p.add_argument("--impl", default=None, help="package name or folder whose code runs (default: your work as "
                    "nox -s chapterN checks it)")
-    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lora 100, dpo 100)")
-    p.add_argument("--lr", type=float, default=None, help="AdamW's peak learning rate (lora 0.01, dpo 0.001)")
+    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lora 100, dpo 100, grpo 60)")
+    p.add_argument("--lr", type=float, default=None, help="AdamW's peak learning rate (lora 0.01, dpo 0.001, "
+                   "grpo 0.002)")
     p.add_argument("--rank", type=int, default=None, help="the adapters' rank r (default 4)")
     p.add_argument("--alpha", type=float, default=None, help="the adapters' α (default 8: α / r = 2)")
     p.add_argument("--targets", default=None, help=f"the block weights to adapt, comma-separated, from "
@@ -73,6 +80,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--beta", type=float, default=None, help="dpo: β (default 0.1)")
     p.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (lora 25, dpo 20)")
     p.add_argument("--seed", type=int, default=None, help="seed of the adapters and the batches (default 0)")
+    p.add_argument("--group", type=int, default=None, help="grpo: completions per group G (default 8)")
+    p.add_argument("--updates", type=int, default=None, help="grpo: optimiser steps on each batch of completions "
+                   "(default 2)")
+    p.add_argument("--clip", type=float, default=None, help="grpo: ε of the clipped surrogate (default 0.2)")
     p.add_argument("--experts", type=int, default=None, help="moe: experts per block")
     p.add_argument("--top-k", type=int, default=None, help="moe: experts each token uses")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds one call into your code may take")
@@ -102,6 +113,10 @@ def settings(args) -> dict:
     if unknown or not targets:
         raise TrainError(f"--targets {s['targets']!r}: each must be one of {', '.join(TARGETS)}")
     s["targets"] = targets
+    if args.stage == "grpo":
+        from .grpo import check_settings
+
+        check_settings(s)
     return s
 
 
@@ -187,8 +202,6 @@ def stage_chapters(stage: str, impl: str | None) -> tuple[Path, dict, str]:
 def main(argv: list[str] | None = None) -> int:
     """Run one stage and write its files: 0 when done, 1 when your code or a check stopped it, 2 for bad input."""
     if list(argv or [])[:1] == ["--child"]:  # the child process (``Child(entry=...)``): the job comes on stdin
-        from .stages import work
-
         return child_main(work)
     args = parser().parse_args(argv)
     started = time.perf_counter()
@@ -197,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.timeout > 0:
             raise TrainError(f"--timeout must be positive, got {args.timeout}")
-        if args.stage in ("grpo", "moe"):
+        if args.stage == "moe":
             stage_chapters(args.stage, args.impl)  # says which chapter is not in the course yet
             raise TrainError(f"the {args.stage} stage is not written yet")
         s = settings(args)
@@ -225,10 +238,26 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         child.close()
+    if args.stage == "grpo":
+        from .grpo import write as write_grpo
+
+        print(write_grpo(run, out, s, result, time.perf_counter() - started))
+        return 0
     from .report import write
 
     print(write(args.stage, run, out, s, result, time.perf_counter() - started))
     return 0
+
+
+def work(ch, job: dict, send, status: dict) -> None:
+    """The child's work (``child_main``'s ``work``): the grpo stage (``grpo.py``), or the others (``stages.py``)."""
+    if job["stage"] == "grpo":
+        from .grpo import stage_grpo
+
+        return stage_grpo(ch, job, send, status)
+    from .stages import work as stage_work
+
+    return stage_work(ch, job, send, status)
 
 
 def follow(child: Child, stage: str, s: dict) -> dict:
@@ -237,6 +266,10 @@ def follow(child: Child, stage: str, s: dict) -> dict:
 
     from .report import shown_eval, shown_ready
 
+    if stage == "grpo":
+        from . import grpo
+
+        shown_ready, shown_eval = (lambda _, e: grpo.shown_ready(e)), (lambda _, e: grpo.shown_eval(e))
     state = {"bar": None, "ready": {}}
 
     def on_event(event: dict):
