@@ -173,7 +173,6 @@ def test_the_questions_answers_and_rejections():
 
 
 @pytest.mark.parametrize("stage, said", [
-    ("grpo", "chapter 24 (GRPO) is not in this course yet"),
     ("moe", "chapter 22 (mixture of experts) is not in this course yet"),
 ])
 def test_a_stage_whose_chapter_is_not_in_the_course_yet_says_so(run, stage, said):
