@@ -119,11 +119,12 @@ def impl_location(impl: str, root: Path = ROOT) -> Path | None:
     The one rule, for the judge's ``--impl`` and every tool's: a path (with a separator, or starting with ``.``)
     is a folder, relative to the working folder or else to ``root``; a package name is looked for in ``root``,
     then on ``sys.path``, then by the import system, then as a folder in the working folder. No ``--impl`` at all
-    is the learner's work as it is, which a caller turns into a folder first with ``answers.default_impl``
+    is the learner's work as it is, which a caller turns into a folder first with ``learners_code.default_impl``
     (exercises/, with the saved notebooks' finished functions): this module sits below ``answers``.
     """
     if impl is None:
-        raise TypeError("impl_location needs an implementation: resolve None first with kata.answers.default_impl()")
+        raise TypeError("impl_location needs an implementation: resolve None first with "
+                        "kata.learners_code.default_impl()")
     return next((p.resolve() for p in _impl_candidates(impl, root) if p.is_dir()), None)
 
 

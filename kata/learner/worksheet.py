@@ -12,7 +12,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from .. import answers, project
+from .. import learners_code, project
 from ..judge.plugin import STATUS_MARK
 from ..judge.runner import run_tests
 from ..judge.status import folded
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print the worksheet with your values; return 0."""
     args = parser().parse_args(argv)
     chapter = project.chapter(project.parse_chapter(args.chapter))
-    folder = project.impl_folder(args.impl or answers.default_impl())  # exercises/ with the notebooks' answers
+    folder = project.impl_folder(args.impl or learners_code.default_impl())  # exercises/ with the notebooks' answers
     with tempfile.TemporaryDirectory(prefix="kata-worksheet-") as tmp:
         run = run_tests(
             project.ROOT, [chapter.test_file], impl=str(folder), timeout=args.timeout, stream_dir=Path(tmp),
