@@ -32,7 +32,6 @@ _EXPORTS = {
     "copy_tree": "kata.judge.snapshots",
     "float_tree": "kata.judge.snapshots",
     "leaves": "kata.judge.snapshots",
-    "left_untouched": "kata.judge.checks",
     "expect": "kata.judge.checks",
     "numerical_gradient": "kata.judge.gradient",
     "raises_clearly": "kata.judge.checks",
