@@ -12,7 +12,6 @@ import os
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_NAME = re.compile(r"(?:test_|audit_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml|npz|ipynb|md))?")
@@ -39,16 +38,9 @@ def part_title(number: int) -> str:
     raise ValueError(f"chapter {number} is in no part of kata/project.py's PARTS (chapters {spans})")
 
 
-def kata(root: Path = ROOT) -> ModuleType:
-    """Import the foundation's ``kata`` package (answer key, plugin) from ``root``."""
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    return importlib.import_module("kata")
-
-
 def chapters(root: Path = ROOT) -> list:
-    """Every chapter with an answer key and a test file, in order (``kata.answer_key.Chapter`` objects)."""
-    answer_key = kata(root).answer_key
+    """Every chapter with an answer key and a test file, in order (``kata.judge.answer_key.Chapter`` objects)."""
+    answer_key = importlib.import_module("kata.judge.answer_key")  # by name: it imports this module, below it
     return [c for c in answer_key.chapters() if (root / c.test_file).exists()]
 
 

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from .. import learners_code, project
+from ..judge.checks import show
 from ..judge.plugin import STATUS_MARK
 from ..judge.runner import run_tests
 from ..judge.status import folded
@@ -108,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     for r in run.results.values():
         if r.get("step"):
             by_step.setdefault(r["step"], []).append(r)
-    show = project.kata().checks.show
     print(f"implementation: {folder}")
     print()
     for line in lines_for(chapter, by_step, show):
