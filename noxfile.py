@@ -332,16 +332,16 @@ def grade(session: nox.Session) -> None:
     """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options.
 
     Without `--impl`, exercises/ is graded with every function finished in a saved notebook in its place (read
-    with ast, no cell run): the one rule the chapter sessions and doctor use (kata/answers.py).
+    with ast, no cell run): the one rule the chapter sessions and doctor use (kata/learners_code.py).
     """
     install(session, "test")
     session.run("python", "-m", "kata", "grade", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
-@nox.session(default=False)
-def notebooks(session: nox.Session) -> None:
+@nox.session(name="notebook-answers", default=False)
+def notebook_answers(session: nox.Session) -> None:
     """Your saved notebooks' answers put into a copy of exercises/, for grading: `-- --out build/notebook-answers`."""
-    _kata_tool(session, "notebooks")
+    _kata_tool(session, "notebook-answers")
 
 
 @authors_session(name="notebooks-build", default=False)
@@ -349,7 +349,7 @@ def notebooks_build(session: nox.Session) -> None:
     """Build notebooks/*.ipynb from notebooks/src/ (jupytext): `-- --check` only compares, `-- --scaffold N` starts one.
 
     Run it after changing a stub, an answer key or a notebook source (tests/tools/learner/test_notebooks.py fails until
-    the notebooks are rebuilt). `nox -s notebooks` is the learners' other session: their saved answers, for grading.
+    the notebooks are rebuilt). `nox -s notebook-answers` is the learners' session that reads their saved answers.
     """
     install(session, "test", "notebook")
     session.run("python", "scripts/notebooks.py", *session.posargs, env={"PYTHONPATH": str(ROOT)})

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kata import answers, project  # noqa: E402
+from kata import learners_code, project  # noqa: E402
 
 
 def corpus() -> str:
@@ -35,7 +35,7 @@ def corpus() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Time training and encoding once each; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default=answers.measured_impl(),
+    parser.add_argument("--impl", default=learners_code.measured_impl(),
                         help="package holding chapter14_bpe (default: solutions/ where it is, "
                         "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--vocab-size", type=int, default=512)

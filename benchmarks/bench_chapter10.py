@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kata import answers, project  # noqa: E402
+from kata import learners_code, project  # noqa: E402
 
 VOCAB, D_MODEL, D_FF, N_LAYERS, SEQ = 64, 64, 256, 2, 64
 
@@ -94,7 +94,7 @@ def best_time(fn, number: int, repeats: int) -> float:
 def main() -> None:
     """Time a training step and its matmul floor; print both and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default=answers.measured_impl(),
+    parser.add_argument("--impl", default=learners_code.measured_impl(),
                         help="whose chapter 10 to time (default: solutions/ where it exists, "
                         "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--repeats", type=int, default=7, help="timing repeats; the best one counts")

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kata import answers  # noqa: E402
+from kata import learners_code  # noqa: E402
 
 # As on a learner's machine: Python caches compiled modules (some CI images switch that off, which makes
 # every run recompile the course's modules and pytest's rewritten tests).
@@ -71,7 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--chapter", type=int, default=4)
-    parser.add_argument("--impl", default=answers.measured_impl(),
+    parser.add_argument("--impl", default=learners_code.measured_impl(),
                         help="whose code is measured (default: solutions/ where it exists, "
                         "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--grade-repeat", type=int, default=3, help="runs of the full grade (default 3)")

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kata import answers, project  # noqa: E402
+from kata import learners_code, project  # noqa: E402
 from kata.learner.train.gpt import (  # noqa: E402
     GptSettings,
     batch_at,
@@ -114,8 +114,9 @@ def bench_training(ch, s: GptSettings, tokens, steps: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the three measurements once each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default=answers.measured_impl(), help="package or folder holding chapters 11-16 "
-                        "(default: solutions/ where it is, else your work: exercises/ with your notebooks' answers)")
+    parser.add_argument("--impl", default=learners_code.measured_impl(),
+                        help="package or folder holding chapters 11-16 (default: solutions/ where it is, else "
+                             "your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--steps", type=int, default=20, help="training steps to time (default 20)")
     args = parser.parse_args(argv)
     ch = chapters(args.impl)

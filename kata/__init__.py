@@ -20,28 +20,22 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Chapter": "kata.judge.answer_key",
     "DidNotReturn": "kata.judge.proxy",
     "OverBudget": "kata.judge.proxy",
-    "Step": "kata.judge.answer_key",
     "check": "kata.learner.notebook",
-    "chapters": "kata.judge.answer_key",
     "hint": "kata.learner.notebook",
     "load": "kata.judge.answer_key",
     "close": "kata.judge.checks",
     "copy_tree": "kata.judge.snapshots",
     "float_tree": "kata.judge.snapshots",
     "leaves": "kata.judge.snapshots",
-    "left_untouched": "kata.judge.checks",
     "expect": "kata.judge.checks",
     "numerical_gradient": "kata.judge.gradient",
     "raises_clearly": "kata.judge.checks",
     "returned": "kata.judge.checks",
-    "show": "kata.judge.checks",
     "snapshot": "kata.judge.plugin:snapshot",
     "step_case": "kata.judge.markers",
 }
-_MODULES = {"answer_key": "kata.judge.answer_key", "checks": "kata.judge.checks", "snapshots": "kata.judge.snapshots"}
 
 __all__ = sorted(_EXPORTS)
 
@@ -50,6 +44,4 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         module, _, attribute = _EXPORTS[name].partition(":")
         return getattr(importlib.import_module(module), attribute or name)
-    if name in _MODULES:
-        return importlib.import_module(_MODULES[name])
     raise AttributeError(f"module 'kata' has no attribute {name!r}")

@@ -1,6 +1,7 @@
 """``python -m kata COMMAND [ARGS]``: the learner's and instructor's tools (nox sessions call these).
 
-Commands: grade, grade-class, watch, hint, worksheet, doctor, release, bench-watch, train, generate, serve, align.
+Commands: grade, grade-class, watch, hint, worksheet, doctor, notebook-answers, release, bench-watch, train,
+generate, serve, align.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ COMMANDS = {
     "hint": "kata.learner.hints",
     "worksheet": "kata.learner.worksheet",
     "doctor": "kata.learner.doctor",
-    "notebooks": "kata.learner.notebook",
+    "notebook-answers": "kata.learner.notebook",
     "release": "kata.grading.release",
     "bench-watch": "kata.learner.bench_watch",
     "train": "kata.learner.train",

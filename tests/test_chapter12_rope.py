@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, left_untouched, raises_clearly, returned, snapshot
+from kata import close, expect, raises_clearly, returned, snapshot
 
 CHAPTER = 12
 RNG = np.random.default_rng(12)
@@ -246,12 +246,12 @@ def test_nothing_modifies_its_inputs(ch):
     """apply_rope, rope_backward, rotate_pairs, rope_scores and rope_attention leave their inputs untouched"""
     X, angles = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(3, 2))
     Q, K, V = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
-    with left_untouched("every chapter 12 function", X=X, angles=angles, Q=Q, K=K, V=V):
-        ch.apply_rope(X, start=2)
-        ch.rope_backward(X, start=2)
-        ch.rotate_pairs(X, angles)
-        ch.rope_scores(Q, K)
-        ch.rope_attention(Q, K, V)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.apply_rope(X, start=2)
+    ch.rope_backward(X, start=2)
+    ch.rotate_pairs(X, angles)
+    ch.rope_scores(Q, K)
+    ch.rope_attention(Q, K, V)
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------

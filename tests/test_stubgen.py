@@ -14,9 +14,9 @@ import sys
 import pytest
 
 from kata import project
-from kata.answers import GIVEN, is_stub
 from kata.authoring import stubgen
 from kata.judge import answer_key
+from kata.learners_code import GIVEN, is_stub
 
 ROOT = answer_key.ROOT
 SOLUTIONS = list(project.chapter_files(ROOT / "solutions").values())
@@ -151,5 +151,5 @@ def test_stubgen_keeps_the_given_checks_and_drops_the_rest():
     assert "def _check_c(c):\n" in stub and "return float(c)" in stub and "# -- given ---" in stub
     assert "from .chapter13_modern_block import _check_rows\n" in stub and "_other" not in stub
     function = next(n for n in ast.parse(stub).body if isinstance(n, ast.FunctionDef) and n.name == "scaled")
-    assert is_stub(function), "kata.answers.is_stub must take a stub with given checks for a stub"
+    assert is_stub(function), "kata.learners_code.is_stub must take a stub with given checks for a stub"
     assert ruff(stub, "exercises/chapter99_made_up.py").returncode == 0

@@ -5,8 +5,8 @@ import ast
 import pytest
 
 from kata import project
-from kata.answers import GIVEN, given_checks
 from kata.judge import answer_key
+from kata.learners_code import GIVEN, given_checks
 
 ROOT = answer_key.ROOT
 MODULES = [p.stem for p in project.chapter_files(ROOT / "solutions").values()]

@@ -7,7 +7,7 @@ lines after them). A starting point for authors: edit each message to name the s
 
 The input checks that teach nothing about transformers are the course's, not the learner's: the chapter's
 ``_check_*`` helpers stay in the stub, word for word, and so do the calls of them that open a function's body
-(``kata.answers.is_given``: ``_check_rows(x, "swiglu: x")`` or ``W = _check_weights(params, ...)``), above the
+(``kata.learners_code.is_given``: ``_check_rows(x, "swiglu: x")`` or ``W = _check_weights(params, ...)``), above the
 ``raise``; so does an import of an earlier chapter's ``_check_*`` helper. The learner writes the maths. A name
 such a call binds (``W``) is marked ``# noqa: F841 - yours to use`` in the stub, where nothing uses it yet.
 
@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-from kata.answers import GIVEN, given_checks
+from kata.learners_code import GIVEN, given_checks
 
 UNUSED = "  # noqa: F401 - yours to use"
 GIVEN_NAME = "  # noqa: F841 - yours to use"

@@ -363,7 +363,7 @@ def _keep_graded(sub: submissions.Submission, impl: Path, target: Path) -> None:
 def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int], work: Path) -> tuple[Path, list[int]]:
     """The folder to grade and the chapters answered in the learner's notebooks.
 
-    The same extraction as ``nox -s grade`` (``python -m kata notebooks``): the finished
+    The same extraction as ``nox -s grade`` (``python -m kata notebook-answers``): the finished
     functions of each saved notebook, read with ``ast`` (no cell runs), are appended to their chapter's file
     of the learner's ``exercises/``, so a function finished in its notebook replaces the one in
     ``exercises/``, and a function left as its stub in the notebook leaves ``exercises/``' own in place.
@@ -373,7 +373,7 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
     """
     if sub.notebooks is None:
         return sub.exercises, []
-    from .. import answers
+    from .. import learners_code
 
     target = work / "answers" / "exercises"
     try:
@@ -384,11 +384,11 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
                 if why:
                     sub.dropped.append(f"notebooks/{path.name}: {why}; its answers are not graded (exercises/ is)")
         answered = [c.number for c in project.chapters(root)
-                    if c.number in chapters and answers.saved_answers(c, root, sub.notebooks)[1]]
+                    if c.number in chapters and learners_code.saved_answers(c, root, sub.notebooks)[1]]
         if not answered:
             return sub.exercises, []
         target.parent.mkdir(parents=True, exist_ok=True)
-        answers.write_package(target, root=root, learner=sub.exercises.parent)
+        learners_code.write_package(target, root=root, learner=sub.exercises.parent)
     except Exception as err:  # noqa: BLE001 - a learner's odd file (not text, nested too deep): exercises/ alone
         sub.dropped.append(f"notebooks/: answers not taken ({type(err).__name__}: {str(err)[:120]})")
         shutil.rmtree(target, ignore_errors=True)
@@ -399,7 +399,7 @@ def _with_notebooks(sub: submissions.Submission, root: Path, chapters: list[int]
 def unreadable_notebook(path: Path) -> str:
     """Why a saved notebook cannot be read for its answers ("merge-conflict markers (<<<<<<< on line 12)…"), or ''.
 
-    The same reading as ``answers.code_cells`` (JSON; no cell runs): what it would pass over in silence,
+    The same reading as ``learners_code.code_cells`` (JSON; no cell runs): what it would pass over in silence,
     this names.
     """
     data = path.read_bytes()

@@ -105,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         parser().error("--fail-under takes a percentage between 0 and 100")
     root = project.ROOT
-    if args.impl is None:  # the one --impl rule (kata/answers.py): the notebooks' finished functions count
-        from .. import answers
+    if args.impl is None:  # the one --impl rule (kata/learners_code.py): the notebooks' finished functions count
+        from .. import learners_code
 
-        args.impl = answers.default_impl(root)
+        args.impl = learners_code.default_impl(root)
         if args.impl != "exercises":
-            answered = ", ".join(map(str, sorted(answers.from_notebooks(root))))
+            answered = ", ".join(map(str, sorted(learners_code.from_notebooks(root))))
             print(f"grading exercises/ with the functions finished in notebooks/ in their place (chapters {answered})")
             args.impl_label = "exercises and notebooks"
     try:

@@ -247,7 +247,7 @@ def shared(learners: list[Learner], where: Callable[[str], str],
 
 def repository_problems(roster: Roster, where: Callable[[str], str], sharing: dict[str, list[Learner]], *,
                         outside: bool = True, shared: bool = True) -> list[str]:
-    """Both checks' lines (``_outside``, ``shared_problems``) at once, in the roster's line order.
+    """Both checks' lines (``_outside``, ``_shared``) at once, in the roster's line order.
 
     One list sorted by line reads as the roster does: an instructor fixes it from the top, and a line that fails
     both checks has its two messages together (outside first).
@@ -255,11 +255,6 @@ def repository_problems(roster: Roster, where: Callable[[str], str], sharing: di
     found = ([(x.line, 0, said) for x, said in _outside(roster, where)] if outside else []) + \
         ([(x.line, 1, said) for x, said in _shared(roster, sharing)] if shared else [])
     return [said for _, _, said in sorted(found, key=lambda f: f[:2])]
-
-
-def shared_problems(roster: Roster, sharing: dict[str, list[Learner]]) -> list[str]:
-    """A line for every learner whose repository an earlier line already claims."""
-    return [said for _, said in _shared(roster, sharing)]
 
 
 def _shared(roster: Roster, sharing: dict[str, list[Learner]]) -> list[tuple[Learner, str]]:

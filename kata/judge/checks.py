@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -360,24 +359,3 @@ def raises_clearly(
     names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
     pytest.fail(f"expected {names}, but the call returned {show(result)} — bad input must not pass silently{tail}",
                 pytrace=False)
-
-
-@contextmanager
-def left_untouched(after: str, **inputs: Any) -> Iterator[None]:
-    """Check that the calls made inside the ``with`` block leave every one of ``inputs`` as it was.
-
-    Each input is an array (``x=x``), or a dict of arrays (``params=params``), whose entries are checked one
-    by one as ``params['WQ']``. It is copied on entering the block; on leaving it, each entry is compared
-    with its copy by ``close`` at its default tolerance, and a change fails the test as
-    "<name> after <after>". An exception raised inside the block (a stub's "not started" among them) passes
-    through unchanged: unlike pytest-check's ``with check:``, nothing is swallowed.
-    """
-    def entries(name: str, value: Any) -> list[tuple[str, Any]]:
-        if isinstance(value, dict):
-            return [(f"{name}[{key!r}]", entry) for key, entry in value.items()]
-        return [(name, value)]
-
-    watched = [(label, value, value.copy()) for name, given in inputs.items() for label, value in entries(name, given)]
-    yield
-    for label, now, before in watched:
-        close(now, before, f"{label} after {after}")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from .. import answers, project
+from .. import learners_code, project
 from . import proxy
 
 _NO_TESTS_RUN = {"--collect-only", "--co", "-h", "--help", "--version", "-V", "--fixtures", "--markers"}
@@ -79,7 +79,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="whose code to check: 'exercises' (your files alone), 'solutions', or any importable package or "
         "package folder with the same chapterNN_<topic>.py layout; default: exercises/ with your saved "
-        "notebooks' finished functions in place (a notebook's wins; kata/answers.py)",
+        "notebooks' finished functions in place (a notebook's wins; kata/learners_code.py)",
     )
     group.addoption("--steps", action="store_true", help="print the run as the chapter's worksheet")
     group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
@@ -141,7 +141,7 @@ def _impl_location(config: pytest.Config) -> tuple[str, Path | None]:
     """(package name, folder holding it) of ``--impl``, found without importing it."""
     value = config.getoption("impl")
     # no --impl: the learner's work, with the saved notebooks' answers put in
-    folder = project.impl_location(value if value is not None else answers.default_impl())
+    folder = project.impl_location(value if value is not None else learners_code.default_impl())
     if folder is None:
         return value or "exercises", None
     return folder.name, folder.parent
@@ -401,7 +401,7 @@ def _shown_as(folder: Path, impl: str) -> dict[str, str]:
     said = os.environ.get("KATA_SHOWN_AS")  # set by the grader, which copies the learner's folder
     if said:
         return {impl: said}
-    if folder.parent.parent == answer_key.ROOT / ".kata" / "answers":  # exercises/ with the notebooks' answers
+    if folder.parent.parent == answer_key.ROOT / learners_code.STAGED:  # exercises/ with the notebooks' answers
         return {impl: impl}
     try:
         return {impl: (folder / impl).relative_to(Path.cwd()).as_posix()}
@@ -413,22 +413,20 @@ def answered_in(folder: Path | None, impl: str, numbers: set[int]) -> dict[int, 
     """{chapter: the file to name as checked} for each chapter whose functions came from its saved notebook.
 
     Without ``--impl`` the learner's work is exercises/ staged with the saved notebooks' finished functions in
-    place (kata/answers.py); a chapter answered there names its notebook, and the functions it took from it
+    place (kata/learners_code.py); a chapter answered there names its notebook, and the functions it took from it
     when exercises/ gave the others: "notebooks/chapter14_bpe.ipynb" or "notebooks/….ipynb: f, g; the rest:
     exercises/….py".
     """
-    if folder is None or not folder.resolve().is_relative_to((answer_key.ROOT / ".kata" / "answers").resolve()):
+    if folder is None or not folder.resolve().is_relative_to((answer_key.ROOT / learners_code.STAGED).resolve()):
         return {}
-    from .. import answers  # the staged copy's maker: only a run of the learner's work needs it
-
     files = {}
     for number in sorted(numbers):
         module = answer_key.load(number).module
-        found = answers.answered_in_notebook(folder / impl / f"{module}.py")
+        found = learners_code.answered_in_notebook(folder / impl / f"{module}.py")
         if found is None:
             continue
         notebook, names = found
-        rest = [n for n in answers.functions_of(answer_key.load(number)) if n not in names]
+        rest = [n for n in learners_code.functions_of(answer_key.load(number)) if n not in names]
         files[number] = notebook + (f": {', '.join(names)}; the rest: {impl}/{module}.py" if names and rest else "")
     return files
 

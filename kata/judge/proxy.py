@@ -569,7 +569,6 @@ class Worker:
         self.on_call = None  # called with "module.function" the first time a test calls it
         self.functions: dict[str, set[str]] = {}  # chapter module -> its public functions (no round trip)
         self.output: list[str] = []
-        self.seconds_in_learner = 0.0
         self.home: Path | None = None
         self.launched: Launched | None = None
         self._homes: list[Path] = []  # the folders of this worker's processes, removed by ``close``
@@ -734,7 +733,6 @@ class Worker:
             judged += time.monotonic() - before
             left = started + judged + self.wall_limit - time.monotonic()  # callbacks never extend the limit
             item = self._wait_computing(left) if left > 0 else None
-        self.seconds_in_learner += time.monotonic() - started
         printed = self.read_output()
         if printed:
             sys.stdout.write(printed)

@@ -16,7 +16,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import answers, project
+from .. import learners_code, project
 
 IMPORT_TIMEOUT = 15.0
 PACKAGES = ("numpy", "pytest", "pytest-check", "pytest-timeout")
@@ -40,7 +40,7 @@ def _stubs(path: Path) -> tuple[list[ast.Raise], int]:
     functions = list(last.values())  # a later definition replaces an earlier one (a notebook's answer the stub)
     left = []
     for fn in functions:
-        if answers.is_stub(fn):  # only its docstring, the checks the course gives, and the raise
+        if learners_code.is_stub(fn):  # only its docstring, the checks the course gives, and the raise
             left.append(fn.body[-1])
     return left, len(functions)
 
@@ -115,14 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  system          {platform.platform()}")
     print(f"  repository      {project.ROOT}")
     print(f"  warm judge      {warm_judge()}")
-    chosen = args.impl or answers.default_impl()
+    chosen = args.impl or learners_code.default_impl()
     try:
         folder = project.impl_folder(chosen)
     except SystemExit as err:
         print(f"\n  implementation {chosen!r}: {err}")
         return 0
     print(f"  implementation  {args.impl or 'exercises'} -> {folder}  (nox -s chapterN -- --impl NAME picks another)")
-    in_notebooks = answers.from_notebooks() if args.impl is None else {}
+    in_notebooks = learners_code.from_notebooks() if args.impl is None else {}
     if in_notebooks:
         print("  notebooks       your saved notebooks' finished functions count too; where a chapter's file and its")
         print("                  notebook both hold a finished function, the notebook's wins (a stub never does):")
@@ -137,13 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     next_up = None
     for chapter, error in zip(chapters, errors, strict=True):
         path = folder / f"{chapter.module}.py"
-        shown = f"{answers.shown(folder)}/{path.name}"  # exercises/, also for its staged copy with notebooks
+        shown = f"{learners_code.shown(folder)}/{path.name}"  # exercises/, also for its staged copy with notebooks
         if not path.exists():
             print(f"  {chapter.number:<8} {str(shown):<44} {'missing':<8}")
             next_up = next_up or (chapter, f"the file {shown} is missing")
             continue
         left, total = stubs_left(path)
-        came = answers.made_of(path)  # the notebook that answers it, if one does: this row counts its functions
+        came = learners_code.made_of(path)  # the notebook that answers it, if one does: this row counts its functions
         said = f"  answered in {came}" if came != shown else ""
         print(f"  {chapter.number:<8} {str(shown):<44} {'yes' if not error else 'NO':<8} {left}/{total}{said}")
         if error:

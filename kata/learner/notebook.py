@@ -13,14 +13,14 @@ every name they use bound to what it means in the kernel (``_Transplant``): modu
 learner's own functions by their source, plain values as literals, earlier chapters from the copy. A name
 the kernel does not have (calling the function raises NameError) is refused in one sentence, no verdict.
 The running notebook's saved file is not read: the kernel is the truth. The other chapters come from
-``exercises/`` with their saved notebooks' answers (``kata/answers.py``, the one extraction). pytest runs the
+``exercises/`` with their saved notebooks' answers (``kata/learners_code.py``, the one extraction). pytest runs the
 chapter's tests on that copy with ``--impl`` in a separate process, exactly as a chapter run does.
 
 A test is *about* the chapter function it calls that comes last in the chapter's file (and in the notebook):
 its other functions are written, and checked, before it.
 
-``nox -s notebooks -- --out DIR`` (``python -m kata notebooks`` in the course's environment) writes the copy
-from the saved notebooks alone (their function definitions, read with ``ast``; no cell is run), for
+``nox -s notebook-answers -- --out DIR`` (``python -m kata notebook-answers`` in the course's environment) writes
+the copy from the saved notebooks alone (their function definitions, read with ``ast``; no cell is run), for
 ``nox -s grade -- --impl DIR/exercises`` (what ``nox -s grade`` does without ``--impl``).
 """
 
@@ -44,14 +44,10 @@ import types
 from pathlib import Path
 
 from .. import project
-from ..answers import (  # noqa: F401 - the one extraction of saved notebooks, used here too
+from ..learners_code import (  # the one extraction of saved notebooks, used here too
     _digest,
-    answers,
-    code_cells,
-    exercise_file,
     functions_of,
     is_stub,
-    notebook_of,
     saved_answers,
     write_package,
 )
@@ -586,11 +582,11 @@ def _show(report: Report, show: bool) -> Report | None:
     return None
 
 
-# -- python -m kata notebooks: the notebooks' answers as an implementation folder, for grading ---------------
+# -- python -m kata notebook-answers: the notebooks' answers as an implementation folder, for grading ---------------
 def main(argv: list[str] | None = None) -> int:
     """Write ``exercises/`` with the saved notebooks' finished functions in place into ``--out``."""
     p = argparse.ArgumentParser(
-        prog="python -m kata notebooks",
+        prog="python -m kata notebook-answers",
         description="Write exercises/ with every saved notebook's finished functions in place, for grading "
                     "(nox -s grade -- --impl DIR/exercises). Only function definitions and imports are read "
                     "from the notebooks, with ast; no cell is run.")

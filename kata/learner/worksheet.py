@@ -12,7 +12,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from .. import answers, project
+from .. import learners_code, project
+from ..judge.checks import show
 from ..judge.plugin import STATUS_MARK
 from ..judge.runner import run_tests
 from ..judge.status import folded
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print the worksheet with your values; return 0."""
     args = parser().parse_args(argv)
     chapter = project.chapter(project.parse_chapter(args.chapter))
-    folder = project.impl_folder(args.impl or answers.default_impl())  # exercises/ with the notebooks' answers
+    folder = project.impl_folder(args.impl or learners_code.default_impl())  # exercises/ with the notebooks' answers
     with tempfile.TemporaryDirectory(prefix="kata-worksheet-") as tmp:
         run = run_tests(
             project.ROOT, [chapter.test_file], impl=str(folder), timeout=args.timeout, stream_dir=Path(tmp),
@@ -108,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     for r in run.results.values():
         if r.get("step"):
             by_step.setdefault(r["step"], []).append(r)
-    show = project.kata().checks.show
     print(f"implementation: {folder}")
     print()
     for line in lines_for(chapter, by_step, show):

@@ -185,10 +185,10 @@ def stage_model(stage: str, folder: Path, out: Path) -> Path:
 
 def stage_chapters(stage: str, impl: str | None) -> tuple[Path, dict, str]:
     """The implementation's chapters a stage calls (``chapters_of``); TrainError for one not in the course yet."""
-    from ... import answers
+    from ... import learners_code
 
     try:
-        folder = project.impl_folder(impl if impl is not None else answers.default_impl())
+        folder = project.impl_folder(impl if impl is not None else learners_code.default_impl())
     except SystemExit as err:
         raise TrainError(str(err)) from None
     files = project.chapter_files(folder)

@@ -55,7 +55,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ... import answers, project
+from ... import learners_code, project
 from .chapter10 import FORMAT, Chapter10, Settings, load_model
 from .child import Child, child_main
 from .corpus import Corpus, TrainError, load_corpus
@@ -76,11 +76,11 @@ __all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Sett
 def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
     """(folder, {key: module name}, folder as shown) of an implementation's chapters; TrainError if one is missing.
 
-    ``impl`` None is the learner's work by the rule every tool follows (``answers.default_impl``): exercises/, with
-    the saved notebooks' finished functions put in.
+    ``impl`` None is the learner's work by the rule every tool follows (``learners_code.default_impl``): exercises/,
+    with the saved notebooks' finished functions put in.
     """
     try:
-        folder = project.impl_folder(impl if impl is not None else answers.default_impl())
+        folder = project.impl_folder(impl if impl is not None else learners_code.default_impl())
     except SystemExit as err:
         raise TrainError(str(err)) from None
     files = project.chapter_files(folder)
@@ -88,7 +88,7 @@ def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[st
     if missing:
         raise TrainError(f"{folder} has no chapter{missing[0]:02d}_*.py" + (
             f": the GPT needs chapters {', '.join(str(n) for n in wanted.values())}" if len(wanted) > 1 else ""))
-    shown = answers.shown(folder)  # exercises/, also for its staged copy with the notebooks' answers
+    shown = learners_code.shown(folder)  # exercises/, also for its staged copy with the notebooks' answers
     return folder, {key: files[n].stem for key, n in wanted.items()}, shown
 
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if model.resumable and not args.resume:
         for name in (CHECKPOINT, PROGRESS):
             (out / name).unlink(missing_ok=True)  # a new run: an old checkpoint must not be resumed into it
-    made_of = {name: answers.made_of(folder / f"{name}.py") for name in modules.values()}
+    made_of = {name: learners_code.made_of(folder / f"{name}.py") for name in modules.values()}
     print(model.header(s, shown, out, args, modules, made_of), flush=True)
     job = {"mode": "train", "kind": model.name, "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "settings": s.as_dict(), "out": str(out.resolve()), "resume": args.resume,

@@ -74,7 +74,7 @@ class Model:
     def header(self, s, shown: str, out: Path, args, extra: dict, made_of: dict[str, str]) -> str:
         """What is trained, on what, with which settings: the run's first lines.
 
-        ``made_of``: {module: where its functions come from} (``answers.made_of``: the file, or the notebook that
+        ``made_of``: {module: where its functions come from} (``learners_code.made_of``: the file, or the notebook that
         answers it), so the run names the notebook a chapter was answered in.
         """
         raise NotImplementedError

@@ -77,8 +77,10 @@ def test_a_repository_written_two_ways_is_refused_naming_both_spellings(tmp_path
     path = tmp_path / "roster.csv"
     path.write_text("student,repo\nana,https://github.com/ana/katas\nbo,https://tok@www.github.com:443/Ana/Katas/\n",
                     encoding="utf-8")
-    said = "\n".join(roster.shared_problems(roster.load(path), roster.shared(
-        roster.load(path).learners, lambda repo: submissions.source(repo, tmp_path))))
+    read = roster.load(path)
+    sharing = roster.shared(read.learners, lambda repo: submissions.source(repo, tmp_path))
+    said = "\n".join(roster.repository_problems(read, lambda repo: submissions.source(repo, tmp_path), sharing,
+                                                outside=False))
     assert "line 3: 'bo' has the repository of 'ana' (line 2)" in said, said
     assert "https://www.github.com:443/Ana/Katas/ (there written https://github.com/ana/katas)" in said, said
     assert "tok" not in said  # a credential in a URL is never shown

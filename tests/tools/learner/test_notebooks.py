@@ -10,7 +10,7 @@
 - ``kata.check(f)`` checks exactly the object ``f`` as the kernel runs it (imported from a helper module
   beside the notebook, or under another name); a function that raises NameError in the kernel gets no
   verdict; a saved cell that never ran changes nothing (the live kernel is the truth).
-- The saved notebooks' answers are graded like files (``python -m kata notebooks``, then ``--impl``).
+- The saved notebooks' answers are graded like files (``python -m kata notebook-answers``, then ``--impl``).
 
 The executions are slow (a kernel per notebook and a pytest run per check cell: about 0.7 s a check cell on
 two cores). The two that execute every chapter's notebook whole (stubs, then solutions: 32 notebooks, about
@@ -32,6 +32,7 @@ import textwrap
 
 import pytest
 
+from kata import learners_code
 from kata.judge import answer_key
 from kata.learner import notebook as nb_tools
 
@@ -114,7 +115,7 @@ def test_functions_are_taken_from_cells_without_running_them():
              "def raw_scores(Q, K):\n    \"\"\"doc\"\"\"\n    raise NotImplementedError('4.1')",
              "def causal_mask(n:\n    broken",
              "print('never run')\nraise SystemExit"]
-    imports, found = nb_tools.answers(cells, ["softmax", "raw_scores", "causal_mask"])
+    imports, found = learners_code.answers(cells, ["softmax", "raw_scores", "causal_mask"])
     assert imports == ["import math"]
     assert list(found) == ["softmax", "_norm"]
     assert found["softmax"].startswith("def softmax(x, axis=-1):")
@@ -195,7 +196,7 @@ def test_a_wrong_softmax_shows_the_same_step_and_mistake_as_nox_s_chapter4(tmp_p
 
 @pytest.mark.slow
 def test_the_saved_notebooks_answers_are_graded_like_files(tmp_path):
-    """a notebook saved with chapter 1 solved: python -m kata notebooks writes it out; grading it passes chapter 1"""
+    """a notebook saved with chapter 1 solved: python -m kata notebook-answers writes it out; grading it passes chapter 1"""
     root = tmp_path / "course"
     for folder in ("exercises", "notebooks"):
         shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "src"))
@@ -206,7 +207,7 @@ def test_the_saved_notebooks_answers_are_graded_like_files(tmp_path):
     saved = solved(_notebook(chapter), chapter.module)
     saved.cells[-1].source = "print('this cell is never run by the grader')\nraise SystemExit(1)"
     nbformat.write(saved, root / "notebooks" / f"{chapter.module}.ipynb")
-    target = nb_tools.write_package(tmp_path / "answers" / "exercises", root=root)
+    target = learners_code.write_package(tmp_path / "answers" / "exercises", root=root)
     written = (target / f"{chapter.module}.py").read_text(encoding="utf-8")
     assert "your answers from notebooks/chapter01_sequences.ipynb" in written and "never run" not in written
     out = tmp_path / "grade"

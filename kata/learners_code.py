@@ -1,12 +1,12 @@
-"""The learner's answers wherever they are: ``exercises/`` and the saved notebooks, as one implementation folder.
+"""The learner's code wherever it is: ``exercises/`` and the saved notebooks, as one implementation folder.
 
 A chapter worked in its notebook counts like one worked in its file: ``nox -s chapterN``, ``progress``,
 ``doctor`` and ``worksheet`` run, when no ``--impl`` is given, a copy of ``exercises/`` with every saved
-notebook's finished functions put in (``yours()``). **The rule when both hold an answer: the notebook's
+notebook's finished functions put in (``default_impl()``). **The rule when both hold an answer: the notebook's
 finished function wins** (it is appended to the chapter's file, after the file's own); a function left as its
 stub in the notebook never replaces anything. ``nox -s doctor`` shows which functions come from which
 notebook. ``kata.check`` in a running notebook reads that notebook from its kernel instead of the saved file
-(``kata/learner/notebook.py``); ``python -m kata notebooks`` writes the same copy for grading.
+(``kata/learner/notebook.py``); ``python -m kata notebook-answers`` writes the same copy for grading.
 
 Only the saved files are read here, with ``json`` and ``ast``: no cell is run.
 """
@@ -25,6 +25,8 @@ import textwrap
 from pathlib import Path
 
 from . import project
+
+STAGED = Path(".kata") / "staged"  # under the repository: the staged copies default_impl makes
 
 
 # -- what a chapter and a notebook hold ---------------------------------------------------------------------
@@ -153,7 +155,7 @@ def write_package(target: Path, live: dict | None = None, root: Path = project.R
                   learner: Path | None = None) -> Path:
     """Copy ``exercises/`` to ``target`` and put every saved notebook's finished functions into their chapter files.
 
-    The one extraction of notebook answers: ``python -m kata notebooks`` (grading), ``progress``, ``doctor``,
+    The one extraction of notebook answers: ``python -m kata notebook-answers`` (grading), ``progress``, ``doctor``,
     blame notes and ``yours`` all read the saved notebooks through it. A notebook's finished function
     replaces the stub, or the finished function, of ``exercises/`` (the notebook wins); a function left as its
     stub in the notebook never replaces anything.
@@ -298,11 +300,11 @@ def from_notebooks(root: Path = project.ROOT) -> dict[int, list[str]]:
 def default_impl(root: Path = project.ROOT) -> str:
     """Whose code runs when no ``--impl`` is given: ``exercises``, or its staged copy with the notebooks' answers.
 
-    The copy is ``.kata/answers/<digest>/exercises`` (made once for each state of exercises/ and notebooks/,
+    The copy is ``.kata/staged/<digest>/exercises`` (made once for each state of exercises/ and notebooks/,
     older ones removed); plain ``exercises`` when no saved notebook holds a finished function.
     """
     digest = _inputs_digest(root)
-    home = root / ".kata" / "answers"
+    home = root / STAGED
     target = home / digest / "exercises"
     if target.is_dir():
         return str(target)
@@ -334,10 +336,10 @@ def measured_impl(root: Path = project.ROOT) -> str:
 def shown(folder: Path, root: Path = project.ROOT) -> str:
     """How a learner knows an implementation's folder: ``exercises`` for the staged copy with the notebooks' answers.
 
-    ``default_impl`` stages exercises/ with the saved notebooks' finished functions in ``.kata/answers/<digest>/``;
+    ``default_impl`` stages exercises/ with the saved notebooks' finished functions in ``.kata/staged/<digest>/``;
     a message naming that path would send the learner to a folder they never edit.
     """
     folder = Path(folder)
-    if folder.is_relative_to(root / ".kata" / "answers"):
+    if folder.is_relative_to(root / STAGED):
         return "exercises"
     return folder.relative_to(root).as_posix() if folder.is_relative_to(root) else str(folder)

@@ -1,16 +1,17 @@
 """The chapters' "does not modify its inputs" checks fail on code that modifies its inputs.
 
-Those checks wrap their calls in ``left_untouched``, which compares the test's arrays with copies of them. Through
-the judge that comparison alone could never fail: the learner's function works on copies in its own process,
-and the proxy restores the caller's arrays (``kata/judge/proxy.py``). What fails such a call is the proxy, with
-``ChangedItsInput`` naming the function and the argument. This test plants, in every chapter whose tests use
-``left_untouched``, functions that give the right result and then change their arguments' arrays in place,
-and requires every one of those checks to fail, saying so.
+Those checks only call the learner's functions: a test's own comparison of its arrays with copies could never
+fail, since the learner's function works on copies in its own process and the proxy restores the caller's arrays
+(``kata/judge/proxy.py``). What fails such a call is the proxy, with ``ChangedItsInput`` naming the function and
+the argument. This test plants, in every chapter with such a check (a test named for it: ``…does_not_modify…``,
+``…leave(s) their inputs alone``, ``…untouched``, ``nothing_modifies…``), functions that give the right result and
+then change their arguments' arrays in place, and requires every one of those checks to fail, saying so.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -21,7 +22,8 @@ from ..conftest import ROOT, copy_solutions
 
 # Appended to a chapter's solution: every public function of the module, once it has returned its right result
 # to the caller (the outermost learner call, across chapters), adds 1 to each float array among its arguments
-# (and among the values of a dict argument): a function that changes its input in place.
+# (and among the values of a dict argument), an item to a list argument and a key to a dict argument that holds
+# no float array: a function that changes its input in place.
 CHANGES_ITS_INPUTS = '''
 import builtins as _kata_builtins
 import functools as _kata_functools
@@ -41,9 +43,16 @@ def _kata_changes_its_inputs(function):
             _kata_depth[0] -= 1
         if _kata_depth[0] == 0:
             for given in [*args, *kwargs.values()]:
+                if isinstance(given, list):
+                    given.append(given[-1] if given else 0)
+                    continue
+                changed = False
                 for value in given.values() if isinstance(given, dict) else [given]:
                     if isinstance(value, _kata_np.ndarray) and value.dtype.kind == "f" and value.flags.writeable:
                         value += 1.0
+                        changed = True
+                if isinstance(given, dict) and not changed:
+                    given["_kata_added"] = 0
         return result
     return changed
 
@@ -55,24 +64,24 @@ for _kata_name, _kata_value in list(globals().items()):
 '''
 
 
+# A test that checks a function leaves its inputs as they were says so in its name.
+NAMED = re.compile(r"modif|untouched|inputs_alone")
+
+
 def untouched_checks() -> dict[str, list[str]]:
-    """Chapter module -> the node ids of its tests with a ``with left_untouched(...)`` block."""
+    """Chapter module -> the node ids of its tests named as a "does not modify its inputs" check."""
     found: dict[str, list[str]] = {}
     for chapter in project.chapters():
         tree = ast.parse((ROOT / chapter.test_file).read_text(encoding="utf-8"))
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and any(
-                    isinstance(w, ast.With) and any(isinstance(i.context_expr, ast.Call)
-                                                    and getattr(i.context_expr.func, "id", "") == "left_untouched"
-                                                    for i in w.items)
-                    for w in ast.walk(node)):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and NAMED.search(node.name):
                 found.setdefault(chapter.module, []).append(f"{chapter.test_file}::{node.name}")
     return found
 
 
 def test_every_does_not_modify_check_fails_on_a_function_that_modifies_its_inputs(tmp_path):
     checks = untouched_checks()
-    assert len(checks) >= 5, checks  # the chapters' checks are found (ten chapters have one today)
+    assert len(checks) >= 18, checks  # the chapters' checks are found (eighteen chapters have one today)
     impl = copy_solutions(tmp_path / "changes", {module: CHANGES_ITS_INPUTS for module in checks})
     stream = tmp_path / "results.jsonl"
     nodeids = [n for ids in checks.values() for n in ids]
