@@ -12,12 +12,14 @@ III's four chapters buy:
    ``absmax_scale``, ``quantize_symmetric``, ``dequantize``; the embedding per token, its rows being what is
    read): the validation loss within ``INT8_GAP`` (0.02 nats) of the float model's, and the weights' bytes.
 3. **Speculative decoding (chapter 20).** A draft GPT of one block, trained for about a minute on the same corpus
-   by the same trainer (``runs/gpt/serve/draft/``), proposes ``k`` = 4 tokens; your ``speculative_step`` keeps
-   or replaces them after one call of the target. Shown: the acceptance rate (by position too), the tokens per
-   target call against chapter 20's ``expected_tokens``, and that the text has the target's distribution:
-   exactly for the first token (the probability of each token computed from your functions equals p to 1e-12)
-   and by a chi-square test over many independent rounds. Its wall-clock speed-up over chapter 16's cached
-   generation is measured by ``nox -s bench`` (``benchmarks/bench_serve.py``), never here.
+   by the same trainer (``runs/gpt/serve/draft/``) and run by the server's fused NumPy (``DraftDecoder``, its
+   logits checked against your ``gpt_forward``'s to ``DRAFT_ATOL``), proposes ``k`` = 4 tokens; your
+   ``speculative_step`` keeps or replaces them after one call of the target (your ``gpt_forward``). Shown: the
+   acceptance rate (by position too), the tokens per target call against chapter 20's ``expected_tokens``, and
+   that the text has the target's distribution: exactly for the first token (the probability of each token
+   computed from your functions equals p to 1e-12) and by a chi-square test over many independent rounds. Its
+   wall-clock speed-up over chapter 16's cached generation is measured by ``nox -s bench``
+   (``benchmarks/bench_serve.py``), never here.
 4. **Grouped-query attention (chapter 18).** A GPT with ``--kv-heads`` key/value heads, trained exactly like
    the run (``nox -s train -- --kv-heads``, ``runs/gpt/serve/gqa<kv>/``): its validation loss within
    ``GQA_GAP`` (0.05 nats) of the run's, and its KV cache, built by your ``decode_step`` one token at a time
@@ -324,14 +326,15 @@ class DraftDecoder:
             raise TrainError(f"the draft holds {t} positions and was fed {m} more: past its context {self.context}")
         d = H * dh
         x = self.E[ids]  # (m, d)
-        mask = np.arange(t + m)[None, :] <= t + np.arange(m)[:, None]  # (m, t+m)
+        mask = np.arange(t + m)[None, :] <= t + np.arange(m)[:, None] if m > 1 else None  # (m, t+m)
         for b in self.blocks:
             h = b["g1"] * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
             qkv = (h @ b["WQKV"]).reshape(m, 3, H, dh).transpose(1, 2, 0, 3)  # (3, H, m, dh)
             b["K"][:, t:t + m] = self._rope(qkv[1], t)
             b["V"][:, t:t + m] = qkv[2]
             S = self._rope(qkv[0], t) @ b["K"][:, :t + m].transpose(0, 2, 1) / np.sqrt(dh)  # (H, m, t+m)
-            S = np.where(mask, S, -np.inf)
+            if m > 1:  # one new row sees every position: nothing to mask
+                S = np.where(mask, S, -np.inf)
             w = np.exp(S - S.max(axis=-1, keepdims=True))
             heads = (w / w.sum(axis=-1, keepdims=True)) @ b["V"][:, :t + m]  # (H, m, dh)
             x = x + heads.transpose(1, 0, 2).reshape(m, d) @ b["WO"]
