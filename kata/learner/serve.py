@@ -12,12 +12,14 @@ III's four chapters buy:
    ``absmax_scale``, ``quantize_symmetric``, ``dequantize``; the embedding per token, its rows being what is
    read): the validation loss within ``INT8_GAP`` (0.02 nats) of the float model's, and the weights' bytes.
 3. **Speculative decoding (chapter 20).** A draft GPT of one block, trained for about a minute on the same corpus
-   by the same trainer (``runs/gpt/serve/draft/``), proposes ``k`` = 4 tokens; your ``speculative_step`` keeps
-   or replaces them after one call of the target. Shown: the acceptance rate (by position too), the tokens per
-   target call against chapter 20's ``expected_tokens``, and that the text has the target's distribution:
-   exactly for the first token (the probability of each token computed from your functions equals p to 1e-12)
-   and by a chi-square test over many independent rounds. Its wall-clock speed-up over chapter 16's cached
-   generation is measured by ``nox -s bench`` (``benchmarks/bench_serve.py``), never here.
+   by the same trainer (``runs/gpt/serve/draft/``) and run by the server's fused NumPy (``DraftDecoder``, its
+   logits checked against your ``gpt_forward``'s to ``DRAFT_ATOL``), proposes ``k`` = 4 tokens; your
+   ``speculative_step`` keeps or replaces them after one call of the target (your ``gpt_forward``). Shown: the
+   acceptance rate (by position too), the tokens per target call against chapter 20's ``expected_tokens``, and
+   that the text has the target's distribution: exactly for the first token (the probability of each token
+   computed from your functions equals p to 1e-12) and by a chi-square test over many independent rounds. Its
+   wall-clock speed-up over chapter 16's cached generation is measured by ``nox -s bench``
+   (``benchmarks/bench_serve.py``), never here.
 4. **Grouped-query attention (chapter 18).** A GPT with ``--kv-heads`` key/value heads, trained exactly like
    the run (``nox -s train -- --kv-heads``, ``runs/gpt/serve/gqa<kv>/``): its validation loss within
    ``GQA_GAP`` (0.05 nats) of the run's, and its KV cache, built by your ``decode_step`` one token at a time
@@ -65,6 +67,7 @@ TILED_ATOL = 1e-12  # the tiled prefill's logits against chapter 16's
 INT8_GAP = 0.02  # nats: int8 weights against the float model
 GQA_GAP = 0.05  # nats: the grouped-query model against the run
 CACHE_ATOL = 1e-9  # the grouped-query model's cached logits (your decode_step) against its full forward
+DRAFT_ATOL = 1e-12  # the draft's fused forward (DraftDecoder) against chapter 16's gpt_forward
 EXACT_ATOL = 1e-12  # the first token's distribution, from your chapter 20, against the target's
 P_VALUE = 1e-3  # the chi-square test's p-value below which the draws are not the target's
 PREFILL_WINDOWS = 4  # validation windows prefilled both ways
@@ -279,27 +282,114 @@ class Decoder:
         self.caches, self.held = None, 0
 
 
-def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: list[int], n: int,
-                temperature: float, rng: np.random.Generator, context: int, alphas: bool = True) -> dict:
-    """``n`` tokens after ``prompt`` by speculative decoding: the draft proposes K, your ``speculative_step`` decides.
+class DraftDecoder:
+    """The draft GPT with its KV caches, run by the server's own fused NumPy (not your chapters).
 
-    One round: the draft (with its cache) proposes x₀ … x₃, each drawn by your ``sample_index`` from its
-    distribution q; the target reads the last token and the four in one ``gpt_forward`` call (rows p₀ … p₄);
-    your ``speculative_step`` returns the tokens kept and the one the target adds; both caches are cut back to
-    what was kept. When a round could pass the context the model was trained on, both restart from the last
-    half of the context (positions from 0), as ``nox -s generate`` does. Returns the ids, the rounds (tokens
-    accepted in each) and, per position, how often it was verified and accepted, with chapter 20's α of each
-    verified (p, q) (``alphas`` False: not computed, as when the generation is timed).
+    Its logits equal chapter 16's ``gpt_forward``'s to rounding (``DRAFT_ATOL``, checked by ``nox -s serve``).
+
+    Why not your ``gpt_forward``: on models this small a call's time is Python's (every function, every check of
+    its input), not arithmetic, so a one-block draft through chapter 16 costs a third of the two-block target's
+    step whatever its width, and speculative decoding cannot pay (``benchmarks/bench_serve.py`` measures it).
+    A server runs its draft as lean as it can; which draft it runs never changes what comes out, only how fast
+    (chapter 20: every token has the target's distribution whatever q is). So the draft's block is written out
+    once, here, with each weight fused and the rotation's cos and sin tabled for the whole context; its caches
+    are arrays of the context's length, so cutting them back is one number. The target is always your chapters.
     """
-    t_heads, d_heads = heads
-    tgt, drf = Decoder(ch, target, t_heads), Decoder(ch, draft, d_heads)
+
+    def __init__(self, model: dict, n_heads: int, context: int, eps: float = 1e-6) -> None:
+        E = model["tok_emb"]
+        d = E.shape[1]
+        self.E, self.g_final, self.W_out = E, model["g_final"], model["W_out"]
+        self.n_heads, self.d_head, self.context, self.eps = n_heads, d // n_heads, context, eps
+        theta = 10000.0 ** -(np.arange(0, self.d_head, 2) / self.d_head)  # chapter 12's frequencies
+        angles = np.outer(np.arange(context), theta)  # (context, d_head/2)
+        self.cos, self.sin = np.cos(angles), np.sin(angles)
+        self.blocks = [{"g1": b["g1"], "g2": b["g2"], "WQKV": np.concatenate([b["WQ"], b["WK"], b["WV"]], axis=1),
+                        "WO": b["WO"], "W_gu": np.concatenate([b["W_gate"], b["W_up"]], axis=1),
+                        "W_down": b["W_down"], "K": np.zeros((n_heads, context, self.d_head)),
+                        "V": np.zeros((n_heads, context, self.d_head))} for b in model["blocks"]]
+        self.held = 0
+
+    def _rope(self, X: np.ndarray, t: int) -> np.ndarray:
+        """Chapter 12's rotation of (heads, m, d_head) from position t: pairs (2i, 2i+1)."""
+        cos, sin = self.cos[t:t + X.shape[1]], self.sin[t:t + X.shape[1]]
+        x0, x1 = X[..., 0::2], X[..., 1::2]
+        Y = np.empty_like(X)
+        Y[..., 0::2] = x0 * cos - x1 * sin
+        Y[..., 1::2] = x0 * sin + x1 * cos
+        return Y
+
+    def feed(self, ids: list[int]) -> np.ndarray:
+        """Logits (len(ids), vocab) of the new ids after the positions held."""
+        t, m, H, dh, eps = self.held, len(ids), self.n_heads, self.d_head, self.eps
+        if t + m > self.context:
+            raise TrainError(f"the draft holds {t} positions and was fed {m} more: past its context {self.context}")
+        d = H * dh
+        x = self.E[ids]  # (m, d)
+        mask = np.arange(t + m)[None, :] <= t + np.arange(m)[:, None] if m > 1 else None  # (m, t+m)
+        for b in self.blocks:
+            h = b["g1"] * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+            qkv = (h @ b["WQKV"]).reshape(m, 3, H, dh).transpose(1, 2, 0, 3)  # (3, H, m, dh)
+            b["K"][:, t:t + m] = self._rope(qkv[1], t)
+            b["V"][:, t:t + m] = qkv[2]
+            S = self._rope(qkv[0], t) @ b["K"][:, :t + m].transpose(0, 2, 1) / np.sqrt(dh)  # (H, m, t+m)
+            if m > 1:  # one new row sees every position: nothing to mask
+                S = np.where(mask, S, -np.inf)
+            w = np.exp(S - S.max(axis=-1, keepdims=True))
+            heads = (w / w.sum(axis=-1, keepdims=True)) @ b["V"][:, :t + m]  # (H, m, dh)
+            x = x + heads.transpose(1, 0, 2).reshape(m, d) @ b["WO"]
+            h = b["g2"] * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+            a, u = np.split(h @ b["W_gu"], 2, axis=1)
+            x = x + (a / (1.0 + np.exp(-a)) * u) @ b["W_down"]
+        self.held = t + m
+        return self.g_final * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) @ self.W_out
+
+    def keep(self, t: int) -> None:
+        """Forget every position from t on (the arrays stay; what lies past ``held`` is overwritten)."""
+        self.held = min(self.held, t)
+
+    def reset(self) -> None:
+        """Forget everything."""
+        self.held = 0
+
+
+def draft_distribution(row: np.ndarray, temperature: float) -> np.ndarray:
+    """The draft's q from its logits row, the server's own: softmax(z / T), or the argmax one-hot at T = 0."""
+    if temperature == 0:
+        q = np.zeros(len(row))
+        q[int(np.argmax(row))] = 1.0
+        return q
+    e = np.exp((row - row.max()) / temperature)
+    return e / e.sum()
+
+
+def draft_sample(q: np.ndarray, u: float) -> int:
+    """The token drawn from q by u, by the inverse cumulative distribution (as chapter 16's ``sample_index``)."""
+    c = np.cumsum(q)
+    i = int(np.searchsorted(c, u, side="right"))
+    return i if i < len(q) else int(np.flatnonzero(q)[-1])
+
+
+def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: list[int], n: int,
+                temperature: float, rng: np.random.Generator, context: int, alphas: bool = True, k: int = K) -> dict:
+    """``n`` tokens after ``prompt`` by speculative decoding: the draft proposes k, your ``speculative_step`` decides.
+
+    One round: the draft (``DraftDecoder``, with its cache) proposes x₀ … x₃, each drawn from its distribution q;
+    the target reads the last token and the four in one call of your ``gpt_forward`` (rows p₀ … p₄, each your
+    ``softmax_with_temperature``); your ``speculative_step`` returns the tokens kept and the one the target adds;
+    both caches are cut back to what was kept. When a round could pass the context the model was trained on,
+    both restart from the last half of the context (positions from 0), as ``nox -s generate`` does. Returns the
+    ids, the rounds (tokens accepted in each) and, per position, how often it was verified and accepted, with
+    chapter 20's α of each verified (p, q) (``alphas`` False: not computed, as when the generation is timed).
+    """
+    tgt, drf = Decoder(ch, target, heads[0]), DraftDecoder(draft, heads[1], context)
     ids, start = list(prompt), 0
     if len(ids) > 1:
         tgt.feed(ids[:-1])
         drf.feed(ids[:-1])
-    reached, accepted, rates, rounds = np.zeros(K, int), np.zeros(K, int), [], []
+    reached, accepted, rates, rounds = np.zeros(k, int), np.zeros(k, int), [], []
     while len(ids) - len(prompt) < n:
-        if len(ids) - start + K > context:
+        if len(ids) - start + k > context:
             start = len(ids) - max(1, context // 2)
             tgt.reset()
             drf.reset()
@@ -308,20 +398,20 @@ def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
                 drf.feed(ids[start:-1])
         xs, qs = [], []
         rows = drf.feed(ids[start + drf.held:])
-        for i in range(K):
+        for i in range(k):
             if i:
-                rows = drf.feed([xs[-1]])
-            qs.append(distribution(ch, rows[-1], temperature))
-            xs.append(int(ch.c16.sample_index(qs[-1], float(rng.random()))))
-        rows = tgt.feed(ids[start + tgt.held:] + xs)[-(K + 1):]
+                rows = drf.feed(xs[-1:])
+            qs.append(draft_distribution(rows[-1], temperature))
+            xs.append(draft_sample(qs[-1], float(rng.random())))
+        rows = tgt.feed(ids[start + tgt.held:] + xs)[-(k + 1):]
         ps = np.stack([distribution(ch, r, temperature) for r in rows])
-        out = ch.c20.speculative_step(xs, np.stack(qs), ps, rng.random(K + 1))
+        out = ch.c20.speculative_step(xs, np.stack(qs), ps, rng.random(k + 1))
         out = [int(t) for t in out]
         a = len(out) - 1
-        if not 1 <= len(out) <= K + 1 or out[:a] != xs[:a]:
+        if not 1 <= len(out) <= k + 1 or out[:a] != xs[:a]:
             raise TrainError(f"speculative_step returned {out} for the draft {xs}: it must return the accepted draft "
                              "tokens, in order, then one token (`nox -s chapter20`)")
-        for i in range(min(a + 1, K)):
+        for i in range(min(a + 1, k)):
             reached[i] += 1
             accepted[i] += i < a
             if alphas:
@@ -375,22 +465,23 @@ def many_rounds(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
                 temperature: float, rng: np.random.Generator) -> np.ndarray:
     """How often each token came first in ``draws`` independent rounds of K = 4 from the prompt (counts, (vocab,)).
 
-    Every round is a real one (the draft proposes four tokens, the target reads them, your ``speculative_step``
-    decides), each with fresh uniform draws; the models' distributions are remembered by the tokens they follow,
-    since many rounds share their first proposals.
+    Every round is a real one, as ``speculative`` plays it (the draft proposes four tokens by ``DraftDecoder``,
+    the target reads them through your ``gpt_forward``, your ``speculative_step`` decides), each with fresh uniform
+    draws; the models' distributions are remembered by the tokens they follow, since many rounds share their first
+    proposals.
     """
-    tgt, drf = Decoder(ch, target, heads[0]), Decoder(ch, draft, heads[1])
+    tgt, drf = Decoder(ch, target, heads[0]), DraftDecoder(draft, heads[1], len(prompt) + K)
     if len(prompt) > 1:
         tgt.feed(prompt[:-1])
         drf.feed(prompt[:-1])
-    t_caches, d_caches, last = tgt.caches, drf.caches, prompt[-1]
+    t_caches, held, last = tgt.caches, drf.held, prompt[-1]
     seen_q: dict[tuple, np.ndarray] = {}
     seen_p: dict[tuple, np.ndarray] = {}
 
     def q_after(xs: tuple) -> np.ndarray:
         if xs not in seen_q:
-            logits = ch.c16.gpt_forward(np.array([last, *xs]), draft, heads[1], d_caches)[0]
-            seen_q[xs] = distribution(ch, _arr(logits)[-1], temperature)
+            drf.keep(held)
+            seen_q[xs] = draft_distribution(drf.feed([last, *xs])[-1], temperature)
         return seen_q[xs]
 
     counts = np.zeros(target["tok_emb"].shape[0], dtype=np.int64)
@@ -398,7 +489,7 @@ def many_rounds(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
         xs, qs = [], []
         for _ in range(K):
             qs.append(q_after(tuple(xs)))
-            xs.append(int(ch.c16.sample_index(qs[-1], float(rng.random()))))
+            xs.append(draft_sample(qs[-1], float(rng.random())))
         key = tuple(xs)
         if key not in seen_p:
             logits = _arr(ch.c16.gpt_forward(np.array([last, *xs]), target, heads[0], t_caches)[0])
@@ -492,7 +583,11 @@ def speculate_part(ch, job: dict, s: GptSettings, model: dict, n_heads: int, mer
     gen = speculative(ch, model, draft, heads, prompt, job["n"], T, rng, s.context)
     vocab = ch.c14.build_vocab(merges)
     p0 = distribution(ch, chapter16_logits(ch, prompt, model, n_heads)[-1], T)
-    q0 = distribution(ch, chapter16_logits(ch, prompt, draft, d_heads)[-1], T)
+    q0 = draft_distribution(DraftDecoder(draft, d_heads, len(prompt)).feed(prompt)[-1], T)
+    w = [int(i) for i in windows[0][:-1]]
+    fused = DraftDecoder(draft, d_heads, len(w))
+    fused = np.concatenate([fused.feed(w[:len(w) // 2]), *(fused.feed([i]) for i in w[len(w) // 2:])])
+    draft_gap = float(np.max(np.abs(fused - chapter16_logits(ch, w, draft, d_heads))))
     exact = first_token_exact(ch, p0, q0)
     phase(f"{job['draws']:,} independent rounds from the prompt")
     counts = many_rounds(ch, model, draft, heads, prompt, job["draws"], T, rng)
@@ -510,7 +605,7 @@ def speculate_part(ch, job: dict, s: GptSettings, model: dict, n_heads: int, mer
     alpha = float(np.sum(gen["accepted"]) / max(1, np.sum(gen["reached"])))
     return {
         "speculative": {
-            "k": K, "temperature": T, "tokens": job["n"], "rounds": len(rounds),
+            "k": K, "temperature": T, "tokens": job["n"], "rounds": len(rounds), "draft_vs_chapter16": draft_gap,
             "tokens_per_target_call": float(np.mean(rounds + 1)), "acceptance_rate": alpha,
             "alpha_mean": gen["alpha_mean"], "expected_tokens": float(ch.c20.expected_tokens(alpha, K)),
             "reached": gen["reached"], "accepted": gen["accepted"],
@@ -627,6 +722,7 @@ def _result(checked: dict, spec: dict, run: dict, s: GptSettings, draft_s: GptSe
     claims = {
         "tiled prefill equals chapter 16's (1e-12)": max(tiled["largest_difference"].values()) <= TILED_ATOL,
         f"int8 loss within {INT8_GAP} nats": abs(int8["gap"]) <= INT8_GAP,
+        "the draft's fused forward gives chapter 16's logits (1e-12)": sp["draft_vs_chapter16"] <= DRAFT_ATOL,
         "first token's distribution is the target's (1e-12)": sp["first_token"]["largest_difference"] <= EXACT_ATOL,
         f"many rounds pass the chi-square test (p-value >= {P_VALUE:g})": sp["draws"]["p_value"] >= P_VALUE,
         f"grouped-query loss within {GQA_GAP} nats": losses["gqa"] - losses["float"] <= GQA_GAP,
@@ -674,7 +770,9 @@ def _spec_lines(r: dict) -> str:
         f"smaller, as kv_cache_bytes says), validation loss {losses['gqa']:.4f} against {losses['float']:.4f} "
         f"({losses['gqa'] - losses['float']:+.4f} nats, at most {GQA_GAP}); its cached logits equal its full forward "
         f"to {g['cached_vs_full']:.1e}\n"
-        f"  the draft (1 block, d_model {r['draft']['d_model']}): validation loss {losses['draft']:.4f}\n"
+        f"  the draft (1 block, d_model {r['draft']['d_model']}): validation loss {losses['draft']:.4f}; run by the "
+        f"server's fused NumPy, its logits {sp['draft_vs_chapter16']:.1e} from your gpt_forward's (at most "
+        f"{DRAFT_ATOL:g})\n"
         f"  a sample: {sp['text'][:160]!r}")
 
 

@@ -42,7 +42,31 @@ def served(run):
 def test_every_claim_holds_on_the_tiny_run(served):
     """serve exits 0 only when every claim holds, and serve.json lists them all as true"""
     result, _ = served
-    assert len(result["claims"]) == 6 and all(result["claims"].values()), result["claims"]
+    assert len(result["claims"]) == 7 and all(result["claims"].values()), result["claims"]
+
+
+def test_the_fused_draft_gives_chapter_16s_logits(served):
+    """The draft runs on the server's fused NumPy (DraftDecoder): its cached logits within 1e-12 of gpt_forward's"""
+    result, out = served
+    assert 0 <= result["speculative"]["draft_vs_chapter16"] <= 1e-12
+    assert "run by the server's fused NumPy" in out
+
+
+def test_the_fused_draft_follows_its_cache_as_gpt_forward_does(run):
+    """DraftDecoder fed in pieces, cut back and fed again equals gpt_forward's full forward (1e-12), any head count"""
+    from solutions import chapter16_sampling
+
+    target, _, heads, context = serve._load(str(run / "model.npz"))
+    ids = [3, 17, 250, 9, 9, 101, 42, 7]
+    full = chapter16_sampling.gpt_forward(np.array(ids), target, heads, None)[0]
+    d = serve.DraftDecoder(target, heads, context)  # the tiny run has 2 heads: the fused heads' split is checked too
+    d.feed(ids[:3])
+    d.feed([5, 6])  # proposals the target rejects ...
+    d.keep(3)  # ... forgotten
+    rows = np.concatenate([d.feed(ids[3:6]), d.feed([ids[6]]), d.feed([ids[7]])])
+    assert np.max(np.abs(rows - full[3:])) <= 1e-12
+    with pytest.raises(serve.TrainError, match="past its context"):
+        d.feed([1])
 
 
 def test_the_tiled_prefill_gives_chapter_16s_logits(served):
