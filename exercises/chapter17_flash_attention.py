@@ -202,7 +202,9 @@ def flash_attention_backward(
 
     The forward pass it reverses, and the weights of a tile recomputed from what it kept:
 
-    $$O = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt d} + M\right) V, \qquad P = e^{S - \mathrm{lse}}$$
+    $$O = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt d} + M\right) V,$$
+
+    $$P = e^{S - \mathrm{lse}}$$
 
     with S the ``tile_scores`` of a pair (i, j) of ``tile_pairs`` (lse subtracted row by row) and D
     ``softmax_delta``'s. Given dL/dO, it returns dL/dQ, dL/dK and dL/dV, each tile pair adding its share.

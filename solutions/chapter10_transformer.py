@@ -138,8 +138,8 @@ def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.
 
     The forward pass it reverses (``attention_forward``):
 
-    $$Q = xW_Q,\ K = xW_K,\ V = xW_V, \qquad P = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d}} + M\right),
-      \qquad A = P V$$
+    $$Q = xW_Q,\quad K = xW_K,\quad V = xW_V,$$
+    $$P = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d}} + M\right),\quad A = P V$$
 
     Given dL/dA, it returns the gradients with respect to x and the three weights. A masked weight is 0,
     so its score gets no gradient.

@@ -153,8 +153,8 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
 
     The forward pass it reverses (``multi_head_attention``):
 
-    $$Q = xW_Q,\ K = xW_K,\ V = xW_V, \qquad
-      \mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_\text{head}}} + M\right) V_h,$$
+    $$Q = xW_Q,\quad K = xW_K,\quad V = xW_V,$$
+    $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_\text{head}}} + M\right) V_h,$$
     $$\mathrm{out} = [\mathrm{head}_0, \dots, \mathrm{head}_{n-1}]\, W_O$$
 
     with $Q_h$, $K_h$, $V_h$ head h's columns (``split_heads``) and the heads put back side by side

@@ -169,7 +169,8 @@ def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
 
     The forward pass it reverses (``swiglu``):
 
-    $$a = xW_{gate}, \qquad b = xW_{up}, \qquad h = \mathrm{SiLU}(a) \odot b, \qquad \mathrm{out} = h\,W_{down}$$
+    $$a = xW_{gate},\quad b = xW_{up},$$
+    $$h = \mathrm{SiLU}(a) \odot b,\quad \mathrm{out} = h\,W_{down}$$
 
     Given dL/dout, it returns the gradients with respect to x and the three weights.
 
