@@ -108,12 +108,13 @@ def relu(x: np.ndarray) -> np.ndarray:
 
 
 def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
-    r"""Gradient through ReLU: pass the upstream gradient where the input was positive, block it elsewhere.
+    r"""Carry a gradient back through ReLU, entry by entry.
 
-    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y} \odot \mathbb{1}[x > 0]$$
+    $$y = \mathrm{ReLU}(x) = \max(0, x): \quad \text{given } \frac{\partial L}{\partial y}, \text{ the gradient }
+    \frac{\partial L}{\partial x}$$
 
-    At exactly x = 0 ReLU has a kink and no derivative; this course uses 0 there (the gradient is
-    blocked), the same choice as PyTorch and JAX.
+    At exactly x = 0 ReLU has a kink and no derivative; this course takes its slope there as 0, the same
+    choice as PyTorch and JAX.
 
     Args:
         x: the input ReLU saw (not its output), any shape.
@@ -128,7 +129,7 @@ def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
     See docs: chapter 9, step 9.7.
     """
     x, d_out = _check_same_shape(x, d_out)
-    raise NotImplementedError("9.7 relu_backward: keep d_out where x > 0, zero elsewhere (0 at exactly 0) (1 line)")
+    raise NotImplementedError("9.7 relu_backward: ReLU's local derivative at each entry of x, times the gradient that arrived; the slope at exactly 0 is the course's choice (1 line)")
 
 
 def feed_forward(
@@ -170,14 +171,12 @@ def feed_forward_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients of the feed-forward network, for its input and every parameter.
 
-    With $h = x W_1 + b_1$, $a = \mathrm{ReLU}(h)$ and $y = a W_2 + b_2$, going backwards:
+    The forward pass it reverses:
 
-    $$\frac{\partial L}{\partial W_2} = a^\top \frac{\partial L}{\partial y},\quad
-    \frac{\partial L}{\partial b_2} = \sum_{\text{rows}} \frac{\partial L}{\partial y},\quad
-    \frac{\partial L}{\partial h} = \frac{\partial L}{\partial y} W_2^\top \odot \mathbb{1}[h > 0],$$
-    $$\frac{\partial L}{\partial W_1} = x^\top \frac{\partial L}{\partial h},\quad
-    \frac{\partial L}{\partial b_1} = \sum_{\text{rows}} \frac{\partial L}{\partial h},\quad
-    \frac{\partial L}{\partial x} = \frac{\partial L}{\partial h} W_1^\top$$
+    $$h = x W_1 + b_1, \quad a = \mathrm{ReLU}(h), \quad y = a W_2 + b_2$$
+
+    Given dL/dy, it returns the gradient of the loss with respect to x and to each parameter, each the
+    shape of what it belongs to; a bias was added to every row.
 
     Args:
         x: the input of the forward pass, shape (seq, d_model).
@@ -238,12 +237,12 @@ def residual_feed_forward_backward(
     b2: np.ndarray | None,
     d_out: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    r"""Gradients of y = x + FFN(x): the FFN's gradients, plus the residual path's straight copy to x.
+    r"""Gradients of the feed-forward network with its residual connection, for its input and every parameter.
 
-    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y}
-    + \frac{\partial L}{\partial y}\,\frac{\partial\,\mathrm{FFN}}{\partial x}$$
+    $$y = x + \mathrm{FFN}(x): \quad \text{given } \frac{\partial L}{\partial y}, \text{ the gradients of }
+    x, W_1, W_2, b_1, b_2$$
 
-    The parameters' gradients are the FFN's own; only dx gains the identity term.
+    x reaches y along two paths, directly and through the FFN.
 
     Args:
         x: the input of the forward pass, shape (seq, d_model).
@@ -263,7 +262,7 @@ def residual_feed_forward_backward(
     See docs: chapter 9, step 9.10.
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
-    raise NotImplementedError("9.10 residual_feed_forward_backward: the FFN's gradients, plus d_out itself on dx (3 lines plus the width check)")
+    raise NotImplementedError("9.10 residual_feed_forward_backward: the FFN's gradients, and the chain rule for an input that reaches the output along two paths (3 lines plus the width check)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -200,18 +200,16 @@ def flash_attention_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""The gradients of attention, tile by tile, each tile's weights recomputed from the log-sum-exp.
 
-    $$\begin{gathered}
-      P = e^{S - \mathrm{lse}}, \\
-      D = \mathrm{rowsum}(dO \circ O), \\
-      dV_{(j)} \mathrel{+}= P^\top dO_{(i)}, \\
-      dS = P \circ \bigl(dO_{(i)}\, V_{(j)}^\top - D_{(i)}\bigr), \\
-      dQ_{(i)} \mathrel{+}= \frac{dS\, K_{(j)}}{\sqrt d}, \\
-      dK_{(j)} \mathrel{+}= \frac{dS^\top Q_{(i)}}{\sqrt d}
-    \end{gathered}$$
+    The forward pass it reverses, and the weights of a tile recomputed from what it kept:
 
-    for every pair (i, j) of ``tile_pairs``, with S the pair's ``tile_scores`` (lse and D subtracted row by
-    row). As the forward pass, it never makes an array of seq_q × seq_k numbers: the same measure and bound
-    as ``flash_attention_forward``'s.
+    $$O = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt d} + M\right) V,$$
+
+    $$P = e^{S - \mathrm{lse}}$$
+
+    with S the ``tile_scores`` of a pair (i, j) of ``tile_pairs`` (lse subtracted row by row) and D
+    ``softmax_delta``'s. Given dL/dO, it returns dL/dQ, dL/dK and dL/dV, each tile pair adding its share.
+    As the forward pass, it never makes an array of seq_q × seq_k numbers: the same measure and bound as
+    ``flash_attention_forward``'s.
 
     Args:
         dO: the gradient of the loss with respect to the output O, shape (n_q, d_v).
@@ -234,7 +232,7 @@ def flash_attention_backward(
     """
     Q, K, V = _check_attention(Q, K, V, causal)
     dO, out, lse = _check_backward(dO, out, lse, Q, V)
-    raise NotImplementedError("17.10 flash_attention_backward: D from softmax_delta and the scale 1/√d; the three gradients start at zero; for each pair of tile_pairs recompute the tile's weights P as e to the power (its tile_scores minus lse), add Pᵀ dO into dV, form dS as P times (dO Vᵀ minus D) entry by entry, add dS K / √d into dQ and dSᵀ Q / √d into dK (10 lines)")
+    raise NotImplementedError("17.10 flash_attention_backward: D from softmax_delta and the scale 1/√d; the three gradients start at zero; for each pair of tile_pairs recompute the tile's weights from its tile_scores and lse, then chapter 7's attention backward on that tile, with D for the row's shared number, each gradient added into its own rows (10 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -166,13 +166,12 @@ def group_sum(dH: np.ndarray, n_kv_heads: int) -> np.ndarray:
 def grouped_query_attention_backward(
     dO: np.ndarray, Q: np.ndarray, K: np.ndarray, V: np.ndarray, weights: np.ndarray, n_heads: int, n_kv_heads: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""The gradients of grouped-query attention: chapter 7's backward in every query head, then each group summed.
+    r"""The gradients of grouped-query attention, for the queries, keys and values.
 
-    $$\bigl(dQ_h,\ dK^{(h)},\ dV^{(h)}\bigr) = \mathrm{attention\_backward}\bigl(Q_h, K_{\mathrm{kv}(h)},
-      V_{\mathrm{kv}(h)}, A_h, dO_h\bigr),$$
+    The forward pass it reverses (``grouped_query_attention``), query head h reading key/value head kv(h):
 
-    $$dK_g = \sum_{\mathrm{kv}(h) = g} dK^{(h)},\quad
-      dV_g = \sum_{\mathrm{kv}(h) = g} dV^{(h)}$$
+    $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_{\mathrm{kv}(h)}^\top}{\sqrt{d_{head}}} + M\right)
+      V_{\mathrm{kv}(h)}$$
 
     dO, Q, K and V are cut into heads as the forward cut them; A_h is the forward's weights of head h (the
     mask already applied); dQ, dK and dV are the heads put back side by side.
@@ -197,7 +196,7 @@ def grouped_query_attention_backward(
     """
     Q, K, V = _check_qkv(Q, K, V, n_heads, n_kv_heads)
     dO, weights = _check_backward(dO, weights, Q, n_heads)
-    raise NotImplementedError("18.6 grouped_query_attention_backward: dO, Q, K and V cut into heads; chapter 7's attention_backward in every query head, on the key/value head it read, with its own weights; dQ's heads side by side; dK's and dV's summed over each group with group_sum, then side by side (7 lines)")
+    raise NotImplementedError("18.6 grouped_query_attention_backward: dO, Q, K and V cut into heads; chapter 7's attention_backward in every query head, on the key/value head it read, with its own weights; dQ's heads side by side; dK's and dV's brought back to the key/value heads they read, with group_sum, then side by side (7 lines)")
 
 
 def decode_step(

@@ -96,16 +96,13 @@ def lora_backward(d_y: np.ndarray, x: np.ndarray, W: np.ndarray, A: np.ndarray, 
                   alpha: float) -> dict:
     r"""The gradients of ``lora_forward``: to the input and to the adapter's A and B, none to the frozen W.
 
-    With $h = x A$, shape (seq, r), and $s = \alpha / r$:
+    The forward pass it reverses (``lora_forward``):
 
-    $$dB = s\, h^\top dY,$$
+    $$y = x W + \frac{\alpha}{r}\, (x A)\, B$$
 
-    $$dA = s\, x^\top (dY B^\top),$$
-
-    $$dx = dY\, W^\top + s\, (dY B^\top) A^\top$$
-
-    W is frozen: it gets no gradient (x^⊤ dY would cost as much as the full layer's backward), but the
-    gradient to x still flows through it as well as through the adapter.
+    Given dL/dy, it returns the gradients with respect to x, A and B. W is frozen: it gets no gradient (its
+    gradient would cost as much as the full layer's backward), but x reaches y through W as well as through
+    the adapter.
 
     Args:
         d_y: dL/dy, shape (seq, d_out).
@@ -129,7 +126,7 @@ def lora_backward(d_y: np.ndarray, x: np.ndarray, W: np.ndarray, A: np.ndarray, 
     x, W, A, B = _check_layer(x, W, A, B)
     d_y = _check_d_y(d_y, x, W)
     alpha = _check_alpha(alpha)
-    raise NotImplementedError("21.4 lora_backward: the gradient reaching x A is dY Bᵀ times α over the rank; A's gradient and x's adapter part come from it, x's other part through the frozen W, B's gradient from (x A)ᵀ dY, scaled the same; no gradient for W (4 lines)")
+    raise NotImplementedError("21.4 lora_backward: chapter 7's rule for a product, twice along the adapter's path, with its scale α over the rank; x reaches y through the frozen W too; no gradient for W (4 lines)")
 
 
 def lora_train_step(x: np.ndarray, target: np.ndarray, params: dict, alpha: float,

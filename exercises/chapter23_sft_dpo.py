@@ -211,14 +211,14 @@ def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
              ref_rejected: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
     r"""The gradient of ``dpo_loss`` with respect to the policy's log-probabilities of both answers.
 
-    $$\frac{\partial L}{\partial \log \pi_{c,b}} = -\frac{\beta}{B}\,\sigma(-z_b),$$
+    The loss it differentiates (``dpo_loss``):
 
-    $$\frac{\partial L}{\partial \log \pi_{r,b}} = +\frac{\beta}{B}\,\sigma(-z_b)$$
+    $$z = \beta\bigl[(\log \pi_c - \log \pi_{\mathrm{ref},c}) - (\log \pi_r - \log \pi_{\mathrm{ref},r})\bigr],$$
 
-    σ(−z) is the probability the implicit rewards give the wrong order: a pair already ranked right by a wide
-    margin barely moves, one ranked wrong moves most. The reference's log-probabilities are frozen and get no
-    gradient. Finite for any finite z (z = ±1000 included): σ(−z) is taken as exp(−log(1 + e^{z})), a
-    log-sum-exp, never as 1 / (1 + e^{z}), whose e^{z} overflows.
+    $$L = \frac{1}{B}\sum_{b=1}^{B} -\log \sigma(z_b)$$
+
+    The reference's log-probabilities are frozen and get no gradient. Finite for any finite z (z = ±1000
+    included): a sigmoid is taken from a log-sum-exp, never as 1 / (1 + e^{z}), whose e^{z} overflows.
 
     Args:
         policy_chosen: log π_c, shape (batch,).
@@ -236,7 +236,7 @@ def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     See docs: chapter 23, step 23.8.
     """
     pc, pr, rc, rr, beta = _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)  # noqa: F841 - yours to use
-    raise NotImplementedError("23.8 dpo_grad: the margins z as in 23.7; the derivative of −log σ of z, through z, for each answer, over the number of pairs; σ of −z as the exponential of minus a log-sum-exp of 0 and z, so that nothing overflows (3 lines)")
+    raise NotImplementedError("23.8 dpo_grad: the margins z as in 23.7; the derivative of −log σ of z, through z, for each answer, over the number of pairs; any sigmoid as the exponential of minus a log-sum-exp, so that nothing overflows (3 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

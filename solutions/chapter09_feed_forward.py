@@ -114,12 +114,13 @@ def relu(x: np.ndarray) -> np.ndarray:
 
 
 def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
-    r"""Gradient through ReLU: pass the upstream gradient where the input was positive, block it elsewhere.
+    r"""Carry a gradient back through ReLU, entry by entry.
 
-    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y} \odot \mathbb{1}[x > 0]$$
+    $$y = \mathrm{ReLU}(x) = \max(0, x): \quad \text{given } \frac{\partial L}{\partial y}, \text{ the gradient }
+    \frac{\partial L}{\partial x}$$
 
-    At exactly x = 0 ReLU has a kink and no derivative; this course uses 0 there (the gradient is
-    blocked), the same choice as PyTorch and JAX.
+    At exactly x = 0 ReLU has a kink and no derivative; this course takes its slope there as 0, the same
+    choice as PyTorch and JAX.
 
     Args:
         x: the input ReLU saw (not its output), any shape.
@@ -177,14 +178,12 @@ def feed_forward_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients of the feed-forward network, for its input and every parameter.
 
-    With $h = x W_1 + b_1$, $a = \mathrm{ReLU}(h)$ and $y = a W_2 + b_2$, going backwards:
+    The forward pass it reverses:
 
-    $$\frac{\partial L}{\partial W_2} = a^\top \frac{\partial L}{\partial y},\quad
-    \frac{\partial L}{\partial b_2} = \sum_{\text{rows}} \frac{\partial L}{\partial y},\quad
-    \frac{\partial L}{\partial h} = \frac{\partial L}{\partial y} W_2^\top \odot \mathbb{1}[h > 0],$$
-    $$\frac{\partial L}{\partial W_1} = x^\top \frac{\partial L}{\partial h},\quad
-    \frac{\partial L}{\partial b_1} = \sum_{\text{rows}} \frac{\partial L}{\partial h},\quad
-    \frac{\partial L}{\partial x} = \frac{\partial L}{\partial h} W_1^\top$$
+    $$h = x W_1 + b_1, \quad a = \mathrm{ReLU}(h), \quad y = a W_2 + b_2$$
+
+    Given dL/dy, it returns the gradient of the loss with respect to x and to each parameter, each the
+    shape of what it belongs to; a bias was added to every row.
 
     Args:
         x: the input of the forward pass, shape (seq, d_model).
@@ -256,12 +255,12 @@ def residual_feed_forward_backward(
     b2: np.ndarray | None,
     d_out: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    r"""Gradients of y = x + FFN(x): the FFN's gradients, plus the residual path's straight copy to x.
+    r"""Gradients of the feed-forward network with its residual connection, for its input and every parameter.
 
-    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y}
-    + \frac{\partial L}{\partial y}\,\frac{\partial\,\mathrm{FFN}}{\partial x}$$
+    $$y = x + \mathrm{FFN}(x): \quad \text{given } \frac{\partial L}{\partial y}, \text{ the gradients of }
+    x, W_1, W_2, b_1, b_2$$
 
-    The parameters' gradients are the FFN's own; only dx gains the identity term.
+    x reaches y along two paths, directly and through the FFN.
 
     Args:
         x: the input of the forward pass, shape (seq, d_model).

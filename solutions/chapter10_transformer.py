@@ -64,15 +64,12 @@ def layer_norm_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients of a loss through ``layer_norm``, given the gradient of its output.
 
-    With $\hat x = (x - \mu)/\sqrt{\sigma^2+\epsilon}$ and $g = d_{out} \odot \gamma$ (per row):
+    The forward pass it reverses, row by row:
 
-    $$\frac{\partial L}{\partial x} = \frac{1}{\sqrt{\sigma^2+\epsilon}}
-      \left(g - \overline{g} - \hat x\, \overline{g \odot \hat x}\right),\quad
-      \frac{\partial L}{\partial \gamma} = \sum_{\text{rows}} d_{out} \odot \hat x,\quad
-      \frac{\partial L}{\partial \beta} = \sum_{\text{rows}} d_{out}$$
+    $$y = \gamma \odot \hat x + \beta, \qquad \hat x = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}}$$
 
-    (a bar is the mean over the row's d features). The two subtracted terms are there because every
-    input moves the row's mean and variance too.
+    with the row's mean μ and population variance σ² (``layer_norm``). Given dL/dy, it returns the
+    gradients with respect to x, γ and β. Every input of a row also moves that row's mean and variance.
 
     Args:
         x: the input that went into ``layer_norm``, shape (..., d_model).
@@ -139,11 +136,13 @@ def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndar
 def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients through ``attention_forward``.
 
-    $$dV = P^\top dA,\quad dP = dA\,V^\top,\quad dS = P \odot \left(dP - \textstyle\sum_j (dP \odot P)_{:,j}\right),$$
-    $$dQ = dS\,K/\sqrt{d},\quad dK = dS^\top Q/\sqrt{d},\quad
-      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top$$
+    The forward pass it reverses (``attention_forward``):
 
-    Masked entries have P = 0, so their dS is 0 without a second mask.
+    $$Q = xW_Q,\quad K = xW_K,\quad V = xW_V,$$
+    $$P = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d}} + M\right),\quad A = P V$$
+
+    Given dL/dA, it returns the gradients with respect to x and the three weights. A masked weight is 0,
+    so its score gets no gradient.
 
     Args:
         d_out: gradient of the loss with respect to the attention output, shape (seq, d_model).
@@ -204,12 +203,12 @@ def ffn_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients through ``ffn_forward``.
 
-    $$\begin{gathered}
-      dW_2 = r^\top d_{out},\ db_2 = \textstyle\sum_{\text{rows}} d_{out},\ dz = (d_{out} W_2^\top) \odot [z > 0], \\
-      dW_1 = x^\top dz,\ db_1 = \textstyle\sum_{\text{rows}} dz,\ dx = dz\,W_1^\top
-    \end{gathered}$$
+    The forward pass it reverses (``ffn_forward``):
 
-    At exactly z = 0 the ReLU's slope is taken as 0.
+    $$z = x W_1 + b_1, \qquad r = \mathrm{ReLU}(z), \qquad \mathrm{out} = r W_2 + b_2$$
+
+    Given dL/dout, it returns the gradients with respect to x and each parameter (chapter 9's). At exactly
+    z = 0 the ReLU's slope is taken as 0.
 
     Args:
         d_out: gradient of the loss with respect to the FFN output, shape (seq, d_model).
@@ -258,8 +257,9 @@ def block_forward(x: np.ndarray, block: dict) -> tuple[np.ndarray, tuple]:
 def block_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, dict]:
     r"""Gradients through ``block_forward``.
 
-    Each residual connection y = x + F(x) sends the gradient down two paths: straight through
-    (dy) and through the sub-layer (dF/dx · dy); the two are added.
+    The forward pass it reverses (``block_forward``), two residual connections like chapter 9's:
+
+    $$x_1 = x + \mathrm{Attention}(\mathrm{LN}_1(x)),\qquad y = x_1 + \mathrm{FFN}(\mathrm{LN}_2(x_1))$$
 
     Args:
         d_y: gradient of the loss with respect to the block's output, shape (seq, d_model).

@@ -151,16 +151,14 @@ def multi_head_attention(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.
 def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     r"""Gradients through ``multi_head_attention``: for the input and all four weights.
 
-    $$dW_O = \mathrm{merged}^\top d\mathrm{out},\qquad d\mathrm{merged} = d\mathrm{out}\, W_O^\top,$$
-    $$(dQ_h, dK_h, dV_h) = \text{chapter 7's attention backward of head } h \text{ for } d\mathrm{head}_h,$$
-    $$\begin{gathered}
-      dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV, \\
-      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top
-    \end{gathered}$$
+    The forward pass it reverses (``multi_head_attention``):
 
-    d merged is cut into heads like the forward pass cut Q (``split_heads``), each head's gradient goes back
-    through that head's own softmax (scaled by 1/√d_head), and dQ, dK, dV are put back side by side
-    (``merge_heads``) before the projections. x fed all three projections, so dx is the sum of three paths.
+    $$Q = xW_Q,\quad K = xW_K,\quad V = xW_V,$$
+    $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_\text{head}}} + M\right) V_h,$$
+    $$\mathrm{out} = [\mathrm{head}_0, \dots, \mathrm{head}_{n-1}]\, W_O$$
+
+    with $Q_h$, $K_h$, $V_h$ head h's columns (``split_heads``) and the heads put back side by side
+    (``merge_heads``). Given dL/dout, it returns the gradients with respect to x and the four weights.
 
     Args:
         d_out: the gradient of the loss with respect to the output, shape (seq, d_model).

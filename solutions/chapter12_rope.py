@@ -212,13 +212,15 @@ def rope_attention(
 
 
 def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
-    r"""The gradient through ``apply_rope``: turn every pair back by the same angle.
+    r"""The gradient through ``apply_rope``, for its input X.
 
-    $$\frac{\partial L}{\partial x_m} = R_{(\text{start}+m)\theta}^\top \frac{\partial L}{\partial y_m}
-      = R_{-(\text{start}+m)\theta}\, \frac{\partial L}{\partial y_m}$$
+    The forward pass it reverses, pair by pair at position m:
 
-    A rotation's transpose is its inverse, so the pair (g_0, g_1) at angle φ becomes
-    (g_0 cos φ + g_1 sin φ, −g_0 sin φ + g_1 cos φ).
+    $$y_m = R_{(\text{start}+m)\theta}\, x_m, \qquad
+      R_\phi = \begin{bmatrix} \cos\phi & -\sin\phi \\ \sin\phi & \cos\phi \end{bmatrix}$$
+
+    Given dL/dY, it returns dL/dX: each pair of each position carried back through the rotation the
+    forward pass applied to it.
 
     Args:
         dY: the gradient of the loss with respect to ``apply_rope(X, base, start)``, shape (..., seq, d) with d

@@ -58,13 +58,12 @@ def rms_norm_backward(
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Gradients of a loss through ``rms_norm``, given the gradient of its output.
 
-    With $r = \sqrt{\overline{x^2} + \epsilon}$, $\hat x = x / r$ and $u = d_{out} \odot g$ (per row):
+    The forward pass it reverses, row by row:
 
-    $$\frac{\partial L}{\partial x} = \frac{1}{r}\left(u - \hat x\, \overline{u \odot \hat x}\right),\qquad
-      \frac{\partial L}{\partial g} = \sum_{\text{rows}} d_{out} \odot \hat x$$
+    $$y = g \odot \frac{x}{r}, \qquad r = \sqrt{\tfrac1d \textstyle\sum_k x_k^2 + \epsilon}$$
 
-    (a bar is the mean over the row's d features). The subtracted term is there because every input
-    also moves its row's root mean square r; there is no mean term, since no mean was subtracted.
+    Given dL/dy, it returns the gradients with respect to x and g. Every input of a row also moves that
+    row's r.
 
     Args:
         x: the input that went into ``rms_norm``, shape (..., d_model).
@@ -112,10 +111,10 @@ def silu(x: np.ndarray) -> np.ndarray:
 
 
 def silu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
-    r"""Gradient through SiLU, entry by entry (the product rule on x·σ(x)).
+    r"""Gradient through SiLU, entry by entry.
 
-    $$\frac{\partial L}{\partial x} = \frac{\partial L}{\partial y} \odot
-      \sigma(x)\,\bigl(1 + x\,(1 - \sigma(x))\bigr)$$
+    $$y = \mathrm{SiLU}(x) = x\,\sigma(x): \quad \text{given } \frac{\partial L}{\partial y}, \text{ the gradient }
+    \frac{\partial L}{\partial x}$$
 
     Args:
         x: the input SiLU saw (not its output), any shape.
@@ -168,13 +167,12 @@ def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarr
 def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
     r"""Gradients through ``swiglu``.
 
-    With $a = xW_{gate}$, $b = xW_{up}$, $h = \mathrm{SiLU}(a) \odot b$:
+    The forward pass it reverses (``swiglu``):
 
-    $$\begin{gathered}
-      dW_{down} = h^\top d_{out},\quad dh = d_{out} W_{down}^\top, \\
-      db = dh \odot \mathrm{SiLU}(a),\quad da = \mathrm{SiLU}'(a) \odot dh \odot b,
-    \end{gathered}$$
-    $$dW_{up} = x^\top db,\quad dW_{gate} = x^\top da,\quad dx = da\, W_{gate}^\top + db\, W_{up}^\top$$
+    $$a = xW_{gate},\quad b = xW_{up},$$
+    $$h = \mathrm{SiLU}(a) \odot b,\quad \mathrm{out} = h\,W_{down}$$
+
+    Given dL/dout, it returns the gradients with respect to x and the three weights.
 
     Args:
         d_out: gradient of the loss with respect to the output, shape (seq, d_model).
@@ -250,19 +248,9 @@ def rope_multi_head_attention(
 def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     r"""Gradients through ``rope_multi_head_attention``: for the input and all four weights.
 
-    $$\begin{gathered}
-      dW_O = \mathrm{merged}^\top d_{out}, \\
-      (d\tilde Q_h, d\tilde K_h, dV_h) = \text{chapter 7's attention backward of head } h, \\
-      dQ_h = \mathrm{RoPE}^{-1}(d\tilde Q_h),\ dK_h = \mathrm{RoPE}^{-1}(d\tilde K_h),
-    \end{gathered}$$
-    $$\begin{gathered}
-      dW_Q = x^\top dQ,\quad dW_K = x^\top dK,\quad dW_V = x^\top dV, \\
-      dx = dQ\,W_Q^\top + dK\,W_K^\top + dV\,W_V^\top
-    \end{gathered}$$
-
-    The attention backward gives the gradients of the *rotated* queries and keys (what attention saw); a
-    rotation's transpose is the rotation back (``rope_backward``), which turns them into the gradients of
-    the heads of Q and K before the projections.
+    The forward pass it reverses (``rope_multi_head_attention``): chapter 11's multi-head attention with
+    each head's queries and keys rotated (``apply_rope``) before they meet. Given dL/dout, it returns the
+    gradients with respect to x and the four weights; the pieces are chapters 7, 11 and 12's backwards.
 
     Args:
         d_out: gradient of the loss with respect to the output, shape (seq, d_model).
@@ -332,15 +320,10 @@ def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray
 def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
     r"""Gradients through ``prenorm_block``: for the input and every parameter.
 
-    Each residual y = x₁ + F(RMSNorm(x₁)) sends the gradient down two paths, straight through and through
-    the branch, and the two are added:
+    The forward pass it reverses (``prenorm_block``), two residual connections like chapter 10's:
 
-    $$\begin{gathered}
-      dx_1 = dy + \mathrm{RMSNorm}_2^\top\big(\mathrm{SwiGLU}^\top(dy)\big), \\
-      dx = dx_1 + \mathrm{RMSNorm}_1^\top\big(\mathrm{Attention}^\top(dx_1)\big)
-    \end{gathered}$$
-
-    (a ᵀ here is that function's backward pass).
+    $$x_1 = x + \mathrm{Attention}(\mathrm{RMSNorm}_{g_1}(x)),\qquad
+      y = x_1 + \mathrm{SwiGLU}(\mathrm{RMSNorm}_{g_2}(x_1))$$
 
     Args:
         d_y: gradient of the loss with respect to the block's output, shape (seq, d_model).

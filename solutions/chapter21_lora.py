@@ -102,16 +102,13 @@ def lora_backward(d_y: np.ndarray, x: np.ndarray, W: np.ndarray, A: np.ndarray, 
                   alpha: float) -> dict:
     r"""The gradients of ``lora_forward``: to the input and to the adapter's A and B, none to the frozen W.
 
-    With $h = x A$, shape (seq, r), and $s = \alpha / r$:
+    The forward pass it reverses (``lora_forward``):
 
-    $$dB = s\, h^\top dY,$$
+    $$y = x W + \frac{\alpha}{r}\, (x A)\, B$$
 
-    $$dA = s\, x^\top (dY B^\top),$$
-
-    $$dx = dY\, W^\top + s\, (dY B^\top) A^\top$$
-
-    W is frozen: it gets no gradient (x^⊤ dY would cost as much as the full layer's backward), but the
-    gradient to x still flows through it as well as through the adapter.
+    Given dL/dy, it returns the gradients with respect to x, A and B. W is frozen: it gets no gradient (its
+    gradient would cost as much as the full layer's backward), but x reaches y through W as well as through
+    the adapter.
 
     Args:
         d_y: dL/dy, shape (seq, d_out).

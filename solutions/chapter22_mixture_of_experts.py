@@ -240,12 +240,11 @@ def load_balancing_loss(probs: np.ndarray, experts: np.ndarray) -> float:
 def gates_backward(d_gates: np.ndarray, gates: np.ndarray, experts: np.ndarray, n_experts: int) -> np.ndarray:
     r"""The gradient with respect to the router's logits, from the gradient with respect to the gates.
 
-    The renormalised gates are a softmax over the k chosen logits, so chapter 7's softmax backward applies
-    within the k, and the logits of the experts not chosen receive nothing:
+    The forward it reverses: the renormalised gates are a softmax over the k chosen logits,
 
-    $$\frac{\partial L}{\partial z_{t, e_{ts}}} = g_{ts} \Bigl(dg_{ts} - \sum_{r=1}^{k} g_{tr}\, dg_{tr}\Bigr),$$
+    $$g_{ts} = \frac{e^{z_{t, e_{ts}}}}{\sum_{r=1}^{k} e^{z_{t, e_{tr}}}},$$
 
-    $$\frac{\partial L}{\partial z_{te}} = 0 \text{ for an } e \text{ not among } t\text{'s } k$$
+    and the logits of the experts not chosen do not enter them.
 
     Args:
         d_gates: dL/dg, shape (tokens, k).
@@ -271,19 +270,13 @@ def gates_backward(d_gates: np.ndarray, gates: np.ndarray, experts: np.ndarray, 
 def moe_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""The gradients of the layer through its experts and its gates (the load-balancing loss apart).
 
-    For every kept assignment (t, s) of token t to expert e = e_{ts}, with o_{ts} = x_t W_e:
+    The forward pass it reverses (``moe_forward``), with the router's logits z = x W_r and the gates g
+    from them (``top_k_gates``):
 
-    $$dg_{ts} = dy_t \cdot o_{ts},$$
+    $$y_t = \sum_{s\,:\,\text{slot}_{ts} \ne -1} g_{ts}\; x_t W_{e_{ts}}$$
 
-    $$dW_e \mathrel{+}= x_t^\top\, g_{ts}\, dy_t,$$
-
-    $$dx_t \mathrel{+}= g_{ts}\, dy_t\, W_e^\top$$
-
-    (a dropped assignment: dg = 0 and nothing else); then dz = ``gates_backward`` of dg, and the router's share:
-
-    $$dW_r = x^\top dz,$$
-
-    $$dx \mathrel{+}= dz\, W_r^\top$$
+    Given dL/dy, it returns the gradients with respect to x, the router's weights and every expert's
+    weights; x reaches y through the experts and through the gates. A dropped assignment ran nothing.
 
     Args:
         d_y: dL/dy, shape (tokens, d_out).

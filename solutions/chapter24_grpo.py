@@ -199,16 +199,14 @@ def grpo_loss_grad(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
                    mask: np.ndarray, clip_eps: float = 0.2, beta: float = 0.04) -> np.ndarray:
     r"""The gradient of ``grpo_loss`` with respect to the policy's log-probabilities, token by token.
 
-    $$\frac{\partial L}{\partial \log\pi_{bt}} = -\frac{\text{mask}_{bt}}{B \sum_{t'} \text{mask}_{bt'}}
-      \Bigl(\frac{\partial s_{bt}}{\partial \log\pi_{bt}}
-      - \beta\,\bigl(1 - \tfrac{\pi_{\text{ref}}}{\pi}\bigr)_{bt}\Bigr),$$
+    The loss it differentiates (``grpo_loss``), each token's log π entering its own s and k3 only:
 
-    $$\frac{\partial s}{\partial \log\pi} = \begin{cases} 0 & \text{where the clip is active} \\
-      \rho A & \text{elsewhere} \end{cases}$$
+    $$L = -\frac1B \sum_b \frac{\sum_t \text{mask}_{bt}\,\bigl(s_{bt} - \beta\, k_{3,bt}\bigr)}
+      {\sum_t \text{mask}_{bt}}$$
 
-    The clip is active where A > 0 and ρ > 1 + ε, or A < 0 and ρ < 1 − ε: there the min picks the clipped
-    term, a constant. (At ρ exactly 1 ± ε the two one-sided derivatives differ; either is accepted.) The
-    gradient with respect to the logits is this times chapter 6's (one-hot − p), per position.
+    with s the ``clipped_surrogate`` and k3 the ``k3_kl`` of each token. Where the min of the surrogate
+    switches from one term to the other the slope jumps: at ρ exactly 1 ± ε either one-sided derivative is
+    accepted.
 
     Args:
         logp: log π of each sampled token under the policy, shape (B, T).
