@@ -174,8 +174,7 @@ def test_the_questions_answers_and_rejections():
 
 @pytest.mark.parametrize("stage, said", [
     ("grpo", "chapter 24 (GRPO) is not in this course yet"),
-    ("moe", "chapter 22 (mixture of experts) is not in this course yet"),
-])
+])  # moe: tests/tools/learner/test_train_moe.py
 def test_a_stage_whose_chapter_is_not_in_the_course_yet_says_so(run, stage, said):
     """exit 2 naming the chapter, before anything runs (once the chapter is merged: the stage is not written yet)"""
     if list((ROOT / "solutions").glob(f"chapter{24 if stage == 'grpo' else 22}_*.py")):

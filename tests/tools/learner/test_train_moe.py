@@ -193,3 +193,37 @@ def test_a_stopped_and_resumed_mixture_run_ends_with_the_same_parameters(run, tm
             assert np.array_equal(a[key], b[key]), f"{key} differs after resuming"
     first, again = (json.loads((f / "run.json").read_text(encoding="utf-8"))["evals"] for f in (run[0], tmp_path / "moe"))
     assert first == [{**e, "seconds": f["seconds"]} for e, f in zip(again, first, strict=True)]
+
+
+def test_the_align_stage_trains_with_the_dense_runs_settings_and_refuses_the_others():
+    """nox -s align -- moe: the dense run's settings with --experts and --top-k (4 and 2); --steps etc. refused"""
+    from kata.learner.align import moe as stage
+
+    dense = {"settings": gpt.GptSettings(steps=300, d_model=32).as_dict()}
+    args = SimpleNamespace(experts=None, top_k=None, **dict.fromkeys(stage.OTHER))
+    s = stage.settings(dense, args)
+    assert (s.steps, s.d_model, s.experts, s.top_k, s.balance) == (300, 32, 4, 2, moe.BALANCE)
+    with pytest.raises(train.TrainError, match="--steps: the moe stage trains with the dense run's settings"):
+        stage.settings(dense, SimpleNamespace(**{**vars(args), "steps": 5}))
+    with pytest.raises(train.TrainError, match="--top-k must be from 1 to --experts 4"):
+        stage.settings(dense, SimpleNamespace(**{**vars(args), "top_k": 5}))
+
+
+@pytest.mark.proof
+def test_align_moe_compares_a_mixture_trained_like_the_dense_run(tmp_path):
+    """a tiny dense run, then nox -s align -- moe: the mixture trained once into align/moe/, moe.json and moe.png"""
+    dense = TINY[:-4]  # TINY ends with --experts 4 --top-k 2
+    made = tool("train", *dense, "--runs", str(tmp_path), "--name", "gpt", timeout=300)
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    proc = tool("align", "moe", str(tmp_path / "gpt"), "--impl", "solutions", timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "nox -s train -- --model gpt" in proc.stdout and "--experts 4 --top-k 2" in proc.stdout, proc.stdout
+    result = json.loads((tmp_path / "gpt" / "align" / "moe.json").read_text(encoding="utf-8"))
+    mixture = json.loads((tmp_path / "gpt" / "align" / "moe" / "run.json").read_text(encoding="utf-8"))
+    assert {k: v for k, v in mixture["settings"].items() if k not in gpt.GptSettings.MOE} == \
+        json.loads((tmp_path / "gpt" / "run.json").read_text(encoding="utf-8"))["settings"]
+    assert result["difference"] == result["moe"]["final_val_loss"] - result["dense"]["final_val_loss"]
+    assert np.array(result["moe"]["loads"]).shape == (2, 4)
+    assert_drawn_png(tmp_path / "gpt" / "align" / "moe.png", 150)
+    again = tool("align", "moe", str(tmp_path / "gpt"), "--impl", "solutions", timeout=300)
+    assert again.returncode == 0 and "was trained before with these settings" in again.stdout, again.stdout
