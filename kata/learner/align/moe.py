@@ -108,7 +108,8 @@ def figure(result: dict):
     right.set(xticks=range(layers), xticklabels=[f"layer {i + 1}" for i in range(layers)],
               ylabel="share of the assignments", title="Each expert's load at the end")
     right.grid(axis="y")
-    right.legend(loc="upper right", fontsize=8)
+    right.set_ylim(0, max(float(loads.max()), 1 / n) * 1.45)  # room above the bars for the legend
+    right.legend(loc="upper center", fontsize=8, ncol=3)
     return fig
 
 

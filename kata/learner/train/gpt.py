@@ -883,8 +883,8 @@ class Gpt(Model):
                 f"the unigram entropy {floor:.3f}\n"
                 f"wrote {out}/: run.json, loss.png, schedule.png, attention.png, "
                 f"{'loads.png, ' if s.experts else ''}model.npz, {CHECKPOINT}, {PROGRESS}\n"
-                + ("next: " + command("nox", "-s", "align", "--", "moe", str(out.parent / "gpt"))
-                   + " compares it with the dense run" if s.experts else
+                + ("beside a dense run: nox -s align -- moe runs/gpt trains this mixture with that run's settings "
+                   "and compares the two" if s.experts else
                    "next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt,
                                       "--temperature", "0.8", "--top-p", "0.9")))
 
