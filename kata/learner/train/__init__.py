@@ -139,6 +139,11 @@ def parser() -> argparse.ArgumentParser:
     gpt.add_argument("--batch", type=int, default=None, help=f"windows per step (default {g.batch})")
     gpt.add_argument("--kv-heads", type=int, default=None, help="key/value heads, fewer than --heads: grouped-query "
                      "attention, your chapter 18 (default: one per head)")
+    gpt.add_argument("--experts", type=int, default=None, help="experts per block: a mixture of experts, your "
+                     "chapter 22, each of width d_ff / top-k (default: none, the dense SwiGLU)")
+    gpt.add_argument("--top-k", type=int, default=None, help="experts each token runs through (with --experts)")
+    gpt.add_argument("--balance", type=float, default=None, help=f"the load-balancing loss's coefficient (with "
+                     f"--experts; default {g.balance:g})")
     gpt.add_argument("--warmup", type=int, default=None, help=f"warm-up steps (default {g.warmup})")
     gpt.add_argument("--min-lr", type=float, default=None, help=f"the floor of the cosine (default {g.min_lr:g})")
     gpt.add_argument("--eval-every", type=int, default=None, help=f"steps between evaluations and checkpoints "

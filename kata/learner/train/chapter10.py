@@ -316,7 +316,8 @@ class Chapter10(Model):
                "of earlier positions. Look at attention_forward: the causal mask. A model that sees the next "
                "character learns to copy it and cannot write on its own.")
     rerun = "`nox -s chapter10` shows"
-    GPT_ONLY = ("vocab_size", "heads", "batch", "warmup", "min_lr", "eval_every", "stop_at")
+    GPT_ONLY = ("vocab_size", "heads", "batch", "warmup", "min_lr", "eval_every", "stop_at", "experts", "top_k",
+                "balance")
 
     # --- this process ---
     def plan(self, args) -> tuple[Settings, dict]:

@@ -166,3 +166,35 @@ def head_attention_figure(tokens: list[str], maps: list, title: str):
         bar.outline.set_visible(False)
     fig.suptitle(title, fontsize=11, fontweight="bold")
     return fig
+
+
+def loads_figure(evals: list[dict], experts: int, top_k: int):
+    """A mixture of experts' loads: each expert's share of the assignments at every evaluation, one panel a layer.
+
+    The shares are on the validation windows (``loads`` of each evaluation); the dashed line, 1 / N, is an even
+    router's. An expert's line near 0 is one the router has stopped using.
+    """
+    from matplotlib.figure import Figure
+
+    from ...style import PALETTE
+
+    steps = [e["step"] for e in evals]
+    loads = np.array([e["loads"] for e in evals])  # (evaluations, layers, experts)
+    layers = loads.shape[1]
+    fig = Figure(figsize=(3.6 * layers + 0.6, 3.4), layout="constrained")
+    axes = fig.subplots(1, layers, squeeze=False, sharey=True).ravel()
+    for layer, ax in enumerate(axes):
+        for e in range(experts):
+            ax.plot(steps, loads[:, layer, e], color=PALETTE[e % len(PALETTE)], marker="o", markersize=3,
+                    linestyle="-" if e < len(PALETTE) else "--", label=f"expert {e + 1}")
+        ax.axhline(1 / experts, color="#8c959f", linewidth=1, linestyle=(0, (4, 3)))
+        ax.annotate(f"even: 1/{experts}", (1, 1 / experts), xycoords=("axes fraction", "data"), xytext=(-2, 3),
+                    textcoords="offset points", ha="right", va="bottom", color="#57606a", fontsize=9)
+        ax.set(xlim=(0, max(steps)), ylim=(0, max(0.6, float(loads.max()) * 1.1)), xlabel="step",
+               title=f"layer {layer + 1}")
+        ax.grid(axis="y", color="#d0d7de", linewidth=0.8)
+    axes[0].set_ylabel("share of the assignments")
+    axes[-1].legend(loc="upper right", fontsize=8)
+    fig.suptitle(f"Each expert's load: {experts} experts, top-{top_k}, on the validation windows", fontsize=11,
+                 fontweight="bold")
+    return fig

@@ -46,9 +46,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import moe as mixture
 from .corpus import TrainError, load_corpus
 from .gradcheck import compare, numerical
 from .model import Model, Probe, command
+from .moe import BALANCE, MOE_BLOCK_KEYS, TINY_BALANCE, Moe, active_parameters, expert_shapes
 
 GPT_BLOCK_KEYS = ("g1", "WQ", "WK", "WV", "WO", "g2", "W_gate", "W_up", "W_down")  # chapter 13's BLOCK_KEYS
 
@@ -79,6 +81,11 @@ class GptSettings:
     prompt: str = "A list is"
     validation: float = 0.1  # the last tenth of the tokens is held out
     kv_heads: int = 0  # key/value heads (chapter 18's grouped-query attention); 0: one per query head
+    experts: int = 0  # experts per block (chapter 22's mixture of experts, moe.py); 0: the dense SwiGLU
+    top_k: int = 0  # experts each token runs through, each of width d_ff / top_k
+    balance: float = BALANCE  # the load-balancing loss's coefficient (a mixture of experts only)
+
+    MOE = ("experts", "top_k", "balance")  # left out of a dense run's settings (its run.json is as before)
 
     @property
     def grouped(self) -> bool:
@@ -102,6 +109,7 @@ class GptSettings:
                              f"{self.kv_heads!r}")
         if self.warmup > self.steps:
             raise TrainError(f"--warmup {self.warmup} is more than --steps {self.steps}")
+        self._check_experts()
         for name in ("lr", "clip"):
             if not (np.isfinite(getattr(self, name)) and getattr(self, name) > 0):
                 raise TrainError(f"--{name} must be a positive number, got {getattr(self, name)}")
@@ -113,60 +121,108 @@ class GptSettings:
             raise TrainError(f"the validation share must be between 0 and 0.5, got {self.validation}")
         return self
 
+    def _check_experts(self) -> None:
+        """Refuse --experts and --top-k values no mixture of experts can use (TrainError naming the option)."""
+        for name in ("experts", "top_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TrainError(f"--{name.replace('_', '-')} must be a whole number, got {value!r}")
+        if not self.experts:
+            if self.top_k:
+                raise TrainError(f"--top-k {self.top_k} chooses among experts: give --experts too (e.g. --experts 4 "
+                                 "--top-k 2)")
+            return
+        if self.experts < 2:
+            raise TrainError(f"--experts must be at least 2 (one expert is the dense model), got {self.experts}")
+        if not 1 <= self.top_k <= self.experts:
+            raise TrainError(f"--top-k must be from 1 to --experts {self.experts} (the experts each token runs "
+                             f"through), got {self.top_k}")
+        if self.d_ff % self.top_k:
+            raise TrainError(f"--d-ff {self.d_ff} must split into --top-k {self.top_k} experts' widths of a whole "
+                             "number (each expert is d_ff / top_k wide, so a token's active parameters are the "
+                             "dense model's)")
+        if not (np.isfinite(self.balance) and self.balance >= 0):
+            raise TrainError(f"--balance must be 0 or more, got {self.balance}")
+
+    @property
+    def moe(self) -> Moe | None:
+        """What a mixture-of-experts model carries (``--experts``, your chapter 22), or None for the dense GPT."""
+        return Moe(self.top_k, self.balance) if self.experts else None
+
     def as_dict(self) -> dict:
-        """The settings as plain data."""
-        return asdict(self)
+        """The settings as plain data (a dense run's without the mixture's three)."""
+        d = asdict(self)
+        return d if self.experts else {k: v for k, v in d.items() if k not in self.MOE}
 
 
-def flat_names(layers: int) -> list[str]:
+def block_keys(moe: bool) -> tuple[str, ...]:
+    """A block's keys: chapter 13's, or with a router and stacked experts for a mixture of experts (moe.py)."""
+    return MOE_BLOCK_KEYS if moe else GPT_BLOCK_KEYS
+
+
+def flat_names(layers: int, moe: bool = False) -> list[str]:
     """Every parameter's flat name, in a fixed order: ``tok_emb``, ``blocks.0.g1``, …, ``g_final``, ``W_out``."""
-    return ["tok_emb", *(f"blocks.{i}.{k}" for i in range(layers) for k in GPT_BLOCK_KEYS), "g_final", "W_out"]
+    return ["tok_emb", *(f"blocks.{i}.{k}" for i in range(layers) for k in block_keys(moe)), "g_final", "W_out"]
 
 
 def flat(model: dict) -> dict[str, np.ndarray]:
     """The model's arrays under flat names (the same arrays, not copies)."""
     out = {"tok_emb": model["tok_emb"]}
     for i, block in enumerate(model["blocks"]):
-        out.update({f"blocks.{i}.{k}": block[k] for k in GPT_BLOCK_KEYS})
+        out.update({f"blocks.{i}.{k}": block[k] for k in block_keys("W_router" in block)})
     return {**out, "g_final": model["g_final"], "W_out": model["W_out"]}
 
 
-def nested(arrays: dict[str, np.ndarray]) -> dict:
-    """The model dict of chapter 16's layout from flat names (the same arrays, not copies)."""
+def nested(arrays: dict[str, np.ndarray], moe: Moe | None = None) -> dict:
+    """The model dict of chapter 16's layout from flat names (the same arrays, not copies).
+
+    A mixture of experts (``blocks.0.W_router``) carries ``moe`` under ``"moe"``: what its forward needs.
+    """
     layers = len({k.split(".")[1] for k in arrays if k.startswith("blocks.")})
-    return {"tok_emb": arrays["tok_emb"],
-            "blocks": [{k: arrays[f"blocks.{i}.{k}"] for k in GPT_BLOCK_KEYS} for i in range(layers)],
-            "g_final": arrays["g_final"], "W_out": arrays["W_out"]}
+    keys = block_keys("blocks.0.W_router" in arrays)
+    model = {"tok_emb": arrays["tok_emb"],
+             "blocks": [{k: arrays[f"blocks.{i}.{k}"] for k in keys} for i in range(layers)],
+             "g_final": arrays["g_final"], "W_out": arrays["W_out"]}
+    return {**model, "moe": moe} if moe is not None else model
 
 
-def shapes(vocab: int, d_model: int, d_ff: int, layers: int, kv_width: int | None = None) -> dict[str, tuple]:
-    """Every parameter's shape, by flat name; ``kv_width`` (n_kv_heads · d_head): W_K and W_V's, if narrower."""
+def shapes(vocab: int, d_model: int, d_ff: int, layers: int, kv_width: int | None = None, experts: int = 0,
+           top_k: int = 0) -> dict[str, tuple]:
+    """Every parameter's shape, by flat name; ``kv_width`` (n_kv_heads · d_head): W_K and W_V's, if narrower.
+
+    With ``experts``: each block's router and ``experts`` SwiGLUs of width d_ff / top_k, stacked (moe.py).
+    """
     kv = kv_width or d_model
     block = {"g1": (d_model,), "WQ": (d_model, d_model), "WK": (d_model, kv), "WV": (d_model, kv),
              "WO": (d_model, d_model), "g2": (d_model,), "W_gate": (d_model, d_ff), "W_up": (d_model, d_ff),
              "W_down": (d_ff, d_model)}
+    if experts:
+        block.update(expert_shapes(d_model, d_ff, experts, top_k))
     top = {"tok_emb": (vocab, d_model), "g_final": (d_model,), "W_out": (d_model, vocab)}
-    return {name: block[name.split(".")[2]] if name.startswith("blocks.") else top[name] for name in flat_names(layers)}
+    return {name: block[name.split(".")[2]] if name.startswith("blocks.") else top[name]
+            for name in flat_names(layers, bool(experts))}
 
 
-def init_model(vocab: int, d_model: int, d_ff: int, layers: int, seed: int, kv_width: int | None = None) -> dict:
+def init_model(vocab: int, d_model: int, d_ff: int, layers: int, seed: int, kv_width: int | None = None,
+               experts: int = 0, top_k: int = 0) -> dict:
     """Starting parameters: gains 1, embeddings N(0, 1), each matrix normal with variance 1/fan-in.
 
     The two matrices that write into the stream (``WO``, ``W_down``) are also shrunk by √(2·layers), so the
-    stream does not grow with depth.
+    stream does not grow with depth. An expert's matrices are each one matrix of the stack (fan-in: the axis
+    before the last); the router is a matrix like the others.
 
     (No chapter has an ``init_params`` for this model; the choice is the usual one, e.g. GPT-2's.)
     """
     rng = np.random.default_rng(seed)
     out = {}
-    for name, shape in shapes(vocab, d_model, d_ff, layers, kv_width).items():
+    for name, shape in shapes(vocab, d_model, d_ff, layers, kv_width, experts, top_k).items():
         key = name.split(".")[-1]
         if key in ("g1", "g2", "g_final"):
             out[name] = np.ones(shape)
         elif key == "tok_emb":
             out[name] = rng.normal(0.0, 1.0, shape)
         else:
-            scale = 1.0 / np.sqrt(shape[0]) / (np.sqrt(2.0 * layers) if key in ("WO", "W_down") else 1.0)
+            scale = 1.0 / np.sqrt(shape[-2]) / (np.sqrt(2.0 * layers) if key in ("WO", "W_down") else 1.0)
             out[name] = rng.normal(0.0, scale, shape)
     return nested(out)
 
@@ -235,7 +291,10 @@ def forward_hidden(ch, ids: np.ndarray, model: dict, n_heads: int) -> tuple[np.n
     x = model["tok_emb"][ids]
     caches = []
     for block in model["blocks"]:
-        x, cache = ch.c13.prenorm_block(x, block, n_heads)
+        if "moe" in model:  # a mixture of experts: moe.py joins your chapter 13 and 22 functions
+            x, cache = mixture.block_forward(ch, x, block, n_heads, model["moe"])
+        else:
+            x, cache = ch.c13.prenorm_block(x, block, n_heads)
         x = np.asarray(x, dtype=np.float64)
         caches.append(cache)
     return x, caches
@@ -247,11 +306,17 @@ def logits_of(ch, ids: np.ndarray, model: dict, n_heads: int) -> np.ndarray:
     return np.asarray(ch.c13.rms_norm(x, model["g_final"]), dtype=np.float64) @ model["W_out"]
 
 
-def mean_loss(ch, model: dict, n_heads: int, windows: np.ndarray) -> float:
-    """Mean cross-entropy (nats per token) of predicting each window's tokens 1.. from its tokens ..-1."""
+def mean_loss(ch, model: dict, n_heads: int, windows: np.ndarray, seen=None) -> float:
+    """Mean cross-entropy (nats per token) of predicting each window's tokens 1.. from its tokens ..-1.
+
+    ``seen(caches)``, if given, receives each window's block caches (a mixture of experts' loads are read there).
+    """
     total = 0.0
     for w in windows:
-        logp = _log_softmax(logits_of(ch, w[:-1], model, n_heads))
+        x, caches = forward_hidden(ch, w[:-1], model, n_heads)
+        if seen is not None:
+            seen(caches)
+        logp = _log_softmax(np.asarray(ch.c13.rms_norm(x, model["g_final"]), dtype=np.float64) @ model["W_out"])
         total += -float(np.sum(logp[np.arange(len(w) - 1), w[1:]]))
     return total / (len(windows) * (windows.shape[1] - 1))
 
@@ -261,10 +326,14 @@ def loss_and_grads(ch, model: dict, n_heads: int, windows: np.ndarray) -> tuple[
 
     ``windows`` is (batch, context + 1) token ids: each row's first ``context`` tokens go in, and each position
     predicts the next one. Forward and backward through your chapter 13 functions, one window at a time.
+
+    A mixture of experts (``model["moe"]``) adds ``balance`` times each window's load-balancing losses (summed
+    over the layers), averaged over the windows (moe.py).
     """
     count = windows.size - len(windows)  # predicted tokens
     grads = {name: np.zeros_like(a) for name, a in flat(model).items()}
-    total = 0.0
+    total, balance = 0.0, 0.0
+    weight = model["moe"].balance / len(windows) if "moe" in model else 0.0
     for w in windows:
         ids, targets = w[:-1], w[1:]
         x, caches = forward_hidden(ch, ids, model, n_heads)
@@ -272,26 +341,35 @@ def loss_and_grads(ch, model: dict, n_heads: int, windows: np.ndarray) -> tuple[
         logp = _log_softmax(h @ model["W_out"])
         rows = np.arange(len(ids))
         total += -float(np.sum(logp[rows, targets]))
+        if weight:
+            balance += weight * mixture.balance_and_loads(caches)[0]
         dz = np.exp(logp)
         dz[rows, targets] -= 1.0
         dz /= count
-        backward(ch, model, ids, x, caches, h, dz, grads)
-    return total / count, grads
+        backward(ch, model, ids, x, caches, h, dz, grads, weight)
+    return total / count + balance, grads
 
 
 def backward(ch, model: dict, ids: np.ndarray, x: np.ndarray, caches: list, h: np.ndarray, dz: np.ndarray,
-             grads: dict[str, np.ndarray]) -> None:
+             grads: dict[str, np.ndarray], balance: float = 0.0) -> None:
     """Add to ``grads`` (flat names) the gradient of a loss whose gradient to one sequence's logits is ``dz``.
 
     ``x`` and ``caches`` are ``forward_hidden``'s, ``h`` the final RMSNorm's output (``logits = h @ W_out``). The
     unembedding here, then your ``rms_norm_backward`` and ``prenorm_block_backward`` down the blocks, and each row
-    of the first block's input gradient added to the embedding row it was looked up from.
+    of the first block's input gradient added to the embedding row it was looked up from. A mixture of experts'
+    blocks go back through moe.py, the load-balancing loss of this window at weight ``balance``.
     """
     grads["W_out"] += h.T @ dz
     dx, dg = ch.c13.rms_norm_backward(x, model["g_final"], dz @ model["W_out"].T)
     grads["g_final"] += np.asarray(dg, dtype=np.float64)
     dx = np.asarray(dx, dtype=np.float64)
     for i in reversed(range(len(model["blocks"]))):
+        if "moe" in model:
+            g = mixture.block_backward(ch, dx, caches[i], balance)
+            for k in MOE_BLOCK_KEYS:
+                grads[f"blocks.{i}.{k}"] += g[k]
+            dx = g["x"]
+            continue
         g = ch.c13.prenorm_block_backward(dx, caches[i])
         if not isinstance(g, dict) or "x" not in g:
             raise TrainError("prenorm_block_backward must return a dict with the key 'x' and one key per "
@@ -316,6 +394,8 @@ def model_arrays(model: dict, settings: GptSettings, merges: list) -> dict[str, 
     arrays["context"] = np.array(settings.context)
     arrays["kv_heads"] = np.array(settings.kv_heads if settings.grouped else settings.n_heads)
     arrays["kata_format"] = np.array(GPT_FORMAT)
+    if getattr(settings, "experts", 0):
+        arrays["experts"], arrays["top_k"] = np.array(settings.experts), np.array(settings.top_k)
     return arrays
 
 
@@ -328,6 +408,9 @@ def model_from_arrays(arrays: dict) -> tuple[dict, list, int, int]:
     """(model, merges, n_heads, context) from a GPT's model.npz arrays; TrainError naming what does not fit."""
     if not is_gpt(arrays):
         raise TrainError(f"it is not a GPT written by nox -s train -- --model gpt (format {GPT_FORMAT!r})")
+    if int(arrays.get("experts", 0)):
+        raise TrainError(f"it is a mixture-of-experts GPT (--experts {int(arrays['experts'])} --top-k "
+                         f"{int(arrays['top_k'])}): this tool takes a dense GPT (nox -s train -- --model gpt)")
     for key in ("tok_emb", "g_final", "W_out", "merges", "n_heads", "context", "blocks.0.WQ"):
         if key not in arrays:
             raise TrainError(f"it has no {key}")
@@ -521,7 +604,9 @@ def attention_maps(ch, model: dict, n_heads: int, ids) -> list[np.ndarray]:
         scores = np.where(mask, q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1]), -np.inf)
         w = np.exp(scores - scores.max(axis=-1, keepdims=True))
         maps.append(w / w.sum(axis=-1, keepdims=True))
-        x = np.asarray(ch.c13.prenorm_block(x, block, n_heads)[0], dtype=np.float64)
+        step = (mixture.block_forward(ch, x, block, n_heads, model["moe"]) if "moe" in model
+                else ch.c13.prenorm_block(x, block, n_heads))
+        x = np.asarray(step[0], dtype=np.float64)
     return maps
 
 
@@ -543,23 +628,29 @@ def _checked_step(params: dict, new_params, new_state) -> None:
 TINY = {"vocab": 7, "d_model": 8, "n_heads": 2, "d_ff": 6, "layers": 2}
 
 
-def tiny_gpt(rng: np.random.Generator) -> dict:
-    """A tiny GPT with every parameter random (gains around 1), so every path matters."""
-    model = init_model(TINY["vocab"], TINY["d_model"], TINY["d_ff"], TINY["layers"], seed=0)
+TINY_MOE = {"experts": 4, "top_k": 2}  # the tiny mixture of experts: four experts of width 3, two per token
+
+
+def tiny_gpt(rng: np.random.Generator, moe: bool = False) -> dict:
+    """A tiny GPT with every parameter random (gains around 1), so every path matters; ``moe``: with experts."""
+    experts = TINY_MOE if moe else {}
+    model = init_model(TINY["vocab"], TINY["d_model"], TINY["d_ff"], TINY["layers"], seed=0, **experts)
     for name, a in flat(model).items():
         a[...] = rng.normal(0.0, 0.5, a.shape) + (1.0 if name.split(".")[-1] in ("g1", "g2", "g_final") else 0.0)
-    return model
+    return nested(flat(model), Moe(TINY_MOE["top_k"], TINY_BALANCE)) if moe else model
 
 
-def backward_order(layers: int) -> list[tuple[str, str]]:
+def backward_order(layers: int, moe: bool = False) -> list[tuple[str, str]]:
     """Every parameter (flat name) with the function that computes its gradient, in the order the backward runs."""
     order = [("W_out", "the tool's unembedding"), ("g_final", "rms_norm_backward")]
     for i in reversed(range(layers)):
         order += [(f"blocks.{i}.{k}", "swiglu_backward") for k in ("W_gate", "W_up", "W_down")]
+        if moe:
+            order += [(f"blocks.{i}.W_router", "gates_backward")]
         order += [(f"blocks.{i}.g2", "rms_norm_backward")]
         order += [(f"blocks.{i}.{k}", "rope_multi_head_attention_backward") for k in ("WQ", "WK", "WV", "WO")]
         order += [(f"blocks.{i}.g1", "rms_norm_backward")]
-    return [*order, ("tok_emb", "prenorm_block_backward")]
+    return [*order, ("tok_emb", "the tool's mixture-of-experts block (moe.py)" if moe else "prenorm_block_backward")]
 
 
 def one_function_checks(ch, rng: np.random.Generator):
@@ -578,7 +669,7 @@ def one_function_checks(ch, rng: np.random.Generator):
     got = [*got, None, None][:2] if isinstance(got, (tuple, list)) else [got, None]
     yield compare("rms_norm_backward", "rms_norm", ("dx", "dg"), got, [numerical(rms, a) for a in (x, g)])
     silu = lambda: float(np.sum(R * c13.silu(x)))  # noqa: E731
-    yield compare("silu_backward", "silu", ("its result",), [c13.silu_backward(x, R)], [numerical(silu, x)])
+    yield compare("silu_backward", "silu", ("result",), [c13.silu_backward(x, R)], [numerical(silu, x)])
     F = [rng.normal(0, 0.6, (d, d_ff)), rng.normal(0, 0.6, (d, d_ff)), rng.normal(0, 0.6, (d_ff, d))]
     ffn = lambda: float(np.sum(R * c13.swiglu(x, *F)[0]))  # noqa: E731
     _, cache = c13.swiglu(x, *F)
@@ -588,7 +679,7 @@ def one_function_checks(ch, rng: np.random.Generator):
     H = rng.normal(0, 1, (heads, seq, d // heads))
     RH = rng.normal(0, 1, H.shape)
     rope = lambda: float(np.sum(RH * c12.apply_rope(H)))  # noqa: E731
-    yield compare("rope_backward", "apply_rope (chapter 12)", ("its result",), [c12.rope_backward(RH)],
+    yield compare("rope_backward", "apply_rope (chapter 12)", ("result",), [c12.rope_backward(RH)],
                   [numerical(rope, H)])
     W = {k: rng.normal(0, 0.6, (d, d)) for k in ("WQ", "WK", "WV", "WO")}
     att = lambda: float(np.sum(R * c13.rope_multi_head_attention(x, W, heads)[0]))  # noqa: E731
@@ -605,6 +696,8 @@ def one_function_checks(ch, rng: np.random.Generator):
                     [numerical(blk, x), *(numerical(blk, block[k]) for k in GPT_BLOCK_KEYS)])
     yield (found[0], found[1] + " (the layer functions inside it are right: look at how it joins them, the "
                                 "residual paths dy + dF)") if found else None
+    if hasattr(ch, "c22"):  # a mixture of experts: the router's gradient through the top-k gates
+        yield mixture.gates_check(ch, rng)
 
 
 
@@ -681,14 +774,15 @@ class Gpt(Model):
     peeking = ("prenorm_block lets positions see later ones: changing only the last token changed the logits of "
                "earlier positions. Look at rope_multi_head_attention: the causal mask. A model that sees the next "
                "token learns to copy it and cannot write on its own.")
-    rerun = "`nox -s chapter13` (and 11, 12) show"
+    rerun = "`nox -s chapter13` (and 11, 12; 22 and 7 with --experts) show"
     OPTIONS = {"steps": "steps", "lr": "lr", "d_model": "d_model", "d_ff": "d_ff", "layers": "layers",
                "context": "context", "seed": "seed", "prompt": "prompt", "vocab_size": "vocab_size",
                "heads": "n_heads", "batch": "batch", "warmup": "warmup", "min_lr": "min_lr",
-               "eval_every": "eval_every", "corpus": "corpus", "kv_heads": "kv_heads"}  # option -> GptSettings field
+               "eval_every": "eval_every", "corpus": "corpus", "kv_heads": "kv_heads", "experts": "experts",
+               "top_k": "top_k", "balance": "balance"}  # option -> GptSettings field
 
     def chapters_for(self, s: GptSettings) -> dict[str, int]:
-        return {**self.chapters, "c18": 18} if s.grouped else self.chapters
+        return {**self.chapters, **({"c18": 18} if s.grouped else {}), **(mixture.CHAPTERS if s.experts else {})}
 
     # --- this process ---
     def plan(self, args) -> tuple[GptSettings, dict] | None:
@@ -722,15 +816,24 @@ class Gpt(Model):
         return args.name or "gpt"
 
     def header(self, s: GptSettings, shown: str, out: Path, args, modules: dict, made_of: dict[str, str]) -> str:
-        files = [n for key, n in self.chapters.items() if made_of[modules[key]] == f"{shown}/{modules[key]}.py"]
+        used = {**self.chapters, **(mixture.CHAPTERS if s.experts else {})}
+        files = [n for key, n in used.items() if made_of[modules[key]] == f"{shown}/{modules[key]}.py"]
         parts = [f"{shown}/ chapters {_numbers(files)}"] if files else []
-        parts += [f"chapter {n} from {made_of[modules[key]]}" for key, n in self.chapters.items() if n not in files]
+        parts += [f"chapter {n} from {made_of[modules[key]]}" for key, n in used.items() if n not in files]
+        if s.experts:
+            p = active_parameters(s.d_model, s.d_ff, s.layers, s.experts, s.top_k)
+            moe = (f"\n  a mixture of experts (your chapter 22): each block's SwiGLU is {s.experts} experts of d_ff / "
+                   f"{s.top_k} = {s.d_ff // s.top_k}, {s.top_k} per token: {p['active']:,} active feed-forward "
+                   f"parameters (the dense {p['dense']:,} + the routers' {p['router']:,}) of {p['total']:,}; "
+                   f"load-balancing loss × {s.balance:g}")
+        else:
+            moe = ""
         return (f"training a GPT made of {', '.join(parts)} on Python's own documentation (pydoc_data.topics)"
                 + (" — resuming" if args.resume else "") +
                 f"\n  BPE vocabulary {s.vocab_size}, d_model {s.d_model}, {s.n_heads} heads, {s.layers} layers, d_ff "
                 f"{s.d_ff}" + (f", {s.kv_heads} key/value heads (your chapter 18)" if s.grouped else "") +
                 f", context {s.context}, batch {s.batch}; {s.steps} steps of AdamW, lr {s.lr:g} (warm-up "
-                f"{s.warmup}, cosine to {s.min_lr:g}), seed {s.seed}  ->  {out}/")
+                f"{s.warmup}, cosine to {s.min_lr:g}), seed {s.seed}  ->  {out}/" + moe)
 
     def ready(self, event: dict) -> str:
         return (f"  ✓ {event['vocab_size']} tokens, {event['bytes_per_token']:.2f} bytes per token "
@@ -743,7 +846,7 @@ class Gpt(Model):
                 f"{event['sample']!r}"[:150])
 
     def write_run(self, out: Path, s: GptSettings, args, result: dict, started: float) -> list:
-        from .figures import gpt_loss_figure, head_attention_figure, schedule_figure
+        from .figures import gpt_loss_figure, head_attention_figure, loads_figure, schedule_figure
 
         info, evals = result["ready"], result["history"]
         floor = info["unigram_entropy"]
@@ -759,11 +862,16 @@ class Gpt(Model):
             "train_seconds": round(result["train_seconds"], 3), "tokens_per_s": round(result["rate"], 1),
             "seconds": round(time.perf_counter() - started, 3),
         }
+        if s.experts:
+            run["moe"] = {**active_parameters(s.d_model, s.d_ff, s.layers, s.experts, s.top_k),
+                          "expert_width": s.d_ff // s.top_k, "balance": s.balance,
+                          "loads_means": "each expert's share of the assignments on the validation windows, per layer"}
         (out / "run.json").write_text(json.dumps(run, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         return [("loss.png", gpt_loss_figure(evals, floor, "A GPT on Python's own documentation")),
                 ("schedule.png", schedule_figure(result["schedule"], s.warmup)),
                 ("attention.png", head_attention_figure(result["attention_tokens"], result["attention"],
-                                                        "Every head's attention on the first validation tokens"))]
+                                                        "Every head's attention on the first validation tokens")),
+                *([("loads.png", loads_figure(evals, s.experts, s.top_k))] if s.experts else [])]
 
     def summary(self, out: Path, s: GptSettings, args, result: dict, started: float) -> str:
         from .loop import CHECKPOINT, PROGRESS
@@ -773,20 +881,23 @@ class Gpt(Model):
         return (f"\ndone: {result['train_seconds']:.1f} s of training steps ({result['rate']:,.0f} tokens/s); "
                 f"validation loss {last['val_loss']:.3f} nats, {abs(gap):.3f} {'below' if gap >= 0 else 'above'} "
                 f"the unigram entropy {floor:.3f}\n"
-                f"wrote {out}/: run.json, loss.png, schedule.png, attention.png, model.npz, {CHECKPOINT}, {PROGRESS}\n"
-                "next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt, "--temperature",
-                                   "0.8", "--top-p", "0.9"))
+                f"wrote {out}/: run.json, loss.png, schedule.png, attention.png, "
+                f"{'loads.png, ' if s.experts else ''}model.npz, {CHECKPOINT}, {PROGRESS}\n"
+                + ("beside a dense run: nox -s align -- moe runs/gpt trains this mixture with that run's settings "
+                   "and compares the two" if s.experts else
+                   "next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt,
+                                      "--temperature", "0.8", "--top-p", "0.9")))
 
     # --- the gradient check ---
     def probe(self, ch, rng: np.random.Generator) -> Probe:
-        model, heads = tiny_gpt(rng), TINY["n_heads"]
+        model, heads = tiny_gpt(rng, moe=hasattr(ch, "c22")), TINY["n_heads"]  # chapter 22 given: --experts
         windows = np.array([[1, 3, 1, 0, 6, 2, 5], [4, 4, 2, 6, 0, 1, 3]])
         return Probe(flat(model), lambda: loss_and_grads(ch, model, heads, windows)[0],
                      lambda: loss_and_grads(ch, model, heads, windows), lambda ids: logits_of(ch, ids, model, heads),
                      windows[0, :-1], TINY["vocab"])
 
     def backward_order(self, probe: Probe) -> list[tuple[str, str]]:
-        return backward_order(TINY["layers"])
+        return backward_order(TINY["layers"], "blocks.0.W_router" in probe.params)
 
     def one_function_checks(self, ch, rng: np.random.Generator):
         return one_function_checks(ch, rng)
@@ -819,7 +930,7 @@ class Gpt(Model):
 
     def start(self, ch, s: GptSettings, data: dict) -> tuple[dict, dict]:
         params = {k: np.array(a) for k, a in flat(init_model(data["tokens"].vocab_size, s.d_model, s.d_ff, s.layers,
-                                                             s.seed, kv_width(s))).items()}
+                                                             s.seed, kv_width(s), s.experts, s.top_k)).items()}
         return params, ch.c15.adamw_init(params)
 
     def batch(self, data: dict, s: GptSettings, step: int) -> np.ndarray:
@@ -827,8 +938,8 @@ class Gpt(Model):
 
     def loss_and_grads(self, ch, params: dict, batch: np.ndarray, s: GptSettings):
         if not s.grouped:
-            return loss_and_grads(ch, nested(params), s.n_heads, batch)
-        loss, grads = loss_and_grads(ch, widen(nested(params), s.n_heads), s.n_heads, batch)
+            return loss_and_grads(ch, nested(params, s.moe), s.n_heads, batch)
+        loss, grads = loss_and_grads(ch, widen(nested(params, s.moe), s.n_heads), s.n_heads, batch)
         return loss, narrow_grads(ch, grads, s.n_heads, s.kv_heads)
 
     def update(self, ch, params: dict, state: dict, grads, step: int, s: GptSettings):
@@ -847,9 +958,13 @@ class Gpt(Model):
 
     def observe(self, ch, params: dict, data: dict, s: GptSettings, step: int, losses: list[float],
                 seconds: float) -> tuple[dict, dict]:
-        model = widen(nested(params), s.n_heads)
+        model = widen(nested(params, s.moe), s.n_heads)
+        seen: list = []
         entry = {"step": step, "train_loss": mean_loss(ch, model, s.n_heads, data["train_windows"]),
-                 "val_loss": mean_loss(ch, model, s.n_heads, data["val_windows"]), "seconds": round(seconds, 3)}
+                 "val_loss": mean_loss(ch, model, s.n_heads, data["val_windows"], seen.append if s.experts else None),
+                 "seconds": round(seconds, 3)}
+        if s.experts:
+            entry.update(mixture.loads_entry(seen))
         text = ch.c14.decode(greedy(ch, model, s.n_heads, data["prompt"], SAMPLE_TOKENS, s.context), data["vocab"])
         return entry, {"sample": text}
 
@@ -858,8 +973,8 @@ class Gpt(Model):
         return {"schedule": [float(ch.c15.lr_at(t, max_lr=s.lr, warmup_steps=s.warmup, total_steps=s.steps,
                                                 min_lr=s.min_lr)) for t in range(s.steps)],
                 "attention_tokens": [data["vocab"][i].decode("utf-8", errors="replace") for i in shown],
-                "attention": [m.tolist() for m in attention_maps(ch, widen(nested(params), s.n_heads), s.n_heads,
-                                                                 shown)]}
+                "attention": [m.tolist() for m in attention_maps(ch, widen(nested(params, s.moe), s.n_heads),
+                                                                 s.n_heads, shown)]}
 
     def arrays(self, params: dict, s: GptSettings, data: dict) -> dict[str, np.ndarray]:
         return model_arrays(nested(params), s, data["tokens"].merges)
@@ -870,7 +985,7 @@ class Gpt(Model):
 
     def restore(self, ch, path: Path, s: GptSettings, data: dict) -> tuple[dict, dict, int]:
         like = {k: np.zeros(shape) for k, shape in shapes(data["tokens"].vocab_size, s.d_model, s.d_ff,
-                                                          s.layers, kv_width(s)).items()}
+                                                          s.layers, kv_width(s), s.experts, s.top_k).items()}
         params, state = ch.c15.load_checkpoint(str(path), like)
         return params, state, int(state["step"])
 
