@@ -17,9 +17,10 @@ The convention of this course, used by every function below:
 - causal: query i sees keys 0 … i; key tile j is computed for query tile i only when j ≤ i, and the tile on
   the diagonal (j = i) is masked inside.
 
-Worksheet: this course's own. One row of four scores [0, 1, 2, 1] in two tiles of two; two queries against
-four keys (the same row and [1, 0, 1, 2]) in tiles of two; a causal case of four positions whose first
-query tile skips the second key tile.
+Worksheet: this course's own. One row of four scores [0, 1, 2, 1] in two tiles of two; the tile pairs of
+three causal positions in tiles of two (the last tile shorter); two queries against four keys (the same row
+and [1, 0, 0, 2]) in tiles of two; a causal case of four positions whose first query tile skips the second
+key tile.
 
 Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
 documented fails its checks, saying so); a whole number is a Python or NumPy int (not a bool, not a float).
@@ -65,7 +66,7 @@ def online_softmax_step(
     See docs: chapter 17, steps 17.1, 17.2 and 17.3.
     """
     m, ell, acc, S, V = _check_state(m, ell, acc, S, V)
-    raise NotImplementedError("17.1 online_softmax_step: the new maximum of each row (the old m or the tile's largest score), with 0 in its place where it is still −∞; the factor α, e to the power old m minus that, shrinks the old sum and the old accumulator; then add the tile's exponentials (scores minus the new maximum) and their weighted value rows (5 lines)")
+    raise NotImplementedError("17.1 online_softmax_step: every row's new state after this tile, by the page's update: what was summed against the old maximum is re-measured against the new one, and a row that has seen only −∞ stays empty (5 lines)")
 
 
 def tile_pairs(n_q: int, n_k: int, tile: int, causal: bool = False) -> np.ndarray:
@@ -166,7 +167,7 @@ def flash_attention_forward(
     See docs: chapter 17, steps 17.6, 17.7 and 17.8.
     """
     Q, K, V = _check_attention(Q, K, V, causal)
-    raise NotImplementedError("17.6 flash_attention_forward: every row starts with m at −∞, ℓ and acc at zero; for each pair of tile_pairs, take the pair's tile_scores into the rows of its query tile with online_softmax_step; then O is acc divided by ℓ, and lse is m plus log ℓ (6 lines)")
+    raise NotImplementedError("17.6 flash_attention_forward: each query row carries its running state of steps 17.1–17.3 through the tile pairs it meets; the output and the log-sum-exp are read off the final state, by the page's formulas (6 lines)")
 
 
 def softmax_delta(dO: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -191,7 +192,7 @@ def softmax_delta(dO: np.ndarray, out: np.ndarray) -> np.ndarray:
     See docs: chapter 17, step 17.9.
     """
     dO, out = _check_same(dO, out)
-    raise NotImplementedError("17.9 softmax_delta: multiply dO and O entry by entry, then sum along each row (1 line)")
+    raise NotImplementedError("17.9 softmax_delta: D, one number per query row, from the output and its gradient: the page's formula for D, which needs no weight P (1 line)")
 
 
 def flash_attention_backward(
@@ -232,7 +233,7 @@ def flash_attention_backward(
     """
     Q, K, V = _check_attention(Q, K, V, causal)
     dO, out, lse = _check_backward(dO, out, lse, Q, V)
-    raise NotImplementedError("17.10 flash_attention_backward: D from softmax_delta and the scale 1/√d; the three gradients start at zero; for each pair of tile_pairs recompute the tile's weights from its tile_scores and lse, then chapter 7's attention backward on that tile, with D for the row's shared number, each gradient added into its own rows (10 lines)")
+    raise NotImplementedError("17.10 flash_attention_backward: chapter 7's attention backward on each tile pair, with D for the row's shared number and each tile's weights recomputed from the log-sum-exp instead of kept; each share added into its own rows (10 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

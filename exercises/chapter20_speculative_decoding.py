@@ -107,7 +107,7 @@ def acceptance_rate(p: np.ndarray, q: np.ndarray) -> float:
     See docs: chapter 20, step 20.4.
     """
     p, q = _check_pair(p, q)
-    raise NotImplementedError("20.4 acceptance_rate: over every token, the smaller of its two probabilities, added up (1 line)")
+    raise NotImplementedError("20.4 acceptance_rate: α, the chance that a token the draft proposes is accepted, over everything the draft may propose: the page's formula for α (1 line)")
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -136,7 +136,7 @@ def expected_tokens(alpha: float, k: int) -> float:
     See docs: chapter 20, step 20.5.
     """
     _check_rate(alpha, k)
-    raise NotImplementedError("20.5 expected_tokens: the powers of α from the 0th to the kth, added up (1 line)")
+    raise NotImplementedError("20.5 expected_tokens: the average number of tokens one round yields, a rejection ending it: the page's sum for E (1 line)")
 
 
 def speculative_step(draft, q: np.ndarray, p: np.ndarray, us) -> list[int]:
@@ -173,7 +173,7 @@ def speculative_step(draft, q: np.ndarray, p: np.ndarray, us) -> list[int]:
     See docs: chapter 20, steps 20.6, 20.7 and 20.8.
     """
     draft, q, p, us = _check_step(draft, q, p, us)
-    raise NotImplementedError("20.6 speculative_step: take the draft tokens in order and accept each while its own draw is below its acceptance probability; at the first rejection fill that position with a draw from its residual, using the last draw, and stop; when none is rejected add the bonus token, a draw from the target's last row with the last draw (9 lines)")
+    raise NotImplementedError("20.6 speculative_step: one round by the page's rule: which draft tokens stand, and the one token the target adds to the round; each draw serves the one purpose the docstring gives it (9 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -14,6 +14,7 @@ import math
 INF = math.inf
 D = 4  # the width of a query: scores are divided by √4 = 2
 TILE = 2
+N_PAIRS = 3  # 17.4: three causal positions in tiles of two, the last tile shorter
 
 # the worksheet's inputs (the page's tables)
 ROW = [0.0, 1.0, 2.0, 1.0]  # 17.1-17.3: one row of four scores, tiles [0, 1] and [2, 1]
@@ -121,8 +122,11 @@ def audit() -> dict[str, dict]:
     masked = step(start(2), [-INF, -INF], V[:2])
     steps["17.3"] = {"exact": flat(step(masked, ROW[2:], V[2:])), "mistakes": {}}
 
-    # its mistakes have other shapes (4 pairs, 1 pair): the test names them
-    steps["17.4"] = {"exact": [[i, j] for i in range(2) for j in range(2) if j <= i], "mistakes": {}}
+    # three causal positions: ⌈3 / 2⌉ = 2 tiles, the last one shorter. Its mistakes have other shapes (4 pairs,
+    # 1 pair, the 1 pair of one tile when the count is rounded down): the test names them
+    tiles = -(-N_PAIRS // TILE)
+    steps["17.4"] = {"inputs": {"n_q": N_PAIRS, "n_k": N_PAIRS, "tile": TILE, "causal": True},
+                     "exact": [[i, j] for i in range(tiles) for j in range(tiles) if j <= i], "mistakes": {}}
 
     S2 = scores(Q2, K)
     steps["17.5"] = {"exact": [row[2:4] for row in S2], "mistakes": {

@@ -25,7 +25,7 @@ Q, P = [Q0, Q1], [P0, P1, P2]
 K = 2
 ROUNDS = {  # step: (the draft tokens, the draws u0, u1, u2)
     "20.6": ([0, 2], [F(30, 100), F(5, 100), F(35, 100)]),  # both accepted, then the bonus token
-    "20.7": ([0, 0], [F(50, 100), F(30, 100), F(75, 100)]),  # the first rejected
+    "20.7": ([0, 0], [F(40, 100), F(30, 100), F(75, 100)]),  # the first rejected: u0 exactly its a = 2/5
     "20.8": ([1, 2], [F(85, 100), F(25, 100), F(55, 100)]),  # the first accepted, the second rejected
 }
 NO_BONUS = "no bonus token: when all k draft tokens are accepted, the target's last row gives one more"
@@ -36,6 +36,7 @@ WRONG_POSITION = "the residual drawn at the wrong position (the target's next ro
 FROM_P = "at a rejection, a draw from p itself instead of the residual max(0, p − q), renormalised"
 QP = "min(1, q/p) instead of min(1, p/q): the draft's probability over the target's"
 Q_POSITION = "q of the wrong position: every draft token tested against the first position's q"
+AT_EQUAL = "u ≤ a accepted: a draw equal to the acceptance probability rejects (accept only when u < a)"
 
 
 def acceptance(p, q, x, capped=True, inverted=False):
@@ -70,7 +71,8 @@ def round_(draft, q, p, us, mistake=None):
     """One round, the page's rule: accept while u_i < a(x_i); the first rejection draws from the residual with u_k."""
     k, out = len(draft), []
     for i, x in enumerate(draft):
-        if us[i] < acceptance(p[i], q[0] if mistake == Q_POSITION else q[i], x):
+        a = acceptance(p[i], q[0] if mistake == Q_POSITION else q[i], x)
+        if us[i] < a or (mistake == AT_EQUAL and us[i] == a):
             out.append(x)
             continue
         if mistake == REUSED:
@@ -162,18 +164,23 @@ def audit() -> dict[str, dict]:
         "min(1, p/q) averaged over the vocabulary: each token weighs q(x), the chance the draft proposes it":
             float(sum(w[x] * acceptance(P0, Q0, x) for x in range(3))),
         "min(1, p/q) weighted by p instead of q":
-            float(sum(P0[x] * acceptance(P0, Q0, x) for x in range(3)))}}
+            float(sum(P0[x] * acceptance(P0, Q0, x) for x in range(3))),
+        "Σ max(p, q): the larger of each pair instead of the smaller":
+            float(sum(max(a, b) for a, b in zip(P0, Q0, strict=True)))}}
     alpha = rate(P0, Q0)
     steps["20.5"] = {"exact": float(sum(alpha ** i for i in range(K + 1))), "mistakes": {
         "α + … + α^k: the token the target adds to every round forgotten":
             float(sum(alpha ** i for i in range(1, K + 1))),
         "1 + k·α: every draft token counted as if tested on its own (a round ends at the first rejection)":
-            float(1 + K * alpha)}}
-    mistakes = {"20.6": (NO_BONUS, BONUS_FROM_DRAFT), "20.7": (CONTINUED, REUSED, WRONG_POSITION),
+            float(1 + K * alpha),
+        "1 + α + … + α^(k−1): one power short, the sum stops at α^k (k + 1 tokens when all k are accepted)":
+            float(sum(alpha ** i for i in range(K)))}}
+    mistakes = {"20.6": (NO_BONUS, BONUS_FROM_DRAFT), "20.7": (CONTINUED, REUSED, WRONG_POSITION, AT_EQUAL),
                 "20.8": (FROM_P, Q_POSITION)}
     for step, (draft, us) in ROUNDS.items():
         right = round_(draft, Q, P, us)
-        steps[step] = {"exact": right, "mistakes": {m: round_(draft, Q, P, us, m) for m in mistakes[step]}}
+        steps[step] = {"inputs": {"draft": draft, "q": floats(Q), "p": floats(P), "us": floats(us)}, "exact": right,
+                       "mistakes": {m: round_(draft, Q, P, us, m) for m in mistakes[step]}}
         for m in mistakes[step]:  # each mistake fails here first: not at an earlier round, and differently
             assert steps[step]["mistakes"][m] != right, (step, m)
             assert all(round_(ROUNDS[s][0], Q, P, ROUNDS[s][1], m) == round_(ROUNDS[s][0], Q, P, ROUNDS[s][1])

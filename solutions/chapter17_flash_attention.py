@@ -17,9 +17,10 @@ The convention of this course, used by every function below:
 - causal: query i sees keys 0 … i; key tile j is computed for query tile i only when j ≤ i, and the tile on
   the diagonal (j = i) is masked inside.
 
-Worksheet: this course's own. One row of four scores [0, 1, 2, 1] in two tiles of two; two queries against
-four keys (the same row and [1, 0, 1, 2]) in tiles of two; a causal case of four positions whose first
-query tile skips the second key tile.
+Worksheet: this course's own. One row of four scores [0, 1, 2, 1] in two tiles of two; the tile pairs of
+three causal positions in tiles of two (the last tile shorter); two queries against four keys (the same row
+and [1, 0, 0, 2]) in tiles of two; a causal case of four positions whose first query tile skips the second
+key tile.
 
 Types, as every docstring below uses them: an array is a NumPy array (a Python list where an array is
 documented fails its checks, saying so); a whole number is a Python or NumPy int (not a bool, not a float).
