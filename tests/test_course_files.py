@@ -275,6 +275,17 @@ def _equivalent_entries() -> dict[int, int]:
     return {n: sum(1 for e in entries if e["chapter"] == n) for n in {e["chapter"] for e in entries}}
 
 
+def test_the_mutation_table_has_the_columns_nox_s_mutation_prints():
+    """CONTRIBUTING.md's table head is scripts/mutation.py's, whose row (both printouts) reads back in that order"""
+    from scripts import mutation
+
+    assert mutation.TABLE_HEAD in _read("CONTRIBUTING.md").split("## Mutation testing", 1)[-1]
+    s = {"mutants": 1234, "killed": 1200, "equivalent": 30, "survived": 4, "score": 1200 / 1204}
+    assert mutation.row(7, s) == "| 7 | 1234 | 1200 | 30 | 4 | 99.7% |"
+    assert mutation_table_rows(mutation.row(7, s)) == {7}
+    assert mutation_sum_problems(f"{mutation.row(7, s)}\n(1,234 mutants, 30 of them equivalent)", {7: 30}) == []
+
+
 def test_the_mutation_table_adds_up():
     """each row's columns add up and its equivalents are the listed ones; the total sentence sums the rows"""
     problems = mutation_sum_problems(_read("CONTRIBUTING.md"), _equivalent_entries())
