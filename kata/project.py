@@ -1,7 +1,8 @@
 """Where things are: the repository, its chapters (found from ``reference/``), an implementation's files.
 
 Chapters are never listed by hand: whatever has an answer key in ``reference/`` and a test file in
-``tests/`` is a chapter, so chapters added later appear in every tool by themselves.
+``tests/`` is a chapter, so chapters added later appear in every tool by themselves. Nor are the parts:
+a chapter's part is the section of mkdocs.yml's nav its page is listed under (``parts``, ``part_title``).
 """
 
 from __future__ import annotations
