@@ -1,11 +1,13 @@
 """Where things are: the repository, its chapters (found from ``reference/``), an implementation's files.
 
 Chapters are never listed by hand: whatever has an answer key in ``reference/`` and a test file in
-``tests/`` is a chapter, so chapters added later appear in every tool by themselves.
+``tests/`` is a chapter, so chapters added later appear in every tool by themselves. Nor are the parts:
+a chapter's part is the section of mkdocs.yml's nav its page is listed under (``parts``, ``part_title``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -19,23 +21,69 @@ CHAPTER_NAME = re.compile(r"(?:test_|audit_)?chapter(\d\d)_(\w+?)(?:\.(?:py|toml
 ``audit_chapter12_rope.py``."""
 
 
-PARTS = {
-    range(1, 11): "Part I: the book",
-    range(11, 17): "Part II: beyond the book",
-    range(17, 21): "Part III: fast",
-    range(21, 25): "Part IV: adapt and align",
-}
-"""The course's parts by chapter number: the one table mkdocs.yml's nav, docs/index.md's sections and the tests
-read (a part's title is its nav section and its ``## `` heading on the home page)."""
+def nav_sections(mkdocs_yml: str) -> dict[str, str]:
+    """{page under docs/: the title of the top-level nav section holding it ("" at the top level)} of a mkdocs.yml.
+
+    Read with PyYAML (the docs' own reader, installed with mkdocs), its ``!!python/name:`` tags read as nothing.
+    """
+    return dict(_nav_sections(mkdocs_yml))
 
 
-def part_title(number: int) -> str:
-    """The title of the part chapter ``number`` belongs to (``PARTS``), or a ``ValueError`` naming the parts."""
-    for chapters, title in PARTS.items():
-        if number in chapters:
-            return title
-    spans = ", ".join(f"{r.start}-{r.stop - 1}" for r in PARTS)
-    raise ValueError(f"chapter {number} is in no part of kata/project.py's PARTS (chapters {spans})")
+@functools.cache
+def _nav_sections(mkdocs_yml: str) -> tuple[tuple[str, str], ...]:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """YAML with mkdocs' tags read as nothing (only the nav is wanted)."""
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    found: dict[str, str] = {}
+
+    def walk(entries, section: str) -> None:
+        for entry in entries or []:
+            if isinstance(entry, str):
+                found[entry] = section
+                continue
+            for title, value in entry.items():
+                if isinstance(value, list):
+                    walk(value, section or title)
+                elif isinstance(value, str):
+                    found[value] = section
+
+    walk((yaml.load(mkdocs_yml, Loader=Loader) or {}).get("nav"), "")
+    return tuple(found.items())
+
+
+def parts(root: Path = ROOT, mkdocs_yml: str | None = None) -> list[str]:
+    """The titles of the course's parts, in order: the top-level sections of mkdocs.yml's nav holding a chapter.
+
+    The nav is the one place that says which part a chapter belongs to: its page (``chapters/…``) is listed
+    under its part's section, whose title is the part's ("Part I: the book"), and the first part is the book.
+    docs/index.md's ``## `` sections and the tests read it from there; a new part is a new section.
+    ``mkdocs_yml``: that text instead of ``root``'s file.
+    """
+    if mkdocs_yml is None:
+        mkdocs_yml = (root / "mkdocs.yml").read_text(encoding="utf-8")
+    sections = nav_sections(mkdocs_yml)
+    return list(dict.fromkeys(t for page, t in sections.items() if t and page.startswith("chapters/")))
+
+
+def part_title(number: int, root: Path = ROOT, mkdocs_yml: str | None = None) -> str:
+    """The title of the part chapter ``number`` belongs to (``parts``), or a ``ValueError`` saying where to list it.
+
+    The chapter's page (its key's ``page``) must be in mkdocs.yml's nav, under its part's section.
+    ``mkdocs_yml``: that text instead of ``root``'s file.
+    """
+    if mkdocs_yml is None:
+        mkdocs_yml = (root / "mkdocs.yml").read_text(encoding="utf-8")
+    page = chapter(number, root).page
+    title = nav_sections(mkdocs_yml).get(page.removeprefix("docs/"))
+    if title:
+        return title
+    where = "is not in mkdocs.yml's nav" if title is None else "is at the top of mkdocs.yml's nav"
+    titles = ", ".join(f'"{t}"' for t in parts(root, mkdocs_yml))
+    raise ValueError(f"chapter {number}'s page {page} {where}: list it under its part's section ({titles}), "
+                     f"or under a new section for a new part")
 
 
 def chapters(root: Path = ROOT) -> list:

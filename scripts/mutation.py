@@ -472,13 +472,23 @@ def score(mutants: list[Mutant]) -> dict:
             "score": killed / total if total else 1.0}
 
 
+TABLE_HEAD = """| chapter | mutants | killed | equivalent | survived | killed of non-equivalent |
+| ---: | ---: | ---: | ---: | ---: | ---: |"""
+"""The head of CONTRIBUTING.md's mutation table: ``row`` prints the columns in its order."""
+
+
+def row(number: int, s: dict) -> str:
+    """A chapter's row of CONTRIBUTING.md's mutation table from its ``score``, in the columns of ``TABLE_HEAD``."""
+    return (f"| {number} | {s['mutants']} | {s['killed']} | {s['equivalent']} | {s['survived']} | "
+            f"{100 * s['score']:.1f}% |")
+
+
 def report(number: int, chapter: answer_key.Chapter, mutants: list[Mutant]) -> None:
     """Print the chapter's figures and a line per survivor."""
     s = score(mutants)
     print(f"chapter {number}: {s['mutants']} mutants, {s['killed']} killed, {s['equivalent']} equivalent, "
           f"{s['survived']} survived: {100 * s['score']:.1f}% of non-equivalent mutants killed")
-    print(f"  its row in CONTRIBUTING.md's mutation table: | {number} | {s['mutants']} | {s['killed']} | "
-          f"{s['equivalent']} | {s['survived']} | {100 * s['score']:.1f}% |")
+    print(f"  its row in CONTRIBUTING.md's mutation table: {row(number, s)}")
     for m in mutants:
         if m.status in ("survived", "no tests"):
             print(f"  survived{' (no test reaches it)' if m.status == 'no tests' else ''}: "
@@ -516,11 +526,9 @@ def main(argv: list[str] | None = None) -> int:
         results += mutants
         table.append((n, score(mutants)))
     print()
-    print("| chapter | mutants | killed | survived | equivalent | killed of non-equivalent |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print(TABLE_HEAD)
     for n, s in table:
-        print(f"| {n} | {s['mutants']} | {s['killed']} | {s['survived']} | {s['equivalent']} | "
-              f"{100 * s['score']:.1f}% |")
+        print(row(n, s))
     if args.json:
         Path(args.json).write_text(json.dumps([{k: v for k, v in asdict(m).items() if k != "source"}
                                                for m in results], indent=1), encoding="utf-8")

@@ -85,6 +85,16 @@ def test_a_mistake_that_gives_the_right_answer_is_refused(tmp_path):
     assert problems == ["1.1: the audit's mistake 'same' gives the right answer"]
 
 
+def test_a_single_number_printed_as_a_list_of_one_says_what_to_write(tmp_path):
+    """printed = ["1.0397"] for a single number: the line says printed is a bare string then, and what to write"""
+    key = tmp_path / "chapter01_planted.toml"
+    key.write_text('[[steps]]\nid = "1.1"\nexact = 1.0397\nprinted = ["1.0397"]\n', encoding="utf-8")
+    problems = audit.compare(key, {"1.1": {"exact": 1.0397, "mistakes": {}}}, printed=lambda x: f"{x:.4f}")
+    assert problems == ["1.1: printed ['1.0397'] but the audit prints '1.0397': the same strings, nested "
+                        "differently; printed has the shape of exact (a bare string for a single number, a list "
+                        'nested as exact for an array): write printed = "1.0397"']
+
+
 def test_a_chapter_without_an_audit_is_named():
     """python -m kata.authoring.audit 4 (a Part I chapter, no audit script) says so and names the audits there are"""
     proc = run(4)

@@ -3,10 +3,12 @@
 For every chapter ``kata/project.py`` finds (an answer key in ``reference/`` and a test file), in the words of
 CONTRIBUTING.md's "What a chapter is":
 
-- its files: stub, solution, key, tests, page, notebook source and built notebook, the snapshot its tests
-  read and its builder, and for a chapter beyond the book (Part II on) its audit script and the audit's test;
-- its entries: the page in mkdocs.yml's nav (in its part's section), at least one planted mistake in
-  tests/mutants.toml, a row in CONTRIBUTING.md's mutation table, a line in docs/index.md's table of chapters (in its part's section);
+- its files: stub, solution, key, tests, page, notebook source and built notebook, for a chapter beyond the
+  book (Part II on) its audit script, and, only if its tests read a snapshot (``snapshot(CHAPTER)``), the
+  snapshot and its builder;
+- its entries: the page in mkdocs.yml's nav, under its part's section (the nav is where a chapter's part is said:
+  ``kata.project.parts``), at least one planted mistake in tests/mutants.toml, a row in CONTRIBUTING.md's mutation
+  table, a line in docs/index.md's table of chapters (under its part's title);
 - grading.toml names only real chapters, steps and tests (by ``kata.grading.strict``, as the grade checks it);
 - README.md and docs/index.md state only the chapter counts the course has.
 
@@ -17,12 +19,12 @@ shown to fail (with that message) on a copy of the list with the entry taken out
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import tomllib
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kata import project
 from kata.grading import points, strict
@@ -34,16 +36,35 @@ NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
                 "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15}
 
 
-def part(chapter) -> int:
-    """The part a chapter belongs to, 1, 2, … in the order of ``kata/project.py``'s ``PARTS``."""
-    titles = list(project.PARTS.values())
-    return titles.index(project.part_title(chapter.number)) + 1
+def part(chapter, mkdocs_yml: str | None = None) -> int:
+    """The part a chapter belongs to, 1, 2, … in the order of mkdocs.yml's nav (``kata.project.parts``)."""
+    titles = project.parts(mkdocs_yml=mkdocs_yml)
+    return titles.index(project.part_title(chapter.number, mkdocs_yml=mkdocs_yml)) + 1
+
+
+def book_problems(chapters, mkdocs_yml: str | None = None) -> list[str]:
+    """A key says "Book chapter" exactly when mkdocs.yml's nav lists its page in Part I (the nav's first part)."""
+    wrong = [c.number for c in chapters if c.source.startswith("Book chapter") != (part(c, mkdocs_yml) == 1)]
+    return [f"chapters whose key's source and mkdocs.yml's nav disagree about the book (Part I, the nav's first "
+            f"part): {wrong}"] if wrong else []
+
+
+def order_problems(chapters, mkdocs_yml: str | None = None) -> list[str]:
+    """No chapter is in an earlier part than the chapter before it (parts in the nav's order)."""
+    titles = project.parts(mkdocs_yml=mkdocs_yml)
+    problems = []
+    for before, chapter in itertools.pairwise(chapters):
+        was, now = (project.part_title(c.number, mkdocs_yml=mkdocs_yml) for c in (before, chapter))
+        if titles.index(now) < titles.index(was):
+            problems.append(f"mkdocs.yml's nav puts chapter {chapter.number} in \"{now}\", an earlier part than "
+                            f"chapter {before.number}'s \"{was}\": list each chapter in its part, parts in order")
+    return problems
 
 
 def test_the_book_is_part_i_and_only_part_i():
-    """a chapter's key says "Book chapter" exactly when PARTS puts it in Part I (the book)"""
-    wrong = [c.number for c in CHAPTERS if c.source.startswith("Book chapter") != (part(c) == 1)]
-    assert not wrong, f"chapters whose key's source and PARTS disagree about the book: {wrong}"
+    """a chapter's key says "Book chapter" exactly when mkdocs.yml's nav lists its page in Part I (the book)"""
+    problems = book_problems(CHAPTERS)
+    assert not problems, "\n".join(problems)
 
 
 def _read(relative: str) -> str:
@@ -90,52 +111,14 @@ def missing_files(chapter, root: Path = ROOT) -> list[str]:
             for path, what in files(chapter, root).items() if not (root / path).is_file()]
 
 
-# -- mkdocs.yml's nav --------------------------------------------------------------------------------------
-class _Loader(yaml.SafeLoader):
-    """YAML with mkdocs' ``!!python/name:`` tags read as nothing (only the nav is wanted)."""
-
-
-_Loader.add_multi_constructor("", lambda loader, suffix, node: None)
-
-
-def nav_sections(mkdocs_yml: str) -> dict[str, str]:
-    """{page under docs/: the title of the top-level nav section holding it ("" at the top level)}."""
-    found: dict[str, str] = {}
-
-    def walk(entries, section: str) -> None:
-        for entry in entries or []:
-            if isinstance(entry, str):
-                found[entry] = section
-                continue
-            for title, value in entry.items():
-                if isinstance(value, list):
-                    walk(value, section or title)
-                elif isinstance(value, str):
-                    found[value] = section
-
-    walk(yaml.load(mkdocs_yml, Loader=_Loader).get("nav"), "")
-    return found
-
-
-def part_problems(chapter, sections: dict[str, str], absent: str, present: str, mark: str = "") -> list[str]:
-    """Whether a chapter's page is listed under its part's title in ``sections`` ({page: title}), said in a line.
-
-    ``absent`` and ``present`` say where it is looked for ("not in mkdocs.yml's nav (add it under", "is in
-    mkdocs.yml's nav under"); ``mark`` is written before each title ("## " for a Markdown heading).
-    """
-    page = chapter.page.removeprefix("docs/")
-    want = project.part_title(chapter.number)
-    if page not in sections:
-        return [f"chapter {chapter.number}'s page {chapter.page} is {absent} \"{mark}{want}\")"]
-    if sections[page] != want:
-        return [f"chapter {chapter.number}'s page {chapter.page} {present} \"{mark}{sections[page]}\", not under "
-                f"\"{mark}{want}\""]
-    return []
-
-
+# -- mkdocs.yml's nav: where a chapter's part is said ------------------------------------------------------
 def nav_problems(chapter, mkdocs_yml: str) -> list[str]:
-    return part_problems(chapter, nav_sections(mkdocs_yml), "not in mkdocs.yml's nav (add it under",
-                         "is in mkdocs.yml's nav under")
+    """Whether the chapter's page is in the nav under a part's section, in ``kata.project.part_title``'s words."""
+    try:
+        project.part_title(chapter.number, mkdocs_yml=mkdocs_yml)
+    except ValueError as e:
+        return [str(e)]
+    return []
 
 
 # -- tests/mutants.toml ------------------------------------------------------------------------------------
@@ -204,9 +187,21 @@ def index_sections(index_md: str) -> dict[str, str]:
     return found
 
 
-def index_problems(chapter, index_md: str) -> list[str]:
-    return part_problems(chapter, index_sections(index_md), "not in docs/index.md's table of chapters (add a row under",
-                         "is linked in docs/index.md under", mark="## ")
+def index_problems(chapter, index_md: str, mkdocs_yml: str) -> list[str]:
+    """Whether docs/index.md links the chapter's page under the ``## `` heading of its part's title in the nav."""
+    page = chapter.page.removeprefix("docs/")
+    try:
+        want = project.part_title(chapter.number, mkdocs_yml=mkdocs_yml)
+    except ValueError:
+        return []  # nav_problems names it
+    linked = index_sections(index_md)
+    if page not in linked:
+        return [f"chapter {chapter.number}'s page {chapter.page} is not in docs/index.md's table of chapters (add a "
+                f"row under \"## {want}\", its part's title in mkdocs.yml's nav)"]
+    if linked[page] != want:
+        return [f"chapter {chapter.number}'s page {chapter.page} is linked in docs/index.md under \"## {linked[page]}\", "
+                f"not under \"## {want}\", its part's title in mkdocs.yml's nav"]
+    return []
 
 
 # -- chapter counts in README.md and docs/index.md ---------------------------------------------------------
@@ -238,8 +233,8 @@ def test_chapters_are_found():
     """kata/project.py finds chapters, numbered 1, 2, … with the book's before those beyond it"""
     numbers = [c.number for c in CHAPTERS]
     assert numbers == list(range(1, len(numbers) + 1)), f"chapters found: {numbers}"
-    parts = [part(c) for c in CHAPTERS]
-    assert parts == sorted(parts), f"a chapter of the book after one beyond it: {list(zip(numbers, parts, strict=True))}"
+    problems = order_problems(CHAPTERS)
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
@@ -250,7 +245,7 @@ def test_every_chapter_has_all_its_files(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_page_is_in_the_nav_of_its_part(chapter):
-    """mkdocs.yml's nav lists the page under its part's title (kata/project.py's PARTS)"""
+    """mkdocs.yml's nav lists the page under a part's section (which says the chapter's part)"""
     problems = nav_problems(chapter, _read("mkdocs.yml"))
     assert not problems, "\n".join(problems)
 
@@ -280,6 +275,17 @@ def _equivalent_entries() -> dict[int, int]:
     return {n: sum(1 for e in entries if e["chapter"] == n) for n in {e["chapter"] for e in entries}}
 
 
+def test_the_mutation_table_has_the_columns_nox_s_mutation_prints():
+    """CONTRIBUTING.md's table head is scripts/mutation.py's, whose row (both printouts) reads back in that order"""
+    from scripts import mutation
+
+    assert mutation.TABLE_HEAD in _read("CONTRIBUTING.md").split("## Mutation testing", 1)[-1]
+    s = {"mutants": 1234, "killed": 1200, "equivalent": 30, "survived": 4, "score": 1200 / 1204}
+    assert mutation.row(7, s) == "| 7 | 1234 | 1200 | 30 | 4 | 99.7% |"
+    assert mutation_table_rows(mutation.row(7, s)) == {7}
+    assert mutation_sum_problems(f"{mutation.row(7, s)}\n(1,234 mutants, 30 of them equivalent)", {7: 30}) == []
+
+
 def test_the_mutation_table_adds_up():
     """each row's columns add up and its equivalents are the listed ones; the total sentence sums the rows"""
     problems = mutation_sum_problems(_read("CONTRIBUTING.md"), _equivalent_entries())
@@ -289,7 +295,7 @@ def test_the_mutation_table_adds_up():
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_is_in_the_home_pages_table_of_its_part(chapter):
     """docs/index.md links the page in its part's section"""
-    problems = index_problems(chapter, _read("docs/index.md"))
+    problems = index_problems(chapter, _read("docs/index.md"), _read("mkdocs.yml"))
     assert not problems, "\n".join(problems)
 
 
@@ -338,14 +344,28 @@ def test_a_page_missing_from_the_nav_is_named():
     """mkdocs.yml without chapter 12's line: 'chapter 12's page docs/chapters/12-rope.md is not in mkdocs.yml's nav'"""
     text = _read("mkdocs.yml")
     line = next(x for x in text.splitlines() if x.strip().endswith("chapters/12-rope.md"))
+    parts = '("Part I: the book", "Part II: beyond the book", "Part III: fast", "Part IV: adapt and align")'
     assert nav_problems(_chapter(12), text.replace(line + "\n", "")) == [
-        "chapter 12's page docs/chapters/12-rope.md is not in mkdocs.yml's nav (add it under \"Part II: beyond "
-        "the book\")"]
+        f"chapter 12's page docs/chapters/12-rope.md is not in mkdocs.yml's nav: list it under its part's section "
+        f"{parts}, or under a new section for a new part"]
     moved = text.replace(line + "\n", "").replace("  - Errata: errata.md", line.replace("      -", "  -") +
                                                    "\n  - Errata: errata.md")
     assert nav_problems(_chapter(12), moved) == [
-        "chapter 12's page docs/chapters/12-rope.md is in mkdocs.yml's nav under \"\", not under \"Part II: beyond "
-        "the book\""]
+        f"chapter 12's page docs/chapters/12-rope.md is at the top of mkdocs.yml's nav: list it under its part's "
+        f"section {parts}, or under a new section for a new part"]
+
+
+def test_a_page_in_the_wrong_part_is_named():
+    """mkdocs.yml with chapter 12 under Part III: the parts out of order, named (under Part I: not the book)"""
+    text = _read("mkdocs.yml")
+    line = next(x for x in text.splitlines() if x.strip().endswith("chapters/12-rope.md")) + "\n"
+    later = text.replace(line, "").replace("  - \"Part III: fast\":\n", "  - \"Part III: fast\":\n" + line)
+    assert order_problems(CHAPTERS, later) == [
+        "mkdocs.yml's nav puts chapter 13 in \"Part II: beyond the book\", an earlier part than chapter 12's "
+        "\"Part III: fast\": list each chapter in its part, parts in order"]
+    earlier = text.replace(line, "").replace("  - \"Part I: the book\":\n", "  - \"Part I: the book\":\n" + line)
+    assert book_problems(CHAPTERS, earlier) == [
+        "chapters whose key's source and mkdocs.yml's nav disagree about the book (Part I, the nav's first part): [12]"]
 
 
 def test_a_chapter_without_a_planted_mistake_is_named():
@@ -392,14 +412,15 @@ def test_a_chapter_missing_from_the_home_page_is_named():
     """docs/index.md without chapter 11's row, or with it in Part I's table: named"""
     text = _read("docs/index.md")
     row = next(x for x in text.splitlines() if "(chapters/11-multi-head-attention.md)" in x)
-    assert index_problems(_chapter(11), text.replace(row + "\n", "")) == [
+    nav = _read("mkdocs.yml")
+    assert index_problems(_chapter(11), text.replace(row + "\n", ""), nav) == [
         "chapter 11's page docs/chapters/11-multi-head-attention.md is not in docs/index.md's table of chapters "
-        "(add a row under \"## Part II: beyond the book\")"]
+        "(add a row under \"## Part II: beyond the book\", its part's title in mkdocs.yml's nav)"]
     first = next(x for x in text.splitlines() if "(chapters/01-sequences.md)" in x)
     moved = text.replace(row + "\n", "").replace(first, first + "\n" + row)
-    assert index_problems(_chapter(11), moved) == [
+    assert index_problems(_chapter(11), moved, nav) == [
         "chapter 11's page docs/chapters/11-multi-head-attention.md is linked in docs/index.md under "
-        "\"## Part I: the book\", not under \"## Part II: beyond the book\""]
+        "\"## Part I: the book\", not under \"## Part II: beyond the book\", its part's title in mkdocs.yml's nav"]
 
 
 def test_grading_toml_entries_that_name_nothing_are_named(tmp_path):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import math
 import sys
 import tomllib
@@ -92,7 +93,7 @@ def compare(key: Path, audited: dict[str, dict], printed: Callable | None = None
             problems.append(f"{sid}: exact {step.get('exact')!r} but the audit computes {plain(want['exact'])!r}")
         shown = want["printed"] if "printed" in want or printed is None else printed(want["exact"])
         if step.get("printed") != shown:
-            problems.append(f"{sid}: printed {step.get('printed')!r} but the audit prints {shown!r}")
+            problems.append(printed_problem(sid, step.get("printed"), plain(shown)))
         mistakes = {m.get("name"): m.get("value") for m in step.get("mistakes", [])}
         for name, value in want["mistakes"].items():
             if name not in mistakes:
@@ -105,6 +106,24 @@ def compare(key: Path, audited: dict[str, dict], printed: Callable | None = None
         problems += [f"{sid}: the key's mistake {name!r} is not audited" for name in mistakes
                      if name not in want["mistakes"]]
     return problems
+
+
+def printed_problem(sid: str, said, shown) -> str:
+    """The line naming a key's ``printed`` that is not the audit's; when only the nesting differs, what to write.
+
+    ``printed`` has the shape of ``exact``: a bare string for a single number (``printed = "1.0397"``), a list
+    of strings (nested as ``exact``) for an array; ``["1.0397"]`` for a single number is a list of one.
+    """
+    line = f"{sid}: printed {said!r} but the audit prints {shown!r}"
+    if said is not None and shown is not None and _flat(said) == _flat(shown):
+        line += (f": the same strings, nested differently; printed has the shape of exact (a bare string for a "
+                 f"single number, a list nested as exact for an array): write printed = "
+                 f"{json.dumps(shown, ensure_ascii=False)}")
+    return line
+
+
+def _flat(value) -> list:
+    return [x for v in value for x in _flat(v)] if isinstance(value, list) else [value]
 
 
 def script(chapter: int, root: Path = project.ROOT) -> ModuleType:

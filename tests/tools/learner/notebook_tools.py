@@ -16,21 +16,25 @@ def solution_sources(module: str) -> tuple[dict[str, str], list[str]]:
     """({function: source}, [private helpers' sources]) of ``solutions/<module>.py``.
 
     A helper the module imports from an earlier chapter (``from .chapter02_matrices import _matrix``) is
-    among the helpers, with its source from there: a notebook has only what its cells define.
+    among the helpers, with its source from there, and so is each import of that chapter's file the helpers
+    read (``import math``), first: a notebook has only what its cells define.
     """
     text = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
     lines = text.splitlines()
-    functions, helpers = {}, []
+    functions, helpers, imports = {}, [], []
     for node in ast.parse(text).body:
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             private = [a.name for a in node.names if a.name.startswith("_")]
             if private:
                 _, earlier = solution_sources(node.module)
-                by_name = {re.search(r"^def (\w+)\(", h, re.M).group(1): h for h in earlier}
+                by_name = {m.group(1): h for h in earlier if (m := re.search(r"^def (\w+)\(", h, re.M))}
                 while needed := {n.id for name in private for n in ast.walk(ast.parse(by_name[name]))
                                  if isinstance(n, ast.Name) and n.id in by_name} - set(private):
                     private += sorted(needed)  # the helpers those helpers call
-                helpers += [by_name[name] for name in by_name if name in private]
+                pasted = [by_name[name] for name in by_name if name in private]
+                helpers += pasted
+                theirs = [h for h in earlier if h not in by_name.values()]  # what the even earlier ones import
+                imports += [i for i in [*_imports(node.module, pasted), *theirs] if i not in imports]
         if isinstance(node, ast.FunctionDef):
             start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
             source = "\n".join(lines[start:node.end_lineno])
@@ -38,7 +42,16 @@ def solution_sources(module: str) -> tuple[dict[str, str], list[str]]:
                 helpers.append(source)
             else:
                 functions[node.name] = source
-    return functions, helpers
+    return functions, [*imports, *helpers]
+
+
+def _imports(module: str, sources: list[str]) -> list[str]:
+    """The imports of libraries in ``solutions/<module>.py`` that bind a name one of ``sources`` reads."""
+    read = {n.id for source in sources for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    text = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
+    return [ast.get_source_segment(text, node) for node in ast.parse(text).body
+            if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0)
+            and {(a.asname or a.name).split(".")[0] for a in node.names} & read]
 
 
 def solved(notebook, module: str):
