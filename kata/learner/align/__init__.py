@@ -47,10 +47,10 @@ STAGES = {"lora": (13, 14, 15, 21, 23), "dpo": (13, 14, 15, 21, 23), "grpo": (13
 
 
 DEFAULTS = {
-    "lora": {"targets": "WQ,WK,WV,WO", "rank": 4, "alpha": 8.0, "lr": 0.01, "warmup": 20, "steps": 100, "batch": 8,
-             "eval_every": 25, "seed": 0},
-    "dpo": {"targets": "WQ,WK,WV,WO", "rank": 4, "alpha": 8.0, "lr": 0.001, "warmup": 10, "steps": 100, "batch": 8,
-            "eval_every": 20, "seed": 0, "beta": 0.1},
+    "lora": {"targets": "W_up,W_down", "rank": 5, "alpha": 10.0, "lr": 0.02, "warmup": 20, "steps": 2000, "batch": 8,
+             "eval_every": 250, "seed": 0},
+    "dpo": {"targets": "WQ,WK,WV,WO", "rank": 4, "alpha": 8.0, "lr": 0.005, "warmup": 10, "steps": 200, "batch": 8,
+            "eval_every": 50, "seed": 0, "beta": 0.1},
     "grpo": {"targets": "WQ,WK,WV,WO,W_gate,W_up,W_down", "rank": 4, "alpha": 8.0, "lr": 0.002, "warmup": 5,
              "steps": 60, "batch": 4, "group": 8, "updates": 2, "clip": 0.2, "eval_every": 10, "seed": 0,
              "beta": 0.04},
@@ -70,16 +70,16 @@ def parser() -> argparse.ArgumentParser:
                    "(default runs/gpt)")
     p.add_argument("--impl", default=None, help="package name or folder whose code runs (default: your work as "
                    "nox -s chapterN checks it)")
-    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lora 100, dpo 100, grpo 60)")
-    p.add_argument("--lr", type=float, default=None, help="AdamW's peak learning rate (lora 0.01, dpo 0.001, "
+    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lora 2000, dpo 200, grpo 60)")
+    p.add_argument("--lr", type=float, default=None, help="AdamW's peak learning rate (lora 0.02, dpo 0.005, "
                    "grpo 0.002)")
-    p.add_argument("--rank", type=int, default=None, help="the adapters' rank r (default 4)")
-    p.add_argument("--alpha", type=float, default=None, help="the adapters' α (default 8: α / r = 2)")
+    p.add_argument("--rank", type=int, default=None, help="the adapters' rank r (lora 5, dpo 4, grpo 4)")
+    p.add_argument("--alpha", type=float, default=None, help="the adapters' α (lora 10, dpo 8, grpo 8: α / r = 2)")
     p.add_argument("--targets", default=None, help=f"the block weights to adapt, comma-separated, from "
-                   f"{','.join(TARGETS)} (default WQ,WK,WV,WO)")
+                   f"{','.join(TARGETS)} (lora W_up,W_down, dpo WQ,WK,WV,WO)")
     p.add_argument("--batch", type=int, default=None, help="pairs per step (default 8)")
     p.add_argument("--beta", type=float, default=None, help="dpo: β (default 0.1)")
-    p.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (lora 25, dpo 20)")
+    p.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (lora 250, dpo 50)")
     p.add_argument("--seed", type=int, default=None, help="seed of the adapters and the batches (default 0)")
     p.add_argument("--group", type=int, default=None, help="grpo: completions per group G (default 8)")
     p.add_argument("--updates", type=int, default=None, help="grpo: optimiser steps on each batch of completions "
@@ -272,7 +272,11 @@ def follow(child: Child, stage: str, s: dict) -> dict:
 
     def on_event(event: dict):
         kind = event.get("event")
-        if kind == "ready":
+        if kind == "lora_checked":
+            print(f"  ✓ your lora_backward: all {event['numbers']} gradient numbers of a small case match central "
+                  f"differences of your lora_forward (largest difference {event['largest_difference']:.0e})",
+                  flush=True)
+        elif kind == "ready":
             state["ready"] = event
             print(shown_ready(stage, event), flush=True)
             state["bar"] = tqdm(total=s["steps"], unit="step", dynamic_ncols=True, disable=None, leave=True)

@@ -18,7 +18,8 @@ from ..train.figures import write_figures
 def shown_ready(stage: str, event: dict) -> str:
     """The line that says what is trained, and the starting numbers."""
     share = event["trained"] / event["parameters"]
-    head = (f"  {event['pairs']} training and {event['held_out_pairs']} held-out questions; rank-r adapters on "
+    head = (f"  {event['pairs']} training, {event['held_out_pairs']} held-out (taught sections, a phrasing never "
+            f"trained on) and {event['unseen_pairs']} unseen-section questions; rank-r adapters on "
             f"{len(event['targets'])} weights: {event['trained']:,} of {event['parameters']:,} parameters trained "
             f"({share:.1%})")
     return head + "\n" + shown_eval(stage, event)
@@ -27,10 +28,11 @@ def shown_ready(stage: str, event: dict) -> str:
 def shown_eval(stage: str, event: dict) -> str:
     """One evaluation as a line."""
     if stage == "lora":
-        return (f"  step {event['step']:>4}  held-out answer loss {event['held_out']:.3f}  training answers "
-                f"{event['train']:.3f}")
+        return (f"  step {event['step']:>4}  held-out answer loss {event['held_out']:.3f}  unseen sections "
+                f"{event['unseen']:.3f}  training answers {event['train']:.3f}")
     return (f"  step {event['step']:>4}  held-out preference accuracy {event['accuracy']:.0%} (shuffled "
-            f"{event['accuracy_shuffled']:.0%}, another answer {event['accuracy_other']:.0%})  reward margin "
+            f"{event['accuracy_shuffled']:.0%}, another answer {event['accuracy_other']:.0%}; unseen sections "
+            f"{event['accuracy_unseen']:.0%})  reward margin "
             f"{event['margin']:+.3f}  DPO loss {event['loss']:.3f}")
 
 
@@ -40,14 +42,18 @@ def write(stage: str, run: Path, out: Path, s: dict, result: dict, seconds: floa
     info = {"stage": stage, "run": str(run), "settings": s, "trained_parameters": ready["trained"],
             "parameters": ready["parameters"], "trained_share": ready["trained"] / ready["parameters"],
             "targets": ready["targets"], "pairs": ready["pairs"], "held_out_pairs": ready["held_out_pairs"],
-            "evals": evals, "train_seconds": round(result["train_seconds"], 3), "seconds": round(seconds, 3),
+            "unseen_pairs": ready["unseen_pairs"],
+            "evals": evals, "train_seconds": round(result["train_seconds"], 3),
+            "train_cpu_seconds": round(result["train_cpu_seconds"], 3), "seconds": round(seconds, 3),
             "samples": result["samples"]}
     first, last = evals[0], evals[-1]
     if stage == "lora":
         info.update({"held_out_before": first["held_out"], "held_out_after": last["held_out"],
-                     "held_out_fall": first["held_out"] - last["held_out"], "merge_gap": result["merge_gap"]})
+                     "held_out_fall": first["held_out"] - last["held_out"], "unseen_before": first["unseen"],
+                     "unseen_after": last["unseen"], "merge_gap": result["merge_gap"]})
         said = (f"held-out answer loss {first['held_out']:.3f} -> {last['held_out']:.3f} nats per token (fell "
-                f"{first['held_out'] - last['held_out']:.3f}); training answers {first['train']:.3f} -> "
+                f"{first['held_out'] - last['held_out']:.3f}); unseen sections {first['unseen']:.3f} -> "
+                f"{last['unseen']:.3f}; training answers {first['train']:.3f} -> "
                 f"{last['train']:.3f}; merged model against the adapted one: largest logit difference "
                 f"{result['merge_gap']:.1e}")
         made = "sft.npz (the merged model), adapter.npz"
@@ -61,15 +67,17 @@ def write(stage: str, run: Path, out: Path, s: dict, result: dict, seconds: floa
     (out / f"{stage}.json").write_text(json.dumps(info, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / f"{stage}_samples.txt").write_text(samples_text(stage, result["samples"]), encoding="utf-8")
     write_figures(out, lambda: [(f"{stage}.png", figure(stage, evals))])
-    return (f"\ndone: {result['train_seconds']:.1f} s of training steps; {said}\n"
+    return (f"\ndone: {result['train_seconds']:.1f} s of training steps ({result['train_cpu_seconds']:.1f} s of CPU); "
+            f"{said}\n"
             f"wrote {out}/: {stage}.json, {stage}.png, {stage}_samples.txt, {made}")
 
 
 def samples_text(stage: str, samples: list[dict]) -> str:
-    """The held-out questions with the true answer and the model's greedy answers before and after."""
+    """The held-out questions (for lora, and unseen sections'): the true answer, greedy answers before and after."""
     lines = []
     for item in samples:
-        lines += [item["question"], f"  true:   {(item.get('answer') or item['chosen']).strip()}"]
+        said = "  (a section never trained on)" if item.get("set") == "unseen" else ""
+        lines += [item["question"] + said, f"  true:   {(item.get('answer') or item['chosen']).strip()}"]
         if stage == "dpo":
             lines.append(f"  worse:  {item['rejected'].strip()}")
         lines += [f"  before: {item['before']}", f"  after:  {item['after']}", ""]
@@ -85,7 +93,9 @@ def figure(stage: str, evals: list[dict]):
     if stage == "lora":
         ax = fig.subplots()
         ax.plot(steps, [e["held_out"] for e in evals], color=PALETTE[1], marker="o", markersize=3,
-                label="held-out answers")
+                label="held-out questions (a new phrasing)")
+        ax.plot(steps, [e["unseen"] for e in evals], color=PALETTE[2], marker="o", markersize=3, linestyle="--",
+                label="unseen sections")
         ax.plot(steps, [e["train"] for e in evals], color=PALETTE[0], marker="o", markersize=3,
                 label="training answers")
         goal = evals[0]["held_out"] - 1.0
@@ -101,6 +111,7 @@ def figure(stage: str, evals: list[dict]):
     left.plot(steps, [e["accuracy"] for e in evals], color=INK, marker="o", markersize=3, label="all")
     left.plot(steps, [e["accuracy_shuffled"] for e in evals], color=PALETTE[0], linestyle="--", label="shuffled")
     left.plot(steps, [e["accuracy_other"] for e in evals], color=PALETTE[2], linestyle="--", label="another answer")
+    left.plot(steps, [e["accuracy_unseen"] for e in evals], color=MUTED, linestyle=":", label="unseen sections")
     left.axhline(0.8, color=MUTED, linewidth=1, linestyle=(0, (1, 2)))
     left.set(xlabel="step", ylabel="held-out pairs ranked right", ylim=(-0.02, 1.02), title="Preference accuracy")
     left.legend(loc="lower right")

@@ -43,12 +43,16 @@ import numpy as np
 
 from ..train.corpus import TrainError
 from ..train.gpt import _log_softmax, backward, flat, forward_hidden, model_arrays, model_from_arrays, nested
+from ..train.gradcheck import compare, numerical
 from . import data as qa
 
 MERGE_TOLERANCE = 1e-12  # the merged model's logits against the adapted one's
 
 
 SAMPLE_QUESTIONS = 4  # held-out questions answered before and after, in the samples
+
+
+SAMPLE_UNSEEN = 2  # questions about unseen sections answered before and after, in the lora stage's samples
 
 
 ANSWER_TOKENS = 40  # tokens of a sampled answer at most (it stops at a line break)
@@ -117,17 +121,50 @@ def encode_pair(ch, merges: list, prompt: str, response: str, context: int) -> t
     return np.array((p + r)[:context], dtype=np.int64), len(p)
 
 
-def fitting(ch, base: SimpleNamespace, pairs: list) -> tuple[list, list]:
-    """(training pairs, held-out pairs) of ``data.qa_pairs`` whose question leaves room in the context for an answer.
+def fitting(ch, base: SimpleNamespace, sets: dict) -> dict:
+    """``data.qa_sets``'s sets with only the pairs whose question leaves room in the context for an answer.
 
     TrainError when too few fit (a model trained with a very short ``--context``).
     """
-    kept = [(q, a) for q, a in pairs if len(ch.c14.encode(q, base.merges)) < base.context]
-    train, held = qa.split(kept, seed=0)
-    if len(train) < 8 or not held:
-        raise TrainError(f"only {len(kept)} of the {len(pairs)} questions fit this model's context of {base.context} "
-                         "tokens with room for an answer: train the GPT with a longer --context")
-    return train, held
+    kept = {name: [(q, a) for q, a in pairs if len(ch.c14.encode(q, base.merges)) < base.context]
+            for name, pairs in sets.items()}
+    if len(kept["train"]) < 8 or not kept["held_out"] or not kept["unseen"]:
+        raise TrainError(f"only {sum(map(len, kept.values()))} of the {sum(map(len, sets.values()))} questions fit "
+                         f"this model's context of {base.context} tokens with room for an answer: train the GPT with "
+                         "a longer --context")
+    return kept
+
+
+# --- the check before training ------------------------------------------------------------------------------------
+def check_lora_backward(ch, seed: int = 21) -> dict:
+    """Your ``lora_backward`` against central differences of your ``lora_forward``, on a small case, before training.
+
+    The trainer's check (``train/gradcheck.py``: ``numerical``, ``compare``): a (3, 4) input, a (4, 5) weight and a
+    rank-2 adapter, all random (B too: at B = 0 the gradient of A is 0 whatever the code), α = 3, and the loss
+    ``Σ R ⊙ lora_forward(x, W, A, B, α)`` for a random R, so ``dY = R``; its gradients to x, A and B.
+
+    Returns:
+        ``{"numbers": n, "largest_difference": d}`` when they match.
+
+    Raises:
+        TrainError: naming ``lora_backward`` and the gradients that disagree.
+    """
+    rng = np.random.default_rng(seed)
+    seq, d_in, d_out, r, alpha = 3, 4, 5, 2, 3.0
+    x, W, A, B, R = (rng.normal(0.0, 1.0, shape) for shape in ((seq, d_in), (d_in, d_out), (d_in, r), (r, d_out),
+                                                                (seq, d_out)))
+    loss = lambda: float(np.sum(R * np.asarray(ch.c21.lora_forward(x, W, A, B, alpha), dtype=np.float64)))  # noqa: E731
+    wants = [numerical(loss, a) for a in (x, A, B)]
+    got = ch.c21.lora_backward(R.copy(), x.copy(), W.copy(), A.copy(), B.copy(), alpha)
+    got = [got.get(k, np.nan) if isinstance(got, dict) else np.nan for k in ("x", "A", "B")]
+    found = compare("lora_backward", "lora_forward", ("x", "A", "B"), got, wants)
+    if found:
+        raise TrainError(f"gradient check failed, before training: {found[0]}: {found[1]} (a (3, 4) input, a rank-2 "
+                         f"adapter on a (4, 5) weight, α = 3). Training with a wrong gradient would only waste your "
+                         f"time: `nox -s chapter21` shows the failing checks; fix them and run this stage again.")
+    return {"numbers": sum(w.size for w in wants),
+            "largest_difference": max(float(np.max(np.abs(np.asarray(g, dtype=np.float64) - w)))
+                                      for g, w in zip(got, wants, strict=True))}
 
 
 # --- LoRA (your chapter 21) ---------------------------------------------------------------------------------------
@@ -240,26 +277,37 @@ def sft_loss(ch, model: dict, base, items: list, grads: dict | None = None) -> f
 
 
 def stage_lora(ch, job: dict, send, status: dict) -> None:
-    """LoRA fine-tuning, prompt masked: the held-out answer loss before and after, samples, the merged model."""
+    """LoRA fine-tuning, prompt masked: the answer loss of each set before and after, samples, the merged model.
+
+    The sets are ``data.qa_sets``'s: ``held_out`` (taught sections asked in a phrasing never trained on), the goal's
+    measure; ``unseen`` (sections never taught); and a sample of the training questions.
+    """
     s, out = job["settings"], Path(job["out"])
     base = load(job["model"])
     vocab = ch.c14.build_vocab(base.merges)
-    train, held = fitting(ch, base, qa.qa_pairs())
+    sets = fitting(ch, base, qa.qa_sets())
     enc = lambda pairs: [encode_pair(ch, base.merges, q, a, base.context) for q, a in pairs]  # noqa: E731
-    train_items, held_items = enc(train), enc(held)
+    train_items, held_items, unseen_items = enc(sets["train"]), enc(sets["held_out"]), enc(sets["unseen"])
+    sample = train_items[::max(1, len(train_items) // len(unseen_items))][:len(unseen_items)]
     adapted = Adapted(ch, base.model, s["targets"], s["rank"], s["alpha"], s["seed"])
     params = adapted.params
     state = ch.c15.adamw_init(params)
-    asked = held[:SAMPLE_QUESTIONS]
+    asked = sets["held_out"][:SAMPLE_QUESTIONS] + sets["unseen"][:SAMPLE_UNSEEN]
     before = [answer(ch, base.model, base, q, vocab) for q, _ in asked]
-    evals = [{"step": 0, "held_out": sft_loss(ch, base.model, base, held_items),
-              "train": sft_loss(ch, base.model, base, train_items[:len(held_items)]), "seconds": 0.0}]
-    send({"event": "ready", "pairs": len(train), "held_out_pairs": len(held), "trained": adapted.count,
-          "parameters": adapted.total, "targets": adapted.targets, **evals[0]})
+
+    def measure(model: dict, step: int, seconds: float) -> dict:
+        return {"step": step, "held_out": sft_loss(ch, model, base, held_items),
+                "unseen": sft_loss(ch, model, base, unseen_items), "train": sft_loss(ch, model, base, sample),
+                "seconds": round(seconds, 3)}
+
+    evals = [measure(base.model, 0, 0.0)]
+    send({"event": "ready", "pairs": len(train_items), "held_out_pairs": len(held_items),
+          "unseen_pairs": len(unseen_items), "trained": adapted.count, "parameters": adapted.total,
+          "targets": adapted.targets, **evals[0]})
     status["doing"] = "fine-tuning"
-    seconds = 0.0
+    seconds = cpu = 0.0  # the training steps' time: on the clock, and of this process on the CPU
     for step in range(s["steps"]):
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         rng = np.random.default_rng([s["seed"], step])
         picked = rng.choice(len(train_items), size=min(s["batch"], len(train_items)), replace=False)
         batch = [train_items[i] for i in picked]
@@ -268,12 +316,10 @@ def stage_lora(ch, job: dict, send, status: dict) -> None:
         loss = sft_loss(ch, model, base, batch, full)
         params, state, norm = optimise(ch, adapted, params, state, full, step, s)
         seconds += time.perf_counter() - began
+        cpu += time.process_time() - began_cpu
         send({"event": "step", "step": step, "loss": loss, "grad_norm": norm})
         if (step + 1) % s["eval_every"] == 0 or step + 1 == s["steps"]:
-            model = adapted.adapted(params)
-            evals.append({"step": step + 1, "held_out": sft_loss(ch, model, base, held_items),
-                          "train": sft_loss(ch, model, base, train_items[:len(held_items)]),
-                          "seconds": round(seconds, 3)})
+            evals.append(measure(adapted.adapted(params), step + 1, seconds))
             send({"event": "eval", **evals[-1]})
     model, merged = adapted.adapted(params), adapted.merged(params)
     gap = max(float(np.max(np.abs(forward(ch, model, base.n_heads, ids)[0] - forward(ch, merged, base.n_heads,
@@ -283,29 +329,34 @@ def stage_lora(ch, job: dict, send, status: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     save(out / "sft.npz", merged, base)
     np.savez(out / "adapter.npz", **params)
-    send({"event": "done", "evals": evals, "merge_gap": gap, "train_seconds": seconds,
-          "samples": [{"question": q, "answer": a, "before": b, "after": c}
-                      for (q, a), b, c in zip(asked, before, after, strict=False)]})
+    send({"event": "done", "evals": evals, "merge_gap": gap, "train_seconds": seconds, "train_cpu_seconds": cpu,
+          "samples": [{"question": q, "answer": a, "before": b, "after": c,
+                       "set": "held_out" if i < SAMPLE_QUESTIONS else "unseen"}
+                      for i, ((q, a), b, c) in enumerate(zip(asked, before, after, strict=False))]})
 
 
 # --- stage 2: DPO on preference pairs -----------------------------------------------------------------------------
 def stage_dpo(ch, job: dict, send, status: dict) -> None:
     """DPO with a new adapter on the fine-tuned model, which is also the frozen reference.
 
-    The held-out preference accuracy and reward margin at every evaluation, answers before and after.
+    Trained on the training questions (``data.qa_sets``), a rejection drawn anew at every step; the preference
+    accuracy and reward margin of the held-out questions (and the accuracy on unseen sections) at every
+    evaluation, answers before and after.
     """
     s, out = job["settings"], Path(job["out"])
     base = load(job["model"])  # the fine-tuned model of stage 1: the policy's start and the reference
     vocab = ch.c14.build_vocab(base.merges)
-    train, held = fitting(ch, base, qa.qa_pairs())
+    sets = fitting(ch, base, qa.qa_sets())
+    train = sets["train"]
 
     def encode(triples):
         return [(encode_pair(ch, base.merges, q, c, base.context), encode_pair(ch, base.merges, q, r, base.context))
                 for q, c, r in triples]
 
     train_chosen = [encode_pair(ch, base.merges, q, a, base.context) for q, a in train]
-    held_triples = qa.preference_pairs(held, seed=s["seed"] + 1)
+    held_triples = qa.preference_pairs(sets["held_out"], seed=s["seed"] + 1)
     held_pairs = encode(held_triples)
+    unseen_pairs = encode(qa.preference_pairs(sets["unseen"], seed=s["seed"] + 2))
 
     def logp(model, item):
         (ids, plen) = item
@@ -314,6 +365,7 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
 
     ref_chosen = [logp(base.model, c)[0] for c in train_chosen]
     ref_held = np.array([(logp(base.model, c)[0], logp(base.model, r)[0]) for c, r in held_pairs])
+    ref_unseen = np.array([(logp(base.model, c)[0], logp(base.model, r)[0]) for c, r in unseen_pairs])
     beta = s["beta"]
 
     def measure(model, step: int, seconds: float) -> dict:
@@ -321,12 +373,14 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
         chosen = np.asarray(ch.c23.implicit_reward(pol[:, 0], ref_held[:, 0], beta), dtype=np.float64)
         rejected = np.asarray(ch.c23.implicit_reward(pol[:, 1], ref_held[:, 1], beta), dtype=np.float64)
         margin = chosen - rejected
+        unseen = np.array([(logp(model, c)[0], logp(model, r)[0]) for c, r in unseen_pairs]) - ref_unseen
         return {"step": step, "loss": float(ch.c23.dpo_loss(pol[:, 0], pol[:, 1], ref_held[:, 0], ref_held[:, 1],
                                                             beta)),
                 "accuracy": float(np.mean(margin > 0)), "margin": float(np.mean(margin)),
                 "accuracy_shuffled": float(np.mean(margin[0::2] > 0)),
                 "accuracy_other": float(np.mean(margin[1::2] > 0)),
                 "chosen_reward": float(np.mean(chosen)), "rejected_reward": float(np.mean(rejected)),
+                "accuracy_unseen": float(np.mean(unseen[:, 0] > unseen[:, 1])),
                 "reference_prefers": float(np.mean(ref_held[:, 0] > ref_held[:, 1])), "seconds": round(seconds, 3)}
 
     adapted = Adapted(ch, base.model, s["targets"], s["rank"], s["alpha"], s["seed"])
@@ -335,12 +389,13 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
     evals = [measure(base.model, 0, 0.0)]
     asked = held_triples[:SAMPLE_QUESTIONS]
     before = [answer(ch, base.model, base, q, vocab) for q, _, _ in asked]
-    send({"event": "ready", "pairs": len(train), "held_out_pairs": len(held_pairs), "trained": adapted.count,
+    send({"event": "ready", "pairs": len(train), "held_out_pairs": len(held_pairs),
+          "unseen_pairs": len(unseen_pairs), "trained": adapted.count,
           "parameters": adapted.total, "targets": adapted.targets, **evals[0]})
     status["doing"] = "DPO"
-    seconds = 0.0
+    seconds = cpu = 0.0  # the training steps' time: on the clock, and of this process on the CPU
     for step in range(s["steps"]):
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         rng = np.random.default_rng([s["seed"], step])
         picked = rng.choice(len(train), size=min(s["batch"], len(train)), replace=False)
         pairs = [(train_chosen[i], encode_pair(ch, base.merges, train[i][0], rejection(train, i, rng), base.context))
@@ -362,6 +417,7 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
                 add_grad(ch, model, ids, keep, logits, d * response_mask(ch, plen, len(ids)), full)
         params, state, norm = optimise(ch, adapted, params, state, full, step, s)
         seconds += time.perf_counter() - began
+        cpu += time.process_time() - began_cpu
         send({"event": "step", "step": step, "loss": loss, "grad_norm": norm})
         if (step + 1) % s["eval_every"] == 0 or step + 1 == s["steps"]:
             evals.append(measure(adapted.adapted(params), step + 1, seconds))
@@ -370,25 +426,31 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
     after = [answer(ch, merged, base, q, vocab) for q, _, _ in asked]
     out.mkdir(parents=True, exist_ok=True)
     save(out / "dpo.npz", merged, base)
-    send({"event": "done", "evals": evals, "train_seconds": seconds,
+    send({"event": "done", "evals": evals, "train_seconds": seconds, "train_cpu_seconds": cpu,
           "samples": [{"question": q, "chosen": c, "rejected": r, "before": b, "after": a}
                       for (q, c, r), b, a in zip(asked, before, after, strict=False)]})
 
 
 def rejection(pairs: list, i: int, rng: np.random.Generator) -> str:
-    """A worse answer to question ``i``: its words shuffled, or another question's answer, each half the time.
+    """A worse answer to question ``i``: its words shuffled, or another section's answer, each half the time.
 
     Drawn anew at every step, so that the policy learns what makes an answer worse, not which answers it saw.
+    Another section's: an answer that is not question ``i``'s (a section is trained in several phrasings).
     """
     if rng.random() < 0.5:
         return qa.shuffled(pairs[i][1], rng)
-    j = int(rng.integers(len(pairs) - 1))
-    return pairs[j + (j >= i)][1]
+    others = sorted({a for _, a in pairs} - {pairs[i][1]})
+    return others[int(rng.integers(len(others)))]
 
 
 STAGES = {"lora": stage_lora, "dpo": stage_dpo}
 
 
 def work(ch, job: dict, send, status: dict) -> None:
-    """The child's work: the stage the job names (``child_main``'s ``work``)."""
+    """The child's work: your ``lora_backward`` checked (``check_lora_backward``), then the stage the job names.
+
+    ``child_main``'s ``work``.
+    """
+    status["doing"] = "checking your lora_backward against central differences"
+    send({"event": "lora_checked", **check_lora_backward(ch)})
     STAGES[job["stage"]](ch, job, send, status)

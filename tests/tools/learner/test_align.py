@@ -58,10 +58,12 @@ def test_lora_writes_its_numbers_figure_samples_and_a_merged_model_equal_to_the_
     info = json.loads((align / "lora.json").read_text(encoding="utf-8"))
     assert [e["step"] for e in info["evals"]] == [0, 1, 2]
     assert info["held_out_before"] == info["evals"][0]["held_out"] and info["merge_gap"] <= 1e-12
-    assert info["trained_parameters"] == 4 * (8 + 8) * 4, "rank 4 beside WQ, WK, WV and WO of the one block"
-    assert info["held_out_pairs"] > 10 and info["pairs"] > 4 * info["held_out_pairs"] - 10
+    assert info["trained_parameters"] == 2 * 5 * (8 + 8), "rank 5 beside W_up and W_down of the one block"
+    assert info["held_out_pairs"] > 100 and info["pairs"] == 3 * info["held_out_pairs"] and info["unseen_pairs"] > 20
+    assert {"held_out", "unseen", "train"} <= set(info["evals"][-1]) and "unseen_after" in info
     text = (align / "lora_samples.txt").read_text(encoding="utf-8")
-    assert text.startswith("Q: what is ") and "  before: " in text and "  after:  " in text
+    assert text.startswith("Q: explain ") and "  before: " in text and "  after:  " in text
+    assert "(a section never trained on)" in text
     assert "held-out answer loss" in out and "merged model against the adapted one" in out
     assert_drawn_png(align / "lora.png", 150)
     gen = tool("generate", str(align / "sft.npz"), "--impl", "solutions", "--prompt", "Q: what is ", "--n", "3")
@@ -75,7 +77,8 @@ def test_dpo_writes_the_preference_accuracy_and_the_reward_margin_at_every_evalu
     first = info["evals"][0]
     assert first["margin"] == 0.0 and first["accuracy"] == 0.0 and abs(first["loss"] - np.log(2)) < 1e-12
     for e in info["evals"]:
-        assert {"accuracy", "accuracy_shuffled", "accuracy_other", "margin", "chosen_reward", "rejected_reward"} <= set(e)
+        assert {"accuracy", "accuracy_shuffled", "accuracy_other", "accuracy_unseen", "margin", "chosen_reward",
+                "rejected_reward"} <= set(e)
         assert abs(e["margin"] - (e["chosen_reward"] - e["rejected_reward"])) < 1e-9
     assert "worse:" in (folder / "align" / "dpo_samples.txt").read_text(encoding="utf-8")
     assert "held-out preference accuracy" in out
@@ -83,13 +86,16 @@ def test_dpo_writes_the_preference_accuracy_and_the_reward_margin_at_every_evalu
 
 
 def test_the_default_adapters_train_under_three_percent_of_the_default_gpt():
-    """rank 4 beside WQ, WK, WV, WO of the default GPT (166,208 parameters): 4,096 trained, 2.5 %"""
+    """lora: rank 5 beside W_up, W_down (4,800, 2.9 % of 166,208); dpo: rank 4 beside WQ, WK, WV, WO (4,096)"""
+    from kata.learner.align import DEFAULTS
+
     ch = _solutions(13, 21)
     model = init_model(512, 64, 176, 2, seed=0)
-    adapted = stages.Adapted(ch, model, ["WQ", "WK", "WV", "WO"], 4, 8.0, 0)
     total = sum(int(np.prod(s)) for s in shapes(512, 64, 176, 2).values())
-    assert adapted.total == total == 166_208 and adapted.count == 8 * 4 * (64 + 64) == 4096
-    assert adapted.count / total <= 0.03
+    for stage, want in (("lora", 2 * 2 * 5 * (64 + 176)), ("dpo", 8 * 4 * (64 + 64))):
+        s = DEFAULTS[stage]
+        adapted = stages.Adapted(ch, model, s["targets"].split(","), s["rank"], s["alpha"], 0)
+        assert adapted.total == total == 166_208 and adapted.count == want and adapted.count / total <= 0.03
 
 
 def test_the_adapters_gradients_are_s_dw_bt_and_s_at_dw_and_the_merge_is_the_adapted_weight():
@@ -157,13 +163,18 @@ def test_the_fine_tuning_loss_counts_the_answers_tokens_only_and_its_gradient_ma
 
 
 def test_the_questions_answers_and_rejections():
-    """about 130 sections give a question and a one-sentence answer; held out apart; a rejection is never the answer"""
+    """129 sections, a sentence each; held out: a phrasing never trained on; unseen: sections never trained on"""
     pairs = data.qa_pairs()
     assert len(pairs) > 100 and len({q for q, _ in pairs}) == len(pairs)
     assert ('Q: what is the "for" statement? A: ', 'The "for" statement is used to iterate over the elements of a '
             'sequence (such as a string, tuple or list) or other iterable object:\n') in pairs
-    train, held = data.split(pairs)
-    assert not set(train) & set(held) and len(train) + len(held) == len(pairs) and len(held) == round(len(pairs) / 5)
+    sets = data.qa_sets()
+    train, held, unseen = sets["train"], sets["held_out"], sets["unseen"]
+    assert len(held) + len(unseen) == len(pairs) and len(unseen) == round(len(pairs) / 5)
+    assert len(train) == 3 * len(held) and not (set(train) & set(held) or set(train) & set(unseen))
+    assert all(q.startswith("Q: explain ") for q, _ in held + unseen) and not any(
+        q.startswith("Q: explain ") for q, _ in train)
+    assert {a for _, a in held} <= {a for _, a in train} and not {a for _, a in unseen} & {a for _, a in train}
     rng = np.random.default_rng(0)
     for i in range(len(train)):
         worse = stages.rejection(train, i, rng)
@@ -180,6 +191,33 @@ def test_an_unfinished_chapter_21_stops_the_stage_with_the_trainers_message(run,
     proc = tool("align", "lora", str(run[0]), "--impl", str(folder), "--steps", "1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "chapter 21 is not finished: lora_init stops at" in proc.stderr, proc.stderr
+
+
+def test_a_wrong_lora_backward_stops_the_stage_before_training_naming_it(run, tmp_path):
+    """dB without α / r: exit 1 before any step, 'gradient check failed' naming lora_backward and its B"""
+    folder = copy_solutions(tmp_path / "wrong", {"chapter21_lora": (
+        "_right = lora_backward\n\n\n"
+        "def lora_backward(d_y, x, W, A, B, alpha):\n"
+        "    g = _right(d_y, x, W, A, B, alpha)\n"
+        "    return {**g, 'B': g['B'] * A.shape[1] / alpha}\n")})
+    proc = tool("align", "lora", str(run[0]), "--impl", str(folder), "--steps", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "gradient check failed, before training: lora_backward: its B disagrees with central differences of " \
+           "lora_forward" in proc.stderr, proc.stderr
+    assert "step    0" not in proc.stdout
+
+
+def test_the_check_of_lora_backward_passes_the_reference_and_names_each_wrong_gradient():
+    """central differences of lora_forward: the reference passes; dx without the adapter's path is named"""
+    ch = _solutions(21)
+    checked = stages.check_lora_backward(ch)
+    assert checked["numbers"] == 3 * 4 + 4 * 2 + 2 * 5 and checked["largest_difference"] < 1e-8
+    right = ch.c21.lora_backward
+    wrong = SimpleNamespace(lora_forward=ch.c21.lora_forward,
+                            lora_backward=lambda d_y, x, W, A, B, alpha: {**right(d_y, x, W, A, B, alpha),
+                                                                          "x": d_y @ W.T})
+    with pytest.raises(stages.TrainError, match=r"lora_backward: its x disagrees with central differences"):
+        stages.check_lora_backward(SimpleNamespace(c21=wrong))
 
 
 def _copy_run(run, tmp_path):
