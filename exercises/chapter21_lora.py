@@ -194,7 +194,7 @@ def lora_merge(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float) -> np.
     """
     W, A, B = _check_merge(W, A, B)
     alpha = _check_alpha(alpha)
-    raise NotImplementedError("21.11 lora_merge: W plus the product A B, scaled by α over the rank (1 line)")
+    raise NotImplementedError("21.11 lora_merge: the page's merged weight — one matrix of W's shape that your adapted layer's y comes out of, with no adapter left (1 line)")
 
 
 def lora_parameter_count(shapes, r: int) -> int:
@@ -220,7 +220,7 @@ def lora_parameter_count(shapes, r: int) -> int:
     See docs: chapter 21, step 21.12.
     """
     _check_shapes(shapes, r)
-    raise NotImplementedError("21.12 lora_parameter_count: for each weight, the rank times the sum of its two sizes; add them up as a Python int (1 line)")
+    raise NotImplementedError("21.12 lora_parameter_count: what the adapters of all the listed weights hold, and only they — the frozen weights do not count (1 line)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -114,7 +114,7 @@ def sequence_log_prob(logits: np.ndarray, ids, prompt_len: int) -> float:
     """
     logits, ids = _check_sequence(logits, ids)
     _check_prompt(prompt_len, len(ids))
-    raise NotImplementedError("23.3 sequence_log_prob: the next-token log-probabilities of 23.1 times the mask of 23.2, summed, as a Python float (1 line)")
+    raise NotImplementedError("23.3 sequence_log_prob: the docstring's sum, from your two functions above: only what scores a response token counts (1 line)")
 
 
 def sft_loss(log_probs: np.ndarray, mask: np.ndarray) -> float:
@@ -163,15 +163,15 @@ def implicit_reward(policy_logp: np.ndarray, ref_logp: np.ndarray, beta: float) 
         r, float64, shape (batch,).
 
     Raises:
-        ValueError: if beta ≤ 0 (the message names ``beta``): yours to write, β is the price of moving away
-            from the reference, and a β ≤ 0 turns the reward's sign or erases it. Arrays that are not 1-D,
-            non-empty, finite and of one shape, and a beta that is not a number, are refused by the check given
-            above the ``raise``, which hands you both arrays as float64.
+        ValueError: if beta is not a number > 0 (the message names ``beta``: β is the price of moving away
+            from the reference, and a β ≤ 0 turns the reward's sign or erases it), or the arrays are not 1-D,
+            non-empty, finite and of one shape: the check given above the ``raise``, which hands you both
+            arrays as float64 and beta as a float.
 
     See docs: chapter 23, step 23.6.
     """
     policy_logp, ref_logp, beta = _check_rewards(policy_logp, ref_logp, beta)
-    raise NotImplementedError("23.6 implicit_reward: refuse a beta that is not above 0, naming beta; then β times the policy's log-probability minus the reference's (3 lines)")
+    raise NotImplementedError("23.6 implicit_reward: how far the policy has moved each answer's log-probability from the reference's, priced at β (1 line)")
 
 
 def dpo_loss(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen: np.ndarray,
@@ -183,9 +183,8 @@ def dpo_loss(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     $$L = \frac{1}{B}\sum_{b=1}^{B} -\log \sigma(z_b) = \frac{1}{B}\sum_b \log\bigl(1 + e^{-z_b}\bigr)$$
 
     z is the margin of the implicit rewards (``implicit_reward``). ln 2 when the policy is the reference
-    (z = 0); it falls towards 0 as the chosen answer gains on the rejected one. Finite for any finite z
-    (z = ±1000 included): log(1 + e^{−z}) is taken as a log-sum-exp, never as the log of a σ that rounds to
-    0 or 1.
+    (z = 0); it falls towards 0 as the chosen answer gains on the rejected one. Finite, and with no NumPy
+    warning, for every margin with |z| up to 1000: a pair ranked right or wrong by a thousand included.
 
     Args:
         policy_chosen: log π_c, each chosen answer's log-probability under the policy, shape (batch,).
@@ -204,7 +203,7 @@ def dpo_loss(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     See docs: chapter 23, step 23.7.
     """
     pc, pr, rc, rr, beta = _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)  # noqa: F841 - yours to use
-    raise NotImplementedError("23.7 dpo_loss: each pair's margin z, the chosen answer's implicit reward minus the rejected one's; then the mean over the pairs of −log σ of it, the softplus of −z, taken as a log-sum-exp of 0 and −z so that nothing overflows (2 lines)")
+    raise NotImplementedError("23.7 dpo_loss: each pair's margin z, the chosen answer's implicit reward minus the rejected one's; then the mean over the pairs of −log σ of it, finite however large the margin (2 lines)")
 
 
 def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen: np.ndarray,
@@ -217,8 +216,8 @@ def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
 
     $$L = \frac{1}{B}\sum_{b=1}^{B} -\log \sigma(z_b)$$
 
-    The reference's log-probabilities are frozen and get no gradient. Finite for any finite z (z = ±1000
-    included): a sigmoid is taken from a log-sum-exp, never as 1 / (1 + e^{z}), whose e^{z} overflows.
+    The reference's log-probabilities are frozen and get no gradient. Finite, and with no NumPy warning, for
+    every margin with |z| up to 1000, as ``dpo_loss``.
 
     Args:
         policy_chosen: log π_c, shape (batch,).
@@ -236,7 +235,7 @@ def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     See docs: chapter 23, step 23.8.
     """
     pc, pr, rc, rr, beta = _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)  # noqa: F841 - yours to use
-    raise NotImplementedError("23.8 dpo_grad: the margins z as in 23.7; the derivative of −log σ of z, through z, for each answer, over the number of pairs; any sigmoid as the exponential of minus a log-sum-exp, so that nothing overflows (3 lines)")
+    raise NotImplementedError("23.8 dpo_grad: the margins z as in 23.7; the derivative of −log σ of z, through z, for each answer, over the number of pairs; finite however large the margin, as 23.7 (3 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
@@ -300,17 +299,19 @@ def _check_batch(log_probs, mask) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_beta(beta) -> float:
-    """Beta as a float, after checking it is a finite number (a Python or NumPy int or float, or a 0-d array)."""
+    """Beta as a float, after checking it is a finite number > 0 (a Python or NumPy int or float, or a 0-d array)."""
     value = beta.item() if isinstance(beta, np.ndarray) and beta.ndim == 0 else beta
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"beta must be a number, got {beta!r}")
     if not np.isfinite(value):
         raise ValueError(f"beta must be finite, got {beta!r}")
+    if value <= 0:
+        raise ValueError(f"beta must be > 0, got {beta!r}")
     return float(value)
 
 
 def _check_rewards(policy_logp, ref_logp, beta) -> tuple[np.ndarray, np.ndarray, float]:
-    """(policy_logp, ref_logp as float64, beta as a float), after checking two 1-D arrays of one shape."""
+    """(policy_logp, ref_logp as float64, beta as a float), after checking two 1-D arrays of one shape and beta > 0."""
     policy_logp, ref_logp = _check_array(policy_logp, "policy_logp", 1), _check_array(ref_logp, "ref_logp", 1)
     if policy_logp.shape != ref_logp.shape:
         raise ValueError(f"policy_logp {policy_logp.shape} and ref_logp {ref_logp.shape} must have the same shape")
@@ -325,7 +326,4 @@ def _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)
     if len({a.shape for a in arrays}) != 1:
         raise ValueError("policy_chosen, policy_rejected, ref_chosen and ref_rejected must have one shape, got "
                          + ", ".join(f"{n} {a.shape}" for n, a in zip(names, arrays, strict=True)))
-    beta = _check_beta(beta)
-    if beta <= 0:
-        raise ValueError(f"beta must be > 0, got {beta!r}")
-    return (*arrays, beta)
+    return (*arrays, _check_beta(beta))

@@ -276,8 +276,9 @@ def test_a_mask_without_a_response_token_is_refused(ch):
                    hint="the mask's sum is 0: refuse before dividing by it")
 
 
+@pytest.mark.given
 def test_a_beta_not_above_0_is_refused(ch):
-    """implicit_reward with β ≤ 0 raises ValueError naming beta"""
+    """implicit_reward with β ≤ 0 raises ValueError naming beta (given, as for dpo_loss and dpo_grad)"""
     logp = np.array([-1.0, -2.0])
     for beta in (0, 0.0, -0.1):
         raises_clearly(lambda beta=beta: ch.implicit_reward(logp, logp, beta), ValueError, names=("beta",))
@@ -320,7 +321,7 @@ def test_log_probs_and_masks_that_do_not_fit_are_refused(ch):
 
 @pytest.mark.given
 def test_log_probabilities_and_betas_that_do_not_fit_are_refused(ch):
-    """the DPO arrays not 1-D, non-empty, finite and of one shape, β not a finite number (> 0 for the loss)"""
+    """the DPO arrays not 1-D, non-empty, finite and of one shape, β not a finite number > 0"""
     a, b = np.array([-1.0, -2.0]), np.array([-3.0, -1.0])
     raises_clearly(lambda: ch.implicit_reward(a.tolist(), b, 0.5), ValueError, "list", names=("policy_logp",))
     raises_clearly(lambda: ch.implicit_reward(a, b[:1], 0.5), ValueError, "(2,)", "(1,)")

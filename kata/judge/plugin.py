@@ -17,6 +17,7 @@ import dataclasses
 import gc
 import hashlib
 import os
+import re
 import sys
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -474,10 +475,7 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
     if excinfo is not None and excinfo.errisinstance(proxy.WorkerCrashed):
         return Result(status="error", message=str(excinfo.value), **base)
     if excinfo is not None and excinfo.errisinstance(proxy.Raised):
-        err = excinfo.value
-        where = proxy.where_text(err)
-        return Result(status="failed", message=f"the code raised {type(err).__name__}: {err}"
-                      + (f"\n{where}" if where else ""), **base)
+        return Result(status="failed", message=crash_message(excinfo.value), **base)
     text = str(report.longreprtext) if hasattr(report, "longreprtext") else str(report.longrepr)
     pytest_timeout = excinfo is not None and excinfo.typename == "Failed" and str(excinfo.value).startswith("Timeout")
     if pytest_timeout or "Timeout" in text and (
@@ -495,6 +493,36 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
 
 
 _CHECK_FAILED = "FAILURE: "  # how pytest-check starts the message of each failed ``with check:``
+_RAISED = "the code raised "  # how a failure by an exception from the learner's code starts (_result_for)
+_FRAME = re.compile(r"\s+(?:at|called by)\s+.*?:\d+ in (\S+?)(?::|$)")  # a line of proxy.where_text
+
+
+def crash_message(err: BaseException) -> str:
+    """A failure by an exception from the learner's code: "the code raised <Type>: <what>", then where."""
+    where = proxy.where_text(err)
+    return f"{_RAISED}{type(err).__name__}: {err}" + (f"\n{where}" if where else "")
+
+
+def _raised(message: str) -> str:
+    """"lora_merge raised ValueError" for a failure by a crash, else "": what its line in the chapter view says.
+
+    Such a message is "the code raised <Type>: <what>" and then the learner's frames, innermost first
+    (``proxy.where_text``): the last one is the function the check called. A check whose claim is about
+    something else ("... leave their inputs as they were") must not read as that claim broken.
+    """
+    if not message.startswith(_RAISED):
+        return ""
+    kind = message[len(_RAISED):].split(":", 1)[0].strip() or "an exception"
+    called = [m.group(1) for line in message.splitlines()[1:] if (m := _FRAME.match(line))]
+    return f"{called[-1] if called else 'the code'} raised {kind}"
+
+
+def _crashes(group: list[Result]) -> str:
+    """"  — f raised E" when every failed case of a check (or step) failed by a crash, else ""."""
+    said = [_raised(r.message) for r in group if r.status == "failed"]
+    if not said or not all(said):
+        return ""
+    return "  — " + ", ".join(dict.fromkeys(said))
 
 
 def _checks_failed(text: str) -> str:
@@ -578,6 +606,7 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
         for r in steps:
             extra = "  not started" if r.status == "not started" else ""
             extra = "  timed out" if r.status == "timed out" else extra
+            extra += _crashes([r])
             lines.append(f"  {STATUS_MARK[r.status]} {r.step:<5} {r.title}{extra}")
         if checks:
             lines.append("  checks beyond the worksheet:")
@@ -588,6 +617,8 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
                     extra += f"  ({sum(r.status == 'passed' for r in group)}/{len(group)} cases)"
                 if worst == "failed" and not any(r.status == "failed" for r in group):
                     extra += f"  — the rest waits for {_waiting_for(group)}, not started yet"
+                if worst == "failed":
+                    extra += _crashes(group)
                 lines.append(f"  {STATUS_MARK[worst]}       {title}{extra}")
         shown = ("failed", "timed out", "error")
         if number is not None and broken.get(number):

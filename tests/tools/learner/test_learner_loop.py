@@ -309,6 +309,37 @@ def test_a_check_cut_short_by_a_stub_says_which_function_it_waits_for():
     assert "waits for" not in line, line  # a real failure is shown in full below, not excused
 
 
+def test_a_check_that_failed_by_a_crash_names_the_function_that_raised():
+    """a ✗ whose cases crashed says which function raised what; a ✗ by a broken claim, or mixed with one, does not
+
+    Learner trial: chapter 21's 'lora_forward, ... and lora_merge leave their inputs as they were' showed a bare ✗
+    when a transposed lora_merge raised on a non-square W, and read as inputs changed.
+    """
+    from kata.judge import proxy
+    from kata.judge.plugin import Result, chapter_view, crash_message
+
+    def crash(*functions: str) -> str:  # the learner's frames, outermost first, as the worker sends them
+        frames = [{"file": "exercises/chapter21_lora.py", "line": 10 + i, "function": f, "source": "return W + B"}
+                  for i, f in enumerate(functions)]
+        return crash_message(proxy._exception({"type": "ValueError", "bases": ["ValueError", "Exception"],
+                                               "message": "operands could not be broadcast", "frames": frames}))
+
+    title = "lora_forward and lora_merge leave their inputs as they were"
+    for functions, said in ((("lora_merge",), "lora_merge raised ValueError"),
+                            (("lora_train_step", "lora_forward"), "lora_train_step raised ValueError"),
+                            ((), "the code raised ValueError")):
+        cases = [Result(nodeid="t::1", chapter=None, step=None, title=title, status="failed", message=crash(*functions))]
+        line = next(x for x in chapter_view(cases, "x", {}) if title in x)
+        assert line.split()[0] == "✗" and line.endswith(f"  — {said}"), line
+    mixed = [*cases, Result(nodeid="t::2", chapter=None, step=None, title=title, status="failed",
+                            message="lora_merge changed its argument `W` in place")]
+    line = next(x for x in chapter_view(mixed, "x", {}) if title in x)
+    assert "raised" not in line, line
+    step = [Result(nodeid="t::3", chapter=21, step="21.11", title="The merge", status="failed",
+                   message=crash("lora_merge"))]
+    assert any(x.endswith("21.11 The merge  — lora_merge raised ValueError") for x in chapter_view(step, "x", {}))
+
+
 # -- failure messages -------------------------------------------------------------------------------------
 def test_failed_checks_show_their_messages_without_pytest_checks_frame_or_the_rewritten_assertion():
     from kata.judge.plugin import _checks_failed
