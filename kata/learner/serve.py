@@ -11,7 +11,7 @@ III's four chapters buy:
 2. **Int8 weights (chapter 19).** Every matrix quantized to int8 with one absmax scale per output channel (your
    ``absmax_scale``, ``quantize_symmetric``, ``dequantize``; the embedding per token, its rows being what is
    read): the validation loss within ``INT8_GAP`` (0.02 nats) of the float model's, and the weights' bytes.
-3. **Speculative decoding (chapter 20).** A draft GPT of one block, trained for about a minute on the same corpus
+3. **Speculative decoding (chapter 20).** A draft GPT of one block, trained for 1500 steps on the same corpus
    by the same trainer (``runs/gpt/serve/draft/``) and run by the server's fused NumPy (``DraftDecoder``, its
    logits checked against your ``gpt_forward``'s to ``DRAFT_ATOL``), proposes ``k`` = 4 tokens; your
    ``speculative_step`` keeps or replaces them after one call of the target (your ``gpt_forward``). Shown: the
@@ -642,7 +642,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the grouped-query model "
                    "(default: half the run's heads)")
     p.add_argument("--draft-steps", type=int, default=1500, help="training steps of the one-block draft "
-                   "(default 1500, about a minute)")
+                   "(default 1500)")
     p.add_argument("--draft-d-model", type=int, default=None, help="the draft's width (default: half the run's, "
                    "at most 32)")
     p.add_argument("--n", type=int, default=200, help="tokens to generate by speculative decoding (default 200)")
