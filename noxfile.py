@@ -227,6 +227,13 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_serve.py", env={"PYTHONPATH": str(ROOT)})  # needs runs/gpt and its draft
 
 
+@nox.session(name="bench-serve", default=False)
+def bench_serve(session: nox.Session) -> None:
+    """Time speculative decoding against cached generation on your GPT and its draft: `-- runs/gpt` (after serve)."""
+    install(session, "test", "train")
+    session.run("python", "benchmarks/bench_serve.py", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
 @nox.session(default=False)
 def docs(session: nox.Session) -> None:
     """Build the course site into site/ (open site/index.html); `-- serve` serves it on localhost:8000."""

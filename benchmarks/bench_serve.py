@@ -1,8 +1,9 @@
 """Benchmark ``nox -s serve``'s speculative decoding against chapter 16's cached generation, in wall-clock time.
 
 On a trained run and its draft (``nox -s train -- --model gpt``, then ``nox -s serve``, which trains
-``runs/gpt/serve/draft/``), with the reference (``--impl solutions``) unless told, on one NumPy thread as the tools
-use: the run's prompt is continued by ``--n`` tokens (256) at temperature 1, in turn
+``runs/gpt/serve/draft/``), with the code a benchmark measures unless told (``learners_code.measured_impl``:
+``solutions`` in the authors' edition, your work in a learner's, exercises/ with your notebooks' answers), on one
+NumPy thread as the tools use: the run's prompt is continued by ``--n`` tokens (256) at temperature 1, in turn
 
 1. by chapter 16's cached generation: one prefill, then one ``gpt_forward`` call per token from the KV cache,
    each token drawn by ``sample_index`` from ``softmax_with_temperature`` (what ``nox -s generate`` does);
@@ -18,9 +19,11 @@ speed-up those calls allow, E·(a cached token) / (k·(a draft step) + (the targ
 and ``speculative_step``)), with a free draft too: on these small models a call costs mostly Python, whatever its
 width, so the verifying alone costs nearly two cached tokens.
 
-Usage: python benchmarks/bench_serve.py [runs/gpt] [--impl solutions] [--n 256] [--repeat 3]
+Usage: ``nox -s bench-serve -- [runs/gpt] [--impl FOLDER] [--n 256] [--repeat 3]`` (a learner's session too), or
+``python benchmarks/bench_serve.py …``; ``nox -s bench`` ends with it.
 This is not a test: it prints numbers (and ratios) and exits 0, whatever they are; without a run and its draft
-it says how to make them and exits 0. The load average is printed first.
+it says how to make them and exits 0; an unfinished chapter it calls (14, 16 or 20) stops it with exit code 1 and
+the trainer's message ("chapter 20 is not finished: …"). The load average is printed first.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kata import project  # noqa: E402
+from kata import learners_code, project  # noqa: E402
 from kata.learner.serve import (  # noqa: E402
     CHAPTERS,
     DraftDecoder,
@@ -54,6 +57,7 @@ from kata.learner.serve import (  # noqa: E402
     read_run,
     speculative,
 )
+from kata.learner.train.child import describe, learner_frames  # noqa: E402
 from kata.learner.train.gpt import model_from_arrays  # noqa: E402
 
 GOAL = 1.5  # speculative decoding must be at least this many times faster
@@ -97,20 +101,26 @@ def best_us(f, n: int = 100) -> float:
     return best * 1e6
 
 
+def held(context: int) -> int:
+    """Positions in the caches when a call is timed: 32, or fewer where a round of K + 1 more would not fit."""
+    return max(1, min(32, context - K - 1))
+
+
 def breakdown(ch, target: dict, n_heads: int, draft: dict, d_heads: int, context: int) -> dict:
-    """Microseconds of each call a round makes, after 32 positions held (best of 100 each)."""
-    ids = np.arange(33) % len(target["tok_emb"])
-    _, t_caches = ch.c16.gpt_forward(ids[:32], target, n_heads, None)
-    _, d_caches = ch.c16.gpt_forward(ids[:32], draft, d_heads, None)
+    """Microseconds of each call a round makes, after ``held(context)`` positions (best of 100 each)."""
+    at = held(context)
+    ids = np.arange(at + 1) % len(target["tok_emb"])
+    _, t_caches = ch.c16.gpt_forward(ids[:at], target, n_heads, None)
+    _, d_caches = ch.c16.gpt_forward(ids[:at], draft, d_heads, None)
     row = np.asarray(ch.c16.gpt_forward(ids, target, n_heads, None)[0])[-1]
     p = distribution(ch, row, 1.0)
     fused = DraftDecoder(draft, d_heads, context)
     q = draft_distribution(fused.feed(list(ids))[-1], 1.0)
-    fused.keep(32)
+    fused.keep(at)
 
     def draft_step() -> None:
         fused.feed([1])
-        fused.keep(32)
+        fused.keep(at)
 
     x = int(np.argmax(np.minimum(p, q)))  # a token both like: a round that accepts all K (the dearest)
     us = [0.0] * K + [0.5]
@@ -131,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     """Print the two generations' times and their ratio; 0 whatever they are."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run", nargs="?", default=str(ROOT / "runs" / "gpt"))
-    p.add_argument("--impl", default="solutions")
+    p.add_argument("--impl", default=learners_code.measured_impl(),
+                   help="package name or folder whose chapters run (default: solutions where it is, else your work)")
     p.add_argument("--n", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args(argv)
@@ -147,7 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     if not draft_file.is_file():
         print(f"speculative decoding: skipped (no draft at {draft_file}); `nox -s serve -- {folder}` trains it")
         return 0
-    ch = chapters(args.impl)
+    impl = project.impl_folder(args.impl)
+    try:
+        return measure(chapters(args.impl), args, path, s, draft_file, learners_code.shown(impl))
+    except Exception as err:  # noqa: BLE001 - the learner's code failed: say where, as the trainer does
+        if not learner_frames(err.__traceback__, impl.resolve()):
+            raise
+        print(describe(err, impl.resolve(), learners_code.shown(impl), "measuring"), file=sys.stderr)
+        return 1
+
+
+def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
+    """Time each call of a round, then the cached generation and speculative decoding at every k; print them."""
     with np.load(path, allow_pickle=False) as a:
         target, merges, n_heads, context = model_from_arrays(dict(a))
     with np.load(draft_file, allow_pickle=False) as a:
@@ -155,10 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     prompt = [int(i) for i in ch.c14.encode(s.prompt, merges)][-context:]
     print(f"target {path} ({len(target['blocks'])} blocks, d_model {s.d_model}), draft {draft_file} "
           f"({len(draft['blocks'])} block, d_model {draft['tok_emb'].shape[1]}); {args.n} tokens at temperature 1, "
-          f"{args.impl}/")
+          f"{shown}/")
     calls = breakdown(ch, target, n_heads, draft, d_heads, context)
     step = calls["target, 1 token"]
-    print("  one call, after 32 positions (best of 100):")
+    print(f"  one call, after {held(context)} positions (best of 100):")
     for name, us in calls.items():
         print(f"    {name:30s} {us:7.1f} µs = {us / step:.2f} target steps")
     ks = range(1, K + 1)

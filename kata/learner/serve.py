@@ -11,14 +11,14 @@ III's four chapters buy:
 2. **Int8 weights (chapter 19).** Every matrix quantized to int8 with one absmax scale per output channel (your
    ``absmax_scale``, ``quantize_symmetric``, ``dequantize``; the embedding per token, its rows being what is
    read): the validation loss within ``INT8_GAP`` (0.02 nats) of the float model's, and the weights' bytes.
-3. **Speculative decoding (chapter 20).** A draft GPT of one block, trained for about a minute on the same corpus
+3. **Speculative decoding (chapter 20).** A draft GPT of one block, trained for 1500 steps on the same corpus
    by the same trainer (``runs/gpt/serve/draft/``) and run by the server's fused NumPy (``DraftDecoder``, its
    logits checked against your ``gpt_forward``'s to ``DRAFT_ATOL``), proposes ``k`` = 4 tokens; your
    ``speculative_step`` keeps or replaces them after one call of the target (your ``gpt_forward``). Shown: the
    acceptance rate (by position too), the tokens per target call against chapter 20's ``expected_tokens``, and
    that the text has the target's distribution: exactly for the first token (the probability of each token
    computed from your functions equals p to 1e-12) and by a chi-square test over many independent rounds. Its
-   wall-clock speed-up over chapter 16's cached generation is measured by ``nox -s bench``
+   wall-clock speed-up over chapter 16's cached generation is measured by ``nox -s bench-serve``
    (``benchmarks/bench_serve.py``), never here.
 4. **Grouped-query attention (chapter 18).** A GPT with ``--kv-heads`` key/value heads, trained exactly like
    the run (``nox -s train -- --kv-heads``, ``runs/gpt/serve/gqa<kv>/``): its validation loss within
@@ -129,8 +129,13 @@ def draft_settings(s: GptSettings, steps: int, d_model: int | None) -> GptSettin
                        eval_every=max(1, steps // 4), seed=s.seed, prompt=s.prompt, lr=s.lr, min_lr=s.min_lr).check()
 
 
-def trained(folder: Path, name: str, s: GptSettings, impl: str | None, retrain: bool, timeout: float) -> Path:
-    """``folder/serve/name``, trained with settings ``s`` by ``nox -s train`` unless it was already; TrainError."""
+def trained(folder: Path, name: str, s: GptSettings, impl: str | None, retrain: bool, timeout: float,
+            what: str = "") -> Path:
+    """``folder/serve/name``, trained with settings ``s`` by ``nox -s train`` unless it was already; TrainError.
+
+    The training is ``train.main``'s, in this process: its progress (a bar with the time left, or a line every 5 %
+    where the output is not a terminal) is the trainer's. ``what`` names the model in the line before it.
+    """
     out = folder / "serve" / name
     marker = out / "serve_settings.json"
     wanted = {"settings": s.as_dict(), "impl": impl}
@@ -144,7 +149,8 @@ def trained(folder: Path, name: str, s: GptSettings, impl: str | None, retrain: 
     argv = [*_train_argv(s), "--runs", str(folder / "serve"), "--name", name, "--timeout", f"{timeout:g}"]
     if impl is not None:
         argv += ["--impl", impl]
-    print(f"\n$ {command('nox', '-s', 'train', '--', *argv)}", flush=True)
+    print(f"\ntraining {what or name}, {s.steps:,} steps (once: a second `nox -s serve` reuses it)\n"
+          f"$ {command('nox', '-s', 'train', '--', *argv)}", flush=True)
     marker.unlink(missing_ok=True)
     code = train.main(argv)
     if code != 0:
@@ -636,7 +642,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads of the grouped-query model "
                    "(default: half the run's heads)")
     p.add_argument("--draft-steps", type=int, default=1500, help="training steps of the one-block draft "
-                   "(default 1500, about a minute)")
+                   "(default 1500)")
     p.add_argument("--draft-d-model", type=int, default=None, help="the draft's width (default: half the run's, "
                    "at most 32)")
     p.add_argument("--n", type=int, default=200, help="tokens to generate by speculative decoding (default 200)")
@@ -693,8 +699,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         checked = _child({**job, "part": "check"}, args.timeout)
         print(_check_lines(checked, s), flush=True)
-        draft = trained(folder, "draft", draft_s, args.impl, args.retrain, args.timeout)
-        gqa = trained(folder, f"gqa{kv}", gqa_s, args.impl, args.retrain, args.timeout)
+        draft = trained(folder, "draft", draft_s, args.impl, args.retrain, args.timeout,
+                        f"the draft (1 block of width {draft_s.d_model})")
+        gqa = trained(folder, f"gqa{kv}", gqa_s, args.impl, args.retrain, args.timeout,
+                      f"the grouped-query model ({kv} key/value head{'s' if kv > 1 else ''}, trained like your run)")
         print(f"\nspeculative decoding with {draft}/ and the grouped-query model {gqa}/:", flush=True)
         spec = _child({**job, "part": "speculate", "draft": str(draft / "model.npz"), "gqa": str(gqa / "model.npz"),
                        "n": args.n, "draws": args.draws, "temperature": args.temperature, "seed": args.seed},

@@ -259,9 +259,8 @@ def work(ch, job: dict, send, status: dict) -> None:
 
 
 def follow(child: Child, stage: str, s: dict) -> dict:
-    """Show the stage's progress (one tqdm bar and a line per evaluation); its ``done`` event with ``ready`` in it."""
-    from tqdm import tqdm
-
+    """Show the stage's progress (the trainer's ``Progress``, and a line per evaluation); its ``done`` event."""
+    from ..train.progress import Progress
     from .report import shown_eval, shown_ready
 
     if stage == "grpo":
@@ -279,13 +278,12 @@ def follow(child: Child, stage: str, s: dict) -> dict:
         elif kind == "ready":
             state["ready"] = event
             print(shown_ready(stage, event), flush=True)
-            state["bar"] = tqdm(total=s["steps"], unit="step", dynamic_ncols=True, disable=None, leave=True)
+            state["bar"] = Progress(s["steps"])
         elif kind == "step":
-            state["bar"].update(1)
-            state["bar"].set_postfix_str(f"loss {event['loss']:.3f}", refresh=False)
+            state["bar"].step(lambda: f"loss {event['loss']:.3f}")
         elif kind == "eval":
             text = shown_eval(stage, event)
-            if state["bar"] is not None and not state["bar"].disable:
+            if state["bar"] is not None:
                 state["bar"].write(text)
             else:
                 print(text, flush=True)

@@ -13,7 +13,8 @@ Shakespeare shipped in ``data/`` (``--corpus book``) or any UTF-8 text file (``-
    ``--context`` characters, calls your ``transformer_loss_and_grads`` once, and updates every parameter with
    Adam (the optimiser lives here: no chapter teaches it). The learning rate stays at ``--lr`` for the first
    half and falls linearly to a tenth of it by the end. A progress bar shows the step, the loss, tokens per
-   second and the time left; every ``--sample-every`` steps a greedy sample from ``--prompt`` is printed.
+   second and the time left (where the output is not a terminal, the same as a line every 5 % of the steps:
+   ``progress.py``); every ``--sample-every`` steps a greedy sample from ``--prompt`` is printed.
 3. **The run's folder** ``runs/<name>/``: ``loss.png``, ``attention.png`` (each layer's attention weights on the
    corpus's first 24 characters from the prompt on), ``samples.txt``, ``model.npz`` (the parameters and the vocabulary,
    plain arrays: ``np.load(..., allow_pickle=False)``) and ``run.json`` (the settings, ``first_loss``,
@@ -31,7 +32,7 @@ One trainer, two models. A model (``model.py``'s interface; ``chapter10.py`` and
 what differs: its settings, parameters and optimiser, its corpus and tokenizer, its forward and backward (your
 chapters), what it shows and what its run folder holds. Written once for both: the child process and its
 watchdog (``child.py``), the gradient check (``gradcheck.py``), the loop and its checkpoint (``loop.py``), the
-progress bar and the run folder (here), the figures (``figures.py``).
+run folder (here), the progress (``progress.py``), the figures (``figures.py``).
 
 How your code is called. It is not graded here, so the tool may import it directly, but an endless loop in it
 must not hang the tool silently. So your chapters run in a *child process* that imports them directly and
@@ -64,6 +65,7 @@ from .gpt import Gpt, GptSettings
 from .gradcheck import check_gradients
 from .loop import CHECKPOINT, PROGRESS, train
 from .model import Model, command, read_model_file, smoothed_tail
+from .progress import Progress
 
 CHAPTER10, GPT = Chapter10(), Gpt()
 MODELS: dict[str, Model] = {m.name: m for m in (CHAPTER10, GPT)}  # child.py names the same two
@@ -231,39 +233,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _follow(child: Child, model: Model, s, state: dict) -> dict:
-    """Show the child's progress until it is done (with one tqdm bar); return its ``done`` event, and more.
+    """Show the child's progress until it is done (``Progress``: a bar, or lines where the output is no terminal).
 
-    Added: ``ready`` (the data's figures), ``losses`` (this session's) and ``rate`` (tokens per second).
+    Returns its ``done`` event, with ``ready`` (the data's figures), ``losses`` (this session's) and ``rate``
+    (tokens per second) added.
     """
-    from tqdm import tqdm
-
     ready, losses = {}, []
-    bar = None
+    progress = None
     try:
 
         def say(text: str) -> None:
-            if bar is not None and not bar.disable:
-                bar.write(text)
+            if progress is not None:
+                progress.write(text)
             else:
                 print(text, flush=True)
 
         def on_event(event: dict) -> dict | None:
-            nonlocal bar
+            nonlocal progress
             kind = event.get("event")
             if kind == "ready":
                 ready.update(event)
                 line = model.ready(event)
                 if line:
                     print(line, flush=True)
-                bar = tqdm(total=s.steps, initial=event["start_step"], unit="step", dynamic_ncols=True, disable=None,
-                           leave=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
+                progress = Progress(s.steps, event["start_step"])
             elif kind == "step":
                 losses.append(event["loss"])
-                bar.update(1)
-                if event["step"] % 10 == 0 or event["step"] == s.steps:
-                    rate = event["session_tokens"] / max(event["session_seconds"], 1e-9)
-                    bar.set_postfix_str(f"loss {smoothed_tail(losses, model.bar_window):.3f}, {rate:,.0f} tok/s",
-                                        refresh=False)
+                rate = event["session_tokens"] / max(event["session_seconds"], 1e-9)
+                progress.step(lambda: f"loss {smoothed_tail(losses, model.bar_window):.3f}, {rate:,.0f} tok/s")
             elif kind == "observe":
                 say(model.shown_observation(event, s))
             elif kind == "checkpoint":
@@ -275,5 +272,5 @@ def _follow(child: Child, model: Model, s, state: dict) -> dict:
 
         return child.follow(model.label, on_event)
     finally:
-        if bar is not None:
-            bar.close()
+        if progress is not None:
+            progress.close()

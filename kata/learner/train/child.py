@@ -80,7 +80,8 @@ def learner_frames(tb, folder: Path) -> list[traceback.FrameSummary]:
     return [f for f in traceback.extract_tb(tb) if Path(f.filename).resolve().is_relative_to(folder)]
 
 
-VERBS = {"generating": "Generate", "serving": "Serve"}  # what to do once the chapter passes, by what was running
+# What to do once the chapter passes, by what was running.
+VERBS = {"generating": "Generate", "serving": "Serve", "measuring": "Measure"}
 
 
 def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) -> str:

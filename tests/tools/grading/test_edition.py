@@ -26,7 +26,7 @@ from ..conftest import ROOT
 
 pytestmark = pytest.mark.slow
 FORBIDDEN = re.compile(r"solutions/|--impl solutions|selfcheck|No module named 'solutions'")
-LEARNER_SESSIONS = ["progress", "watch", "hint", "worksheet", "doctor", "grade", "lint", "lab"]
+LEARNER_SESSIONS = ["progress", "watch", "hint", "worksheet", "doctor", "grade", "lint", "lab", "bench-serve"]
 
 
 def nox_command() -> list[str]:

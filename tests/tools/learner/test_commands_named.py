@@ -8,6 +8,13 @@ and each ``--flag`` after its ``--`` must be one the session's command accepts: 
 an option the judge's pytest plugin or the course's conftest adds. A flag a parser keeps only so that old
 commands still run (its help says "kept for old commands") is not one to teach. Sessions that run something else (``docs``,
 ``bench``, ``lab``, …) are checked by name only.
+
+A session must also exist where the reader is: the student edition has no authors' session (``authors_session``
+in noxfile.py: ``bench``, ``selfcheck``, ``release``, …). A learner trial of ``nox -s serve`` found its page
+sending learners to ``nox -s bench``, which their ``nox -l`` does not list. So the text a learner reads, what is
+left of a page outside its authors' parts (``<!-- kata:solution -->`` and ``<!-- kata:authors-only -->``
+sections, which the student edition cuts, and sections headed "For authors" or "For instructors", whose readers
+have the authors' edition), names no authors' session.
 """
 
 from __future__ import annotations
@@ -25,6 +32,43 @@ from kata.__main__ import COMMANDS
 ROOT = project.ROOT
 COMMAND = re.compile(r"nox\s+(?:-R\s+)?-s\s+([A-Za-z0-9_{}.-]+)(?:\s+--\s+([^`\n\"|<]*))?")
 PYTEST_SESSIONS = re.compile(r"chapter(\d+|N)|progress")
+
+
+def _authors_sessions() -> set[str]:
+    """The sessions a student edition does not have: those noxfile.py declares with ``authors_session``."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    found = set()
+    for node in tree.body:
+        for deco in node.decorator_list if isinstance(node, ast.FunctionDef) else []:
+            func = deco.func if isinstance(deco, ast.Call) else deco
+            if ast.unparse(func) == "authors_session":
+                keywords = deco.keywords if isinstance(deco, ast.Call) else []
+                found.add(next((k.value.value for k in keywords if k.arg == "name"), node.name))
+    return found
+
+
+FOR_AUTHORS = re.compile(r"^(#+)\s+For (authors|instructors)\b", re.I)
+
+
+def learners_text(text: str, where: str) -> str:
+    """What a learner reads of a page: without its authors' sections (cut by the release, or headed for authors)."""
+    from kata.grading.release import strip_sections
+
+    if where.endswith(".md"):
+        text = strip_sections(text, where)[0]
+    kept, skipping = [], 0  # skipping: the level of the "For authors" heading being skipped, 0 when reading
+    fenced = False
+    for line in text.splitlines():
+        fenced ^= line.lstrip().startswith("```")
+        heading = None if fenced else re.match(r"^(#+)\s", line)
+        if heading and skipping and len(heading.group(1)) <= skipping:
+            skipping = 0
+        found = FOR_AUTHORS.match(line) if heading else None
+        if found:
+            skipping = len(found.group(1))
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _sessions() -> dict[str, str | None]:
@@ -139,4 +183,29 @@ def test_every_command_a_reader_is_told_to_run_exists(where):
     """each `nox -s NAME -- ARGS` in the README, a docs page or a notebook names a real session and real flags"""
     chapters = {c.number for c in project.chapters()}
     wrong = problems_in(_text(where), _sessions(), chapters)
+    assert not wrong, f"{where}: " + "; ".join(wrong)
+
+
+def authors_sessions_named(text: str, authors: set[str]) -> list[str]:
+    """Each `nox -s NAME` of a learner's text whose session the student edition does not have."""
+    return [f"`{m.group(0).strip()}`: {m.group(1)} is an authors' session (not in the student edition)"
+            for m in COMMAND.finditer(text) if m.group(1) in authors]
+
+
+def test_an_authors_session_on_a_learners_page_is_named():
+    """the check itself: the serve page's old `nox -s bench` is named; the same in a section for authors is not"""
+    authors = _authors_sessions()
+    assert {"bench", "selfcheck", "release"} <= authors and "bench-serve" not in authors and "serve" not in authors
+    page = ("# Serve\n\n`nox -s bench` (the authors' edition) measures it; `nox -s bench-serve` too.\n\n"
+            "## For authors\n\n`nox -s release -- DIR`\n\n### Details\n\n`nox -s selfcheck`\n\n"
+            "## Options\n\n`nox -s mutation -- 4`\n\n<!-- kata:solution -->\n`nox -s proofs`\n<!-- /kata:solution -->\n")
+    said = authors_sessions_named(learners_text(page, "page.md"), authors)
+    assert said == ["`nox -s bench`: bench is an authors' session (not in the student edition)",
+                    "`nox -s mutation -- 4`: mutation is an authors' session (not in the student edition)"], said
+
+
+@pytest.mark.parametrize("where", READ)
+def test_a_learner_is_told_only_of_sessions_the_student_edition_has(where):
+    """outside its authors' sections, a page, the README or a notebook names no authors-only session"""
+    wrong = authors_sessions_named(learners_text(_text(where), where), _authors_sessions())
     assert not wrong, f"{where}: " + "; ".join(wrong)

@@ -2,20 +2,27 @@
 
 One tiny reference run (test_train_gpt.py's settings) is served once (its draft and grouped-query model trained for
 20 steps); the tests read what it printed and wrote. Stubs of chapters 17-20 are refused before anything is
-trained; a hostile run folder is refused before any child starts. No test times anything: the speed-up is
-`python benchmarks/bench_serve.py`'s (in `nox -s bench`).
+trained; a hostile run folder is refused before any child starts. The trainings show the trainer's progress
+(here, the output being no terminal, a line every 5 % with the time left). No test times anything: the speed-up
+is `benchmarks/bench_serve.py`'s (`nox -s bench-serve`), run here on the tiny run for what it prints, never for
+how fast.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
+import re
 import shutil
+import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from kata.learner import serve
+from kata.learner.train.progress import Progress
 from kata.project import chapter_files
 
 from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
@@ -128,6 +135,84 @@ def test_the_grouped_query_model_divides_the_cache_at_the_same_loss(served):
 def test_the_figures_are_pngs_with_something_drawn(served, run, name):
     """serve_acceptance.png, serve_memory.png and serve_loss.png in the run folder, not blank"""
     assert_drawn_png(run / name, 150)
+
+
+PROGRESS_LINE = re.compile(r"^ +(\d+)% (\d+)/(\d+) steps \[(\d\d:\d\d)<(\d\d:\d\d), loss \d+\.\d{3}, [\d,]+ tok/s\]$",
+                           re.M)
+
+
+def test_each_training_shows_its_progress_with_the_time_left(served):
+    """Piped output (no terminal for the bar): the draft's and the grouped-query model's 20 steps, a line each
+
+    The trial this answers saw one line every 200 steps for 11 minutes. The line is the trainer's (tqdm's
+    format_meter): percent, step / steps, time so far < time left, the loss and tokens per second. Each training
+    is named first, with its steps.
+    """
+    out = served[1]
+    draft, gqa = out.index("training the draft (1 block of width 4), 20 steps"), out.index(
+        "training the grouped-query model (1 key/value head, trained like your run), 20 steps")
+    assert draft < gqa
+    for start, end in ((draft, gqa), (gqa, len(out))):
+        lines = PROGRESS_LINE.findall(out[start:end])
+        assert [(int(n), int(total)) for _, n, total, _, _ in lines] == [(n, 20) for n in range(1, 21)], lines
+        assert [int(pct) for pct, *_ in lines] == [5 * n for n in range(1, 21)]
+
+
+def test_the_progress_line_of_a_resumed_run_reads_as_the_bar(monkeypatch, capsys):
+    """Progress, output no terminal: a line every 5 % of all the steps, the time left from this session's rate
+
+    Steps 101-150 of 200 (100 done before), 10 s after it began: 50 steps in 10 s, 50 left, so 10 s left.
+    """
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # what tqdm sees: no terminal, so it disables itself
+    progress = Progress(200, initial=100)
+    asked = []
+    for _ in range(50):
+        progress.step(lambda: asked.append(1) or "loss 1.234, 5,000 tok/s")
+    progress.close()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" [")[0] for line in lines] == [f"  {p:3d}% {n}/200 steps" for p, n in
+                                                       zip(range(55, 80, 5), range(110, 151, 10), strict=True)]
+    assert len(asked) == 5, "the postfix is asked for only when it is shown (every 10th step here)"
+    assert progress.line(10.0, "loss 1.234") == "   75% 150/200 steps [00:10<00:10, loss 1.234]"
+
+
+def _bench():
+    """benchmarks/bench_serve.py as a module."""
+    spec = importlib.util.spec_from_file_location("bench_serve", ROOT / "benchmarks" / "bench_serve.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_serve_measures_the_tiny_run_and_its_draft(served, run, capsys):
+    """nox -s bench-serve's script on the tiny run: every call timed, cached and speculative k = 1-4 printed
+
+    No time is asserted. A context of 8 times the calls after 3 positions (32 would not fit).
+    """
+    assert _bench().main([str(run), "--impl", "solutions", "--n", "8", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "one call, after 3 positions (best of 100):" in out and "speculative_step, k = 4" in out, out
+    assert "chapter 16, cached:" in out and all(f"speculative, k = {k}:" in out for k in range(1, 5)), out
+    assert re.search(r"speed-up at k = 4: [\d.]+x, best k = \d", out), out
+    assert ", solutions/" in out
+
+
+def test_bench_serve_measures_whose_code_a_benchmark_measures_and_names_a_stub(served, run, tmp_path, capsys,
+                                                                               monkeypatch):
+    """No --impl: learners_code.measured_impl()'s code; a stub of chapter 20 there is named, exit 1
+
+    measured_impl is solutions/ here, the learner's work in a student edition, where the trial found the bench
+    stopping with "no implementation 'solutions'".
+    """
+    impl = copy_solutions(tmp_path / "impl")
+    name = chapter_files(impl)[20].name
+    shutil.copy(ROOT / "exercises" / name, impl / name)
+    bench = _bench()
+    monkeypatch.setattr(bench.learners_code, "measured_impl", lambda: str(impl))
+    assert bench.main([str(run), "--n", "8", "--repeat", "1"]) == 1
+    err = capsys.readouterr().err
+    assert f"chapter 20 is not finished: speculative_step stops at {impl}/{name}:" in err, err
+    assert "Measure once `nox -s chapter20` passes every step." in err and "Traceback" not in err, err
 
 
 def test_a_second_serve_reuses_the_trained_draft_and_grouped_query_model(served, run):
