@@ -32,8 +32,8 @@ def shown_eval(stage: str, event: dict) -> str:
                 f"{event['unseen']:.3f}  training answers {event['train']:.3f}")
     return (f"  step {event['step']:>4}  held-out preference accuracy {event['accuracy']:.0%} (shuffled "
             f"{event['accuracy_shuffled']:.0%}, another answer {event['accuracy_other']:.0%}; unseen sections "
-            f"{event['accuracy_unseen']:.0%})  reward margin "
-            f"{event['margin']:+.3f}  DPO loss {event['loss']:.3f}")
+            f"{event['accuracy_unseen']:.0%}; a tie counts as wrong)  rewards chosen {event['chosen_reward']:+.3f} "
+            f"rejected {event['rejected_reward']:+.3f}  margin {event['margin']:+.3f}  DPO loss {event['loss']:.3f}")
 
 
 def write(stage: str, run: Path, out: Path, s: dict, result: dict, seconds: float) -> str:
@@ -60,7 +60,9 @@ def write(stage: str, run: Path, out: Path, s: dict, result: dict, seconds: floa
     else:
         info.update({"accuracy_before": first["accuracy"], "accuracy_after": last["accuracy"],
                      "margin_before": first["margin"], "margin_after": last["margin"]})
-        said = (f"held-out preference accuracy {first['accuracy']:.0%} -> {last['accuracy']:.0%}; reward margin "
+        said = (f"held-out preference accuracy {first['accuracy']:.0%} -> {last['accuracy']:.0%}; implicit rewards "
+                f"chosen {first['chosen_reward']:+.3f} -> {last['chosen_reward']:+.3f}, rejected "
+                f"{first['rejected_reward']:+.3f} -> {last['rejected_reward']:+.3f}; reward margin "
                 f"{first['margin']:+.3f} -> {last['margin']:+.3f}")
         made = "dpo.npz"
     out.mkdir(parents=True, exist_ok=True)
@@ -104,7 +106,7 @@ def figure(stage: str, evals: list[dict]):
                     xytext=(-2, 3), textcoords="offset points", ha="right", va="bottom", color=MUTED, fontsize=9)
         ax.set(xlabel="step", ylabel="answer loss (nats per response token)",
                title="LoRA fine-tuning: the answers' loss, prompt masked")
-        ax.legend(loc="lower left")
+        ax.legend(loc="upper right")  # the goal line and its label run along the bottom
         ax.grid(axis="y")
         return fig
     left, right = fig.subplots(1, 2)
@@ -113,6 +115,8 @@ def figure(stage: str, evals: list[dict]):
     left.plot(steps, [e["accuracy_other"] for e in evals], color=PALETTE[2], linestyle="--", label="another answer")
     left.plot(steps, [e["accuracy_unseen"] for e in evals], color=MUTED, linestyle=":", label="unseen sections")
     left.axhline(0.8, color=MUTED, linewidth=1, linestyle=(0, (1, 2)))
+    left.annotate("goal 80 %", (0, 0.8), xycoords=("axes fraction", "data"), xytext=(3, 3),
+                  textcoords="offset points", ha="left", va="bottom", color=MUTED, fontsize=9)
     left.set(xlabel="step", ylabel="held-out pairs ranked right", ylim=(-0.02, 1.02), title="Preference accuracy")
     left.legend(loc="lower right")
     right.plot(steps, [e["chosen_reward"] for e in evals], color=PALETTE[0], label="chosen")
