@@ -47,8 +47,8 @@ STAGES = {"lora": (13, 14, 15, 21, 23), "dpo": (13, 14, 15, 21, 23), "grpo": (13
 
 
 DEFAULTS = {
-    "lora": {"targets": "W_up,W_down", "rank": 5, "alpha": 10.0, "lr": 0.02, "warmup": 20, "steps": 2000, "batch": 8,
-             "eval_every": 250, "seed": 0},
+    "lora": {"targets": "W_up,W_down", "rank": 5, "alpha": 10.0, "lr": 0.02, "warmup": 20, "steps": 2700, "batch": 8,
+             "eval_every": 300, "seed": 0},
     "dpo": {"targets": "WQ,WK,WV,WO", "rank": 4, "alpha": 8.0, "lr": 0.005, "warmup": 10, "steps": 200, "batch": 8,
             "eval_every": 50, "seed": 0, "beta": 0.1},
     "grpo": {"targets": "WQ,WK,WV,WO,W_gate,W_up,W_down", "rank": 4, "alpha": 8.0, "lr": 0.002, "warmup": 5,
@@ -70,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
                    "(default runs/gpt)")
     p.add_argument("--impl", default=None, help="package name or folder whose code runs (default: your work as "
                    "nox -s chapterN checks it)")
-    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lora 2000, dpo 200, grpo 60)")
+    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lora 2700, dpo 200, grpo 60)")
     p.add_argument("--lr", type=float, default=None, help="AdamW's peak learning rate (lora 0.02, dpo 0.005, "
                    "grpo 0.002)")
     p.add_argument("--rank", type=int, default=None, help="the adapters' rank r (lora 5, dpo 4, grpo 4)")
