@@ -234,11 +234,13 @@ def test_softmax_of_nothing_is_refused(ch):
     raises_clearly(lambda: ch.softmax(np.array([])), ValueError, "softmax")
 
 
+@pytest.mark.given
 def test_softmax_of_a_row_that_is_all_minus_infinity_is_refused(ch):
     """softmax of a row that is all -inf (every position masked) raises ValueError saying -inf"""
     raises_clearly(lambda: ch.softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]])), ValueError, "-inf")
 
 
+@pytest.mark.given
 def test_a_mask_row_that_allows_nothing_is_refused(ch):
     """a mask row with no True entry raises ValueError saying "mask" and naming the row"""
     mask = np.array([[True, False], [False, False]])
