@@ -141,7 +141,7 @@ def _check_scores(x, axis: int) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 0 or x.shape[axis] == 0:
         raise ValueError(f"softmax needs at least one score along axis {axis}; got shape {x.shape}")
-    if np.any(np.all(np.isneginf(x), axis=axis)):
+    if np.any(np.isneginf(np.max(x, axis=axis))):  # a slice whose largest score is -inf is all -inf
         raise ValueError("softmax: a slice is entirely -inf (every position masked), nothing to normalise")
     return x
 
