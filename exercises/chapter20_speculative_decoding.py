@@ -47,8 +47,8 @@ def acceptance_probability(p: np.ndarray, q: np.ndarray, token: int) -> float:
     Raises:
         ValueError: if q(x) is 0 (the message names ``q`` and the token: the draft cannot have proposed a
             token it gives probability 0), p or q are not distributions of one length, or the token is not a
-            whole number in range: the checks given above the ``raise``,
-            which hands you p and q as float64 arrays.
+            whole number in range: the checks given above the ``raise``, which hand you p and q as float64
+            arrays.
 
     See docs: chapter 20, steps 20.1 and 20.2.
     """
