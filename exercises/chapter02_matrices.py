@@ -129,7 +129,7 @@ def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: flo
 
     Raises:
         ValueError: if eps is not positive: 0 and negative values are refused (the message names eps and its
-            value).
+            value): yours to write, eps is a step size and a central difference divides by 2 eps.
 
     See docs: chapter 2, step 2.9.
     """

@@ -117,15 +117,16 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
     Raises:
         IndexError: if a token id is outside the embedding table (the message names the id), as chapter 3's
             ``embed``.
-        ValueError: if ids is empty (the message says "at least one token"): yours to write, there is no last
-            position to predict from. A matrix that is missing or has a shape that does not fit (W_O must be
-            (d_v, vocab)) is refused by the check given above the ``raise``, which hands you the table (the
-            toy one when embeddings is None) and W_O as float64 arrays.
+        ValueError: if ids is empty (the message says "at least one token": there is no last position to
+            predict from), or a matrix is missing or has a shape that does not fit (W_O must be (d_v, vocab)):
+            the checks given above the ``raise``, which hand you the table (the toy one when embeddings is
+            None) and W_O as float64 arrays.
 
     See docs: chapter 5, steps 5.2–5.8.
     """
     table, WO = _check_model(params, embeddings)  # noqa: F841 - yours to use
-    raise NotImplementedError("5.2 forward: embed, project, attend causally (chapter 4), the context is the last row, logits, softmax; refuse no ids (12 lines)")
+    _check_some_ids(ids)
+    raise NotImplementedError("5.2 forward: embed, project, attend causally (chapter 4), the context is the last row, logits, softmax (10 lines)")
 
 
 def next_token_probs(ids: list[int], params: dict[str, np.ndarray], *,
@@ -158,3 +159,9 @@ def _check_model(params: dict, embeddings) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"WO {WO.shape} must be (d_v, vocab) = ({WV.shape[1]}, {table.shape[0]}): one row per "
                          f"value dimension, one column per token of the embedding table {table.shape}")
     return table, WO
+
+
+def _check_some_ids(ids) -> None:
+    """The ids hold at least one token: with none there is no last position to predict from."""
+    if hasattr(ids, "__len__") and len(ids) == 0:
+        raise ValueError("forward needs at least one token id, got none")

@@ -256,13 +256,14 @@ def residual_feed_forward_backward(
         (dx, dW1, dW2, db1, db2), shaped as in ``feed_forward_backward``.
 
     Raises:
-        ValueError: if W2's output width differs from x's, as ``residual_feed_forward`` (yours to write);
-            every other shape as ``feed_forward_backward``.
+        ValueError: if W2's output width differs from x's (as ``residual_feed_forward``), or any other shape
+            does not fit (as ``feed_forward_backward``): the checks given above the ``raise``.
 
     See docs: chapter 9, step 9.10.
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
-    raise NotImplementedError("9.10 residual_feed_forward_backward: the FFN's gradients, and the chain rule for an input that reaches the output along two paths (3 lines plus the width check)")
+    _check_residual(x, W2)
+    raise NotImplementedError("9.10 residual_feed_forward_backward: the FFN's gradients, and the chain rule for an input that reaches the output along two paths (3 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
@@ -300,3 +301,10 @@ def _check_d_out(d_out, shape: tuple) -> np.ndarray:
     if d_out.shape != tuple(shape):
         raise ValueError(f"d_out {d_out.shape} must have the output's shape {tuple(shape)}")
     return d_out
+
+
+def _check_residual(x: np.ndarray, W2: np.ndarray) -> None:
+    """The FFN maps back to x's width, so the residual can add the two (the message names both shapes)."""
+    if W2.shape[1] != x.shape[1]:
+        raise ValueError(f"the residual adds x {x.shape} to the FFN's output: W2 {W2.shape} must map back to "
+                         f"{x.shape[1]} features")

@@ -82,11 +82,12 @@ def most_frequent_pair(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
         The winning pair, a tuple (a, b) of two ints. counts is not modified.
 
     Raises:
-        ValueError: if counts is empty (the message says "no pairs").
+        ValueError: if counts is empty (the message says "no pairs"): the check given above the ``raise``.
 
     See docs: chapter 14, step 14.3.
     """
-    raise NotImplementedError("14.3 most_frequent_pair: refuse empty counts; order the pairs by count, largest first, then by the pair, smallest first (3 lines)")
+    _check_counts(counts)
+    raise NotImplementedError("14.3 most_frequent_pair: order the pairs by count, largest first, then by the pair, smallest first (1 line)")
 
 
 def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
@@ -225,11 +226,13 @@ def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
         A str; ids and vocab are not modified.
 
     Raises:
-        ValueError: if an id is not in vocab (the message says "unknown" and names the id).
+        ValueError: if an id is not in vocab (the message says "unknown" and names the id): the check given
+            above the ``raise``, which hands you ids as a list.
 
     See docs: chapter 14, step 14.8.
     """
-    raise NotImplementedError("14.8 decode: refuse an unknown id; join all the tokens' bytes first, then decode them once as UTF-8, replacing bad bytes (6 lines)")
+    ids = _check_known_ids(ids, vocab)
+    raise NotImplementedError("14.8 decode: join all the tokens' bytes first, then decode them once as UTF-8, replacing bad bytes (2 lines)")
 
 
 def _check_text(text) -> None:
@@ -240,3 +243,18 @@ def _check_text(text) -> None:
 def _check_vocab_size(vocab_size) -> None:
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < N_BYTES:
         raise ValueError(f"vocab_size must be a whole number ≥ 256 (the bytes themselves), got {vocab_size!r}")
+
+
+def _check_counts(counts) -> None:
+    """The counts hold at least one pair: an empty dict has no most frequent pair."""
+    if not counts:
+        raise ValueError("most_frequent_pair needs at least one pair: counts is empty, there are no pairs")
+
+
+def _check_known_ids(ids, vocab) -> list:
+    """The ids as a list, after checking every id is a key of vocab (the message names the first that is not)."""
+    ids = list(ids)
+    for i in ids:
+        if i not in vocab:
+            raise ValueError(f"decode got the unknown id {i}: the vocabulary has no such token")
+    return ids

@@ -88,15 +88,15 @@ def tile_pairs(n_q: int, n_k: int, tile: int, causal: bool = False) -> np.ndarra
         The pairs (i, j) as whole numbers, shape (pairs, 2), ordered by i, then by j.
 
     Raises:
-        ValueError: if tile < 1 (the message names tile and says "at least 1"): yours to write, a tile holds
-            at least one position. n_q, n_k and a tile that are not whole numbers, a causal that is not a
-            bool and causal with n_q ≠ n_k are refused by the checks given above the ``raise``.
+        ValueError: if tile is not a whole number ≥ 1 (the message names tile and says "at least 1": a tile
+            holds at least one position), n_q or n_k is not a whole number, causal is not a bool, or causal
+            with n_q ≠ n_k: the checks given above the ``raise``.
 
     See docs: chapter 17, step 17.4.
     """
     _check_lengths(n_q, n_k, causal)
-    _check_whole(tile, "tile")
-    raise NotImplementedError("17.4 tile_pairs: refuse a tile below 1; count the query tiles and the key tiles, rounding up; keep every pair of a query tile and a key tile, or only those whose key tile is not after the query tile when causal, ordered by query tile, then key tile (5 lines)")
+    _check_tile_size(tile)
+    raise NotImplementedError("17.4 tile_pairs: count the query tiles and the key tiles, rounding up; keep every pair of a query tile and a key tile, or only those whose key tile is not after the query tile when causal, ordered by query tile, then key tile (4 lines)")
 
 
 def tile_scores(Q: np.ndarray, K: np.ndarray, i: int, j: int, tile: int, causal: bool = False) -> np.ndarray:
@@ -306,3 +306,10 @@ def _check_backward(dO, out, lse, Q, V) -> tuple:
         raise ValueError(f"dO and out {out.shape} must be (n_q, d_v) = {(len(Q), V.shape[1])} and lse {lse.shape} "
                          f"(n_q,) = {(len(Q),)}")
     return dO, out, lse
+
+
+def _check_tile_size(tile) -> None:
+    """Refuse a tile that is not a whole number of positions, at least 1 (the message names tile)."""
+    _check_whole(tile, "tile")
+    if tile < 1:
+        raise ValueError(f"tile = {tile}: a tile holds at least 1 position")

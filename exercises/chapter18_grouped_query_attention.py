@@ -82,15 +82,15 @@ def sliding_window_mask(n: int, window: int) -> np.ndarray:
         Booleans, shape (n, n): entry [i, j] is True when query i may see key j.
 
     Raises:
-        ValueError: if window < 1 (the message names window and says "at least 1"): yours to write, a query
-            sees at least itself. An n or a window that is not a whole number (n ≥ 1) is refused by the
-            check given above the ``raise``.
+        ValueError: if window is not a whole number ≥ 1 (the message names window and says "at least 1": a
+            query sees at least itself), or n is not a whole number ≥ 1: the checks given above the
+            ``raise``.
 
     See docs: chapter 18, step 18.2.
     """
     _check_whole(n, "n", 1)
-    _check_whole(window, "window")
-    raise NotImplementedError("18.2 sliding_window_mask: refuse a window below 1; then, for every query i and key j at once (a column of positions against a row), True where j ≤ i and j > i − window (4 lines)")
+    _check_window_size(window)
+    raise NotImplementedError("18.2 sliding_window_mask: for every query i and key j at once (a column of positions against a row), True where j ≤ i and j > i − window (2 lines)")
 
 
 def grouped_query_attention(
@@ -353,3 +353,10 @@ def _check_cache(cache, k: np.ndarray, n_kv_heads: int) -> tuple:
         raise ValueError(f"cache K {K.shape} and V {V.shape} must both be (n_kv_heads, t, d_head) = "
                          f"({n_kv_heads}, t, {d_head})")
     return K, V
+
+
+def _check_window_size(window) -> None:
+    """Refuse a window that is not a whole number of positions, at least 1 (the message names window)."""
+    _check_whole(window, "window")
+    if window < 1:
+        raise ValueError(f"window = {window}: a query sees at least 1 position, itself")

@@ -45,16 +45,17 @@ def acceptance_probability(p: np.ndarray, q: np.ndarray, token: int) -> float:
         a(x), a Python float in [0, 1].
 
     Raises:
-        ValueError: if q(x) is 0 (the message names ``q`` and the token): yours to write, the draft cannot
-            have proposed a token it gives probability 0. p or q that are not distributions of one length, and
-            a token that is not a whole number in range, are refused by the check given above the ``raise``,
-            which hands you p and q as float64 arrays.
+        ValueError: if q(x) is 0 (the message names ``q`` and the token: the draft cannot have proposed a
+            token it gives probability 0), p or q are not distributions of one length, or the token is not a
+            whole number in range: the checks given above the ``raise``, which hand you p and q as float64
+            arrays.
 
     See docs: chapter 20, steps 20.1 and 20.2.
     """
     p, q = _check_pair(p, q)
     _check_token(token, len(p), "token")
-    raise NotImplementedError("20.1 acceptance_probability: refuse a token the draft gives probability 0, naming q and the token; then the target's probability of the token over the draft's, capped at 1 (3 lines)")
+    _check_proposed(q, token)
+    raise NotImplementedError("20.1 acceptance_probability: the target's probability of the token over the draft's, capped at 1 (1 line)")
 
 
 def residual_distribution(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -74,14 +75,15 @@ def residual_distribution(p: np.ndarray, q: np.ndarray) -> np.ndarray:
         modified.
 
     Raises:
-        ValueError: if no token has p > q (the message says "no residual"): yours to write, p and q are then
-            the same distribution, every draft token is accepted, and there is nothing to renormalise. p and
-            q that are not distributions of one length are refused by the check given above the ``raise``.
+        ValueError: if no token has p > q (the message says "no residual": p and q are then the same
+            distribution, every draft token is accepted, and there is nothing to renormalise), or p and q are
+            not distributions of one length: the checks given above the ``raise``.
 
     See docs: chapter 20, step 20.3.
     """
     p, q = _check_pair(p, q)
-    raise NotImplementedError("20.3 residual_distribution: what the target wants beyond the draft, token by token and never below 0; refuse it when nothing is left (no residual); then divide it by its sum (4 lines)")
+    _check_residual(p, q)
+    raise NotImplementedError("20.3 residual_distribution: what the target wants beyond the draft, token by token and never below 0, divided by its sum (2 lines)")
 
 
 def acceptance_rate(p: np.ndarray, q: np.ndarray) -> float:
@@ -255,3 +257,15 @@ def _check_step(draft, q, p, us) -> tuple[list[int], np.ndarray, np.ndarray, np.
         if q[i, x] == 0:
             raise ValueError(f"draft[{i}] = {x} has probability 0 under q[{i}]: the draft cannot have proposed it")
     return [int(x) for x in ids], q, p, u.astype(np.float64)
+
+
+def _check_proposed(q: np.ndarray, token: int) -> None:
+    """Refuse a token the draft gives probability 0: it cannot have proposed it (the message names q and token)."""
+    if q[token] == 0:
+        raise ValueError(f"q gives token {token} probability 0: the draft cannot have proposed it")
+
+
+def _check_residual(p: np.ndarray, q: np.ndarray) -> None:
+    """Refuse p and q where p never exceeds q: there is no residual to renormalise (the message says so)."""
+    if not np.any(p > q):
+        raise ValueError("p never exceeds q: there is no residual (p and q are the same distribution)")

@@ -78,15 +78,16 @@ def response_mask(prompt_len: int, seq_len: int) -> np.ndarray:
         m, float64, shape (seq_len − 1,), each entry 0.0 or 1.0.
 
     Raises:
-        ValueError: unless 1 ≤ prompt_len < seq_len (the message names ``prompt_len``): yours to write, the
-            first token has no row that predicts it, so a prompt holds at least one token, and a response
-            holds at least one. prompt_len or seq_len that are not whole numbers, and a seq_len below 2, are
-            refused by the check given above the ``raise``.
+        ValueError: unless 1 ≤ prompt_len < seq_len (the message names ``prompt_len``: the first token has no
+            row that predicts it, so a prompt holds at least one token, and a response holds at least one),
+            or if prompt_len or seq_len is not a whole number, or seq_len is below 2: the checks given above
+            the ``raise``.
 
     See docs: chapter 23, step 23.2.
     """
     _check_lengths(prompt_len, seq_len)
-    raise NotImplementedError("23.2 response_mask: refuse a prompt_len outside 1 … seq_len − 1, naming prompt_len; then 1.0 where the token an entry scores, one position after the entry, belongs to the response, else 0.0 (3 lines)")
+    _check_prompt(prompt_len, seq_len)
+    raise NotImplementedError("23.2 response_mask: 1.0 where the token an entry scores, one position after the entry, belongs to the response, else 0.0 (1 line)")
 
 
 def sequence_log_prob(logits: np.ndarray, ids, prompt_len: int) -> float:
@@ -136,14 +137,15 @@ def sft_loss(log_probs: np.ndarray, mask: np.ndarray) -> float:
         L, a Python float ≥ 0.
 
     Raises:
-        ValueError: if the mask has no entry 1 (the message says "no response"): yours to write, there is
-            nothing to average. Arrays that are not 2-D, of two shapes, not finite, or a mask with entries other
-            than 0 and 1 are refused by the check given above the ``raise``, which hands you both as float64.
+        ValueError: if the mask has no entry 1 (the message says "no response": there is nothing to
+            average), or the arrays are not 2-D, of two shapes, not finite, or a mask with entries other than 0
+            and 1: the checks given above the ``raise``, which hand you both as float64.
 
     See docs: chapter 23, steps 23.4 and 23.5.
     """
     log_probs, mask = _check_batch(log_probs, mask)
-    raise NotImplementedError("23.4 sft_loss: refuse a mask without a response token (the message says no response); then minus the masked sum of the log-probabilities over the number of response tokens in the whole batch (3 lines)")
+    _check_some_response(mask)
+    raise NotImplementedError("23.4 sft_loss: minus the masked sum of the log-probabilities over the number of response tokens in the whole batch (1 line)")
 
 
 def implicit_reward(policy_logp: np.ndarray, ref_logp: np.ndarray, beta: float) -> np.ndarray:
@@ -327,3 +329,9 @@ def _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)
         raise ValueError("policy_chosen, policy_rejected, ref_chosen and ref_rejected must have one shape, got "
                          + ", ".join(f"{n} {a.shape}" for n, a in zip(names, arrays, strict=True)))
     return (*arrays, _check_beta(beta))
+
+
+def _check_some_response(mask: np.ndarray) -> None:
+    """Refuse a mask without a response token: there is nothing to average (the message says "no response")."""
+    if mask.sum() == 0:
+        raise ValueError("the mask has no response token: no response to average the loss over")

@@ -120,15 +120,13 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
         A float in [−1, 1]: 1 same direction, 0 perpendicular, −1 opposite.
 
     Raises:
-        ValueError: if either vector is all zeros (no direction to compare; the message says "zero"): yours
-            to write. a or b not 1-D or of different shapes: the check given above the ``raise``.
+        ValueError: if a or b is not 1-D, they differ in shape, or either is all zeros (no direction to
+            compare; the message says "zero"): the check given above the ``raise``.
 
     See docs: chapter 3, steps 3.4 and 3.5.
     """
     a, b = _check_vectors(a, b)
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 or nb == 0:
-        raise ValueError("cosine similarity of a zero vector is undefined: it has no direction")
     return float(a @ b / (na * nb))
 
 
@@ -158,8 +156,10 @@ def _check_rows_per_id(d_X, n_ids: int) -> np.ndarray:
 
 
 def _check_vectors(a, b) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) as float64 arrays, after checking they are vectors of one length (the message names both shapes)."""
+    """(a, b) as float64 arrays, after checking they are nonzero vectors of one length (a mismatch names both)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.ndim != 1 or a.shape != b.shape:
         raise ValueError(f"cosine_similarity needs two vectors of the same length, got {a.shape} and {b.shape}")
+    if not (np.any(a) and np.any(b)):
+        raise ValueError("cosine similarity of a zero vector is undefined: it has no direction")
     return a, b

@@ -31,16 +31,13 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
         and sums to 1.
 
     Raises:
-        ValueError: if a slice along ``axis`` is entirely ``-inf`` (the message says "-inf"): yours to
-            write, nothing is left to normalise. An ``x`` empty along ``axis`` is refused by the check given
-            above the ``raise``.
+        ValueError: if ``x`` is empty along ``axis``, or a slice along it is entirely ``-inf`` (the message
+            says "-inf": nothing is left to normalise): the check given above the ``raise``.
 
     See docs: chapter 4, step 4.3.
     """
     x = _check_scores(x, axis)
     top = np.max(x, axis=axis, keepdims=True)
-    if np.any(np.isneginf(top)):
-        raise ValueError("softmax: a slice is entirely -inf (every position masked), nothing to normalise")
     e = np.exp(x - top)  # the largest entry becomes exp(0) = 1: no overflow
     return e / np.sum(e, axis=axis, keepdims=True)
 
@@ -131,21 +128,16 @@ def scaled_dot_product_attention(
         sums to 1.
 
     Raises:
-        ValueError: if a mask row allows nothing (the message says "mask" and names every such row, e.g.
-            "row 0"): yours to write, that query would attend to nothing. Q and K that do not fit (as
-            ``raw_scores``), a V with another number of rows than K and a mask of another shape than the
-            scores are refused by the check given above the ``raise``, which hands you V as a float64 array
-            and the mask as booleans (or None).
+        ValueError: if Q and K do not fit (as ``raw_scores``), V has another number of rows than K, the mask
+            has another shape than the scores, or a mask row allows nothing (the message says "mask" and
+            names every such row, e.g. "row 0": that query would attend to nothing): the check given above
+            the ``raise``, which hands you V as a float64 array and the mask as booleans (or None).
 
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """
     V, mask = _check_attention_inputs(Q, K, V, mask)
     S = attention_scores(Q, K)  # (seq_q, seq_k)
     if mask is not None:
-        empty = np.flatnonzero(~mask.any(axis=-1))  # rows where the query may see no key at all
-        if empty.size:
-            raise ValueError(f"mask: row {', '.join(map(str, empty))} allows no position: that query would "
-                             "attend to nothing")
         S = np.where(mask, S, -np.inf)  # a masked position gets weight exp(-inf) = 0
     weights = softmax(S, axis=-1)  # (seq_q, seq_k), rows sum to 1
     return weights @ V, weights  # (seq_q, seq_k) @ (seq_k, d_v) -> (seq_q, d_v)
@@ -153,10 +145,12 @@ def scaled_dot_product_attention(
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------
 def _check_scores(x, axis: int) -> np.ndarray:
-    """``x`` as a float64 array, after checking it has at least one score along ``axis``."""
+    """``x`` as a float64 array, after checking every slice along ``axis`` has a score that is not -inf."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 0 or x.shape[axis] == 0:
         raise ValueError(f"softmax needs at least one score along axis {axis}; got shape {x.shape}")
+    if np.any(np.isneginf(np.max(x, axis=axis))):  # a slice whose largest score is -inf is all -inf
+        raise ValueError("softmax: a slice is entirely -inf (every position masked), nothing to normalise")
     return x
 
 
@@ -175,7 +169,10 @@ def _check_positions(n) -> None:
 
 
 def _check_attention_inputs(Q, K, V, mask) -> tuple:
-    """(V as float64, mask as booleans or None), after checking Q, K, V and the mask fit one another."""
+    """(V as float64, mask as booleans or None), after checking Q, K, V and the mask fit one another.
+
+    A mask row with no True entry is refused too: that query would attend to nothing.
+    """
     _check_queries_and_keys(Q, K)
     scores = (np.shape(Q)[0], np.shape(K)[0])  # (seq_q, seq_k)
     V = np.asarray(V, dtype=np.float64)
@@ -185,4 +182,8 @@ def _check_attention_inputs(Q, K, V, mask) -> tuple:
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != scores:
             raise ValueError(f"mask {mask.shape} must have the scores' shape {scores}")
+        empty = np.flatnonzero(~mask.any(axis=-1))  # rows where the query may see no key at all
+        if empty.size:
+            raise ValueError(f"mask: row {', '.join(map(str, empty))} allows no position: that query would "
+                             "attend to nothing")
     return V, mask

@@ -274,15 +274,13 @@ def residual_feed_forward_backward(
         (dx, dW1, dW2, db1, db2), shaped as in ``feed_forward_backward``.
 
     Raises:
-        ValueError: if W2's output width differs from x's, as ``residual_feed_forward`` (yours to write);
-            every other shape as ``feed_forward_backward``.
+        ValueError: if W2's output width differs from x's (as ``residual_feed_forward``), or any other shape
+            does not fit (as ``feed_forward_backward``): the checks given above the ``raise``.
 
     See docs: chapter 9, step 9.10.
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
-    if W2.shape[1] != x.shape[1]:
-        raise ValueError(f"the residual adds x {x.shape} to the FFN's output: W2 {W2.shape} must map back to "
-                         f"{x.shape[1]} features")
+    _check_residual(x, W2)
     dx, dW1, dW2, db1, db2 = feed_forward_backward(x, W1, W2, b1, b2, d_out)
     dx = dx + np.asarray(d_out, dtype=np.float64)  # the residual path copies d_out straight to x
     return dx, dW1, dW2, db1, db2
@@ -323,3 +321,10 @@ def _check_d_out(d_out, shape: tuple) -> np.ndarray:
     if d_out.shape != tuple(shape):
         raise ValueError(f"d_out {d_out.shape} must have the output's shape {tuple(shape)}")
     return d_out
+
+
+def _check_residual(x: np.ndarray, W2: np.ndarray) -> None:
+    """The FFN maps back to x's width, so the residual can add the two (the message names both shapes)."""
+    if W2.shape[1] != x.shape[1]:
+        raise ValueError(f"the residual adds x {x.shape} to the FFN's output: W2 {W2.shape} must map back to "
+                         f"{x.shape[1]} features")

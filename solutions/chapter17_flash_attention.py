@@ -92,16 +92,14 @@ def tile_pairs(n_q: int, n_k: int, tile: int, causal: bool = False) -> np.ndarra
         The pairs (i, j) as whole numbers, shape (pairs, 2), ordered by i, then by j.
 
     Raises:
-        ValueError: if tile < 1 (the message names tile and says "at least 1"): yours to write, a tile holds
-            at least one position. n_q, n_k and a tile that are not whole numbers, a causal that is not a
-            bool and causal with n_q ≠ n_k are refused by the checks given above the ``raise``.
+        ValueError: if tile is not a whole number ≥ 1 (the message names tile and says "at least 1": a tile
+            holds at least one position), n_q or n_k is not a whole number, causal is not a bool, or causal
+            with n_q ≠ n_k: the checks given above the ``raise``.
 
     See docs: chapter 17, step 17.4.
     """
     _check_lengths(n_q, n_k, causal)
-    _check_whole(tile, "tile")
-    if tile < 1:
-        raise ValueError(f"tile = {tile}: a tile holds at least 1 position")
+    _check_tile_size(tile)
     n_i, n_j = -(-n_q // tile), -(-n_k // tile)  # ⌈n / tile⌉: the last tile may be shorter
     i, j = np.meshgrid(np.arange(n_i), np.arange(n_j), indexing="ij")  # (n_i, n_j) each
     keep = j <= i if causal else np.ones(i.shape, dtype=bool)  # causal: no key tile after the query tile
@@ -332,3 +330,10 @@ def _check_backward(dO, out, lse, Q, V) -> tuple:
         raise ValueError(f"dO and out {out.shape} must be (n_q, d_v) = {(len(Q), V.shape[1])} and lse {lse.shape} "
                          f"(n_q,) = {(len(Q),)}")
     return dO, out, lse
+
+
+def _check_tile_size(tile) -> None:
+    """Refuse a tile that is not a whole number of positions, at least 1 (the message names tile)."""
+    _check_whole(tile, "tile")
+    if tile < 1:
+        raise ValueError(f"tile = {tile}: a tile holds at least 1 position")

@@ -45,17 +45,16 @@ def acceptance_probability(p: np.ndarray, q: np.ndarray, token: int) -> float:
         a(x), a Python float in [0, 1].
 
     Raises:
-        ValueError: if q(x) is 0 (the message names ``q`` and the token): yours to write, the draft cannot
-            have proposed a token it gives probability 0. p or q that are not distributions of one length, and
-            a token that is not a whole number in range, are refused by the check given above the ``raise``,
-            which hands you p and q as float64 arrays.
+        ValueError: if q(x) is 0 (the message names ``q`` and the token: the draft cannot have proposed a
+            token it gives probability 0), p or q are not distributions of one length, or the token is not a
+            whole number in range: the checks given above the ``raise``, which hand you p and q as float64
+            arrays.
 
     See docs: chapter 20, steps 20.1 and 20.2.
     """
     p, q = _check_pair(p, q)
     _check_token(token, len(p), "token")
-    if q[token] == 0:
-        raise ValueError(f"q gives token {token} probability 0: the draft cannot have proposed it")
+    _check_proposed(q, token)
     return float(min(1.0, p[token] / q[token]))
 
 
@@ -76,16 +75,15 @@ def residual_distribution(p: np.ndarray, q: np.ndarray) -> np.ndarray:
         modified.
 
     Raises:
-        ValueError: if no token has p > q (the message says "no residual"): yours to write, p and q are then
-            the same distribution, every draft token is accepted, and there is nothing to renormalise. p and
-            q that are not distributions of one length are refused by the check given above the ``raise``.
+        ValueError: if no token has p > q (the message says "no residual": p and q are then the same
+            distribution, every draft token is accepted, and there is nothing to renormalise), or p and q are
+            not distributions of one length: the checks given above the ``raise``.
 
     See docs: chapter 20, step 20.3.
     """
     p, q = _check_pair(p, q)
+    _check_residual(p, q)
     r = np.maximum(p - q, 0.0)  # (vocab,): what the target wants beyond the draft
-    if r.sum() == 0:
-        raise ValueError("p never exceeds q: there is no residual (p and q are the same distribution)")
     return r / r.sum()
 
 
@@ -268,3 +266,15 @@ def _check_step(draft, q, p, us) -> tuple[list[int], np.ndarray, np.ndarray, np.
         if q[i, x] == 0:
             raise ValueError(f"draft[{i}] = {x} has probability 0 under q[{i}]: the draft cannot have proposed it")
     return [int(x) for x in ids], q, p, u.astype(np.float64)
+
+
+def _check_proposed(q: np.ndarray, token: int) -> None:
+    """Refuse a token the draft gives probability 0: it cannot have proposed it (the message names q and token)."""
+    if q[token] == 0:
+        raise ValueError(f"q gives token {token} probability 0: the draft cannot have proposed it")
+
+
+def _check_residual(p: np.ndarray, q: np.ndarray) -> None:
+    """Refuse p and q where p never exceeds q: there is no residual to renormalise (the message says so)."""
+    if not np.any(p > q):
+        raise ValueError("p never exceeds q: there is no residual (p and q are the same distribution)")

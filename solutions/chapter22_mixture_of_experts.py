@@ -78,16 +78,14 @@ def top_k_gates(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         probability; gates, float64, shape (tokens, k), the gate of each chosen expert in the same order.
 
     Raises:
-        ValueError: if k is not between 1 and n_experts (the message names ``k`` and the number of experts):
-            yours to write, a token goes to at least one expert and to no more than there are. probs not a
-            2-D array of probabilities and a k that is not a whole number are refused by the check given above
-            the ``raise``, which hands you probs as a float64 array.
+        ValueError: if k is not a whole number between 1 and n_experts (the message names ``k`` and the
+            number of experts: a token goes to at least one expert and to no more than there are), or probs is
+            not a 2-D array of probabilities: the check given above the ``raise``, which hands you probs as a
+            float64 array.
 
     See docs: chapter 22, steps 22.2 and 22.3.
     """
     probs = _check_probs(probs, k)
-    if not 1 <= k <= probs.shape[1]:
-        raise ValueError(f"k = {k}: a token goes to between 1 and the {probs.shape[1]} experts there are")
     experts = np.argsort(-probs, axis=1, kind="stable")[:, :k]  # largest first; a tie keeps the lower id first
     chosen = np.take_along_axis(probs, experts, axis=1)  # (tokens, k)
     return experts, chosen / np.sum(chosen, axis=1, keepdims=True)
@@ -344,13 +342,15 @@ def _check_router(x, W_router) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_probs(probs, k) -> np.ndarray:
-    """``probs`` as float64, after checking it is (tokens, n) of rows ≥ 0 summing to 1, and k a whole number."""
+    """``probs`` as float64, after checking it is (tokens, n) of rows ≥ 0 summing to 1, and k whole in 1 … n."""
     probs = _check_array(probs, "probs", 2)
     if not np.all(np.isfinite(probs)) or np.any(probs < 0) or np.any(np.abs(probs.sum(axis=1) - 1) > 1e-6):
         raise ValueError(f"probs must hold one distribution per row (finite, >= 0, summing to 1), got "
                          f"{probs.tolist()}")
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
         raise ValueError(f"k must be a whole number, got {k!r}")
+    if not 1 <= k <= probs.shape[1]:
+        raise ValueError(f"k = {k}: a token goes to between 1 and the {probs.shape[1]} experts there are")
     return probs
 
 

@@ -81,16 +81,15 @@ def response_mask(prompt_len: int, seq_len: int) -> np.ndarray:
         m, float64, shape (seq_len − 1,), each entry 0.0 or 1.0.
 
     Raises:
-        ValueError: unless 1 ≤ prompt_len < seq_len (the message names ``prompt_len``): yours to write, the
-            first token has no row that predicts it, so a prompt holds at least one token, and a response
-            holds at least one. prompt_len or seq_len that are not whole numbers, and a seq_len below 2, are
-            refused by the check given above the ``raise``.
+        ValueError: unless 1 ≤ prompt_len < seq_len (the message names ``prompt_len``: the first token has no
+            row that predicts it, so a prompt holds at least one token, and a response holds at least one),
+            or if prompt_len or seq_len is not a whole number, or seq_len is below 2: the checks given above
+            the ``raise``.
 
     See docs: chapter 23, step 23.2.
     """
     _check_lengths(prompt_len, seq_len)
-    if not 1 <= prompt_len < seq_len:
-        raise ValueError(f"prompt_len must satisfy 1 <= prompt_len < seq_len = {seq_len}, got {prompt_len}")
+    _check_prompt(prompt_len, seq_len)
     return (np.arange(1, seq_len) >= prompt_len).astype(np.float64)  # the target of entry i is token i + 1
 
 
@@ -141,15 +140,14 @@ def sft_loss(log_probs: np.ndarray, mask: np.ndarray) -> float:
         L, a Python float ≥ 0.
 
     Raises:
-        ValueError: if the mask has no entry 1 (the message says "no response"): yours to write, there is
-            nothing to average. Arrays that are not 2-D, of two shapes, not finite, or a mask with entries other
-            than 0 and 1 are refused by the check given above the ``raise``, which hands you both as float64.
+        ValueError: if the mask has no entry 1 (the message says "no response": there is nothing to
+            average), or the arrays are not 2-D, of two shapes, not finite, or a mask with entries other than 0
+            and 1: the checks given above the ``raise``, which hand you both as float64.
 
     See docs: chapter 23, steps 23.4 and 23.5.
     """
     log_probs, mask = _check_batch(log_probs, mask)
-    if mask.sum() == 0:
-        raise ValueError("the mask has no response token: no response to average the loss over")
+    _check_some_response(mask)
     return float(-np.sum(mask * log_probs) / np.sum(mask))
 
 
@@ -337,3 +335,9 @@ def _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)
         raise ValueError("policy_chosen, policy_rejected, ref_chosen and ref_rejected must have one shape, got "
                          + ", ".join(f"{n} {a.shape}" for n, a in zip(names, arrays, strict=True)))
     return (*arrays, _check_beta(beta))
+
+
+def _check_some_response(mask: np.ndarray) -> None:
+    """Refuse a mask without a response token: there is nothing to average (the message says "no response")."""
+    if mask.sum() == 0:
+        raise ValueError("the mask has no response token: no response to average the loss over")

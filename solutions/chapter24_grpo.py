@@ -145,17 +145,16 @@ def masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
         m, float64, shape (B,). Nothing given is modified.
 
     Raises:
-        ValueError: if a row of the mask has no 1 (the message says "no response token" and names the row):
-            yours to write, that response's mean would be 0 / 0. values and mask that are not two (B, T)
-            arrays, values not finite or a mask not all 0s and 1s are refused by the check given above the
-            ``raise``, which hands you both as float64.
+        ValueError: if a row of the mask has no 1 (the message says "no response token" and names the row:
+            that response's mean would be 0 / 0), or values and mask are not two (B, T) arrays, values not
+            finite or a mask not all 0s and 1s: the checks given above the ``raise``, which hand you both as
+            float64.
 
     See docs: chapter 24, step 24.5.
     """
     values, mask = _check_masked(values, mask)
+    _check_responses(mask)
     counts = mask.sum(axis=1)  # (B,): each response's own number of tokens
-    if np.any(counts == 0):
-        raise ValueError(f"row {int(np.argmin(counts))} of the mask has no response token: its mean is 0 / 0")
     return (mask * values).sum(axis=1) / counts
 
 
@@ -311,3 +310,10 @@ def _check_batch(logp, logp_old, logp_ref, advantages, mask, clip_eps, beta) -> 
     if not _check_number(beta, "beta") >= 0:
         raise ValueError(f"beta must be >= 0, got {beta!r}")
     return logp, logp_old, logp_ref, advantages, mask
+
+
+def _check_responses(mask: np.ndarray) -> None:
+    """Refuse a mask with a row of no 1: that response's mean would be 0 / 0 (the message names the row)."""
+    counts = mask.sum(axis=1)
+    if np.any(counts == 0):
+        raise ValueError(f"row {int(np.argmin(counts))} of the mask has no response token: its mean is 0 / 0")

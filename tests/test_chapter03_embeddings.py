@@ -127,6 +127,7 @@ def test_a_table_that_is_not_2d_is_refused(ch):
     raises_clearly(lambda: ch.embed([0], np.ones(4)), ValueError, "(4,)")
 
 
+@pytest.mark.given
 def test_the_cosine_of_a_zero_vector_is_refused(ch):
     """cosine_similarity with the zero vector (token D), first or second, raises ValueError saying it is zero"""
     raises_clearly(lambda: ch.cosine_similarity(np.array([1.0, 0.0]), np.array([0.0, 0.0])), ValueError, "zero")

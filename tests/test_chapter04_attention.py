@@ -102,6 +102,14 @@ def test_softmax_is_stable_for_large_scores(ch):
     close(got, [1 / (1 + np.e), np.e / (1 + np.e)], "softmax([1000, 1001])")
     got = ch.softmax(np.array([-1000.0, -1001.0]))
     close(got, [np.e / (1 + np.e), 1 / (1 + np.e)], "softmax([-1000, -1001]) (underflow)")
+    rows = np.array([[0.0, 1.0], [1000.0, 1001.0]])  # one max for both rows would underflow row 0 to 0 / 0
+    try:
+        got = ch.softmax(rows)
+    except RuntimeWarning as warning:
+        pytest.fail(f"softmax([[0, 1], [1000, 1001]]) made NumPy warn: {warning}\n"
+                    "  looks like: one max for the whole array: subtract each slice's own max along axis",
+                    pytrace=False)
+    close(got, [[1 / (1 + np.e), np.e / (1 + np.e)]] * 2, "softmax([[0, 1], [1000, 1001]]), row by row")
 
 
 def test_softmax_does_not_modify_its_input(ch):
@@ -234,11 +242,13 @@ def test_softmax_of_nothing_is_refused(ch):
     raises_clearly(lambda: ch.softmax(np.array([])), ValueError, "softmax")
 
 
+@pytest.mark.given
 def test_softmax_of_a_row_that_is_all_minus_infinity_is_refused(ch):
     """softmax of a row that is all -inf (every position masked) raises ValueError saying -inf"""
     raises_clearly(lambda: ch.softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]])), ValueError, "-inf")
 
 
+@pytest.mark.given
 def test_a_mask_row_that_allows_nothing_is_refused(ch):
     """a mask row with no True entry raises ValueError saying "mask" and naming the row"""
     mask = np.array([[True, False], [False, False]])

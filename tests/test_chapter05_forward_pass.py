@@ -176,6 +176,7 @@ def test_a_token_outside_a_larger_table_is_refused(ch):
     raises_clearly(lambda: ch.forward([1, 6], params, embeddings=E), IndexError, "6")
 
 
+@pytest.mark.given
 def test_an_empty_sequence_is_refused(ch):
     """forward([]) raises ValueError saying it needs at least one token: there is no last position to predict from"""
     raises_clearly(lambda: ch.forward([], ch.toy_params()), ValueError, "at least one token",

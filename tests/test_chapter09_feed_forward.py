@@ -258,6 +258,12 @@ def test_a_residual_needs_the_output_as_wide_as_the_input(ch):
     """W2 mapping back to 2 features for a 3-feature x raises ValueError naming both"""
     x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2))
     raises_clearly(lambda: ch.residual_feed_forward(x, W1, W2), ValueError, "(2, 3)", "(4, 2)")
+
+
+@pytest.mark.given
+def test_the_residual_backward_needs_the_output_as_wide_as_the_input(ch):
+    """the backward of W2 mapping back to 2 features for a 3-feature x raises ValueError naming both"""
+    x, W1, W2 = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2))
     raises_clearly(lambda: ch.residual_feed_forward_backward(x, W1, W2, None, None, np.ones((2, 3))), ValueError,
                    "(2, 3)", "(4, 2)")
 

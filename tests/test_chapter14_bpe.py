@@ -323,11 +323,13 @@ def test_a_vocab_size_below_256_or_not_a_whole_number_is_refused(ch, size):
     raises_clearly(lambda: ch.train_bpe("abc", size), ValueError, "vocab_size", "256", str(size), hint=why)
 
 
+@pytest.mark.given
 def test_most_frequent_pair_of_no_counts_is_refused(ch):
     """an empty dict of counts raises ValueError saying 'no pairs'"""
     raises_clearly(lambda: ch.most_frequent_pair({}), ValueError, "no pairs")
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("bad", [999, 256, -1])
 def test_an_unknown_id_is_named(ch, bad):
     """decode of an id the vocabulary lacks raises ValueError saying 'unknown' and naming the id"""

@@ -311,10 +311,15 @@ def test_nothing_modifies_its_inputs(ch):
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
+@pytest.mark.given
 def test_a_tile_below_1_is_refused(ch):
     """tile 0 or −2 raises ValueError naming tile and saying "at least 1": a tile holds at least one position"""
     raises_clearly(lambda: ch.tile_pairs(4, 4, 0), ValueError, "at least 1", names=("tile",))
     raises_clearly(lambda: ch.tile_pairs(4, 4, -2, causal=True), ValueError, "at least 1", names=("tile",))
+
+
+def test_the_forward_refuses_a_tile_below_1(ch):
+    """flash_attention_forward with tile 0 raises ValueError naming tile"""
     Q = np.ones((3, 2))
     raises_clearly(lambda: ch.flash_attention_forward(Q, Q, Q, 0), ValueError, names=("tile",),
                    hint="the forward takes its pairs from tile_pairs, which refuses the tile")

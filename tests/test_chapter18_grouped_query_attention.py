@@ -278,6 +278,7 @@ def test_head_counts_that_do_not_divide_are_refused(ch):
                    hint="the heads' groups come from kv_head_of, which refuses them")
 
 
+@pytest.mark.given
 def test_a_window_below_1_is_refused(ch):
     """window 0 or −1 raises ValueError naming window and saying "at least 1": a query sees at least itself"""
     raises_clearly(lambda: ch.sliding_window_mask(4, 0), ValueError, "at least 1", names=("window",))

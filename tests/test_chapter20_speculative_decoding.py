@@ -233,6 +233,7 @@ def test_nothing_modifies_its_inputs(ch):
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
+@pytest.mark.given
 def test_a_token_the_draft_gives_probability_0_is_refused(ch):
     """acceptance_probability of a token with q(x) = 0 raises ValueError naming q: the draft cannot have proposed it"""
     p, q = np.array([0.2, 0.5, 0.3]), np.array([0.0, 0.6, 0.4])
@@ -240,6 +241,7 @@ def test_a_token_the_draft_gives_probability_0_is_refused(ch):
                    hint="q(0) is 0: refuse the token before dividing by it")
 
 
+@pytest.mark.given
 def test_no_residual_when_p_never_exceeds_q(ch):
     """residual_distribution(p, p) raises ValueError saying "no residual": nothing to renormalise"""
     p = np.array([0.2, 0.5, 0.3])

@@ -281,12 +281,17 @@ def test_nothing_modifies_its_inputs(ch):
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
+@pytest.mark.given
 def test_a_k_out_of_range_is_refused(ch):
     """k = 0 or k above the number of experts raises ValueError naming k: a token goes to 1 … n experts"""
     probs = np.full((2, 3), 1 / 3)
     for k in (0, 4, -1):
         raises_clearly(lambda k=k: ch.top_k_gates(probs, k), ValueError, names=("k",),
                        hint="refuse k before sorting: 1 ≤ k ≤ the number of experts")
+
+
+def test_moe_forward_refuses_a_k_out_of_range(ch):
+    """moe_forward with k above the number of experts raises ValueError naming k"""
     x, W_router, W_experts = inputs(n=3)
     raises_clearly(lambda: ch.moe_forward(x, W_router, W_experts, 4, 2), ValueError, names=("k",),
                    hint="moe_forward takes its experts from top_k_gates, which refuses the k")

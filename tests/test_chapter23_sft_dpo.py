@@ -263,6 +263,7 @@ def test_nothing_modifies_its_inputs(ch):
 
 
 # -- bad input gets a clear error (the checks marked given are the stubs': CONTRIBUTING.md) -----------------
+@pytest.mark.given
 def test_a_prompt_of_no_token_or_of_every_token_is_refused(ch):
     """response_mask with prompt_len 0 or ≥ seq_len raises ValueError naming prompt_len"""
     for prompt_len in (0, -1, 5, 6):
@@ -270,6 +271,7 @@ def test_a_prompt_of_no_token_or_of_every_token_is_refused(ch):
                        names=("prompt_len",), hint="a prompt holds at least one token, and a response at least one")
 
 
+@pytest.mark.given
 def test_a_mask_without_a_response_token_is_refused(ch):
     """sft_loss with a mask of zeros raises ValueError saying "no response": nothing to average"""
     raises_clearly(lambda: ch.sft_loss(-np.ones((2, 3)), np.zeros((2, 3))), ValueError, "no response",

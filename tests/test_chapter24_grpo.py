@@ -181,6 +181,7 @@ def test_masked_means_with_a_prompt_and_padding(ch):
           kind="array")
 
 
+@pytest.mark.given
 def test_a_response_without_tokens_is_refused(ch):
     """masked_mean with a row of the mask all 0 raises ValueError saying "no response token" and naming the row"""
     mask = np.array([[1, 1, 0], [0, 0, 0]])
