@@ -1,7 +1,7 @@
 """How much of what a learner writes is input checking: the share issue 31 keeps at most 5 %.
 
 For every public function of ``solutions/chapterNN_*.py`` it counts the lines the learner writes — the body after
-the docstring and the given ``_check_*`` calls that open it (``kata.answers.given_checks``), blank and comment-only
+the docstring and the given ``_check_*`` calls that open it (``kata.learners_code.given_checks``), blank and comment-only
 lines left out — and, among them, the lines that validate arguments: an ``if`` whose every branch only raises
 ``ValueError``/``TypeError``/``IndexError``/``KeyError``, such a ``raise`` or an ``assert`` on its own, and an
 assignment whose names only those checks read. A check the learner keeps because it teaches an idea is declared
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from kata.answers import given_checks  # noqa: E402
+from kata.learners_code import given_checks  # noqa: E402
 
 ERRORS = {"ValueError", "TypeError", "IndexError", "KeyError"}
 IDEA = "yours to write"
