@@ -2,11 +2,11 @@
 
 For every public function of ``solutions/chapterNN_*.py`` it counts the lines the learner writes — the body after
 the docstring and the given ``_check_*`` calls that open it (``kata.learners_code.given_checks``), blank and
-comment-only lines left out — and, among them, the lines that validate arguments: an ``if`` whose every branch
-only raises ``ValueError``/``TypeError``/``IndexError``/``KeyError``, such a ``raise`` or an ``assert`` on its
-own, and an assignment whose names only those checks read. A check the learner keeps because it teaches an idea is declared
-in its function's docstring with the words "yours to write" (CONTRIBUTING.md, "Input checks"); every other
-check is plumbing, which belongs in a given ``_check_*`` helper.
+comment-only lines left out — and, among them, the lines that validate arguments: an ``if`` whose every branch only
+raises ``ValueError``/``TypeError``/``IndexError``/``KeyError``, such a ``raise`` or an ``assert`` on its own, and
+an assignment whose names only those checks read. A check the learner keeps because it teaches an idea is declared
+in its function's docstring with the words "yours to write" (CONTRIBUTING.md, "Input checks"); every other check is
+plumbing, which belongs in a given ``_check_*`` helper.
 
     python scripts/input_check_share.py            # one row per chapter: plumbing, idea checks, learner lines
     python scripts/input_check_share.py -v         # and every check, by function
