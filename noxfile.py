@@ -136,7 +136,8 @@ def suite(session: nox.Session, *args: str, python: str = "python") -> None:
     session.env["PYTHONPYCACHEPREFIX"] = str(ROOT / "build" / "pycache")
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: unset (the prefix keeps the source folders clean)
     session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", "--given",
-                "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", *args, external=python != "python")
+                "-n", "logical", "--dist", "loadgroup", "--no-loadscope-reorder", "--durations=15", *args,
+                external=python != "python")  # the 15 slowest named at the end: where the suite's minutes go
 
 
 @authors_session
