@@ -4,8 +4,9 @@ Three positions, four query heads and two key/value heads of width 1: which head
 of 2, the shared heads' gradients, one position decoded with a cache of the window, and a cache's bytes. Each
 worksheet step is one test below, named as the claim it checks; the numbers come from
 reference/chapter18_grouped_query_attention.toml (audited by scripts/audit_chapter18_grouped_query_attention.py).
-Beyond the worksheet: grouped-query attention against attention written here in the open with NumPy (every key
-and value head repeated for its group), multi-query and multi-head as its two ends, windows of every size, the
+Beyond the worksheet: grouped-query attention against your chapter 4 attention of every query head on the key
+and value head of its group, multi-query and multi-head as its two ends, windows of every size (the masks stored
+in tests/snapshots/chapter18.npz, written by the authors), the
 backward against central differences of the learner's own forward, decoding one position at a time against the
 whole sequence, and the cache's bytes against the arrays the learner's cache holds.
 """
@@ -14,9 +15,10 @@ import numpy as np
 import pytest
 from pytest_check import check
 
-from kata import close, expect, numerical_gradient, raises_clearly, returned
+from kata import close, expect, numerical_gradient, raises_clearly, returned, snapshot
 
 CHAPTER = 18
+SNAP = snapshot(CHAPTER)
 RNG = np.random.default_rng(18)
 NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences (CONTRIBUTING.md, "Tolerances")
 INTERLEAVED = "groups interleaved instead of contiguous: h mod n_kv_heads"
@@ -108,18 +110,17 @@ def test_groups_are_contiguous_from_multi_query_to_multi_head(ch, case):
           kind="array", mistakes=[(INTERLEAVED, heads % n_kv_heads)])
 
 
-@pytest.mark.parametrize("case", [(5, 1), (5, 2), (5, 3), (5, 5), (5, 9), (1, 1), (7, 4)])
+@pytest.mark.parametrize("case", range(SNAP.count("window")))
 def test_the_window_keeps_exactly_the_last_window_positions(ch, case):
     """sliding_window_mask(n, w)[i, j] is i − w < j ≤ i: the identity at w = 1, chapter 4's causal mask at w ≥ n"""
-    n, window = case
-    i, j = np.indices((n, n))
-    want = (j <= i) & (j > i - window)
+    k = f"window/{case}"
+    n, window = SNAP.number(f"{k}/n"), SNAP.number(f"{k}/window")
     got = returned(ch.sliding_window_mask(n, window), "array", f"sliding_window_mask({n}, {window})")
     with check:
         assert got.dtype == bool, f"sliding_window_mask should return booleans (dtype bool), got dtype {got.dtype}"
-    close(got, want, f"sliding_window_mask({n}, {window})",
-          mistakes=[(WINDOW_PLUS, (j <= i) & (j >= i - window)), (WINDOW_MINUS, (j <= i) & (j > i - window + 1)),
-                    ("a band on both sides: the window without the causal part", np.abs(i - j) < window)])
+    close(got, SNAP[f"{k}/mask"], f"sliding_window_mask({n}, {window})",
+          mistakes=[(WINDOW_PLUS, SNAP[f"{k}/plus"]), (WINDOW_MINUS, SNAP[f"{k}/minus"]),
+                    ("a band on both sides: the window without the causal part", SNAP[f"{k}/both_sides"])])
 
 
 CASES = [(5, 6, 3, 2, None), (5, 6, 3, 2, 2), (4, 4, 1, 3, None), (4, 4, 1, 3, 3), (3, 2, 2, 1, None),
@@ -144,10 +145,9 @@ def heads_on(ch, Q, K, V, n_heads, n_kv_heads, reads, mask):
     return np.concatenate([o for o, _ in outs], axis=1), np.stack([w for _, w in outs])
 
 
-def band(seq, window):
-    """i − w < j ≤ i (causal when w is None), for the tests' oracles."""
-    i, j = np.indices((seq, seq))
-    return (j <= i) if window is None else (j <= i) & (j > i - window)
+def stored_mask(seq, window):
+    """The stored mask of seq positions with this window (chapter 4's causal mask when window is None)."""
+    return SNAP[f"mask/{seq}/{'causal' if window is None else window}"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "seq{}-h{}-kv{}-d{}-w{}".format(*c))
@@ -155,12 +155,12 @@ def test_grouped_query_attention_is_attention_with_each_kv_head_repeated_for_its
     """out and weights equal attention of every query head on key/value head ⌊h / g⌋, causal or windowed, to 1e-12"""
     seq, n_heads, n_kv_heads, d_head, window = case
     Q, K, V = inputs(seq, n_heads, n_kv_heads, d_head)
-    heads = np.arange(n_heads)
-    want, W = heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads // (n_heads // n_kv_heads), band(seq, window))
-    mistakes = [(INTERLEAVED, heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads % n_kv_heads, band(seq, window))[0])]
+    heads, mask = np.arange(n_heads), stored_mask(seq, window)
+    want, W = heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads // (n_heads // n_kv_heads), mask)
+    mistakes = [(INTERLEAVED, heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads % n_kv_heads, mask)[0])]
     if window is not None:
         mistakes += [(WINDOW_PLUS, heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads // (n_heads // n_kv_heads),
-                                            band(seq, window + 1))[0])]
+                                            stored_mask(seq, window + 1))[0])]
     what = f"grouped_query_attention, seq {seq}, n_heads {n_heads}, n_kv_heads {n_kv_heads}, d_head {d_head}, " \
            f"window {window}"
     out, weights = pair(ch.grouped_query_attention(Q, K, V, n_heads, n_kv_heads, window=window), what)
@@ -208,9 +208,9 @@ def test_decoding_one_position_at_a_time_gives_the_whole_sequences_rows(ch, case
     seq, n_heads, n_kv_heads, d_head, window = case
     Q, K, V = inputs(seq, n_heads, n_kv_heads, d_head)
     heads = np.arange(n_heads)
-    want, _ = heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads // (n_heads // n_kv_heads), band(seq, window))
+    want, _ = heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads // (n_heads // n_kv_heads), stored_mask(seq, window))
     plus = heads_on(ch, Q, K, V, n_heads, n_kv_heads, heads // (n_heads // n_kv_heads),
-                    band(seq, None if window is None else window + 1))[0]
+                    stored_mask(seq, None if window is None else window + 1))[0]
     cache = None
     for t in range(seq):
         what = f"decode_step at position {t}, n_heads {n_heads}, n_kv_heads {n_kv_heads}, window {window}"
