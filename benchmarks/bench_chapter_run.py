@@ -9,7 +9,11 @@ solutions/ (all chapters, `python -m kata grade`), with ratios to the floor. The
 Targets on a 2-core machine: the warm nox chapter run at most 2.0× the floor, a full correct grade at
 most 8 s. This prints; it never fails on a slow machine.
 
-Usage: python benchmarks/bench_chapter_run.py [--repeat N] [--chapter N] [--impl NAME]
+With ``--chapter all``: every chapter's check, cold (plain pytest: the judge and a fresh worker, what a first
+run does) and warm (`nox -s chapterN`, the warm judge), each chapter's commands taking turns with the floor,
+one row a chapter (issue 32's targets: ≤ 1 s warm, ≤ 2 s cold on a quiet 2-core machine).
+
+Usage: python benchmarks/bench_chapter_run.py [--repeat N] [--chapter N|all] [--impl NAME]
 """
 
 import argparse
@@ -70,12 +74,16 @@ def main() -> None:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
-    parser.add_argument("--chapter", type=int, default=4)
+    parser.add_argument("--chapter", default="4", help="a chapter's number, or 'all' (one row a chapter)")
     parser.add_argument("--impl", default=learners_code.measured_impl(),
                         help="whose code is measured (default: solutions/ where it exists, "
                         "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--grade-repeat", type=int, default=3, help="runs of the full grade (default 3)")
     args = parser.parse_args()
+    if args.chapter == "all":
+        every_chapter(args)
+        return
+    args.chapter = int(args.chapter)
     test_file = next((ROOT / "tests").glob(f"test_chapter{args.chapter:02d}_*.py"))
     check = [str(test_file), "--steps", "--impl", args.impl]
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,6 +116,31 @@ def main() -> None:
     print("targets: warm nox chapter run ≤ 2.0× the floor; a full correct grade ≤ 8 s")
     if "PYTHONDONTWRITEBYTECODE" in os.environ:
         print("(measured with PYTHONDONTWRITEBYTECODE unset, as on a learner's machine; this environment sets it)")
+
+
+def every_chapter(args) -> None:
+    """One row a chapter: the floor, the cold check and the warm ``nox -s chapterN``, medians of turns."""
+    nox = find_nox()
+    if nox is None:
+        raise SystemExit("--chapter all measures `nox -s chapterN`: no nox found (run start.py first)")
+    print(f"measuring {args.impl}/; medians of {args.repeat} turns; cold: plain pytest (judge + a fresh worker), "
+          f"warm: nox -s chapterN (the warm judge)")
+    print(f"{'chapter':>7} {'floor s':>8} {'cold s':>7} {'warm s':>7} {'cold ×':>7} {'warm ×':>7}  load")
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "test_trivial.py"
+        trivial.write_text("def test_trivial():\n    assert True\n")
+        floor = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(trivial)]
+        for test_file in sorted((ROOT / "tests").glob("test_chapter[0-9][0-9]_*.py")):
+            number = int(test_file.name[len("test_chapter"):][:2])
+            times = interleaved({
+                "floor": (floor, Path(tmp)),
+                "cold": ([sys.executable, "-m", "pytest", str(test_file), "--steps", "--impl", args.impl], ROOT),
+                "warm": ([nox, "-s", f"chapter{number}", "--", "--impl", args.impl], ROOT),
+            }, args.repeat)
+            med = {name: statistics.median(values) for name, values in times.items()}
+            print(f"{number:>7} {med['floor']:>8.2f} {med['cold']:>7.2f} {med['warm']:>7.2f} "
+                  f"{med['cold'] / med['floor']:>7.2f} {med['warm'] / med['floor']:>7.2f}  "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":
