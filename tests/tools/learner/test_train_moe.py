@@ -211,7 +211,12 @@ def test_the_align_stage_trains_with_the_dense_runs_settings_and_refuses_the_oth
 
 @pytest.mark.proof
 def test_align_moe_compares_a_mixture_trained_like_the_dense_run(tmp_path):
-    """a tiny dense run, then nox -s align -- moe: the mixture trained once into align/moe/, moe.json and moe.png"""
+    """a tiny dense run, then nox -s align -- moe: the mixture trained once into align/moe/, moe.json and moe.png
+
+    and both models' greedy continuations of the same prompts (printed, in moe_samples.txt and in moe.json).
+    """
+    from kata.learner.align import moe as stage
+
     dense = TINY[:-4]  # TINY ends with --experts 4 --top-k 2
     made = tool("train", *dense, "--runs", str(tmp_path), "--name", "gpt", timeout=300)
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
@@ -225,8 +230,18 @@ def test_align_moe_compares_a_mixture_trained_like_the_dense_run(tmp_path):
     assert result["difference"] == result["moe"]["final_val_loss"] - result["dense"]["final_val_loss"]
     assert np.array(result["moe"]["loads"]).shape == (2, 4)
     assert_drawn_png(tmp_path / "gpt" / "align" / "moe.png", 150)
+    prompts = [item["prompt"] for item in result["samples"]]
+    assert prompts == [gpt.GptSettings().prompt, *stage.PROMPTS], prompts  # the run's own prompt first
+    for item in result["samples"]:  # greedy, through generate's path: the prompt, then more
+        assert item["dense"].startswith(item["prompt"]) and item["mixture"].startswith(item["prompt"]), item
+        assert len(item["mixture"]) > len(item["prompt"]), item
+        assert f"{item['prompt']!r}\n    dense:   {item['dense']!r}\n    mixture: {item['mixture']!r}" in proc.stdout
+    written = (tmp_path / "gpt" / "align" / "moe_samples.txt").read_text(encoding="utf-8")
+    assert written == stage.samples_text(result["samples"]) and "mixture (after): " in written, written
     again = tool("align", "moe", str(tmp_path / "gpt"), "--impl", "solutions", timeout=300)
     assert again.returncode == 0 and "was trained before with these settings" in again.stdout, again.stdout
+    assert json.loads((tmp_path / "gpt" / "align" / "moe.json").read_text(encoding="utf-8"))["samples"] == \
+        result["samples"], "greedy: the same text again"
 
 
 # --- generating from a mixture: nox -s generate -- runs/<moe run> -------------------------------------------------
