@@ -12,7 +12,10 @@ to standard error.
 A GPT's run (``nox -s train -- --model gpt``) is continued by *your* chapter 16 instead: the prompt through your
 BPE ``encode``, one prefill with ``gpt_forward``, then one token at a time from the KV cache, each chosen by your
 ``choose_next`` (``--temperature``, ``--top-k``, ``--top-p``; its uniform draws from a generator seeded with
-``--seed``), and printed as it comes (``kata/learner/train/gpt.py``).
+``--seed``), and printed as it comes (``kata/learner/train/gpt.py``). A mixture-of-experts GPT (``--experts``) runs
+each block's attention through your chapter 16's ``attention_with_cache`` and its feed-forward through your chapter
+22's router and your ``swiglu`` experts, joined as the trainer joins them (``kata/learner/train/moe.py``,
+``cached_forward``), with the same check of the cache against the full forward.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from . import train
 from .train.gpt import is_gpt, model_from_arrays
+from .train.moe import GENERATE_CHAPTERS as MOE_CHAPTERS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 def _gpt(args, path: Path, arrays: dict) -> int:
     """Stream a GPT's continuation of the prompt, token by token, from your chapter 16 (``gpt.generate_gpt``)."""
     try:
-        model_from_arrays(arrays)  # refuse a damaged file here, before the child starts
+        model = model_from_arrays(arrays, mixture_ok=True)[0]  # refuse a damaged file here, before the child starts
     except train.TrainError as err:
         print(f"error: {path} does not fit this tool: {err}", file=sys.stderr)
         return 2
@@ -120,7 +124,7 @@ def _gpt(args, path: Path, arrays: dict) -> int:
         run_json = path.parent / "run.json"
         run = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
         prompt = args.prompt or run.get("settings", {}).get("prompt", "") or "A"
-        wanted = train.GPT.generate_chapters
+        wanted = {**train.GPT.generate_chapters, **(MOE_CHAPTERS if "moe" in model else {})}
         try:
             folder, modules, shown = train.chapters_of(args.impl or trained_with(run), wanted)
         except train.TrainError:
@@ -133,7 +137,13 @@ def _gpt(args, path: Path, arrays: dict) -> int:
     how = "greedy" if args.temperature == 0 else (
         f"temperature {args.temperature:g}" + (f", top-k {args.top_k}" if args.top_k else "")
         + (f", top-p {args.top_p:g}" if args.top_p else "") + f", seed {args.seed}")
-    print(f"{path} (a GPT) with {shown}/ chapter 16's gpt_forward and KV cache, {how}:", file=sys.stderr)
+    if "moe" in model:
+        experts = model["blocks"][0]["W_router"].shape[1]
+        what = (f"a mixture-of-experts GPT, {experts} experts, {model['moe'].top_k} per token) with {shown}/ chapter "
+                "16's attention_with_cache and KV cache, chapter 22's router")
+    else:
+        what = f"a GPT) with {shown}/ chapter 16's gpt_forward and KV cache"
+    print(f"{path} ({what}, {how}:", file=sys.stderr)
     job = {"mode": "generate", "kind": "gpt", "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "model": str(path), "prompt": prompt, "n": args.n,
            "temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p, "seed": args.seed}

@@ -16,9 +16,10 @@ the model it made (a GPT model file ``nox -s generate`` reads):
 3. ``grpo`` (chapters 16 and 24, with 21 and 23): GRPO on a reward the course can check, a Python keyword after
    ``keyword: ``, with an adapter on the run's GPT (the frozen reference); the reward and the KL at every step.
    Writes ``grpo.npz``. ``grpo.py`` tells how.
-4. ``moe`` (chapter 22): a mixture-of-experts GPT trained by ``nox -s train -- --model gpt --experts 4 --top-k 2``
-   with the run's settings into ``<run>/align/moe/``, its validation loss beside the dense run's at equal active
-   parameters and each expert's load (``moe.json``, ``moe.png``): ``moe.py``.
+4. ``moe`` (chapter 22, with 16 for the samples): a mixture-of-experts GPT trained by ``nox -s train -- --model gpt
+   --experts 4 --top-k 2`` with the run's settings into ``<run>/align/moe/``, its validation loss beside the dense
+   run's at equal active parameters, each expert's load, and both models' greedy continuations of the same prompts
+   (``moe.json``, ``moe.png``, ``moe_samples.txt``): ``moe.py``.
 
 Which code runs is decided by the one rule every tool follows (``train.chapters_of``: ``--impl``, else your
 ``exercises/`` with your saved notebooks' finished functions); an unfinished chapter stops the stage with the
@@ -41,7 +42,7 @@ from ..train.child import child_main
 from ..train.gpt import model_from_arrays
 
 STAGES = {"lora": (13, 14, 15, 21, 23), "dpo": (13, 14, 15, 21, 23), "grpo": (13, 14, 15, 16, 21, 23, 24),
-          "moe": (7, 11, 12, 13, 14, 15, 22)}  # the chapters each stage calls
+          "moe": (7, 11, 12, 13, 14, 15, 16, 22)}  # the chapters each stage calls
 
 
 
@@ -248,7 +249,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def work(ch, job: dict, send, status: dict) -> None:
-    """The child's work (``child_main``'s ``work``): the grpo stage (``grpo.py``), or the others (``stages.py``)."""
+    """The child's work (``child_main``'s ``work``): grpo (``grpo.py``), moe's samples (``moe.py``), or the others."""
+    if job["stage"] == "moe":
+        from .moe import continue_prompts
+
+        return continue_prompts(ch, job, send, status)
     if job["stage"] == "grpo":
         from .grpo import stage_grpo
 

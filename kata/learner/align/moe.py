@@ -6,6 +6,15 @@ setting the dense run's (``kata/learner/train/moe.py`` says how your chapter 22 
 ``<run>/align/moe.json`` holds both runs' validation losses at every evaluation, the difference at the end, the
 feed-forward parameters (active: the dense model's and the routers'; in all: N / K times the dense), and each
 expert's final load per layer; ``<run>/align/moe.png`` draws both curves and the loads.
+
+**Samples** (``moe_samples.txt``, and in moe.json): greedy continuations of a few prompts (the run's own prompt
+first), by the dense run ("before") and by the mixture ("after"), each through ``nox -s generate``'s path
+(``gpt.generate_gpt``: your chapter 16's KV cache, checked against the full forward; the mixture's feed-forward
+your chapter 22). "Before" is the dense model rather than the untrained mixture: the two models differ in the
+feed-forward alone (the same settings, data, steps and seed), so greedy text from the same prompts shows what the
+mixture changed, next to the losses that measure it; an untrained model's text is noise whose only message, that
+training helps, the loss curves already give. The dense samples are made first, before the mixture is trained,
+so an unfinished chapter 16 is named at once rather than after the training.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from ..train import TrainError, command
 from ..train.gpt import GptSettings
 
 DEFAULT_EXPERTS, DEFAULT_TOP_K = 4, 2
+PROMPTS = ("The return statement", "Changed in version")  # after the run's own prompt: a heading, a common phrase
+SAMPLE_TOKENS = 32  # tokens of each continuation
 OTHER = ("steps", "lr", "rank", "alpha", "targets", "batch", "beta", "eval_every", "seed")  # other stages' options
 
 
@@ -61,6 +72,64 @@ def trained(out: Path, s: GptSettings, impl: str | None, timeout: float) -> Path
     if code != 0:
         raise TrainError(f"training {out}/ stopped (exit code {code}): see above")
     return out
+
+
+def prompts(run: dict) -> list[str]:
+    """The samples' prompts: the run's own (its samples during training), then ``PROMPTS``."""
+    own = run.get("settings", {}).get("prompt") or ""
+    return list(dict.fromkeys([own, *PROMPTS] if own else PROMPTS))
+
+
+def continuations(model: Path, prompts: list[str], impl: str | None, timeout: float) -> list[str]:
+    """Greedy continuations of ``prompts`` by a GPT model file (dense or a mixture), in a child process.
+
+    The child runs ``continue_prompts`` on your chapters (``train.chapters_of``: ``impl``, else your work);
+    TrainError with the trainer's message when your code stops it (an unfinished chapter named).
+    """
+    from ..train import Child, chapters_of, read_model_file
+    from ..train.gpt import model_from_arrays
+    from ..train.moe import GENERATE_CHAPTERS
+
+    _, arrays = read_model_file(model)
+    mixture = "moe" in model_from_arrays(arrays, mixture_ok=True)[0]
+    wanted = {"c13": 13, "c14": 14, "c16": 16, **(GENERATE_CHAPTERS if mixture else {})}
+    folder, modules, shown = chapters_of(impl, wanted)
+    job = {"mode": "align", "kind": "align", "stage": "moe", "folder": str(folder), "modules": modules,
+           "shown_folder": shown, "timeout": timeout, "model": str(model.resolve()), "prompts": prompts,
+           "n": SAMPLE_TOKENS, "numbers": sorted(wanted.values())}
+    child = Child(job, timeout, entry="kata.learner.align")
+    try:
+        return child.follow("GPT", lambda event: event.get("texts"))
+    finally:
+        child.close()
+
+
+def continue_prompts(ch, job: dict, send, status: dict) -> None:
+    """In the child: each prompt continued greedily by ``gpt.generate_gpt`` (``nox -s generate``'s path)."""
+    from ..train.gpt import generate_gpt
+
+    texts: list[str] = []
+    status["doing"] = "generating"
+    for prompt in job["prompts"]:
+        new = bytearray()  # the new tokens' bytes, after the whole prompt as typed (generate prints the same)
+
+        def keep(event: dict, new: bytearray = new) -> None:
+            if event.get("event") == "token":
+                new.extend(event["bytes"])
+
+        generate_gpt(ch, {"model": job["model"], "prompt": prompt, "n": job["n"], "temperature": 0.0, "top_k": None,
+                          "top_p": None, "seed": 0}, keep)
+        texts.append(prompt + new.decode("utf-8", errors="replace"))
+    send({"event": "done", "texts": texts})
+
+
+def samples_text(samples: list[dict]) -> str:
+    """Each prompt, then the dense run's and the mixture's greedy continuations (repr: line breaks shown)."""
+    lines = []
+    for item in samples:
+        lines += [item["prompt"], f"  dense (before):  {item['dense']!r}", f"  mixture (after): {item['mixture']!r}",
+                  ""]
+    return "\n".join(lines)
 
 
 def compare(dense: dict, mixture: dict, seconds: float) -> dict:
@@ -132,14 +201,21 @@ def main(args, run_folder: Path, finished_run) -> int:
     out.mkdir(exist_ok=True)
     print(f"moe: {run_folder}/'s settings with {s.experts} experts of d_ff / {s.top_k}, {s.top_k} per token  ->  "
           f"{out}/moe/", flush=True)
+    asked = prompts(dense)
     try:
+        print(f"  the dense run's greedy continuations of {len(asked)} prompts (your chapter 16) …", flush=True)
+        before = continuations(run_folder / "model.npz", asked, args.impl, args.timeout)
         folder = trained(out / "moe", s, args.impl, args.timeout)
         mixture = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        print("  the mixture's greedy continuations (your chapters 16 and 22) …", flush=True)
+        after = continuations(folder / "model.npz", asked, args.impl, args.timeout)
     except TrainError as err:
         print(f"\n{err}", file=sys.stderr)
         return 1
     result = compare(dense, mixture, time.perf_counter() - started)
-    (out / "moe.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    result["samples"] = [{"prompt": p, "dense": b, "mixture": a} for p, b, a in zip(asked, before, after, strict=True)]
+    (out / "moe.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "moe_samples.txt").write_text(samples_text(result["samples"]), encoding="utf-8")
     write_figures(out, lambda: [("moe.png", figure(result))])
     p, gap = result["parameters"], result["difference"]
     loads = "; ".join(f"layer {i + 1}: " + " ".join(f"{x:.2f}" for x in row) for i, row in
@@ -149,5 +225,9 @@ def main(args, run_folder: Path, finished_run) -> int:
           f" ({abs(gap):.3f} nats {'lower' if gap <= 0 else 'higher'}); a token uses {p['dense']:,} feed-forward "
           f"parameters in both (and the mixture's routers, {p['router']:,}); the mixture holds {p['total']:,}\n"
           f"each expert's share of the assignments: {loads} (even: {1 / s.experts:.2f})\n"
-          f"wrote {out}/: moe.json, moe.png; the mixture's run: {folder}/")
+          f"greedy continuations, {SAMPLE_TOKENS} tokens, the dense run (before) and the mixture (after):\n"
+          + "".join(f"  {item['prompt']!r}\n    dense:   {item['dense']!r}\n    mixture: {item['mixture']!r}\n"
+                    for item in result["samples"])
+          + f"wrote {out}/: moe.json, moe.png, moe_samples.txt; the mixture's run: {folder}/ "
+          f"({command('nox', '-s', 'generate', '--', str(folder))} continues a prompt with it)")
     return 0

@@ -29,7 +29,8 @@ $dE[i] = \sum_{t:\,\mathrm{ids}_t = i} dx_0[t]$ (a token that appears twice adds
   ``lr_at`` and ``adamw_step``; the checkpoint is your ``save_checkpoint``'s.
 - **Evaluations** before the first step, every ``eval_every`` steps and at the end: the mean loss on fixed
   windows of each split (the same windows every time, so the curves are comparable), and a greedy sample.
-- **Generating** streams tokens with your chapter 16 and the KV cache, checked against the full forward.
+- **Generating** streams tokens with your chapter 16 and the KV cache, checked against the full forward (a
+  mixture of experts: your ``attention_with_cache`` and your chapter 22, joined by ``moe.cached_forward``).
 
 Part of ``nox -s train`` (``kata/learner/train/__init__.py`` tells the whole story).
 """
@@ -404,26 +405,31 @@ def is_gpt(arrays: dict) -> bool:
     return str(np.asarray(arrays.get("kata_format", ""))) == GPT_FORMAT
 
 
-def model_from_arrays(arrays: dict) -> tuple[dict, list, int, int]:
-    """(model, merges, n_heads, context) from a GPT's model.npz arrays; TrainError naming what does not fit."""
+def model_from_arrays(arrays: dict, mixture_ok: bool = False) -> tuple[dict, list, int, int]:
+    """(model, merges, n_heads, context) from a GPT's model.npz arrays; TrainError naming what does not fit.
+
+    A mixture of experts (``--experts``) is refused unless ``mixture_ok`` (``nox -s generate``): its model then
+    carries ``"moe"`` (its top-k), as ``nested`` makes it for training.
+    """
     if not is_gpt(arrays):
         raise TrainError(f"it is not a GPT written by nox -s train -- --model gpt (format {GPT_FORMAT!r})")
-    if int(arrays.get("experts", 0)):
-        raise TrainError(f"it is a mixture-of-experts GPT (--experts {int(arrays['experts'])} --top-k "
-                         f"{int(arrays['top_k'])}): this tool takes a dense GPT (nox -s train -- --model gpt)")
+    experts, top_k = _experts_of(arrays)
+    if experts and not mixture_ok:
+        raise TrainError(f"it is a mixture-of-experts GPT (--experts {experts} --top-k {top_k}): this tool takes "
+                         "a dense GPT (nox -s train -- --model gpt)")
     for key in ("tok_emb", "g_final", "W_out", "merges", "n_heads", "context", "blocks.0.WQ"):
         if key not in arrays:
             raise TrainError(f"it has no {key}")
     vocab, d = np.shape(arrays["tok_emb"])
     layers = len({k.split(".")[1] for k in arrays if k.startswith("blocks.")})
-    d_ff = np.shape(arrays.get("blocks.0.W_up", np.zeros((d, 0))))[-1]
+    d_ff = np.shape(arrays.get("blocks.0.W_up", np.zeros((d, 0))))[-1] * max(top_k, 1)  # an expert: d_ff / top_k
     n_heads = int(arrays["n_heads"])
     if n_heads < 1 or d % n_heads:
         raise TrainError(f"its n_heads {n_heads} does not divide d_model {d}")
     kv = int(arrays["kv_heads"]) if "kv_heads" in arrays else n_heads
     if kv < 1 or n_heads % kv:
         raise TrainError(f"its kv_heads {kv} does not divide n_heads {n_heads}")
-    for name, shape in shapes(vocab, d, d_ff, layers, kv * (d // n_heads)).items():
+    for name, shape in shapes(vocab, d, d_ff, layers, kv * (d // n_heads), experts, top_k).items():
         if name not in arrays:
             raise TrainError(f"it has no {name}")
         if np.shape(arrays[name]) != shape:
@@ -432,8 +438,25 @@ def model_from_arrays(arrays: dict) -> tuple[dict, list, int, int]:
     if rows.ndim != 2 or rows.shape[1] != 3 or len(rows) != vocab - 256:
         raise TrainError(f"its merges have shape {rows.shape}, expected ({vocab - 256}, 3)")
     merges = [((int(a), int(b)), int(t)) for a, b, t in rows]
-    params = {name: np.asarray(arrays[name], dtype=np.float64) for name in shapes(vocab, d, d_ff, layers)}
-    return nested(params), merges, n_heads, int(arrays["context"])
+    params = {name: np.asarray(arrays[name], dtype=np.float64)
+              for name in shapes(vocab, d, d_ff, layers, None, experts, top_k)}
+    return nested(params, Moe(top_k) if experts else None), merges, n_heads, int(arrays["context"])
+
+
+def _experts_of(arrays: dict) -> tuple[int, int]:
+    """(experts, top_k) of a model file: (0, 0) for a dense GPT; TrainError for numbers no mixture can have."""
+    if "experts" not in arrays:
+        return 0, 0
+    try:
+        experts, top_k = int(arrays["experts"]), int(arrays["top_k"])
+    except (KeyError, TypeError, ValueError):
+        raise TrainError("its experts and top_k are not two whole numbers") from None
+    if experts == 0:
+        return 0, 0
+    if experts < 2 or not 1 <= top_k <= experts:
+        raise TrainError(f"its experts {experts} and top_k {top_k} are no mixture of experts (at least 2 experts, "
+                         "top_k from 1 to experts)")
+    return experts, top_k
 
 
 EVAL_WINDOWS = 96  # windows of each split per evaluation
@@ -703,18 +726,29 @@ def one_function_checks(ch, rng: np.random.Generator):
 
 
 def _check_cache(ch, model: dict, n_heads: int, ids: list[int], prefill: np.ndarray, decoded: np.ndarray) -> None:
-    """The prefill's rows and the first decoded row against your chapter 13's full forward; TrainError if not."""
+    """The prefill's rows and the first decoded row against your chapter 13's full forward; TrainError if not.
+
+    A mixture of experts: the cached rows are ``moe.cached_forward``'s (your ``attention_with_cache``), the full
+    forward the trainer's (your ``rope_multi_head_attention``), both with the same mixture (``moe.block_forward``).
+    """
     full = logits_of(ch, np.array(ids), model, n_heads)
+    mixture_of_experts = "moe" in model
     for what, got, want in (("the prompt's rows (the prefill, caches=None)", prefill, full[:-1]),
                             (f"the first token decoded from the caches (position {len(ids) - 1})", decoded, full[-1:])):
         if np.shape(got) != np.shape(want) or not np.allclose(got, want, rtol=CACHE_RTOL, atol=CACHE_ATOL):
             gap = float(np.max(np.abs(got - want))) if np.shape(got) == np.shape(want) else float("nan")
             raise TrainError(
-                f"your KV cache disagrees with the full forward: gpt_forward's logits of {what} differ from those of "
-                f"chapter 13's prenorm_block over the whole sequence with no cache (largest difference {gap:.3g}, "
-                f"shape {np.shape(got)} against {np.shape(want)}). The text would be the wrong model's: "
-                "`nox -s chapter16` names the mistake (positions restarted at 0, the cached keys rotated again or "
-                "stored unrotated, the new rows not masked among themselves).")
+                "your KV cache disagrees with the full forward: "
+                + (f"the logits of {what}, each block's attention your attention_with_cache, differ from those of "
+                   "your rope_multi_head_attention over the whole sequence with no cache (the same mixture of "
+                   if mixture_of_experts else
+                   f"gpt_forward's logits of {what} differ from those of chapter 13's prenorm_block over the whole "
+                   "sequence with no cache (")
+                + f"largest difference {gap:.3g}, shape {np.shape(got)} against {np.shape(want)}). The text would be "
+                "the wrong model's: `nox -s chapter16` names the mistake (positions restarted at 0, the cached keys "
+                "rotated again or stored unrotated, the new rows not masked among themselves)"
+                + ("; so does a router whose choice for a token depends on the other tokens of the window: "
+                   "`nox -s chapter22`." if mixture_of_experts else "."))
 
 
 def generate_gpt(ch, job: dict, send) -> None:
@@ -726,18 +760,30 @@ def generate_gpt(ch, job: dict, send) -> None:
     position it was not trained on. At the first token decoded from the caches the prefill's rows and that
     token's row are compared with the full forward of your chapter 13 (``prenorm_block`` over the whole
     sequence, no cache): a KV cache that disagrees stops the run, as a wrong gradient stops training.
+
+    A mixture of experts (``--experts``) goes through ``moe.cached_forward`` instead of your ``gpt_forward`` (which
+    takes chapter 13's blocks only): your ``attention_with_cache`` in every block, your chapter 22 routing each
+    token to its experts, checked against the trainer's full forward in the same way.
     """
     with np.load(job["model"], allow_pickle=False) as npz:
         arrays = dict(npz)
-    model, merges, n_heads, context = model_from_arrays(arrays)
+    model, merges, n_heads, context = model_from_arrays(arrays, mixture_ok=True)
     model = widen(model, n_heads)  # a grouped-query model runs through chapter 16 as the multi-head model it equals
     vocab = ch.c14.build_vocab(merges)
     prompt = [int(i) for i in ch.c14.encode(job["prompt"], merges)][-context:]
     if not prompt:
         raise TrainError("--prompt is empty: give at least one character to continue")
+    if "moe" in model:
+        if not all(0 <= i < len(model["tok_emb"]) for i in prompt):
+            raise TrainError(f"encode returned the ids {prompt}: each must be from 0 to {len(model['tok_emb']) - 1}")
+
+        def forward(ids: np.ndarray, model: dict, n_heads: int, caches: list | None) -> tuple:
+            return mixture.cached_forward(ch, ids, model, n_heads, caches)
+    else:
+        forward = ch.c16.gpt_forward
     rng = np.random.default_rng(job["seed"])
     ids = list(prompt)
-    logits, caches = ch.c16.gpt_forward(np.array(prompt), model, n_heads, None)
+    logits, caches = forward(np.array(prompt), model, n_heads, None)
     prefill, checked = np.asarray(logits, dtype=np.float64), False  # the latest prefill's rows, for the check
     held = len(prompt)
     for _ in range(job["n"]):
@@ -750,11 +796,11 @@ def generate_gpt(ch, job: dict, send) -> None:
         send({"event": "token", "id": nxt, "bytes": list(vocab[nxt])})
         if held >= context:
             window = ids[-(context // 2):]
-            logits, caches = ch.c16.gpt_forward(np.array(window), model, n_heads, None)
+            logits, caches = forward(np.array(window), model, n_heads, None)
             held = len(window)
             prefill = np.asarray(logits, dtype=np.float64)
         else:
-            logits, caches = ch.c16.gpt_forward(np.array([nxt]), model, n_heads, caches)
+            logits, caches = forward(np.array([nxt]), model, n_heads, caches)
             held += 1
             if not checked:  # the caches hold the prefill's tokens and this one: ids[-held:]
                 _check_cache(ch, model, n_heads, ids[-held:], prefill, np.asarray(logits, dtype=np.float64))
@@ -884,9 +930,9 @@ class Gpt(Model):
                 f"wrote {out}/: run.json, loss.png, schedule.png, attention.png, "
                 f"{'loads.png, ' if s.experts else ''}model.npz, {CHECKPOINT}, {PROGRESS}\n"
                 + ("beside a dense run: nox -s align -- moe runs/gpt trains this mixture with that run's settings "
-                   "and compares the two" if s.experts else
-                   "next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt,
-                                      "--temperature", "0.8", "--top-p", "0.9")))
+                   "and compares the two; " if s.experts else "")
+                + "next: " + command("nox", "-s", "generate", "--", str(out), "--prompt", s.prompt,
+                                     "--temperature", "0.8", "--top-p", "0.9"))
 
     # --- the gradient check ---
     def probe(self, ch, rng: np.random.Generator) -> Probe:

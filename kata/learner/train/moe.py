@@ -44,6 +44,7 @@ ATTENTION_KEYS = ("WQ", "WK", "WV", "WO")
 EXPERT_KEYS = ("W_gate", "W_up", "W_down")
 MOE_BLOCK_KEYS = ("g1", *ATTENTION_KEYS, "g2", "W_router", *EXPERT_KEYS)
 CHAPTERS = {"c7": 7, "c22": 22}  # what a mixture of experts adds to the GPT's chapters
+GENERATE_CHAPTERS = {"c22": 22}  # what it adds to generating's (chapter 16's KV cache, 13's check, 14's tokens)
 BALANCE = 0.01  # the load-balancing loss's coefficient (Switch Transformer's α)
 TINY_BALANCE = 0.5  # the gradient check's: large, so a wrong balancing gradient cannot hide under the tolerance
 
@@ -126,10 +127,18 @@ def layer_backward(ch, d_y: np.ndarray, cache: tuple, weight: float) -> dict:
     return {"x": dh + d_logits @ W_router.T, "W_router": h.T @ d_logits, **grads}
 
 
-def block_forward(ch, x: np.ndarray, block: dict, n_heads: int, moe: Moe) -> tuple[np.ndarray, tuple]:
-    """One pre-norm block with a mixture of experts for its feed-forward: (y, cache). Chapter 13's block otherwise."""
+def block_forward(ch, x: np.ndarray, block: dict, n_heads: int, moe: Moe, attend=None) -> tuple[np.ndarray, tuple]:
+    """One pre-norm block with a mixture of experts for its feed-forward: (y, cache). Chapter 13's block otherwise.
+
+    ``attend(h, weights)`` is the attention on the normalised rows, returning (output, its cache): by default your
+    chapter 13's ``rope_multi_head_attention`` over all of x's rows; generating passes your chapter 16's
+    ``attention_with_cache`` with the block's KV cache (``cached_forward``), and the cache it returns is the
+    KV cache. The rest of the block is the same code either way.
+    """
     h1 = _arr(ch.c13.rms_norm(x, block["g1"]))
-    a, attention_cache = ch.c13.rope_multi_head_attention(h1, {k: block[k] for k in ATTENTION_KEYS}, n_heads)
+    weights = {k: block[k] for k in ATTENTION_KEYS}
+    a, attention_cache = (attend(h1, weights) if attend is not None
+                          else ch.c13.rope_multi_head_attention(h1, weights, n_heads))
     x1 = x + _arr(a)
     h2 = _arr(ch.c13.rms_norm(x1, block["g2"]))
     f, layer_cache = layer_forward(ch, h2, block, moe)
@@ -149,6 +158,29 @@ def block_backward(ch, d_y: np.ndarray, cache: tuple, weight: float) -> dict:
     for k in EXPERT_KEYS:  # an expert no token chose gets a zero gradient
         out[k] = np.stack([g if g is not None else np.zeros_like(block[k][e]) for e, g in enumerate(layer[k])])
     return out
+
+
+def cached_forward(ch, ids: np.ndarray, model: dict, n_heads: int, caches: list | None) -> tuple[np.ndarray, list]:
+    r"""Chapter 16's ``gpt_forward`` for a mixture of experts: (logits (m, vocab), the new KV caches, one per block).
+
+    The same sum as your ``gpt_forward``, $\mathrm{RMSNorm}_{g}(x_L)\,W_{out}$ after the embedding rows of ``ids``
+    and every block, with each block's attention your chapter 16's ``attention_with_cache`` (its cache: the
+    positions before ``ids``; None for none) and its feed-forward the mixture of ``block_forward`` (your chapter
+    22 routes, your ``swiglu`` runs each expert). Your ``gpt_forward`` and ``block_with_cache`` take chapter 13's
+    blocks only (their checks refuse a router and stacked experts), so the tool joins the layers here, as it does
+    for training. A token's experts depend on its own row alone (no assignment is ever dropped), so the new rows'
+    logits equal those of the full forward over the whole sequence: ``gpt.generate_gpt`` checks it.
+    """
+    blocks = model["blocks"]
+    caches = [None] * len(blocks) if caches is None else caches
+    x, new = model["tok_emb"][ids], []
+    for block, cache in zip(blocks, caches, strict=True):
+        x, (_, _, _, kv, _) = block_forward(
+            ch, x, block, n_heads, model["moe"],
+            attend=lambda h, weights, cache=cache: ch.c16.attention_with_cache(h, weights, n_heads, cache))
+        x = _arr(x)
+        new.append(kv)
+    return _arr(ch.c13.rms_norm(x, model["g_final"])) @ model["W_out"], new
 
 
 def balance_and_loads(caches: list) -> tuple[float, np.ndarray]:

@@ -211,7 +211,12 @@ def test_the_align_stage_trains_with_the_dense_runs_settings_and_refuses_the_oth
 
 @pytest.mark.proof
 def test_align_moe_compares_a_mixture_trained_like_the_dense_run(tmp_path):
-    """a tiny dense run, then nox -s align -- moe: the mixture trained once into align/moe/, moe.json and moe.png"""
+    """a tiny dense run, then nox -s align -- moe: the mixture trained once into align/moe/, moe.json and moe.png
+
+    and both models' greedy continuations of the same prompts (printed, in moe_samples.txt and in moe.json).
+    """
+    from kata.learner.align import moe as stage
+
     dense = TINY[:-4]  # TINY ends with --experts 4 --top-k 2
     made = tool("train", *dense, "--runs", str(tmp_path), "--name", "gpt", timeout=300)
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
@@ -225,5 +230,98 @@ def test_align_moe_compares_a_mixture_trained_like_the_dense_run(tmp_path):
     assert result["difference"] == result["moe"]["final_val_loss"] - result["dense"]["final_val_loss"]
     assert np.array(result["moe"]["loads"]).shape == (2, 4)
     assert_drawn_png(tmp_path / "gpt" / "align" / "moe.png", 150)
+    prompts = [item["prompt"] for item in result["samples"]]
+    assert prompts == [gpt.GptSettings().prompt, *stage.PROMPTS], prompts  # the run's own prompt first
+    for item in result["samples"]:  # greedy, through generate's path: the prompt, then more
+        assert item["dense"].startswith(item["prompt"]) and item["mixture"].startswith(item["prompt"]), item
+        assert len(item["mixture"]) > len(item["prompt"]), item
+        assert f"{item['prompt']!r}\n    dense:   {item['dense']!r}\n    mixture: {item['mixture']!r}" in proc.stdout
+    written = (tmp_path / "gpt" / "align" / "moe_samples.txt").read_text(encoding="utf-8")
+    assert written == stage.samples_text(result["samples"]) and "mixture (after): " in written, written
     again = tool("align", "moe", str(tmp_path / "gpt"), "--impl", "solutions", timeout=300)
     assert again.returncode == 0 and "was trained before with these settings" in again.stdout, again.stdout
+    assert json.loads((tmp_path / "gpt" / "align" / "moe.json").read_text(encoding="utf-8"))["samples"] == \
+        result["samples"], "greedy: the same text again"
+
+
+# --- generating from a mixture: nox -s generate -- runs/<moe run> -------------------------------------------------
+GENERATE_MODULES = {"c13": "chapter13_modern_block", "c14": "chapter14_bpe", "c16": "chapter16_sampling",
+                    "c22": "chapter22_mixture_of_experts"}
+
+
+def _model_file(folder, context: int = 8):
+    """A tiny mixture-of-experts GPT's model.npz (258 tokens: two merges), as nox -s train writes it."""
+    s = gpt.GptSettings(vocab_size=258, d_model=8, n_heads=2, layers=2, d_ff=8, context=context, experts=4,
+                        top_k=2).check()
+    model = gpt.init_model(258, 8, 8, 2, seed=0, experts=4, top_k=2)
+    for name, a in gpt.flat(model).items():  # every weight random and large enough that routing varies by token
+        a[...] = np.random.default_rng(len(name)).normal(0.0, 0.5, a.shape) + (name.split(".")[-1] in ("g1", "g2"))
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(folder / "model.npz", **gpt.model_arrays(model, s, [((97, 98), 256), ((256, 32), 257)]))
+    return folder / "model.npz"
+
+
+def _generated(tmp_path, name: str, prompt: str, n: int, edits: dict | None = None) -> tuple[list[int], dict, object]:
+    """(the ids generate_gpt streamed, its last event, the chapters) for a tiny mixture, in this process."""
+    folder = copy_solutions(tmp_path / name, edits)
+    sys.path.insert(0, str(folder.parent))
+    try:
+        ch = SimpleNamespace(**{k: importlib.import_module(f"{name}.{m}") for k, m in GENERATE_MODULES.items()})
+        events: list[dict] = []
+        gpt.generate_gpt(ch, {"model": str(_model_file(tmp_path / "run")), "prompt": prompt, "n": n,
+                              "temperature": 0.0, "top_k": None, "top_p": None, "seed": 0}, events.append)
+    finally:
+        _forget(folder, name)
+    return [e["id"] for e in events if e["event"] == "token"], events[-1], ch
+
+
+def test_a_mixture_generates_from_its_cache_what_the_full_forward_chooses(tmp_path):
+    """greedy from the KV cache (chapter 16's attention_with_cache, chapter 22's router) = greedy by the full forward
+
+    Prompt 'ab c' is 2 tokens, the context 8: 6 tokens from the caches, then the cache is full and half the window is
+    fed again (positions from 0), as generate does; generate_gpt checks the first cached token itself.
+    """
+    ids, done, ch = _generated(tmp_path, "gen", "ab c", 10)
+    with np.load(tmp_path / "run" / "model.npz", allow_pickle=False) as npz:
+        model, merges, heads, context = gpt.model_from_arrays(dict(npz), mixture_ok=True)
+    prompt = [int(i) for i in ch.c14.encode("ab c", merges)]
+    assert prompt == [257, 99] and model["moe"].top_k == 2 and context == 8
+    want = gpt.greedy(ch, model, heads, prompt, context - len(prompt), context)[len(prompt):]
+    assert ids[:len(want)] == want, (ids, want)
+    assert len(ids) == 10 and done["event"] == "done" and done["prompt_tokens"] == 2
+    assert len(set(ids)) > 1, f"the tiny model repeats one token: the test would not see a wrong position ({ids})"
+
+
+def test_a_router_that_reads_the_other_tokens_stops_generating_naming_chapter_22(tmp_path):
+    """a router that centres x over the window: the cached row differs from the full forward's; chapter 22 named
+
+    Each row of its probabilities is still a distribution (chapter 22's given checks pass), but a token's experts
+    depend on the other tokens, which the full forward sees and a cached row does not.
+    """
+    centred = ("_right_router = router_probabilities\n\n\n"
+               "def router_probabilities(x, W_router):\n"
+               "    x = np.asarray(x, dtype=np.float64)\n"
+               "    return _right_router(x - x.mean(axis=0), W_router)  # reads every token of the window\n")
+    with pytest.raises(train.TrainError) as err:
+        _generated(tmp_path, "centred", "ab c ab", 4, {"chapter22_mixture_of_experts": centred})
+    said = str(err.value)
+    assert "your KV cache disagrees with the full forward" in said and "attention_with_cache" in said, said
+    assert "depends on the other tokens" in said and "`nox -s chapter22`" in said, said
+
+
+def test_generate_takes_a_mixture_run_and_names_an_unfinished_chapter_22(tmp_path):
+    """nox -s generate -- <a mixture's run>: text after the prompt; chapter 22 a stub: exit 1, named, what to run"""
+    run = _model_file(tmp_path / "moe").parent
+    proc = tool("generate", str(run), "--impl", "solutions", "--prompt", "ab", "--n", "5", timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("ab") and len(proc.stdout.encode()) > 4, proc.stderr
+    assert "a mixture-of-experts GPT, 4 experts, 2 per token" in proc.stderr, proc.stderr
+    assert "chapter 22's router" in proc.stderr, proc.stderr
+    folder = copy_solutions(tmp_path / "stub")
+    (folder / "chapter22_mixture_of_experts.py").write_text(
+        (ROOT / "exercises" / "chapter22_mixture_of_experts.py").read_text(encoding="utf-8"), encoding="utf-8")
+    proc = tool("generate", str(run), "--impl", str(folder), "--prompt", "ab", "--n", "5", timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    err = proc.stderr
+    assert re.search(r"chapter 22 is not finished: router_probabilities stops at .*chapter22_mixture_of_experts\.py:"
+                     r"\d+", err), err
+    assert "Generate once `nox -s chapter22` passes every step." in err, err
