@@ -291,29 +291,29 @@ NAMES = {
     ('11.5', 'projections_T'):
         'the projections transposed: x W_Qᵀ, x W_Kᵀ, x W_Vᵀ instead of x W_Q, x W_K, x W_V',
     ('11.6', 'transposed'):
-        'transposed: d_outᵀ · merged instead of mergedᵀ · d_out',
+        'transposed: dW_O with its factors the wrong way round (rule 1 on out = merged W_O)',
     ('11.7', 'no_WO_T'):
-        'W_O forgotten on the way back: d merged = d_out instead of d_out W_Oᵀ',
+        'W_O forgotten on the way back: d merged taken as d_out itself',
     ('11.7', 'd_model'):
         'scaled by √d_model = 2 instead of √d_head = √2 (the forward weights are off, so the gradient is too)',
     ('11.7', 'WO_not_T'):
-        'W_O not transposed on the way back: d merged = d_out W_O instead of d_out W_Oᵀ',
+        'W_O not transposed on the way back (W_O is square: the shapes cannot tell)',
     ('11.7', 'cut_reshape'):
         'd merged cut into heads by a reshape without the transpose: positions and heads mixed',
     ('11.7', 'merge_reversed'):
         'the heads\' gradients merged in the wrong order: head 1 first, then head 0',
     ('11.8', 'WO_not_T'):
-        'W_O not transposed on the way back: d merged = d_out W_O instead of d_out W_Oᵀ',
+        'W_O not transposed on the way back (W_O is square: the shapes cannot tell)',
     ('11.8', 'cut_reshape'):
         'd merged cut into heads by a reshape without the transpose: positions and heads mixed',
     ('11.8', 'swap_qk'):
         'the query and key gradients swapped: dQ sent back through W_K and dK through W_Q',
     ('11.8', 'proj_not_T'):
-        'the projections not transposed on the way back: dx = dQ W_Q + dK W_K + dV W_V',
+        'the projections not transposed on the way back (square weights: the shapes cannot tell)',
     ('11.8', 'value_only'):
-        'only the value path: dx = dV W_Vᵀ, the query and key paths left out',
+        'only the value path: the query and key paths left out of dx',
     ('11.8', 'no_WO_T'):
-        'W_O forgotten on the way back: d merged = d_out instead of d_out W_Oᵀ',
+        'W_O forgotten on the way back: d merged taken as d_out itself',
     ('11.8', 'back_d_model'):
         '√d_model instead of √d_head on the way back (the forward pass was right)',
 }

@@ -284,12 +284,12 @@ def pieces(sw: dict) -> dict[str, dict]:
         }},
         "13.5": {"inputs": {"x": Z, "d_out": D5}, "exact": [d * silu_slope(v) for v, d in zip(Z, D5, strict=True)],
                  "mistakes": {
-            "σ(x) only: the product rule's second term x·σ(x)(1 − σ(x)) left out":
+            "σ(x) only: the product rule's second term left out":
                 [d * sigmoid(v) for v, d in zip(Z, D5, strict=True)],
             "the sigmoid's own slope σ(x)(1 − σ(x))":
                 [d * sigmoid(v) * (1 - sigmoid(v)) for v, d in zip(Z, D5, strict=True)],
             "SiLU itself instead of its slope": [d * silu(v) for v, d in zip(Z, D5, strict=True)],
-            "d_out left out: SiLU's slope alone instead of d_out ⊙ the slope": [silu_slope(v) for v in Z],
+            "d_out left out: SiLU's slope returned as it is": [silu_slope(v) for v in Z],
         }},
         "13.6": {"inputs": sw, "exact": swiglu(XS, W_GATE, W_UP, W_DOWN), "mistakes": {
             "the gate on the wrong branch: SiLU(x W_up) ⊙ x W_gate": swiglu(XS, W_GATE, W_UP, W_DOWN, gate_on_up=True),
@@ -304,7 +304,7 @@ def pieces(sw: dict) -> dict[str, dict]:
                 swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, no_product_rule=True),
             "the up branch's gradient not multiplied by the gate SiLU(a)":
                 swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, ungated_up=True),
-            "d_out left out of silu_backward: da = SiLU′(a) instead of SiLU′(a) ⊙ dh ⊙ b":
+            "d_out left out of silu_backward: SiLU's slope alone taken as da":
                 swiglu_dx(XS, W_GATE, W_UP, W_DOWN, DS, slope_only=True),
             "only the gate branch: x also feeds W_up": matmul(
                 [[dh * b * silu_slope(a) for dh, b, a in zip(rdh, rb, ra, strict=True)]

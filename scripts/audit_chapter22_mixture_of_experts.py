@@ -47,15 +47,15 @@ NO_N = "the factor N forgotten: N · Σ f_i P_i is 1 when the load is even"
 PER_TOKEN = "f divided by the tokens, not by tokens · k: the f_i must sum to 1"
 SLOT_COLUMN = "each gradient written at its slot's column s instead of its expert's column e"
 NO_JACOBIAN = "dg passed on as it is: the softmax's backward within the k left out"
-NO_SUM = "the sum Σ_r g_r dg_r left out: g ∘ dg is only the diagonal of the softmax's Jacobian"
+NO_SUM = "the softmax's shared sum left out: g ∘ dg is only the diagonal of its Jacobian"
 NO_ROUTER = "the router given no gradient: the gates depend on the logits"
 NO_GATE = "the gate left out of the expert's gradient: the expert's output was multiplied by g"
 DROPPED_GRAD = "the dropped assignments given a gradient: an expert that did not run learns nothing from them"
-DW_TRANSPOSED = "dW_e transposed: dyᵀ x instead of xᵀ dy"
+DW_TRANSPOSED = "dW_e transposed: its factors the wrong way round (rule 1 on x W_e)"
 FULL_SOFTMAX = ("the gradient taken through the softmax over all N (the gates as if not renormalised) instead "
                 "of through the k renormalised gates")
 DROPPED_DG = "a gate gradient for a dropped assignment: its expert never ran, so y does not depend on its gate"
-EXPERTS_ONLY = "dx through the experts only: the router's path, dz W_rᵀ, left out"
+EXPERTS_ONLY = "dx through the experts only: the router's path left out (x also makes the router's logits)"
 
 
 # -- the forward, in fractions ----------------------------------------------------------------------------------

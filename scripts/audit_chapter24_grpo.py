@@ -52,7 +52,7 @@ NO_BETA = "β left out: the KL penalty forgotten"
 GRAD_CLIPPED = "a gradient through a clipped token: where the clip is active the min is a constant, gradient 0"
 GRAD_SIDE = "the gradient cut on the wrong side for a negative advantage: for A < 0 the clip is active below 1 − ε"
 GRAD_NO_RHO = "d(ρA)/d log π taken as A: ρ = exp(log π − log π_old), so its derivative is ρ itself"
-GRAD_KL_SIGN = "the KL's gradient with its sign flipped: d k3 / d log π = 1 − π_ref/π"
+GRAD_KL_SIGN = "the KL's gradient with its sign flipped: which way does k3 move as log π rises above log π_ref?"
 GRAD_DENOM = "the gradient's weight with the mask's denominator T instead of the response's own number of tokens"
 
 

@@ -27,8 +27,8 @@ NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences are good to about 1e-1
 # -- stored cases (tests/snapshots/chapter07.npz: inputs, central differences of the reference, mistakes) --
 SNAP = snapshot(CHAPTER)
 COLUMNS = "the average taken down each column (axis 0) instead of along each row"
-KEYS_FOR_QUERIES = "dRᵀ K instead of dRᵀ Q (the keys where the queries belong)"
-TRANSPOSED_DQ = "transposed gradient (dRᵀ K)"
+KEYS_FOR_QUERIES = "the keys where the queries belong: dK built from K itself (which factor of R multiplies K?)"
+TRANSPOSED_DQ = "transposed gradient: dR turned the wrong way for dQ (does query i own a row or a column of R?)"
 NO_FIT = ("a transpose missing or misplaced: a product whose shapes do not fit (each gradient is the only product of "
           "the other two matrices that has its own matrix's shape)")
 
@@ -111,7 +111,7 @@ def test_dlogits_are_the_probabilities_with_one_taken_off_at_c(ch, ws):
 @pytest.mark.step("7.2")
 def test_dwo_is_the_context_times_dlogits(ch, ws):
     _, dWO = run_linear_backward(ch, ws, ws.input("context"), ws.input("WO"), ws.input("dlogits"))
-    expect(ws, dWO, mistakes=[("transposed gradient (dYᵀ X, shape (vocab, d_v))", ws.exact.T)])
+    expect(ws, dWO, mistakes=[("transposed gradient: shape (vocab, d_v), where W_O is (d_v, vocab)", ws.exact.T)])
 
 
 @pytest.mark.step("7.3")
@@ -180,7 +180,7 @@ def test_dk_of_a_points_along_the_query_of_b(ch, ws):
           "7.10 dK for two positions with Q ≠ K (the worksheet's Q = K hides which one belongs here)",
           **NUM, inputs=ASYM, kind="array",
           mistakes=[(KEYS_FOR_QUERIES, ASYM_M["dK_keys"]), ("no 1/√d_k in the backward pass", ASYM_M["dK_unscaled"]),
-                    ("transposed gradient (dR Q)", ASYM_M["dK_transposed"])])
+                    ("transposed gradient: dR not turned for dK (does key j own a row or a column of R?)", ASYM_M["dK_transposed"])])
 
 
 @pytest.mark.step("7.11")
@@ -189,12 +189,12 @@ def test_dv_of_a_is_its_weight_times_the_output_gradient(ch, ws):
                                      ws.input("d_output"))
     expect(ws, np.asarray(dV)[0])
     close(asym_attention(ch)[2], SNAP["asym_attention/dV"], "7.11 dV for two positions with V ≠ I (central differences)",
-          **NUM, inputs=ASYM, kind="array", mistakes=[("A @ dO instead of Aᵀ @ dO (transposed)", ASYM_M["dV_transposed"])])
+          **NUM, inputs=ASYM, kind="array", mistakes=[("dV without the transpose: in H = A V, which factor plays rule 1's X?", ASYM_M["dV_transposed"])])
 
 
 def _itself(name):
     g = "d" + name[1]
-    return f"{g} itself, not Xᵀ {g} (the projection's own gradient left out)"
+    return f"{g} itself handed back as the projection's gradient: the input X left out"
 
 
 @pytest.mark.parametrize("name", [
@@ -260,8 +260,8 @@ def test_softmax_backward_matches_numerical_gradients(ch, case):
     s, G = SNAP[f"{k}/probs"], SNAP[f"{k}/dprobs"]
     got = ch.softmax_backward(s, G)
     close(got, SNAP[f"{k}/numerical"], f"softmax_backward for {s.shape[0]} rows of {s.shape[1]}", **NUM, kind="array",
-          mistakes=[("the dot was left out (s ⊙ g)", SNAP[f"{k}/mistakes/no_dot"]),
-                    ("not multiplied by s (g − dot)", SNAP[f"{k}/mistakes/no_s"]),
+          mistakes=[("the dot was left out: step 7.6's shared number is missing", SNAP[f"{k}/mistakes/no_dot"]),
+                    ("not multiplied by s: the softmax's own outputs left out", SNAP[f"{k}/mistakes/no_s"]),
                     (COLUMNS, SNAP[f"{k}/mistakes/columns"])])
 
 
@@ -291,11 +291,11 @@ def test_attention_backward_matches_numerical_gradients(ch, case):
     dQ, dK, dV = ch.attention_backward(Q, K, V, A, G)
     m = SNAP.tree(f"{k}/mistakes")
     close(dQ, SNAP[f"{k}/dQ"], f"dQ for {n} positions, d_k {d_k}", **NUM, kind="array",
-          mistakes=[("no 1/√d_k in the backward pass", m["dQ_unscaled"]), ("transposed gradient (dRᵀ K)", m["dQ_transposed"])])
+          mistakes=[("no 1/√d_k in the backward pass", m["dQ_unscaled"]), ("transposed gradient: dR turned the wrong way for dQ (does query i own a row or a column of R?)", m["dQ_transposed"])])
     close(dK, SNAP[f"{k}/dK"], f"dK for {n} positions, d_k {d_k}", **NUM, kind="array",
-          mistakes=[("no 1/√d_k in the backward pass", m["dK_unscaled"]), ("transposed gradient (dR Q)", m["dK_transposed"])])
+          mistakes=[("no 1/√d_k in the backward pass", m["dK_unscaled"]), ("transposed gradient: dR not turned for dK (does key j own a row or a column of R?)", m["dK_transposed"])])
     close(dV, SNAP[f"{k}/dV"], f"dV for {n} positions, d_v {d_v}", **NUM, kind="array",
-          mistakes=[("A @ dO instead of Aᵀ @ dO (transposed)", m["dV_transposed"])])
+          mistakes=[("dV without the transpose: in H = A V, which factor plays rule 1's X?", m["dV_transposed"])])
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("backward")))

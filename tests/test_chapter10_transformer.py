@@ -53,7 +53,7 @@ def mean_loss(ch, data, params):
 
 def backward_order(n_layers):
     """Every parameter's path, in the order the backward pass computes its gradient, with the function that does."""
-    order = [("['WO']", "transformer_backward (the output projection: hᵀ · d_logits)"),
+    order = [("['WO']", "transformer_backward (the output projection)"),
              ("['lnf_gamma']", "layer_norm_backward (the final layer norm)"),
              ("['lnf_beta']", "layer_norm_backward (the final layer norm)")]
     for i in reversed(range(n_layers)):

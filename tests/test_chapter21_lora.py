@@ -151,7 +151,7 @@ def test_the_backward_is_the_derivative_of_your_forward(ch, r):
 
 
 def test_the_gradient_to_x_flows_through_the_frozen_W(ch):
-    """With B = 0 the adapter passes nothing back: dx = dY Wᵀ, and dA = 0, while dB does not vanish"""
+    """With B = 0 the adapter passes nothing back: dx is the frozen path's alone, and dA = 0, while dB does not vanish"""
     x, W, A, _ = layer(40)
     d_y = np.random.default_rng(41).normal(size=(3, 4))
     got = gradients(ch.lora_backward(d_y, x, W, A, np.zeros((2, 4)), 2), "lora_backward with B = 0")
