@@ -52,6 +52,7 @@ from kata.learner.serve import (  # noqa: E402
     DraftDecoder,
     K,
     distribution,
+    distributions,
     draft_distribution,
     draft_sample,
     read_run,
@@ -73,13 +74,14 @@ def chapters(impl: str) -> SimpleNamespace:
                               for key, n in CHAPTERS.items()})
 
 
-def cached(ch, model: dict, n_heads: int, prompt: list[int], n: int, rng, context: int) -> list[int]:
-    """Chapter 16's cached generation at temperature 1, restarting from half the context as nox -s generate does."""
+def cached(ch, model: dict, n_heads: int, prompt: list[int], n: int, rng, context: int, temperature: float = 1.0
+           ) -> list[int]:
+    """Chapter 16's cached generation, restarting from half the context as nox -s generate does."""
     ids = list(prompt)
     logits, caches = ch.c16.gpt_forward(np.array(prompt), model, n_heads, None)
     held = len(prompt)
     for _ in range(n):
-        nxt = int(ch.c16.sample_index(distribution(ch, np.asarray(logits)[-1], 1.0), float(rng.random())))
+        nxt = int(ch.c16.sample_index(distribution(ch, np.asarray(logits)[-1], temperature), float(rng.random())))
         ids.append(nxt)
         if held >= context:
             window = ids[-(context // 2):]
@@ -112,7 +114,8 @@ def breakdown(ch, target: dict, n_heads: int, draft: dict, d_heads: int, context
     ids = np.arange(at + 1) % len(target["tok_emb"])
     _, t_caches = ch.c16.gpt_forward(ids[:at], target, n_heads, None)
     _, d_caches = ch.c16.gpt_forward(ids[:at], draft, d_heads, None)
-    row = np.asarray(ch.c16.gpt_forward(ids, target, n_heads, None)[0])[-1]
+    rows = np.asarray(ch.c16.gpt_forward(ids, target, n_heads, None)[0])[-(K + 1):]
+    row = rows[-1]
     p = distribution(ch, row, 1.0)
     fused = DraftDecoder(draft, d_heads, context)
     q = draft_distribution(fused.feed(list(ids))[-1], 1.0)
@@ -131,6 +134,7 @@ def breakdown(ch, target: dict, n_heads: int, draft: dict, d_heads: int, context
         "draft, fused (DraftDecoder)": best_us(draft_step),
         "draft's q and its draw": best_us(lambda: draft_sample(draft_distribution(row, 1.0), 0.5)),
         "softmax_with_temperature": best_us(lambda: distribution(ch, row, 1.0)),
+        f"softmax of {K + 1} rows (distributions)": best_us(lambda: distributions(ch, rows, 1.0)),
         "sample_index": best_us(lambda: ch.c16.sample_index(p, 0.5)),
         f"speculative_step, k = {K}": best_us(lambda: ch.c20.speculative_step([x] * K, np.stack([q] * K),
                                                                           np.stack([p] * (K + 1)), us)),
@@ -145,10 +149,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="package name or folder whose chapters run (default: solutions where it is, else your work)")
     p.add_argument("--n", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--temperature", type=float, default=1.0, help="both ways' temperature (default 1; 0: greedy)")
+    p.add_argument("--draft", default=None, help="another draft's folder (default RUN/serve/draft)")
     args = p.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     folder = Path(args.run)
-    draft_file = folder / "serve" / "draft" / "model.npz"
+    draft_file = Path(args.draft or folder / "serve" / "draft") / "model.npz"
     try:
         path, _, s = read_run(folder)
     except Exception as err:  # noqa: BLE001 - any reason there is no run to measure: say how to make one
@@ -176,7 +182,8 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
         draft, _, d_heads, _ = model_from_arrays(dict(a))
     prompt = [int(i) for i in ch.c14.encode(s.prompt, merges)][-context:]
     print(f"target {path} ({len(target['blocks'])} blocks, d_model {s.d_model}), draft {draft_file} "
-          f"({len(draft['blocks'])} block, d_model {draft['tok_emb'].shape[1]}); {args.n} tokens at temperature 1, "
+          f"({len(draft['blocks'])} block, d_model {draft['tok_emb'].shape[1]}); {args.n} tokens at temperature "
+          f"{args.temperature:g}, "
           f"{shown}/")
     calls = breakdown(ch, target, n_heads, draft, d_heads, context)
     step = calls["target, 1 token"]
@@ -190,15 +197,16 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
         for k in (0, *ks):
             began, began_cpu = time.perf_counter(), time.process_time()
             if k == 0:
-                cached(ch, target, n_heads, prompt, args.n, np.random.default_rng(r), context)
+                cached(ch, target, n_heads, prompt, args.n, np.random.default_rng(r), context, args.temperature)
             else:
-                rounds[k] += speculative(ch, target, draft, (n_heads, d_heads), prompt, args.n, 1.0,
+                rounds[k] += speculative(ch, target, draft, (n_heads, d_heads), prompt, args.n, args.temperature,
                                          np.random.default_rng(r), context, alphas=False, k=k)["rounds"]
             wall[k] = min(wall[k], time.perf_counter() - began)
             cpu[k] = min(cpu[k], time.process_time() - began_cpu)
     print(f"  chapter 16, cached: {wall[0]:.3f} s ({args.n / wall[0]:.0f} tokens/s; CPU {cpu[0]:.3f} s)")
     soft, draw = calls["softmax_with_temperature"], calls["sample_index"]
-    fixed = calls[f"target, {K + 1} tokens"] + (K + 1) * soft + calls[f"speculative_step, k = {K}"]
+    fixed = calls[f"target, {K + 1} tokens"] + calls[f"softmax of {K + 1} rows (distributions)"] + calls[
+        f"speculative_step, k = {K}"]
     drafting = calls["draft, fused (DraftDecoder)"] + calls["draft's q and its draw"]
     for k in ks:
         a = np.array(rounds[k])
@@ -208,10 +216,15 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
               f"{wall[0] / wall[k]:.2f}x (CPU {cpu[0] / cpu[k]:.2f}x)")
     tokens = float(np.mean(np.array(rounds[K]) + 1))
     one = step + soft + draw  # a cached token: one target call, its softmax and its draw
+    per_round = K * drafting + fixed
+    needed = GOAL * per_round / one
+    alpha = next((a / 1000 for a in range(1001) if sum((a / 1000) ** np.arange(K + 1)) >= needed), None)
     print(f"  what the calls allow at k = {K}: {tokens:.2f} tokens × {one:.0f} µs (a cached token) / ({K} × "
-          f"{drafting:.0f} µs drafting + {fixed:.0f} µs verifying: the target on {K + 1} tokens, {K + 1} "
-          f"softmax_with_temperature, speculative_step) = {tokens * one / (K * drafting + fixed):.2f}x; with a free "
-          f"draft {tokens * one / fixed:.2f}x; {GOAL}x needs {GOAL * (K * drafting + fixed) / one:.2f} tokens per call")
+          f"{drafting:.0f} µs drafting + {fixed:.0f} µs verifying: the target on {K + 1} tokens, their softmax, "
+          f"speculative_step) = {tokens * one / per_round:.2f}x; with a free draft {tokens * one / fixed:.2f}x; "
+          f"{GOAL}x needs {needed:.2f} tokens per call: " + (
+              f"an acceptance rate of {alpha:.2f} (chapter 20's expected_tokens)" if alpha is not None
+              else f"more than the {K + 1} a round can give"))
     best = max(ks, key=lambda k: wall[0] / wall[k])
     ratio = wall[0] / wall[K]
     print(f"  speed-up at k = {K}: {ratio:.2f}x, best k = {best}: {wall[0] / wall[best]:.2f}x "
