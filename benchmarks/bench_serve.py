@@ -126,18 +126,18 @@ def breakdown(ch, target: dict, n_heads: int, draft: dict, d_heads: int, context
         fused.keep(at)
 
     x = int(np.argmax(np.minimum(p, q)))  # a token both like: a round that accepts all K (the dearest)
-    us = [0.0] * K + [0.5]
     return {
         "target, 1 token": best_us(lambda: ch.c16.gpt_forward(ids[:1], target, n_heads, t_caches)),
-        f"target, {K + 1} tokens": best_us(lambda: ch.c16.gpt_forward(ids[:K + 1], target, n_heads, t_caches)),
+        **{f"target, {k + 1} tokens": best_us(lambda k=k: ch.c16.gpt_forward(ids[:k + 1], target, n_heads, t_caches))
+           for k in range(1, K + 1)},
         "draft, your gpt_forward": best_us(lambda: ch.c16.gpt_forward(ids[:1], draft, d_heads, d_caches)),
         "draft, fused (DraftDecoder)": best_us(draft_step),
         "draft's q and its draw": best_us(lambda: draft_sample(draft_distribution(row, 1.0), 0.5)),
         "softmax_with_temperature": best_us(lambda: distribution(ch, row, 1.0)),
         f"softmax of {K + 1} rows (distributions)": best_us(lambda: distributions(ch, rows, 1.0)),
         "sample_index": best_us(lambda: ch.c16.sample_index(p, 0.5)),
-        f"speculative_step, k = {K}": best_us(lambda: ch.c20.speculative_step([x] * K, np.stack([q] * K),
-                                                                          np.stack([p] * (K + 1)), us)),
+        **{f"speculative_step, k = {k}": best_us(lambda k=k: ch.c20.speculative_step(
+            [x] * k, np.stack([q] * k), np.stack([p] * (k + 1)), [0.0] * k + [0.5])) for k in range(1, K + 1)},
     }
 
 
@@ -189,7 +189,7 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
     step = calls["target, 1 token"]
     print(f"  one call, after {held(context)} positions (best of 100):")
     for name, us in calls.items():
-        print(f"    {name:30s} {us:7.1f} µs = {us / step:.2f} target steps")
+        print(f"    {name:34s} {us:7.1f} µs = {us / step:.2f} target steps")
     ks = range(1, K + 1)
     wall, cpu = {k: float("inf") for k in (0, *ks)}, {k: float("inf") for k in (0, *ks)}
     rounds: dict[int, list] = {k: [] for k in ks}
@@ -204,25 +204,28 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
             wall[k] = min(wall[k], time.perf_counter() - began)
             cpu[k] = min(cpu[k], time.process_time() - began_cpu)
     print(f"  chapter 16, cached: {wall[0]:.3f} s ({args.n / wall[0]:.0f} tokens/s; CPU {cpu[0]:.3f} s)")
-    soft, draw = calls["softmax_with_temperature"], calls["sample_index"]
-    fixed = calls[f"target, {K + 1} tokens"] + calls[f"softmax of {K + 1} rows (distributions)"] + calls[
-        f"speculative_step, k = {K}"]
+    one = step + calls["softmax_with_temperature"] + calls["sample_index"]  # a cached token: its call, p, its draw
     drafting = calls["draft, fused (DraftDecoder)"] + calls["draft's q and its draw"]
+
+    def verifying(k: int) -> float:  # the target on k + 1 tokens, their softmax, speculative_step (all accepted)
+        return calls[f"target, {k + 1} tokens"] + calls[f"softmax of {K + 1} rows (distributions)"] + calls[
+            f"speculative_step, k = {k}"]
+
     for k in ks:
         a = np.array(rounds[k])
-        alpha = a.sum() / np.minimum(a + 1, k).sum()
+        alpha, tokens = a.sum() / np.minimum(a + 1, k).sum(), np.mean(a + 1)
         print(f"  speculative, k = {k}: {wall[k]:.3f} s ({args.n / wall[k]:.0f} tokens/s; CPU {cpu[k]:.3f} s); "
-              f"acceptance rate {alpha:.3f}, {np.mean(a + 1):.2f} tokens per target call; speed-up "
-              f"{wall[0] / wall[k]:.2f}x (CPU {cpu[0] / cpu[k]:.2f}x)")
+              f"acceptance rate {alpha:.3f}, {tokens:.2f} tokens per target call; speed-up "
+              f"{wall[0] / wall[k]:.2f}x (CPU {cpu[0] / cpu[k]:.2f}x; the calls allow "
+              f"{tokens * one / (k * drafting + verifying(k)):.2f}x)")
     tokens = float(np.mean(np.array(rounds[K]) + 1))
-    one = step + soft + draw  # a cached token: one target call, its softmax and its draw
-    per_round = K * drafting + fixed
+    per_round = K * drafting + verifying(K)
     needed = GOAL * per_round / one
     alpha = next((a / 1000 for a in range(1001) if sum((a / 1000) ** np.arange(K + 1)) >= needed), None)
     print(f"  what the calls allow at k = {K}: {tokens:.2f} tokens × {one:.0f} µs (a cached token) / ({K} × "
-          f"{drafting:.0f} µs drafting + {fixed:.0f} µs verifying: the target on {K + 1} tokens, their softmax, "
-          f"speculative_step) = {tokens * one / per_round:.2f}x; with a free draft {tokens * one / fixed:.2f}x; "
-          f"{GOAL}x needs {needed:.2f} tokens per call: " + (
+          f"{drafting:.0f} µs drafting + {verifying(K):.0f} µs verifying: the target on {K + 1} tokens, their "
+          f"softmax, speculative_step) = {tokens * one / per_round:.2f}x; with a free draft "
+          f"{tokens * one / verifying(K):.2f}x; {GOAL}x needs {needed:.2f} tokens per call: " + (
               f"an acceptance rate of {alpha:.2f} (chapter 20's expected_tokens)" if alpha is not None
               else f"more than the {K + 1} a round can give"))
     best = max(ks, key=lambda k: wall[0] / wall[k])
