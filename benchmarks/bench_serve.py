@@ -3,23 +3,28 @@
 On a trained run and its draft (``nox -s train -- --model gpt``, then ``nox -s serve``, which trains
 ``runs/gpt/serve/draft/``), with the code a benchmark measures unless told (``learners_code.measured_impl``:
 ``solutions`` in the authors' edition, your work in a learner's, exercises/ with your notebooks' answers), on one
-NumPy thread as the tools use: the run's prompt is continued by ``--n`` tokens (256) at temperature 1, in turn
+NumPy thread as the tools use: the run's prompt is continued by ``--n`` tokens (256) at ``--temperature`` (1; 0
+is greedy), in turn
 
 1. by chapter 16's cached generation: one prefill, then one ``gpt_forward`` call per token from the KV cache,
    each token drawn by ``sample_index`` from ``softmax_with_temperature`` (what ``nox -s generate`` does);
 2. by speculative decoding with k = 1, 2, 3 and 4 (``kata.learner.serve.speculative``; ``nox -s serve`` uses 4):
-   the draft (``DraftDecoder``, the server's fused NumPy, with its cache) proposes k tokens, the target reads them
-   in one ``gpt_forward`` call, chapter 20's ``speculative_step`` keeps or replaces them.
+   the draft (``DraftDecoder``, the server's fused NumPy, with its cache; ``--draft`` another draft's folder)
+   proposes k tokens, the target reads them in one ``gpt_forward`` call, their k + 1 rows become p in one call of
+   chapter 4's ``softmax``, chapter 20's ``speculative_step`` keeps or replaces them.
 
 Each is timed ``--repeat`` times (3) with other seeds, alternating, and the best time of each is kept (the least
 disturbed by the neighbours); the CPU time of this process is printed beside it, which the neighbours disturb
 less. The goal: speculative decoding at least 1.5× faster. Printed first: what each call of a round costs (best of
-100, in µs and in target steps), then the acceptance rate and tokens per target call of the timed rounds, and the
-speed-up those calls allow, E·(a cached token) / (k·(a draft step) + (the target on k + 1 tokens, k + 1 softmaxes
-and ``speculative_step``)), with a free draft too: on these small models a call costs mostly Python, whatever its
-width, so the verifying alone costs nearly two cached tokens.
+100, in µs and in target steps: the target on 1 to k + 1 tokens, ``speculative_step`` at each k with every draft
+token accepted, its dearest), then for each k the acceptance rate and tokens per target call E of the timed rounds,
+and the speed-up those calls allow, E·(a cached token) / (k·(a draft step) + (the target on k + 1 tokens, their
+softmax and ``speculative_step``)), at k = 4 with a free draft too and the acceptance rate 1.5× would need
+(chapter 20's ``expected_tokens``). The calls are timed alone, their data in the cache: in the generation, where
+the draft's calls and the target's take turns, each costs more, so the measured speed-up falls short of it.
 
-Usage: ``nox -s bench-serve -- [runs/gpt] [--impl FOLDER] [--n 256] [--repeat 3]`` (a learner's session too), or
+Usage: ``nox -s bench-serve -- [runs/gpt] [--impl FOLDER] [--n 256] [--repeat 3] [--temperature 1]
+[--draft FOLDER]`` (a learner's session too), or
 ``python benchmarks/bench_serve.py …``; ``nox -s bench`` ends with it.
 This is not a test: it prints numbers (and ratios) and exits 0, whatever they are; without a run and its draft
 it says how to make them and exits 0; an unfinished chapter it calls (14, 16 or 20) stops it with exit code 1 and
