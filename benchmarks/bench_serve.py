@@ -233,6 +233,11 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
           f"{tokens * one / verifying(K):.2f}x; {GOAL}x needs {needed:.2f} tokens per call: " + (
               f"an acceptance rate of {alpha:.2f} (chapter 20's expected_tokens)" if alpha is not None
               else f"more than the {K + 1} a round can give"))
+    a = np.array(rounds[K])
+    alpha = float(a.sum() / np.minimum(a + 1, K).sum())
+    allow = {k: float(ch.c20.expected_tokens(alpha, k)) * one / (k * drafting + verifying(k)) for k in ks}
+    print(f"  k from the acceptance rate at k = {K}, {alpha:.3f}, by chapter 20's expected_tokens and the calls: "
+          + ", ".join(f"k = {k}: {x:.2f}x" for k, x in allow.items()) + f"; best k = {max(allow, key=allow.get)}")
     best = max(ks, key=lambda k: wall[0] / wall[k])
     ratio = wall[0] / wall[K]
     print(f"  speed-up at k = {K}: {ratio:.2f}x, best k = {best}: {wall[0] / wall[best]:.2f}x "

@@ -194,6 +194,7 @@ def test_bench_serve_measures_the_tiny_run_and_its_draft(served, run, capsys):
     assert "one call, after 3 positions (best of 100):" in out and "speculative_step, k = 4" in out, out
     assert "chapter 16, cached:" in out and all(f"speculative, k = {k}:" in out for k in range(1, 5)), out
     assert re.search(r"speed-up at k = 4: [\d.]+x, best k = \d", out), out
+    assert re.search(r"expected_tokens and the calls: k = 1: [\d.]+x, .*; best k = \d", out), out
     assert ", solutions/" in out
     draft = run / "serve" / "draft"
     assert _bench().main([str(run), "--impl", "solutions", "--n", "4", "--repeat", "1", "--temperature", "0",
