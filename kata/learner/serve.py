@@ -311,10 +311,10 @@ class DraftDecoder:
     step whatever its width, and speculative decoding cannot pay (``benchmarks/bench_serve.py`` measures it).
     A server runs its draft as lean as it can; which draft it runs never changes what comes out, only how fast
     (chapter 20: every token has the target's distribution whatever q is). So the draft's block is written out
-    once, here, in as few NumPy calls as it takes: every gain is folded into the matrix after it, and chapter 12's
-    rotation at position t, a linear map R_t, into W_Q and W_K (with W_Q's 1/√d_head), one (d, 3d) matrix per
-    position; the caches are arrays of the context's length, so cutting them back is one number. The target is
-    always your chapters.
+    once, here, in as few NumPy calls as it takes: every gain folded into the matrix after it, W_Q's 1/√d_head
+    into W_Q, and chapter 12's rotation, x·cos + swap(x)·sin with swap(x) = (−x₁, x₀) in each pair, made of one
+    product with [W_Q W_K, W_Q W_K swapped, W_V] and the cos and sin tabled for the whole context; its caches are
+    arrays of the context's length, so cutting them back is one number. The target is always your chapters.
     """
 
     def __init__(self, model: dict, n_heads: int, context: int, eps: float = 1e-6) -> None:
@@ -323,15 +323,17 @@ class DraftDecoder:
         self.n_heads, self.d_head, self.context, self.eps = n_heads, d // n_heads, context, eps
         pair = np.arange(0, d, 2)  # (2i, 2i+1) of every head: chapter 12's frequency i of its head
         angles = np.outer(np.arange(context), 10000.0 ** -(pair % self.d_head / self.d_head))  # (context, d/2)
-        R = np.zeros((context, d, d))  # x @ R[t] is chapter 12's rotation of x at position t
-        R[:, pair, pair] = R[:, pair + 1, pair + 1] = np.cos(angles)
-        R[:, pair, pair + 1], R[:, pair + 1, pair] = np.sin(angles), -np.sin(angles)
-        self.blocks = [{"W": np.concatenate([b["g1"][:, None] * b["WQ"] @ R / np.sqrt(self.d_head),
-                                             b["g1"][:, None] * b["WK"] @ R,
-                                             np.broadcast_to(b["g1"][:, None] * b["WV"], (context, d, d))], axis=2),
-                        "WO": b["WO"], "W_gu": b["g2"][:, None] * np.concatenate([b["W_gate"], b["W_up"]], axis=1),
-                        "W_down": b["W_down"], "K": np.zeros((n_heads, context, self.d_head)),
-                        "V": np.zeros((n_heads, context, self.d_head))} for b in model["blocks"]]
+        self.cos = np.tile(np.repeat(np.cos(angles), 2, axis=1), 2)  # (context, 2d): each pair's, for q and k
+        self.sin = np.tile(np.repeat(np.sin(angles), 2, axis=1), 2)
+        swap = np.zeros((d, d))  # x @ swap = (−x₁, x₀) in every pair
+        swap[pair + 1, pair], swap[pair, pair + 1] = -1.0, 1.0
+        self.blocks = []
+        for b in model["blocks"]:
+            Q, K = b["g1"][:, None] * b["WQ"] / np.sqrt(self.d_head), b["g1"][:, None] * b["WK"]
+            self.blocks.append({"W": np.concatenate([Q, K, Q @ swap, K @ swap, b["g1"][:, None] * b["WV"]], axis=1),
+                                "WO": b["WO"], "W_gu": b["g2"][:, None] * np.concatenate([b["W_gate"], b["W_up"]], 1),
+                                "W_down": b["W_down"], "K": np.zeros((n_heads, context, self.d_head)),
+                                "V": np.zeros((n_heads, context, self.d_head))})
         self.held = 0
 
     def _normed(self, x: np.ndarray) -> np.ndarray:
@@ -343,16 +345,19 @@ class DraftDecoder:
         t, m, H, dh = self.held, len(ids), self.n_heads, self.d_head
         if t + m > self.context:
             raise TrainError(f"the draft holds {t} positions and was fed {m} more: past its context {self.context}")
+        d = H * dh
         x = self.E[ids]  # (m, d)
         for b in self.blocks:
-            qkv = (self._normed(x)[:, None] @ b["W"][t:t + m]).reshape(m, 3, H, dh).transpose(1, 2, 0, 3)
-            b["K"][:, t:t + m], b["V"][:, t:t + m] = qkv[1], qkv[2]  # (H, m, dh) each
-            S = qkv[0] @ b["K"][:, :t + m].transpose(0, 2, 1)  # (H, m, t+m), 1/√d_head folded in
+            y = self._normed(x) @ b["W"]  # (m, 5d): q k, their swaps, v
+            qk = (y[:, :2 * d] * self.cos[t:t + m] + y[:, 2 * d:4 * d] * self.sin[t:t + m]).reshape(m, 2, H, dh)
+            b["K"][:, t:t + m] = qk[:, 1].transpose(1, 0, 2)  # (H, m, dh), rotated
+            b["V"][:, t:t + m] = y[:, 4 * d:].reshape(m, H, dh).transpose(1, 0, 2)
+            S = qk[:, 0].transpose(1, 0, 2) @ b["K"][:, :t + m].transpose(0, 2, 1)  # (H, m, t+m), 1/√d_head in W_Q
             if m > 1:  # one new row sees every position: nothing to mask
                 S = np.where(np.arange(t + m) <= t + np.arange(m)[:, None], S, -np.inf)
             w = np.exp(S - S.max(axis=2, keepdims=True))
             heads = (w / w.sum(axis=2, keepdims=True)) @ b["V"][:, :t + m]  # (H, m, dh)
-            x = x + heads.transpose(1, 0, 2).reshape(m, H * dh) @ b["WO"]
+            x = x + heads.transpose(1, 0, 2).reshape(m, d) @ b["WO"]
             gu = self._normed(x) @ b["W_gu"]
             a, u = gu[:, :len(b["W_down"])], gu[:, len(b["W_down"]):]  # SwiGLU's gate and up
             x = x + a / (1.0 + np.exp(-a)) * u @ b["W_down"]
