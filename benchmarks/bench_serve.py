@@ -3,23 +3,28 @@
 On a trained run and its draft (``nox -s train -- --model gpt``, then ``nox -s serve``, which trains
 ``runs/gpt/serve/draft/``), with the code a benchmark measures unless told (``learners_code.measured_impl``:
 ``solutions`` in the authors' edition, your work in a learner's, exercises/ with your notebooks' answers), on one
-NumPy thread as the tools use: the run's prompt is continued by ``--n`` tokens (256) at temperature 1, in turn
+NumPy thread as the tools use: the run's prompt is continued by ``--n`` tokens (256) at ``--temperature`` (1; 0
+is greedy), in turn
 
 1. by chapter 16's cached generation: one prefill, then one ``gpt_forward`` call per token from the KV cache,
    each token drawn by ``sample_index`` from ``softmax_with_temperature`` (what ``nox -s generate`` does);
 2. by speculative decoding with k = 1, 2, 3 and 4 (``kata.learner.serve.speculative``; ``nox -s serve`` uses 4):
-   the draft (``DraftDecoder``, the server's fused NumPy, with its cache) proposes k tokens, the target reads them
-   in one ``gpt_forward`` call, chapter 20's ``speculative_step`` keeps or replaces them.
+   the draft (``DraftDecoder``, the server's fused NumPy, with its cache; ``--draft`` another draft's folder)
+   proposes k tokens, the target reads them in one ``gpt_forward`` call, their k + 1 rows become p in one call of
+   chapter 4's ``softmax``, chapter 20's ``speculative_step`` keeps or replaces them.
 
 Each is timed ``--repeat`` times (3) with other seeds, alternating, and the best time of each is kept (the least
 disturbed by the neighbours); the CPU time of this process is printed beside it, which the neighbours disturb
 less. The goal: speculative decoding at least 1.5× faster. Printed first: what each call of a round costs (best of
-100, in µs and in target steps), then the acceptance rate and tokens per target call of the timed rounds, and the
-speed-up those calls allow, E·(a cached token) / (k·(a draft step) + (the target on k + 1 tokens, k + 1 softmaxes
-and ``speculative_step``)), with a free draft too: on these small models a call costs mostly Python, whatever its
-width, so the verifying alone costs nearly two cached tokens.
+100, in µs and in target steps: the target on 1 to k + 1 tokens, ``speculative_step`` at each k with every draft
+token accepted, its dearest), then for each k the acceptance rate and tokens per target call E of the timed rounds,
+and the speed-up those calls allow, E·(a cached token) / (k·(a draft step) + (the target on k + 1 tokens, their
+softmax and ``speculative_step``)), at k = 4 with a free draft too and the acceptance rate 1.5× would need
+(chapter 20's ``expected_tokens``). The calls are timed alone, their data in the cache: in the generation, where
+the draft's calls and the target's take turns, each costs more, so the measured speed-up falls short of it.
 
-Usage: ``nox -s bench-serve -- [runs/gpt] [--impl FOLDER] [--n 256] [--repeat 3]`` (a learner's session too), or
+Usage: ``nox -s bench-serve -- [runs/gpt] [--impl FOLDER] [--n 256] [--repeat 3] [--temperature 1]
+[--draft FOLDER]`` (a learner's session too), or
 ``python benchmarks/bench_serve.py …``; ``nox -s bench`` ends with it.
 This is not a test: it prints numbers (and ratios) and exits 0, whatever they are; without a run and its draft
 it says how to make them and exits 0; an unfinished chapter it calls (14, 16 or 20) stops it with exit code 1 and
@@ -52,6 +57,7 @@ from kata.learner.serve import (  # noqa: E402
     DraftDecoder,
     K,
     distribution,
+    distributions,
     draft_distribution,
     draft_sample,
     read_run,
@@ -73,13 +79,14 @@ def chapters(impl: str) -> SimpleNamespace:
                               for key, n in CHAPTERS.items()})
 
 
-def cached(ch, model: dict, n_heads: int, prompt: list[int], n: int, rng, context: int) -> list[int]:
-    """Chapter 16's cached generation at temperature 1, restarting from half the context as nox -s generate does."""
+def cached(ch, model: dict, n_heads: int, prompt: list[int], n: int, rng, context: int, temperature: float = 1.0
+           ) -> list[int]:
+    """Chapter 16's cached generation, restarting from half the context as nox -s generate does."""
     ids = list(prompt)
     logits, caches = ch.c16.gpt_forward(np.array(prompt), model, n_heads, None)
     held = len(prompt)
     for _ in range(n):
-        nxt = int(ch.c16.sample_index(distribution(ch, np.asarray(logits)[-1], 1.0), float(rng.random())))
+        nxt = int(ch.c16.sample_index(distribution(ch, np.asarray(logits)[-1], temperature), float(rng.random())))
         ids.append(nxt)
         if held >= context:
             window = ids[-(context // 2):]
@@ -112,7 +119,8 @@ def breakdown(ch, target: dict, n_heads: int, draft: dict, d_heads: int, context
     ids = np.arange(at + 1) % len(target["tok_emb"])
     _, t_caches = ch.c16.gpt_forward(ids[:at], target, n_heads, None)
     _, d_caches = ch.c16.gpt_forward(ids[:at], draft, d_heads, None)
-    row = np.asarray(ch.c16.gpt_forward(ids, target, n_heads, None)[0])[-1]
+    rows = np.asarray(ch.c16.gpt_forward(ids, target, n_heads, None)[0])[-(K + 1):]
+    row = rows[-1]
     p = distribution(ch, row, 1.0)
     fused = DraftDecoder(draft, d_heads, context)
     q = draft_distribution(fused.feed(list(ids))[-1], 1.0)
@@ -123,17 +131,18 @@ def breakdown(ch, target: dict, n_heads: int, draft: dict, d_heads: int, context
         fused.keep(at)
 
     x = int(np.argmax(np.minimum(p, q)))  # a token both like: a round that accepts all K (the dearest)
-    us = [0.0] * K + [0.5]
     return {
         "target, 1 token": best_us(lambda: ch.c16.gpt_forward(ids[:1], target, n_heads, t_caches)),
-        f"target, {K + 1} tokens": best_us(lambda: ch.c16.gpt_forward(ids[:K + 1], target, n_heads, t_caches)),
+        **{f"target, {k + 1} tokens": best_us(lambda k=k: ch.c16.gpt_forward(ids[:k + 1], target, n_heads, t_caches))
+           for k in range(1, K + 1)},
         "draft, your gpt_forward": best_us(lambda: ch.c16.gpt_forward(ids[:1], draft, d_heads, d_caches)),
         "draft, fused (DraftDecoder)": best_us(draft_step),
         "draft's q and its draw": best_us(lambda: draft_sample(draft_distribution(row, 1.0), 0.5)),
         "softmax_with_temperature": best_us(lambda: distribution(ch, row, 1.0)),
+        f"softmax of {K + 1} rows (distributions)": best_us(lambda: distributions(ch, rows, 1.0)),
         "sample_index": best_us(lambda: ch.c16.sample_index(p, 0.5)),
-        f"speculative_step, k = {K}": best_us(lambda: ch.c20.speculative_step([x] * K, np.stack([q] * K),
-                                                                          np.stack([p] * (K + 1)), us)),
+        **{f"speculative_step, k = {k}": best_us(lambda k=k: ch.c20.speculative_step(
+            [x] * k, np.stack([q] * k), np.stack([p] * (k + 1)), [0.0] * k + [0.5])) for k in range(1, K + 1)},
     }
 
 
@@ -145,10 +154,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="package name or folder whose chapters run (default: solutions where it is, else your work)")
     p.add_argument("--n", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--temperature", type=float, default=1.0, help="both ways' temperature (default 1; 0: greedy)")
+    p.add_argument("--draft", default=None, help="another draft's folder (default RUN/serve/draft)")
     args = p.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     folder = Path(args.run)
-    draft_file = folder / "serve" / "draft" / "model.npz"
+    draft_file = Path(args.draft or folder / "serve" / "draft") / "model.npz"
     try:
         path, _, s = read_run(folder)
     except Exception as err:  # noqa: BLE001 - any reason there is no run to measure: say how to make one
@@ -176,13 +187,14 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
         draft, _, d_heads, _ = model_from_arrays(dict(a))
     prompt = [int(i) for i in ch.c14.encode(s.prompt, merges)][-context:]
     print(f"target {path} ({len(target['blocks'])} blocks, d_model {s.d_model}), draft {draft_file} "
-          f"({len(draft['blocks'])} block, d_model {draft['tok_emb'].shape[1]}); {args.n} tokens at temperature 1, "
+          f"({len(draft['blocks'])} block, d_model {draft['tok_emb'].shape[1]}); {args.n} tokens at temperature "
+          f"{args.temperature:g}, "
           f"{shown}/")
     calls = breakdown(ch, target, n_heads, draft, d_heads, context)
     step = calls["target, 1 token"]
     print(f"  one call, after {held(context)} positions (best of 100):")
     for name, us in calls.items():
-        print(f"    {name:30s} {us:7.1f} µs = {us / step:.2f} target steps")
+        print(f"    {name:34s} {us:7.1f} µs = {us / step:.2f} target steps")
     ks = range(1, K + 1)
     wall, cpu = {k: float("inf") for k in (0, *ks)}, {k: float("inf") for k in (0, *ks)}
     rounds: dict[int, list] = {k: [] for k in ks}
@@ -190,28 +202,42 @@ def measure(ch, args, path: Path, s, draft_file: Path, shown: str) -> int:
         for k in (0, *ks):
             began, began_cpu = time.perf_counter(), time.process_time()
             if k == 0:
-                cached(ch, target, n_heads, prompt, args.n, np.random.default_rng(r), context)
+                cached(ch, target, n_heads, prompt, args.n, np.random.default_rng(r), context, args.temperature)
             else:
-                rounds[k] += speculative(ch, target, draft, (n_heads, d_heads), prompt, args.n, 1.0,
+                rounds[k] += speculative(ch, target, draft, (n_heads, d_heads), prompt, args.n, args.temperature,
                                          np.random.default_rng(r), context, alphas=False, k=k)["rounds"]
             wall[k] = min(wall[k], time.perf_counter() - began)
             cpu[k] = min(cpu[k], time.process_time() - began_cpu)
     print(f"  chapter 16, cached: {wall[0]:.3f} s ({args.n / wall[0]:.0f} tokens/s; CPU {cpu[0]:.3f} s)")
-    soft, draw = calls["softmax_with_temperature"], calls["sample_index"]
-    fixed = calls[f"target, {K + 1} tokens"] + (K + 1) * soft + calls[f"speculative_step, k = {K}"]
+    one = step + calls["softmax_with_temperature"] + calls["sample_index"]  # a cached token: its call, p, its draw
     drafting = calls["draft, fused (DraftDecoder)"] + calls["draft's q and its draw"]
+
+    def verifying(k: int) -> float:  # the target on k + 1 tokens, their softmax, speculative_step (all accepted)
+        return calls[f"target, {k + 1} tokens"] + calls[f"softmax of {K + 1} rows (distributions)"] + calls[
+            f"speculative_step, k = {k}"]
+
     for k in ks:
         a = np.array(rounds[k])
-        alpha = a.sum() / np.minimum(a + 1, k).sum()
+        alpha, tokens = a.sum() / np.minimum(a + 1, k).sum(), np.mean(a + 1)
         print(f"  speculative, k = {k}: {wall[k]:.3f} s ({args.n / wall[k]:.0f} tokens/s; CPU {cpu[k]:.3f} s); "
-              f"acceptance rate {alpha:.3f}, {np.mean(a + 1):.2f} tokens per target call; speed-up "
-              f"{wall[0] / wall[k]:.2f}x (CPU {cpu[0] / cpu[k]:.2f}x)")
+              f"acceptance rate {alpha:.3f}, {tokens:.2f} tokens per target call; speed-up "
+              f"{wall[0] / wall[k]:.2f}x (CPU {cpu[0] / cpu[k]:.2f}x; the calls allow "
+              f"{tokens * one / (k * drafting + verifying(k)):.2f}x)")
     tokens = float(np.mean(np.array(rounds[K]) + 1))
-    one = step + soft + draw  # a cached token: one target call, its softmax and its draw
+    per_round = K * drafting + verifying(K)
+    needed = GOAL * per_round / one
+    alpha = next((a / 1000 for a in range(1001) if sum((a / 1000) ** np.arange(K + 1)) >= needed), None)
     print(f"  what the calls allow at k = {K}: {tokens:.2f} tokens × {one:.0f} µs (a cached token) / ({K} × "
-          f"{drafting:.0f} µs drafting + {fixed:.0f} µs verifying: the target on {K + 1} tokens, {K + 1} "
-          f"softmax_with_temperature, speculative_step) = {tokens * one / (K * drafting + fixed):.2f}x; with a free "
-          f"draft {tokens * one / fixed:.2f}x; {GOAL}x needs {GOAL * (K * drafting + fixed) / one:.2f} tokens per call")
+          f"{drafting:.0f} µs drafting + {verifying(K):.0f} µs verifying: the target on {K + 1} tokens, their "
+          f"softmax, speculative_step) = {tokens * one / per_round:.2f}x; with a free draft "
+          f"{tokens * one / verifying(K):.2f}x; {GOAL}x needs {needed:.2f} tokens per call: " + (
+              f"an acceptance rate of {alpha:.2f} (chapter 20's expected_tokens)" if alpha is not None
+              else f"more than the {K + 1} a round can give"))
+    a = np.array(rounds[K])
+    alpha = float(a.sum() / np.minimum(a + 1, K).sum())
+    allow = {k: float(ch.c20.expected_tokens(alpha, k)) * one / (k * drafting + verifying(k)) for k in ks}
+    print(f"  k from the acceptance rate at k = {K}, {alpha:.3f}, by chapter 20's expected_tokens and the calls: "
+          + ", ".join(f"k = {k}: {x:.2f}x" for k, x in allow.items()) + f"; best k = {max(allow, key=allow.get)}")
     best = max(ks, key=lambda k: wall[0] / wall[k])
     ratio = wall[0] / wall[K]
     print(f"  speed-up at k = {K}: {ratio:.2f}x, best k = {best}: {wall[0] / wall[best]:.2f}x "

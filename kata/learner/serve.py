@@ -71,7 +71,7 @@ DRAFT_ATOL = 1e-12  # the draft's fused forward (DraftDecoder) against chapter 1
 EXACT_ATOL = 1e-12  # the first token's distribution, from your chapter 20, against the target's
 P_VALUE = 1e-3  # the chi-square test's p-value below which the draws are not the target's
 PREFILL_WINDOWS = 4  # validation windows prefilled both ways
-CHAPTERS = {"c11": 11, "c12": 12, "c13": 13, "c14": 14, "c16": 16, "c17": 17, "c18": 18, "c19": 19, "c20": 20}
+CHAPTERS = {"c04": 4, "c11": 11, "c12": 12, "c13": 13, "c14": 14, "c16": 16, "c17": 17, "c18": 18, "c19": 19, "c20": 20}
 SERVE_JSON = "serve.json"
 FIGURES = ("serve_acceptance.png", "serve_memory.png", "serve_loss.png")
 
@@ -255,6 +255,19 @@ def distribution(ch, row: np.ndarray, temperature: float) -> np.ndarray:
     return _arr(ch.c16.softmax_with_temperature(row, temperature))
 
 
+def distributions(ch, rows: np.ndarray, temperature: float) -> np.ndarray:
+    """``distribution`` of every row of logits (m, vocab) at once: your chapter 4 ``softmax`` of rows / T, one call.
+
+    The same maths as your ``softmax_with_temperature``, which takes one row: the target's k + 1 rows of a round
+    cost one call instead of k + 1 (temperature 0: each row's argmax, one-hot).
+    """
+    if temperature == 0:
+        P = np.zeros(rows.shape)
+        P[np.arange(len(rows)), np.argmax(rows, axis=1)] = 1.0
+        return P
+    return _arr(ch.c04.softmax(rows / temperature))
+
+
 class Decoder:
     """A GPT with its KV caches, through your chapter 16's ``gpt_forward``; the caches can be cut back.
 
@@ -298,57 +311,58 @@ class DraftDecoder:
     step whatever its width, and speculative decoding cannot pay (``benchmarks/bench_serve.py`` measures it).
     A server runs its draft as lean as it can; which draft it runs never changes what comes out, only how fast
     (chapter 20: every token has the target's distribution whatever q is). So the draft's block is written out
-    once, here, with each weight fused and the rotation's cos and sin tabled for the whole context; its caches
-    are arrays of the context's length, so cutting them back is one number. The target is always your chapters.
+    once, here, in as few NumPy calls as it takes: every gain folded into the matrix after it, W_Q's 1/√d_head
+    into W_Q, and chapter 12's rotation, x·cos + swap(x)·sin with swap(x) = (−x₁, x₀) in each pair, made of one
+    product with [W_Q W_K, W_Q W_K swapped, W_V] and the cos and sin tabled for the whole context; its caches are
+    arrays of the context's length, so cutting them back is one number. The target is always your chapters.
     """
 
     def __init__(self, model: dict, n_heads: int, context: int, eps: float = 1e-6) -> None:
-        E = model["tok_emb"]
-        d = E.shape[1]
-        self.E, self.g_final, self.W_out = E, model["g_final"], model["W_out"]
+        d = model["tok_emb"].shape[1]
+        self.E, self.W_out = model["tok_emb"], model["g_final"][:, None] * model["W_out"]
         self.n_heads, self.d_head, self.context, self.eps = n_heads, d // n_heads, context, eps
-        theta = 10000.0 ** -(np.arange(0, self.d_head, 2) / self.d_head)  # chapter 12's frequencies
-        angles = np.outer(np.arange(context), theta)  # (context, d_head/2)
-        self.cos, self.sin = np.cos(angles), np.sin(angles)
-        self.blocks = [{"g1": b["g1"], "g2": b["g2"], "WQKV": np.concatenate([b["WQ"], b["WK"], b["WV"]], axis=1),
-                        "WO": b["WO"], "W_gu": np.concatenate([b["W_gate"], b["W_up"]], axis=1),
-                        "W_down": b["W_down"], "K": np.zeros((n_heads, context, self.d_head)),
-                        "V": np.zeros((n_heads, context, self.d_head))} for b in model["blocks"]]
+        pair = np.arange(0, d, 2)  # (2i, 2i+1) of every head: chapter 12's frequency i of its head
+        angles = np.outer(np.arange(context), 10000.0 ** -(pair % self.d_head / self.d_head))  # (context, d/2)
+        self.cos = np.tile(np.repeat(np.cos(angles), 2, axis=1), 2)  # (context, 2d): each pair's, for q and k
+        self.sin = np.tile(np.repeat(np.sin(angles), 2, axis=1), 2)
+        swap = np.zeros((d, d))  # x @ swap = (−x₁, x₀) in every pair
+        swap[pair + 1, pair], swap[pair, pair + 1] = -1.0, 1.0
+        self.blocks = []
+        for b in model["blocks"]:
+            Q, K = b["g1"][:, None] * b["WQ"] / np.sqrt(self.d_head), b["g1"][:, None] * b["WK"]
+            self.blocks.append({"W": np.concatenate([Q, K, Q @ swap, K @ swap, b["g1"][:, None] * b["WV"]], axis=1),
+                                "WO": b["WO"], "W_gu": b["g2"][:, None] * np.concatenate([b["W_gate"], b["W_up"]], 1),
+                                "W_down": b["W_down"], "K": np.zeros((n_heads, context, self.d_head)),
+                                "V": np.zeros((n_heads, context, self.d_head))})
         self.held = 0
 
-    def _rope(self, X: np.ndarray, t: int) -> np.ndarray:
-        """Chapter 12's rotation of (heads, m, d_head) from position t: pairs (2i, 2i+1)."""
-        cos, sin = self.cos[t:t + X.shape[1]], self.sin[t:t + X.shape[1]]
-        x0, x1 = X[..., 0::2], X[..., 1::2]
-        Y = np.empty_like(X)
-        Y[..., 0::2] = x0 * cos - x1 * sin
-        Y[..., 1::2] = x0 * sin + x1 * cos
-        return Y
+    def _normed(self, x: np.ndarray) -> np.ndarray:
+        """RMSNorm without its gain (folded into the next matrix)."""
+        return x / np.sqrt((x * x).sum(axis=1, keepdims=True) / x.shape[1] + self.eps)
 
     def feed(self, ids: list[int]) -> np.ndarray:
         """Logits (len(ids), vocab) of the new ids after the positions held."""
-        t, m, H, dh, eps = self.held, len(ids), self.n_heads, self.d_head, self.eps
+        t, m, H, dh = self.held, len(ids), self.n_heads, self.d_head
         if t + m > self.context:
             raise TrainError(f"the draft holds {t} positions and was fed {m} more: past its context {self.context}")
         d = H * dh
         x = self.E[ids]  # (m, d)
-        mask = np.arange(t + m)[None, :] <= t + np.arange(m)[:, None] if m > 1 else None  # (m, t+m)
         for b in self.blocks:
-            h = b["g1"] * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
-            qkv = (h @ b["WQKV"]).reshape(m, 3, H, dh).transpose(1, 2, 0, 3)  # (3, H, m, dh)
-            b["K"][:, t:t + m] = self._rope(qkv[1], t)
-            b["V"][:, t:t + m] = qkv[2]
-            S = self._rope(qkv[0], t) @ b["K"][:, :t + m].transpose(0, 2, 1) / np.sqrt(dh)  # (H, m, t+m)
+            y = self._normed(x) @ b["W"]  # (m, 5d): q k, their swaps, v
+            qk = (y[:, :2 * d] * self.cos[t:t + m] + y[:, 2 * d:4 * d] * self.sin[t:t + m]).reshape(m, 2, H, dh)
+            b["K"][:, t:t + m] = qk[:, 1].transpose(1, 0, 2)  # (H, m, dh), rotated
+            b["V"][:, t:t + m] = y[:, 4 * d:].reshape(m, H, dh).transpose(1, 0, 2)
+            S = qk[:, 0].transpose(1, 0, 2) @ b["K"][:, :t + m].transpose(0, 2, 1)  # (H, m, t+m), 1/√d_head in W_Q
             if m > 1:  # one new row sees every position: nothing to mask
-                S = np.where(mask, S, -np.inf)
-            w = np.exp(S - S.max(axis=-1, keepdims=True))
-            heads = (w / w.sum(axis=-1, keepdims=True)) @ b["V"][:, :t + m]  # (H, m, dh)
+                S = np.where(np.arange(t + m) <= t + np.arange(m)[:, None], S, -np.inf)
+            w = np.exp(S - S.max(axis=2, keepdims=True))
+            heads = (w / w.sum(axis=2, keepdims=True)) @ b["V"][:, :t + m]  # (H, m, dh)
             x = x + heads.transpose(1, 0, 2).reshape(m, d) @ b["WO"]
-            h = b["g2"] * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
-            a, u = np.split(h @ b["W_gu"], 2, axis=1)
-            x = x + (a / (1.0 + np.exp(-a)) * u) @ b["W_down"]
+            gu = self._normed(x) @ b["W_gu"]
+            a, u = gu[:, :len(b["W_down"])], gu[:, len(b["W_down"]):]  # SwiGLU's gate and up
+            x = x + a / (1.0 + np.exp(-a)) * u @ b["W_down"]
         self.held = t + m
-        return self.g_final * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) @ self.W_out
+        return self._normed(x) @ self.W_out
 
     def keep(self, t: int) -> None:
         """Forget every position from t on (the arrays stay; what lies past ``held`` is overwritten)."""
@@ -381,12 +395,12 @@ def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
     """``n`` tokens after ``prompt`` by speculative decoding: the draft proposes k, your ``speculative_step`` decides.
 
     One round: the draft (``DraftDecoder``, with its cache) proposes x₀ … x₃, each drawn from its distribution q;
-    the target reads the last token and the four in one call of your ``gpt_forward`` (rows p₀ … p₄, each your
-    ``softmax_with_temperature``); your ``speculative_step`` returns the tokens kept and the one the target adds;
-    both caches are cut back to what was kept. When a round could pass the context the model was trained on,
-    both restart from the last half of the context (positions from 0), as ``nox -s generate`` does. Returns the
-    ids, the rounds (tokens accepted in each) and, per position, how often it was verified and accepted, with
-    chapter 20's α of each verified (p, q) (``alphas`` False: not computed, as when the generation is timed).
+    the target reads the last token and the four in one call of your ``gpt_forward`` (rows p₀ … p₄, in one call
+    of your chapter 4 ``softmax``: ``distributions``); your ``speculative_step`` returns the tokens kept and the one
+    the target adds; both caches are cut back to what was kept. When a round could pass the context the model was
+    trained on, both restart from the last half of the context (positions from 0), as ``nox -s generate`` does.
+    Returns the ids, the rounds (tokens accepted in each) and, per position, how often it was verified and accepted,
+    with chapter 20's α of each verified (p, q) (``alphas`` False: not computed, as when the generation is timed).
     """
     tgt, drf = Decoder(ch, target, heads[0]), DraftDecoder(draft, heads[1], context)
     ids, start = list(prompt), 0
@@ -409,8 +423,7 @@ def speculative(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
                 rows = drf.feed(xs[-1:])
             qs.append(draft_distribution(rows[-1], temperature))
             xs.append(draft_sample(qs[-1], float(rng.random())))
-        rows = tgt.feed(ids[start + tgt.held:] + xs)[-(k + 1):]
-        ps = np.stack([distribution(ch, r, temperature) for r in rows])
+        ps = distributions(ch, tgt.feed(ids[start + tgt.held:] + xs)[-(k + 1):], temperature)
         out = ch.c20.speculative_step(xs, np.stack(qs), ps, rng.random(k + 1))
         out = [int(t) for t in out]
         a = len(out) - 1
@@ -499,7 +512,7 @@ def many_rounds(ch, target: dict, draft: dict, heads: tuple[int, int], prompt: l
         key = tuple(xs)
         if key not in seen_p:
             logits = _arr(ch.c16.gpt_forward(np.array([last, *xs]), target, heads[0], t_caches)[0])
-            seen_p[key] = np.stack([distribution(ch, r, temperature) for r in logits])
+            seen_p[key] = distributions(ch, logits, temperature)
         counts[int(ch.c20.speculative_step(xs, np.stack(qs), seen_p[key], rng.random(K + 1))[0])] += 1
     return counts
 

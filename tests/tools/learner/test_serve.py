@@ -194,7 +194,24 @@ def test_bench_serve_measures_the_tiny_run_and_its_draft(served, run, capsys):
     assert "one call, after 3 positions (best of 100):" in out and "speculative_step, k = 4" in out, out
     assert "chapter 16, cached:" in out and all(f"speculative, k = {k}:" in out for k in range(1, 5)), out
     assert re.search(r"speed-up at k = 4: [\d.]+x, best k = \d", out), out
+    assert re.search(r"expected_tokens and the calls: k = 1: [\d.]+x, .*; best k = \d", out), out
     assert ", solutions/" in out
+    draft = run / "serve" / "draft"
+    assert _bench().main([str(run), "--impl", "solutions", "--n", "4", "--repeat", "1", "--temperature", "0",
+                          "--draft", str(draft)]) == 0
+    out = capsys.readouterr().out
+    assert f"draft {draft / 'model.npz'} (1 block" in out and "tokens at temperature 0," in out, out
+
+
+def test_the_targets_rows_in_one_call_are_each_rows_distribution():
+    """distributions (your chapter 4 softmax of all k + 1 rows at once) gives distribution's rows; T = 0: one-hot"""
+    from solutions import chapter04_attention, chapter16_sampling
+
+    ch = SimpleNamespace(c04=chapter04_attention, c16=chapter16_sampling)
+    rows = np.random.default_rng(0).normal(0.0, 3.0, (5, 7))
+    for T in (0.0, 0.5, 1.0, 2.0):
+        one = np.stack([serve.distribution(ch, r, T) for r in rows])
+        assert np.allclose(serve.distributions(ch, rows, T), one, rtol=0, atol=1e-15), T
 
 
 def test_bench_serve_measures_whose_code_a_benchmark_measures_and_names_a_stub(served, run, tmp_path, capsys,
@@ -227,6 +244,7 @@ def test_a_second_serve_reuses_the_trained_draft_and_grouped_query_model(served,
 def test_a_reused_one_draw_for_accepting_and_resampling_fails_the_test(run, served):
     """Chapter 20's classic mistake planted (u_i reused at the rejection): the chi-square test rejects the draws"""
     from solutions import (
+        chapter04_attention,
         chapter11_multi_head_attention,
         chapter12_rope,
         chapter13_modern_block,
@@ -244,8 +262,9 @@ def test_a_reused_one_draw_for_accepting_and_resampling_fails_the_test(run, serv
             return [*draft[:i], chapter16_sampling.sample_index(c20.residual_distribution(p[i], q[i]), us[i])]
         return [*draft, chapter16_sampling.sample_index(p[len(draft)], us[-1])]
 
-    ch = SimpleNamespace(c11=chapter11_multi_head_attention, c12=chapter12_rope, c13=chapter13_modern_block,
-                         c14=chapter14_bpe, c16=chapter16_sampling, c20=SimpleNamespace(speculative_step=reused))
+    ch = SimpleNamespace(c04=chapter04_attention, c11=chapter11_multi_head_attention, c12=chapter12_rope,
+                         c13=chapter13_modern_block, c14=chapter14_bpe, c16=chapter16_sampling,
+                         c20=SimpleNamespace(speculative_step=reused))
     target, merges, heads, _ = serve._load(str(run / "model.npz"))
     draft, _, d_heads, _ = serve._load(str(run / "serve" / "draft" / "model.npz"))
     prompt = [int(i) for i in chapter14_bpe.encode("A list is", merges)][-8:]
