@@ -569,9 +569,8 @@ class Worker:
         self.on_call = None  # called with "module.function" the first time a test calls it
         self.functions: dict[str, set[str]] = {}  # chapter module -> its public functions (no round trip)
         self.output: list[str] = []
-        self.home: Path | None = None
+        self.home: Path | None = None  # the folder of this worker's process, removed by ``close``
         self.launched: Launched | None = None
-        self._homes: list[Path] = []  # the folders of this worker's processes, removed by ``close``
         self._answers: queue.Queue = queue.Queue()
         self._output_seen = 0
         self.callbacks: dict[int, Any] = {}
@@ -585,11 +584,8 @@ class Worker:
         """
         if self.proc is not None:
             return
-        for home in self._homes:  # the folders of the processes before this one (all ended): one copy at a time
-            shutil.rmtree(home, ignore_errors=True)
-        self._homes.clear()
+        self._remove_home()  # the folder of the process before this one (ended): one copy at a time
         self.launched = take() or launch()
-        self._homes.append(self.launched.home)
         self.generation += 1
         self.home = self.launched.home
         root = self.home / "code"
@@ -612,7 +608,6 @@ class Worker:
             threading.Thread(target=self._read_answers, args=(self.proc, self._answers), daemon=True).start()
         try:
             wire.write_frame(self.proc.stdin, {"setup": config}, [])
-            self.proc.stdin.flush()
         except OSError:  # it did not start (bubblewrap that cannot run here): the first call says so
             pass
         self._ready = False
@@ -633,18 +628,19 @@ class Worker:
     def close(self) -> None:
         """Stop the process and remove its throwaway folders."""
         self.stop()
-        for home in self._homes:
-            shutil.rmtree(home, ignore_errors=True)
-        self._homes.clear()
+        self._remove_home()
+
+    def _remove_home(self) -> None:
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
 
     def _wait(self, timeout: float):
         if self._frames is not None:
             return self._frames.next(timeout)
         try:
-            item = self._answers.get(timeout=timeout)
+            return self._answers.get(timeout=timeout)
         except queue.Empty:
             return None
-        return item
 
     def _ensure_ready(self) -> None:
         self.start()
@@ -712,11 +708,9 @@ class Worker:
     def request(self, header: dict, blobs: list[bytes] = (), *, what: str, key=None) -> tuple[dict, list]:
         """Send one request and wait for its answer, within the call timeout."""
         self._ensure_ready()
-        text = json.dumps(dict(header, blobs=[len(b) for b in blobs]), separators=(",", ":")).encode()
         try:
-            self.proc.stdin.write(wire._LEN.pack(len(text)) + text + b"".join(blobs))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            wire.write_frame(self.proc.stdin, header, list(blobs))
+        except OSError:
             return self._crashed(what)
         started = time.monotonic()
         # The worker's own alarm stops a call after call_timeout seconds of CPU time and says where it was:
@@ -784,11 +778,9 @@ class Worker:
             reply = {"ok": encoder.encode(fn(*args, **kwargs))}
         except Exception as err:  # noqa: BLE001 - the test's own function failed: the worker is told
             reply, encoder.blobs = {"error": f"{type(err).__name__}: {err}"}, []
-        text = json.dumps(dict(reply, blobs=[len(b) for b in encoder.blobs]), separators=(",", ":")).encode()
         try:
-            self.proc.stdin.write(wire._LEN.pack(len(text)) + text + b"".join(encoder.blobs))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            wire.write_frame(self.proc.stdin, reply, encoder.blobs)
+        except OSError:
             pass
 
     def _encode_other(self, value: Any) -> Any:
@@ -895,8 +887,7 @@ class Worker:
         if "hung" in answer:
             raise DidNotReturn(f"{what} calls {answer['hung']}")
         if "error" in answer:
-            err = _exception(answer["error"])
-            raise err
+            raise _exception(answer["error"])
         if "ok" not in answer:
             raise WorkerCrashed(f"{what}: the learner's process sent something that is not an answer")
 
@@ -930,10 +921,9 @@ class Worker:
                 f"removed or replaced. Build {how}, and leave `{first}` as it came. The caller's `{first}` is "
                 "left as it was.")
         try:
-            value = wire.decode(answer["ok"], blobs, resolve)
+            return wire.decode(answer["ok"], blobs, resolve)
         except wire.WireError as err:
             raise WorkerCrashed(f"{what} answered with something that is not plain data: {err}") from None
-        return value
 
 
 def _same_or_view(tree: dict, blobs: list, mine: list) -> np.ndarray:
