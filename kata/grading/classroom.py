@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
@@ -242,7 +241,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "chapters": chosen if args.chapters else None,
         "isolate": bool(args.isolate),
         "python": platform.python_version(),
-        "numpy": _version("numpy"),
+        "numpy": project.installed("numpy"),
     }
     cache = None if args.no_cache else Path(args.cache).resolve() if args.cache else out / ".cache"
     (out / "students").mkdir(parents=True, exist_ok=True)
@@ -454,13 +453,6 @@ def explain_dropped(results: dict, dropped: list[str]) -> None:
             step["message"] = fix(step.get("message"))
             for test in step.get("tests", []):
                 test["message"] = fix(test.get("message"))
-
-
-def _version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _cached_results(entry: Path) -> dict | None:
