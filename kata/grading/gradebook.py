@@ -186,8 +186,6 @@ def number(x) -> str:
     return f"{x:g}" if float(x).is_integer() else f"{x:.4f}".rstrip("0").rstrip(".")
 
 
-_number = number
-
 
 def cell(text) -> str:
     """A text cell of a CSV file for a spreadsheet or an LMS (the one place such a cell is made).
@@ -238,8 +236,8 @@ def csv_text(book: dict) -> str:
     for r in book["rows"]:
         cells = {
             "student": r["student"], "repo": r["repo"], "commit": r["commit"] or "",
-            "committed_at": r["committed_at"] or "", "status": r["status"], "points": _number(r["points"]),
-            "max_points": _number(r["max_points"]),
+            "committed_at": r["committed_at"] or "", "status": r["status"], "points": number(r["points"]),
+            "max_points": number(r["max_points"]),
             "percent": "" if r["percent"] is None else f"{r['percent']:.1f}", "note": r["note"],
             "late": "" if r.get("late") is None else str(r["late"]), "sandbox": r.get("sandbox") or "",
             "other_branches": "; ".join(r.get("other_branches") or []),
@@ -248,11 +246,11 @@ def csv_text(book: dict) -> str:
             "shared_with": "; ".join(r.get("shared_with") or []),
         }
         for c in r["chapters"]:
-            cells[f"ch{c['chapter']}"] = _number(c["points"])
+            cells[f"ch{c['chapter']}"] = number(c["points"])
         cells.update(r["extra"])
         if r["private"] is not None or "private_points" in book["columns"]:
-            cells["private_points"] = _number((r["private"] or {}).get("points"))
-            cells["private_max_points"] = _number((r["private"] or {}).get("max_points"))
+            cells["private_points"] = number((r["private"] or {}).get("points"))
+            cells["private_max_points"] = number((r["private"] or {}).get("max_points"))
         writer.writerow([cell(cells.get(c, "")) for c in book["columns"]])
     return buf.getvalue()
 
