@@ -11,6 +11,7 @@ error, and every learner's row.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -113,17 +114,13 @@ def figures(book: dict, cache: Path | None = None) -> dict[str, str]:
     key = hashlib.sha256(json.dumps([_figure_data(book), installed("matplotlib")], sort_keys=True).encode())
     stored = cache / f"figures-{key.hexdigest()[:32]}.json" if cache is not None else None
     if stored is not None and stored.is_file():
-        try:
+        with contextlib.suppress(OSError, ValueError):
             return json.loads(stored.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
     drawn = _draw(book)
     if stored is not None:
-        try:
+        with contextlib.suppress(OSError):
             stored.parent.mkdir(parents=True, exist_ok=True)
             stored.write_text(json.dumps(drawn), encoding="utf-8")
-        except OSError:
-            pass
     return drawn
 
 

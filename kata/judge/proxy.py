@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import contextlib
 import glob
 import importlib.util
 import json
@@ -146,12 +147,10 @@ def _tmpfs_size_supported(bwrap: str) -> bool:
     Its help text is compiled into the program, so the option's own line in its bytes answers without starting
     a process (one less in every check); anything else (a wrapper script) is asked for ``--help``.
     """
-    try:
+    with contextlib.suppress(OSError):
         with open(bwrap, "rb") as program:
             if b"--size BYTES" in program.read(4 << 20):  # bubblewrap is about 70 KB
                 return True
-    except OSError:
-        pass
     try:
         said = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -230,11 +229,9 @@ class Launched:
     def close_pipes(self) -> None:
         """Close this process's ends of its pipes (the worker sees its stdin end when nobody holds it)."""
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
+            with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
-            except OSError:
-                pass
 
 
 def _zombie_status(pid: int) -> int | None:
@@ -606,10 +603,8 @@ class Worker:
         self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
         if self._frames is None:  # Windows: select() does not take pipes, so a thread reads them
             threading.Thread(target=self._read_answers, args=(self.proc, self._answers), daemon=True).start()
-        try:
+        with contextlib.suppress(OSError):  # it did not start (bubblewrap that cannot run here): the first call says so
             wire.write_frame(self.proc.stdin, {"setup": config}, [])
-        except OSError:  # it did not start (bubblewrap that cannot run here): the first call says so
-            pass
         self._ready = False
 
     def _read_answers(self, proc: subprocess.Popen, answers: queue.Queue) -> None:
@@ -778,10 +773,8 @@ class Worker:
             reply = {"ok": encoder.encode(fn(*args, **kwargs))}
         except Exception as err:  # noqa: BLE001 - the test's own function failed: the worker is told
             reply, encoder.blobs = {"error": f"{type(err).__name__}: {err}"}, []
-        try:
+        with contextlib.suppress(OSError):
             wire.write_frame(self.proc.stdin, reply, encoder.blobs)
-        except OSError:
-            pass
 
     def _encode_other(self, value: Any) -> Any:
         """Arguments that are not plain data: a handle goes back as itself, a function as a callback."""
