@@ -273,11 +273,15 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             common = dict(repo=repo, chapters=numbers,
                           shared_with=submissions.listed([x.student for x in sharing.get(learner.student, [])],
                                                          "students"))
+
+            def ungraded(status: str, note: str, **facts) -> dict:
+                (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: {status}\n\n"
+                                                   f"{escape.markdown(note)}\n", encoding="utf-8")
+                return gradebook.row(learner, status=status, commit=sub.commit, committed_at=sub.committed_at,
+                                     note=note, results=None, seconds=time.monotonic() - began, **facts, **common)
+
             if isinstance(sub, submissions.Missing):
-                (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: missing\n\n"
-                                                   f"{escape.markdown(sub.reason)}\n", encoding="utf-8")
-                return gradebook.row(learner, status="missing", commit=sub.commit, committed_at=sub.committed_at,
-                                     note=sub.reason, results=None, seconds=time.monotonic() - began, **common)
+                return ungraded("missing", sub.reason)
             impl, answered = _with_notebooks(sub, root, chosen, work)
             _keep_graded(sub, impl, similarity.graded_folder(out, learner.student))
             facts = dict(late=sub.late, branches=sub.branches, dropped=sub.dropped, notebooks=answered)
@@ -293,11 +297,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout,
                                      require_seal=not args.allow_unsealed)
                 if failure:
-                    (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: error\n\n"
-                                                       f"{escape.markdown(failure)}\n", encoding="utf-8")
-                    return gradebook.row(learner, status="error", commit=sub.commit, committed_at=sub.committed_at,
-                                         note=failure, results=None, seconds=time.monotonic() - began, **facts,
-                                         **common)
+                    return ungraded("error", failure, **facts)
                 # The learner's folder is a throwaway path here: the reports name it as the learner knows it.
                 results = json.loads((graded / "results.json").read_text(encoding="utf-8"))
                 results["implementation"] = "exercises and notebooks" if answered else "exercises"
