@@ -233,16 +233,11 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             print(f"grade-class: warning: {warning}", file=sys.stderr)
     # Checked whole before anything is graded: another roster's snapshot, or a damaged one, is refused.
     snapshot = deadline.load(Path(args.at), class_roster, [x.student for x in learners]) if args.at else None
-    key_base = {
-        "machinery": course.machinery_version(root, points_file),
-        "extra_tests": hashlib.sha256(
-            json.dumps(course.folder_files(extra, "extra") if extra else [], default=bytes.hex).encode()
-        ).hexdigest(),
-        "chapters": chosen if args.chapters else None,
-        "isolate": bool(args.isolate),
-        "python": platform.python_version(),
-        "numpy": project.installed("numpy"),
-    }
+    extra_files = json.dumps(course.folder_files(extra, "extra") if extra else [], default=bytes.hex)
+    key_base = {"machinery": course.machinery_version(root, points_file),
+                "extra_tests": hashlib.sha256(extra_files.encode()).hexdigest(),
+                "chapters": chosen if args.chapters else None, "isolate": bool(args.isolate),
+                "python": platform.python_version(), "numpy": project.installed("numpy")}
     cache = None if args.no_cache else Path(args.cache).resolve() if args.cache else out / ".cache"
     (out / "students").mkdir(parents=True, exist_ok=True)
 
@@ -335,12 +330,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
         "shards": [],
         "options": {"chapters": chosen, "extra_tests": extra is not None, "isolate": bool(args.isolate)},
-        "roster": {
-            "file": class_roster.path.name,
-            "digest": class_roster.digest,
-            "students": [x.student for x in class_roster.learners],
-            "extra_columns": class_roster.extra_columns,
-        },
+        "roster": {"file": class_roster.path.name, "digest": class_roster.digest,
+                   "students": [x.student for x in class_roster.learners], "extra_columns": class_roster.extra_columns},
         "columns": gradebook.columns(chosen, class_roster.extra_columns, extra is not None),
         "chapters": [{"chapter": c.number, "title": c.title} for c in all_chapters],
         "summary": gradebook.summary(rows),

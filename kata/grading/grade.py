@@ -187,17 +187,10 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         "implementation": getattr(args, "impl_label", None) or args.impl,
         **course.submission(learner.parent, args.repository, args.commit),
         "course_version": course.course_version(workspace, points_file),
-        "options": {
-            "chapters": [c.number for c in chapters],
-            "isolate": bool(args.isolate),
-            "pristine": args.pristine,
-            "extra_tests": str(args.extra_tests) if args.extra_tests else None,
-            "timeout": timeout,
-            "budget": budget,
-            "fail_under": args.fail_under,
-            "points_from": settings.source,
-            "seed": args.seed or None,
-        },
+        "options": {"chapters": [c.number for c in chapters], "isolate": bool(args.isolate), "pristine": args.pristine,
+                    "extra_tests": str(args.extra_tests) if args.extra_tests else None, "timeout": timeout,
+                    "budget": budget, "fail_under": args.fail_under, "points_from": settings.source,
+                    "seed": args.seed or None},
         "environment": _environment(),
         "protections": sorted({p for r in runs for p in r.protections}) or ["no learner code ran"],
         "pristine": restored,
@@ -318,19 +311,12 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
         status = folded(statuses) if members else ("timed out" if run.problems else "error")
         first = next((m for m in members if m["status"] != "passed"), None)
         steps.append({
-            "id": unit_id,
-            "kind": kind,
-            "title": titles.get(unit_id) or (members[0]["title"] if members else unit_id),
-            "status": status,
-            "passed": passed,
-            "total": len(members),
-            "max_points": settings.unit(chapter.number, kind, unit_id),
-            "message": first["message"] if first else None,
+            "id": unit_id, "kind": kind, "title": titles.get(unit_id) or (members[0]["title"] if members else unit_id),
+            "status": status, "passed": passed, "total": len(members),
+            "max_points": settings.unit(chapter.number, kind, unit_id), "message": first["message"] if first else None,
             "private": bool(members) and all(m["private"] for m in members),
-            "functions": sorted(functions_of.get((kind, unit_id), ())),
-            "withheld": None,
-            "tests": [{k: v for k, v in m.items() if k != "title"} for m in members],
-        })
+            "functions": sorted(functions_of.get((kind, unit_id), ())), "withheld": None,
+            "tests": [{k: v for k, v in m.items() if k != "title"} for m in members]})
     _withhold(steps)
     raw_max = sum(s["max_points"] for s in steps)
     scale = settings.chapters[chapter.number] / raw_max if chapter.number in settings.chapters and raw_max else 1.0
@@ -344,15 +330,8 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
     status = folded(statuses) if steps else "error"
     if error and all(st in ("error", "timed out") for st in statuses):
         status = "timed out" if run.problems else "error"
-    return {
-        "chapter": chapter.number,
-        "title": chapter.title,
-        "module": chapter.module,
-        "status": status,
-        "error": error,
-        **_counts(steps),
-        "steps": steps,
-    }
+    return {"chapter": chapter.number, "title": chapter.title, "module": chapter.module, "status": status,
+            "error": error, **_counts(steps), "steps": steps}
 
 
 def _blame(chapters: list[dict], uses: dict[str, dict[str, str]]) -> None:
@@ -421,17 +400,11 @@ def _chapter_error(run: RunResult, results: list[dict]) -> str | None:
 def _counts(units: list[dict]) -> dict:
     max_points = round(sum(u["max_points"] for u in units), 4)
     earned = round(sum(u["points"] for u in units), 4)
-    return {
-        "passed": sum(u["status"] == "passed" for u in units),
-        "total": len(units),
-        "points": earned,
-        "max_points": max_points,
-        "percent": round(100 * earned / max_points, 1) if max_points else 0.0,
-        "tests": {
-            "passed": sum(u["tests"]["passed"] if isinstance(u["tests"], dict) else _passed(u) for u in units),
-            "total": sum(u["tests"]["total"] if isinstance(u["tests"], dict) else len(u["tests"]) for u in units),
-        },
-    }
+    return {"passed": sum(u["status"] == "passed" for u in units), "total": len(units), "points": earned,
+            "max_points": max_points, "percent": round(100 * earned / max_points, 1) if max_points else 0.0,
+            "tests": {
+                "passed": sum(u["tests"]["passed"] if isinstance(u["tests"], dict) else _passed(u) for u in units),
+                "total": sum(u["tests"]["total"] if isinstance(u["tests"], dict) else len(u["tests"]) for u in units)}}
 
 
 def _passed(unit: dict) -> int:

@@ -147,13 +147,8 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
         private = {"points": round(sum(s["points"] for s in units), 4),
                    "max_points": round(sum(s["max_points"] for s in units), 4)}
     return {
-        "student": learner.student,
-        "repo": repo,
-        "commit": commit,
-        "committed_at": committed_at,
-        "status": status,
-        "points": total["points"] if total else None,
-        "max_points": total["max_points"] if total else None,
+        "student": learner.student, "repo": repo, "commit": commit, "committed_at": committed_at, "status": status,
+        "points": total["points"] if total else None, "max_points": total["max_points"] if total else None,
         "percent": total["percent"] if total else None,
         "chapters": [
             {"chapter": n, "points": by_number[n]["points"], "max_points": by_number[n]["max_points"],
@@ -162,21 +157,11 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
             {"chapter": n, "points": None, "max_points": None, "percent": None, "status": None}
             for n in chapters
         ],
-        "note": note,
-        "late": late,
-        "sandbox": sandbox(results, allow_unsealed),
-        "other_branches": list(branches),
-        "not_graded": list(dropped),
-        "notebooks": list(notebooks),
-        "shared_with": list(shared_with),
-        "extra": dict(learner.extra),
-        "private": private,
-        "course_version": (results or {}).get("course_version"),
-        "seed": ((results or {}).get("options") or {}).get("seed"),
-        "cached": cached,
-        "seconds": round(seconds, 2),
-        "results": results,
-    }
+        "note": note, "late": late, "sandbox": sandbox(results, allow_unsealed), "other_branches": list(branches),
+        "not_graded": list(dropped), "notebooks": list(notebooks), "shared_with": list(shared_with),
+        "extra": dict(learner.extra), "private": private, "course_version": (results or {}).get("course_version"),
+        "seed": ((results or {}).get("options") or {}).get("seed"), "cached": cached, "seconds": round(seconds, 2),
+        "results": results}
 
 
 def number(x) -> str:
@@ -258,14 +243,9 @@ def csv_text(book: dict) -> str:
 def summary(rows: list[dict]) -> dict:
     """How many learners were graded, missing or in error, and the graded ones' mean and median percent."""
     graded = [r["percent"] for r in rows if r["status"] == "graded" and r["percent"] is not None]
-    return {
-        "learners": len(rows),
-        "graded": sum(r["status"] == "graded" for r in rows),
-        "missing": sum(r["status"] == "missing" for r in rows),
-        "error": sum(r["status"] == "error" for r in rows),
-        "mean_percent": round(statistics.fmean(graded), 1) if graded else None,
-        "median_percent": round(statistics.median(graded), 1) if graded else None,
-    }
+    return {"learners": len(rows), **{s: sum(r["status"] == s for r in rows) for s in STATUSES},
+            "mean_percent": round(statistics.fmean(graded), 1) if graded else None,
+            "median_percent": round(statistics.median(graded), 1) if graded else None}
 
 
 def write(book: dict, out: Path) -> list[Path]:
