@@ -54,21 +54,20 @@ def is_given(statement: ast.stmt) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id.startswith(GIVEN)
 
 
+def _body(node: ast.FunctionDef) -> list[ast.stmt]:
+    """A function's statements without its docstring (or any other bare constant)."""
+    return [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+
+
 def given_checks(node: ast.FunctionDef) -> list[ast.stmt]:
     """The given input checks that open a function's body (after its docstring): what its stub keeps."""
-    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    given = []
-    for statement in body:
-        if not is_given(statement):
-            break
-        given.append(statement)
-    return given
+    body = _body(node)
+    return body[:next((i for i, statement in enumerate(body) if not is_given(statement)), len(body))]
 
 
 def is_stub(node: ast.FunctionDef) -> bool:
     """Whether a function's body is still only its docstring, its given checks and ``raise NotImplementedError``."""
-    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    body = body[len(given_checks(node)):]
+    body = _body(node)[len(given_checks(node)):]
     if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
         return False
     exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
@@ -270,9 +269,10 @@ def _earlier_names(chapter, functions: dict[str, str], root: Path) -> list[str]:
     return lines
 
 
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*.py")):
+def _digest(folder: Path, paths: list[Path] | None = None, start: bytes = b"") -> str:
+    """16 hex digits of the names and contents of ``paths`` (default: every ``.py`` file under ``folder``)."""
+    h = hashlib.sha256(start)
+    for path in sorted(folder.rglob("*.py")) if paths is None else paths:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -280,10 +280,8 @@ def _digest(folder: Path) -> str:
 def _inputs_digest(root: Path) -> str:
     """What the staged copy is made of: exercises/ (or ``$KATA_EXERCISES``) and the saved notebooks."""
     base = Path(os.environ.get("KATA_EXERCISES") or root / "exercises")
-    h = hashlib.sha256(str(base.resolve()).encode())
-    for path in [*sorted(base.glob("*.py")), *sorted((root / "notebooks").glob("*.ipynb"))]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return _digest(base, [*sorted(base.glob("*.py")), *sorted((root / "notebooks").glob("*.ipynb"))],
+                   str(base.resolve()).encode())
 
 
 def from_notebooks(root: Path = project.ROOT) -> dict[int, list[str]]:

@@ -10,6 +10,7 @@ Standard library only: the judge's launcher imports this before NumPy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -27,13 +28,11 @@ def kill_tree(proc: subprocess.Popen, *, wait: bool = True) -> None:
         proc: the child.
         wait: reap it (only its parent can; a fork of the parent cannot).
     """
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         if hasattr(os, "killpg"):
             os.killpg(proc.pid, signal.SIGKILL)
         else:  # pragma: no cover - Windows
             proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
     if wait:
         proc.wait()
 

@@ -135,7 +135,6 @@ def versions(names) -> dict[str, dict]:
     Every nox session installs from the lock, so the two agree unless someone installed by hand; doctor and
     results.json show both, so a learner's run and the grader's can be compared.
     """
-    import importlib.metadata
     import tomllib
 
     try:
@@ -143,14 +142,17 @@ def versions(names) -> dict[str, dict]:
         pinned = {p["name"]: p.get("version") for p in lock.get("package", [])}
     except (OSError, tomllib.TOMLDecodeError):
         pinned = {}
-    found = {}
-    for name in names:
-        try:
-            installed = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            installed = None
-        found[name] = {"installed": installed, "locked": pinned.get(name)}
-    return found
+    return {name: {"installed": installed(name), "locked": pinned.get(name)} for name in names}
+
+
+def installed(name: str) -> str | None:
+    """The version of distribution ``name`` installed here, or None."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def impl_location(impl: str, root: Path = ROOT) -> Path | None:

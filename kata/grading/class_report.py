@@ -11,8 +11,8 @@ error, and every learner's row.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
-import importlib.metadata
 import io
 import json
 import re
@@ -21,6 +21,7 @@ import urllib.parse
 from collections import Counter
 from pathlib import Path
 
+from ..project import installed
 from . import escape, gradebook
 
 LOOKS_LIKE = re.compile(r"^\s*looks like:\s*(.+?)\s*$", re.M)
@@ -33,8 +34,12 @@ ROW_INCHES = 0.17  # one learner's row in the heat map: room for the name (8 pt 
 
 
 def _svg(fig) -> str:
+    """``fig`` as an SVG data URL; the figure is closed."""
+    import matplotlib.pyplot as plt
+
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
     return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
@@ -106,20 +111,16 @@ def figures(book: dict, cache: Path | None = None) -> dict[str, str]:
     With ``cache``, figures of exactly the same data are taken from there instead of drawn again (a run
     with nothing changed then never imports matplotlib).
     """
-    key = hashlib.sha256(json.dumps([_figure_data(book), _matplotlib_version()], sort_keys=True).encode())
+    key = hashlib.sha256(json.dumps([_figure_data(book), installed("matplotlib")], sort_keys=True).encode())
     stored = cache / f"figures-{key.hexdigest()[:32]}.json" if cache is not None else None
     if stored is not None and stored.is_file():
-        try:
+        with contextlib.suppress(OSError, ValueError):
             return json.loads(stored.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
     drawn = _draw(book)
     if stored is not None:
-        try:
+        with contextlib.suppress(OSError):
             stored.parent.mkdir(parents=True, exist_ok=True)
             stored.write_text(json.dumps(drawn), encoding="utf-8")
-        except OSError:
-            pass
     return drawn
 
 
@@ -159,13 +160,6 @@ def _heatmap(book: dict):
     return fig
 
 
-def _matplotlib_version() -> str | None:
-    try:
-        return importlib.metadata.version("matplotlib")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def _draw(book: dict) -> dict[str, str]:
     import matplotlib
 
@@ -189,11 +183,7 @@ def _draw(book: dict) -> dict[str, str]:
     ax.set_title(f"Scores of the {len(graded)} graded learners")
     ax.yaxis.get_major_locator().set_params(integer=True)
     out["histogram"] = _svg(fig)
-    plt.close(fig)
-
-    fig = _heatmap(book)
-    out["heatmap"] = _svg(fig)
-    plt.close(fig)
+    out["heatmap"] = _svg(_heatmap(book))
 
     top = failing_steps(rows)[:15]
     fig, ax = plt.subplots(figsize=(6.4, max(1.8, 0.32 * len(top) + 1.0)))
@@ -209,12 +199,10 @@ def _draw(book: dict) -> dict[str, str]:
     ax.set_xlabel("learners failing it (failed, error or timed out)")
     ax.set_title("Steps and checks the class fails most")
     out["failing"] = _svg(fig)
-    plt.close(fig)
     return out
 
 
-def _e(x) -> str:
-    return escape.html(x)
+_e = escape.html
 
 
 def _num(x) -> str:

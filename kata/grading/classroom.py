@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
@@ -234,16 +233,11 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             print(f"grade-class: warning: {warning}", file=sys.stderr)
     # Checked whole before anything is graded: another roster's snapshot, or a damaged one, is refused.
     snapshot = deadline.load(Path(args.at), class_roster, [x.student for x in learners]) if args.at else None
-    key_base = {
-        "machinery": course.machinery_version(root, points_file),
-        "extra_tests": hashlib.sha256(
-            json.dumps(course.folder_files(extra, "extra") if extra else [], default=bytes.hex).encode()
-        ).hexdigest(),
-        "chapters": chosen if args.chapters else None,
-        "isolate": bool(args.isolate),
-        "python": platform.python_version(),
-        "numpy": _version("numpy"),
-    }
+    extra_files = json.dumps(course.folder_files(extra, "extra") if extra else [], default=bytes.hex)
+    key_base = {"machinery": course.machinery_version(root, points_file),
+                "extra_tests": hashlib.sha256(extra_files.encode()).hexdigest(),
+                "chapters": chosen if args.chapters else None, "isolate": bool(args.isolate),
+                "python": platform.python_version(), "numpy": project.installed("numpy")}
     cache = None if args.no_cache else Path(args.cache).resolve() if args.cache else out / ".cache"
     (out / "students").mkdir(parents=True, exist_ok=True)
 
@@ -274,11 +268,15 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
             common = dict(repo=repo, chapters=numbers,
                           shared_with=submissions.listed([x.student for x in sharing.get(learner.student, [])],
                                                          "students"))
+
+            def ungraded(status: str, note: str, **facts) -> dict:
+                (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: {status}\n\n"
+                                                   f"{escape.markdown(note)}\n", encoding="utf-8")
+                return gradebook.row(learner, status=status, commit=sub.commit, committed_at=sub.committed_at,
+                                     note=note, results=None, seconds=time.monotonic() - began, **facts, **common)
+
             if isinstance(sub, submissions.Missing):
-                (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: missing\n\n"
-                                                   f"{escape.markdown(sub.reason)}\n", encoding="utf-8")
-                return gradebook.row(learner, status="missing", commit=sub.commit, committed_at=sub.committed_at,
-                                     note=sub.reason, results=None, seconds=time.monotonic() - began, **common)
+                return ungraded("missing", sub.reason)
             impl, answered = _with_notebooks(sub, root, chosen, work)
             _keep_graded(sub, impl, similarity.graded_folder(out, learner.student))
             facts = dict(late=sub.late, branches=sub.branches, dropped=sub.dropped, notebooks=answered)
@@ -294,11 +292,7 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
                 failure = _run_grade(grade_options(sub, repo, graded, impl), root, learner_timeout,
                                      require_seal=not args.allow_unsealed)
                 if failure:
-                    (folder / "summary.md").write_text(f"## {escape.markdown(learner.student)}: error\n\n"
-                                                       f"{escape.markdown(failure)}\n", encoding="utf-8")
-                    return gradebook.row(learner, status="error", commit=sub.commit, committed_at=sub.committed_at,
-                                         note=failure, results=None, seconds=time.monotonic() - began, **facts,
-                                         **common)
+                    return ungraded("error", failure, **facts)
                 # The learner's folder is a throwaway path here: the reports name it as the learner knows it.
                 results = json.loads((graded / "results.json").read_text(encoding="utf-8"))
                 results["implementation"] = "exercises and notebooks" if answered else "exercises"
@@ -336,12 +330,8 @@ def grade_class(args: argparse.Namespace, out: Path) -> dict:
         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
         "shards": [],
         "options": {"chapters": chosen, "extra_tests": extra is not None, "isolate": bool(args.isolate)},
-        "roster": {
-            "file": class_roster.path.name,
-            "digest": class_roster.digest,
-            "students": [x.student for x in class_roster.learners],
-            "extra_columns": class_roster.extra_columns,
-        },
+        "roster": {"file": class_roster.path.name, "digest": class_roster.digest,
+                   "students": [x.student for x in class_roster.learners], "extra_columns": class_roster.extra_columns},
         "columns": gradebook.columns(chosen, class_roster.extra_columns, extra is not None),
         "chapters": [{"chapter": c.number, "title": c.title} for c in all_chapters],
         "summary": gradebook.summary(rows),
@@ -454,13 +444,6 @@ def explain_dropped(results: dict, dropped: list[str]) -> None:
             step["message"] = fix(step.get("message"))
             for test in step.get("tests", []):
                 test["message"] = fix(test.get("message"))
-
-
-def _version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _cached_results(entry: Path) -> dict | None:

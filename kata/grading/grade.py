@@ -51,36 +51,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--impl", default=None,
                    help="package name or folder to grade (default: exercises/, with every function finished in a "
                         "saved notebook in its place: the one rule the chapter sessions and doctor use)")
-    p.add_argument(
-        "--fail-under", type=float, metavar="PERCENT", help="exit 1 when the score is below PERCENT (0-100)"
-    )
-    p.add_argument(
-        "--isolate",
-        action="store_true",
-        help="grade each chapter on top of the reference implementation of every other chapter",
-    )
-    p.add_argument(
-        "--reference",
-        default="solutions",
-        metavar="PACKAGE",
-        help="the reference implementation --isolate builds on (default: solutions)",
-    )
-    p.add_argument(
-        "--pristine",
-        metavar="REF",
-        help="restore tests/, reference/, kata/, conftest.py, noxfile.py, pyproject.toml and "
-        "grading.toml from this git ref before grading; the report lists every file that differed",
-    )
-    p.add_argument(
-        "--extra-tests", metavar="DIR", help="add an instructor's private tests (test_*.py with CHAPTER = N)"
-    )
+    p.add_argument("--fail-under", type=float, metavar="PERCENT", help="exit 1 when the score is below PERCENT (0-100)")
+    p.add_argument("--isolate", action="store_true",
+                   help="grade each chapter on top of the reference implementation of every other chapter")
+    p.add_argument("--reference", default="solutions", metavar="PACKAGE",
+                   help="the reference implementation --isolate builds on (default: solutions)")
+    p.add_argument("--pristine", metavar="REF",
+                   help="restore tests/, reference/, kata/, conftest.py, noxfile.py, pyproject.toml and grading.toml "
+                        "from this git ref before grading; the report lists every file that differed")
+    p.add_argument("--extra-tests", metavar="DIR",
+                   help="add an instructor's private tests (test_*.py with CHAPTER = N)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="seconds one call of a learner's function may take (default: grading.toml, else 2)")
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help="seconds for the whole repository (default: grading.toml, else 60)")
-    p.add_argument(
-        "--points", metavar="FILE", help="the points settings (default: grading.toml of the graded repository)"
-    )
+    p.add_argument("--points", metavar="FILE",
+                   help="the points settings (default: grading.toml of the graded repository)")
     p.add_argument("--out", default="grade", metavar="DIR", help="where to write the reports (default: grade/)")
     # Recorded in results.json; `nox -s grade-class` passes them (kata/grading/classroom.py).
     p.add_argument("--seed", type=int,
@@ -201,17 +187,10 @@ def grade(root: Path, args: argparse.Namespace, tmp: Path) -> dict:
         "implementation": getattr(args, "impl_label", None) or args.impl,
         **course.submission(learner.parent, args.repository, args.commit),
         "course_version": course.course_version(workspace, points_file),
-        "options": {
-            "chapters": [c.number for c in chapters],
-            "isolate": bool(args.isolate),
-            "pristine": args.pristine,
-            "extra_tests": str(args.extra_tests) if args.extra_tests else None,
-            "timeout": timeout,
-            "budget": budget,
-            "fail_under": args.fail_under,
-            "points_from": settings.source,
-            "seed": args.seed or None,
-        },
+        "options": {"chapters": [c.number for c in chapters], "isolate": bool(args.isolate), "pristine": args.pristine,
+                    "extra_tests": str(args.extra_tests) if args.extra_tests else None, "timeout": timeout,
+                    "budget": budget, "fail_under": args.fail_under, "points_from": settings.source,
+                    "seed": args.seed or None},
         "environment": _environment(),
         "protections": sorted({p for r in runs for p in r.protections}) or ["no learner code ran"],
         "pristine": restored,
@@ -311,24 +290,17 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
     """Group a chapter's tests into steps (the worksheet) and checks (beyond it) and score them."""
     tests = {t["nodeid"]: t for t in run.tests}
     results = [run.results.get(n) or _missing(t) for n, t in tests.items()]
-    units: dict[tuple[str, str], list[dict]] = {}
+    units: dict[tuple[str, str], list[dict]] = {("step", step.id): [] for step in chapter.steps}
     functions_of: dict[tuple[str, str], set[str]] = {}
-    for step in chapter.steps:
-        units[("step", step.id)] = []
     for result in results:
         test = tests[result["nodeid"]]
         key = ("step", test["step"]) if test.get("step") else ("check", f"{chapter.number}:{test['check']}")
         functions_of.setdefault(key, set()).update(
             f for f in (result.get("functions") or []) if isinstance(f, str))
-        entry = {
-            "nodeid": result["nodeid"],
-            "status": result["status"],
-            "message": result.get("message") or None,
-            "seconds": result.get("seconds"),
-            "private": result["nodeid"].startswith(PRIVATE_DIR),
-            "title": test.get("title"),
-        }
-        units.setdefault(key, []).append(entry)
+        units.setdefault(key, []).append({
+            "nodeid": result["nodeid"], "status": result["status"], "message": result.get("message") or None,
+            "seconds": result.get("seconds"), "private": result["nodeid"].startswith(PRIVATE_DIR),
+            "title": test.get("title")})
     steps = []
     titles = {s.id: s.title for s in chapter.steps}
     for (kind, unit_id), members in units.items():
@@ -339,47 +311,27 @@ def _chapter(chapter, run: RunResult, settings: points_mod.Points) -> dict:
         status = folded(statuses) if members else ("timed out" if run.problems else "error")
         first = next((m for m in members if m["status"] != "passed"), None)
         steps.append({
-            "id": unit_id,
-            "kind": kind,
-            "title": titles.get(unit_id) or (members[0]["title"] if members else unit_id),
-            "status": status,
-            "passed": passed,
-            "total": len(members),
-            "max_points": settings.unit(chapter.number, kind, unit_id),
-            "message": first["message"] if first else None,
+            "id": unit_id, "kind": kind, "title": titles.get(unit_id) or (members[0]["title"] if members else unit_id),
+            "status": status, "passed": passed, "total": len(members),
+            "max_points": settings.unit(chapter.number, kind, unit_id), "message": first["message"] if first else None,
             "private": bool(members) and all(m["private"] for m in members),
-            "functions": sorted(functions_of.get((kind, unit_id), ())),
-            "withheld": None,
-            "tests": [{k: v for k, v in m.items() if k != "title"} for m in members],
-        })
+            "functions": sorted(functions_of.get((kind, unit_id), ())), "withheld": None,
+            "tests": [{k: v for k, v in m.items() if k != "title"} for m in members]})
     _withhold(steps)
     raw_max = sum(s["max_points"] for s in steps)
     scale = settings.chapters[chapter.number] / raw_max if chapter.number in settings.chapters and raw_max else 1.0
     for s in steps:
         s["max_points"] = round(s["max_points"] * scale, 4)
-        if s["withheld"]:
-            earned = 0.0
-        elif s["status"] == "passed":
-            earned = s["max_points"]
-        elif settings.partial_credit and s["total"]:
-            earned = s["max_points"] * s["passed"] / s["total"]
-        else:
-            earned = 0.0
-        s["points"] = round(earned, 4)
+        earned = s["max_points"] if s["status"] == "passed" else \
+            s["max_points"] * s["passed"] / s["total"] if settings.partial_credit and s["total"] else 0.0
+        s["points"] = 0.0 if s["withheld"] else round(earned, 4)
     error = _chapter_error(run, results)
     statuses = [s["status"] for s in steps]
     status = folded(statuses) if steps else "error"
     if error and all(st in ("error", "timed out") for st in statuses):
         status = "timed out" if run.problems else "error"
-    return {
-        "chapter": chapter.number,
-        "title": chapter.title,
-        "module": chapter.module,
-        "status": status,
-        "error": error,
-        **_counts(steps),
-        "steps": steps,
-    }
+    return {"chapter": chapter.number, "title": chapter.title, "module": chapter.module, "status": status,
+            "error": error, **_counts(steps), "steps": steps}
 
 
 def _blame(chapters: list[dict], uses: dict[str, dict[str, str]]) -> None:
@@ -448,17 +400,11 @@ def _chapter_error(run: RunResult, results: list[dict]) -> str | None:
 def _counts(units: list[dict]) -> dict:
     max_points = round(sum(u["max_points"] for u in units), 4)
     earned = round(sum(u["points"] for u in units), 4)
-    return {
-        "passed": sum(u["status"] == "passed" for u in units),
-        "total": len(units),
-        "points": earned,
-        "max_points": max_points,
-        "percent": round(100 * earned / max_points, 1) if max_points else 0.0,
-        "tests": {
-            "passed": sum(u["tests"]["passed"] if isinstance(u["tests"], dict) else _passed(u) for u in units),
-            "total": sum(u["tests"]["total"] if isinstance(u["tests"], dict) else len(u["tests"]) for u in units),
-        },
-    }
+    return {"passed": sum(u["status"] == "passed" for u in units), "total": len(units), "points": earned,
+            "max_points": max_points, "percent": round(100 * earned / max_points, 1) if max_points else 0.0,
+            "tests": {
+                "passed": sum(u["tests"]["passed"] if isinstance(u["tests"], dict) else _passed(u) for u in units),
+                "total": sum(u["tests"]["total"] if isinstance(u["tests"], dict) else len(u["tests"]) for u in units)}}
 
 
 def _passed(unit: dict) -> int:

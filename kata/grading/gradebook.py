@@ -147,13 +147,8 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
         private = {"points": round(sum(s["points"] for s in units), 4),
                    "max_points": round(sum(s["max_points"] for s in units), 4)}
     return {
-        "student": learner.student,
-        "repo": repo,
-        "commit": commit,
-        "committed_at": committed_at,
-        "status": status,
-        "points": total["points"] if total else None,
-        "max_points": total["max_points"] if total else None,
+        "student": learner.student, "repo": repo, "commit": commit, "committed_at": committed_at, "status": status,
+        "points": total["points"] if total else None, "max_points": total["max_points"] if total else None,
         "percent": total["percent"] if total else None,
         "chapters": [
             {"chapter": n, "points": by_number[n]["points"], "max_points": by_number[n]["max_points"],
@@ -162,21 +157,11 @@ def row(learner, *, status: str, repo: str, commit: str | None, committed_at: st
             {"chapter": n, "points": None, "max_points": None, "percent": None, "status": None}
             for n in chapters
         ],
-        "note": note,
-        "late": late,
-        "sandbox": sandbox(results, allow_unsealed),
-        "other_branches": list(branches),
-        "not_graded": list(dropped),
-        "notebooks": list(notebooks),
-        "shared_with": list(shared_with),
-        "extra": dict(learner.extra),
-        "private": private,
-        "course_version": (results or {}).get("course_version"),
-        "seed": ((results or {}).get("options") or {}).get("seed"),
-        "cached": cached,
-        "seconds": round(seconds, 2),
-        "results": results,
-    }
+        "note": note, "late": late, "sandbox": sandbox(results, allow_unsealed), "other_branches": list(branches),
+        "not_graded": list(dropped), "notebooks": list(notebooks), "shared_with": list(shared_with),
+        "extra": dict(learner.extra), "private": private, "course_version": (results or {}).get("course_version"),
+        "seed": ((results or {}).get("options") or {}).get("seed"), "cached": cached, "seconds": round(seconds, 2),
+        "results": results}
 
 
 def number(x) -> str:
@@ -185,8 +170,6 @@ def number(x) -> str:
         return ""
     return f"{x:g}" if float(x).is_integer() else f"{x:.4f}".rstrip("0").rstrip(".")
 
-
-_number = number
 
 
 def cell(text) -> str:
@@ -238,8 +221,8 @@ def csv_text(book: dict) -> str:
     for r in book["rows"]:
         cells = {
             "student": r["student"], "repo": r["repo"], "commit": r["commit"] or "",
-            "committed_at": r["committed_at"] or "", "status": r["status"], "points": _number(r["points"]),
-            "max_points": _number(r["max_points"]),
+            "committed_at": r["committed_at"] or "", "status": r["status"], "points": number(r["points"]),
+            "max_points": number(r["max_points"]),
             "percent": "" if r["percent"] is None else f"{r['percent']:.1f}", "note": r["note"],
             "late": "" if r.get("late") is None else str(r["late"]), "sandbox": r.get("sandbox") or "",
             "other_branches": "; ".join(r.get("other_branches") or []),
@@ -248,11 +231,11 @@ def csv_text(book: dict) -> str:
             "shared_with": "; ".join(r.get("shared_with") or []),
         }
         for c in r["chapters"]:
-            cells[f"ch{c['chapter']}"] = _number(c["points"])
+            cells[f"ch{c['chapter']}"] = number(c["points"])
         cells.update(r["extra"])
         if r["private"] is not None or "private_points" in book["columns"]:
-            cells["private_points"] = _number((r["private"] or {}).get("points"))
-            cells["private_max_points"] = _number((r["private"] or {}).get("max_points"))
+            cells["private_points"] = number((r["private"] or {}).get("points"))
+            cells["private_max_points"] = number((r["private"] or {}).get("max_points"))
         writer.writerow([cell(cells.get(c, "")) for c in book["columns"]])
     return buf.getvalue()
 
@@ -260,14 +243,9 @@ def csv_text(book: dict) -> str:
 def summary(rows: list[dict]) -> dict:
     """How many learners were graded, missing or in error, and the graded ones' mean and median percent."""
     graded = [r["percent"] for r in rows if r["status"] == "graded" and r["percent"] is not None]
-    return {
-        "learners": len(rows),
-        "graded": sum(r["status"] == "graded" for r in rows),
-        "missing": sum(r["status"] == "missing" for r in rows),
-        "error": sum(r["status"] == "error" for r in rows),
-        "mean_percent": round(statistics.fmean(graded), 1) if graded else None,
-        "median_percent": round(statistics.median(graded), 1) if graded else None,
-    }
+    return {"learners": len(rows), **{s: sum(r["status"] == s for r in rows) for s in STATUSES},
+            "mean_percent": round(statistics.fmean(graded), 1) if graded else None,
+            "median_percent": round(statistics.median(graded), 1) if graded else None}
 
 
 def write(book: dict, out: Path) -> list[Path]:

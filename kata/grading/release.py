@@ -28,6 +28,7 @@ import argparse
 import re
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 from .. import project
@@ -57,10 +58,7 @@ def some(paths: list[str], shown: int = SHOWN) -> str:
     lines = [f"  {p}" for p in paths[:shown]]
     rest = paths[shown:]
     if rest:
-        tops: dict[str, int] = {}
-        for p in rest:
-            top = p.split("/")[0] + ("/" if "/" in p else "")
-            tops[top] = tops.get(top, 0) + 1
+        tops = Counter(p.split("/")[0] + ("/" if "/" in p else "") for p in rest)
         where = ", ".join(f"{top} ({n:,})" for top, n in sorted(tops.items(), key=lambda t: (-t[1], t[0])))
         lines.append(f"  and {len(rest):,} more, in: {where}")
     return "\n".join(lines)
@@ -100,12 +98,8 @@ def parser() -> argparse.ArgumentParser:
     """The command line of ``nox -s release -- ...``."""
     p = argparse.ArgumentParser(prog="nox -s release --", description="Write the student edition into DIR.")
     p.add_argument("dir", help="where to write the edition (must not exist, or be empty)")
-    p.add_argument(
-        "--course-repo",
-        default="",
-        metavar="URL",
-        help="the public repository holding the course's release tag (the workflow fetches its tests)",
-    )
+    p.add_argument("--course-repo", default="", metavar="URL",
+                   help="the public repository holding the course's release tag (the workflow fetches its tests)")
     p.add_argument("--tag", default="", help="the course's release tag, e.g. v1 (the workflow grades with it)")
     p.add_argument("--include", action="append", default=[], metavar="PATH",
                    help="ship this file or folder too, although it is not part of a course (repeatable)")

@@ -60,25 +60,18 @@ def junit(results: dict) -> ET.Element:
                 counts["tests"] += 1
                 seconds += test.get("seconds") or 0.0
                 label = f"{unit['id']} {unit['title']}" if unit["kind"] == "step" else unit["title"]
-                case = ET.SubElement(
-                    suite,
-                    "testcase",
-                    classname=f"chapter{chapter['chapter']:02d}.{unit['kind']}",
-                    name=_clean(f"{label} [{test['nodeid'].split('::', 1)[-1]}]"),
-                    time=f"{test.get('seconds') or 0.0:.3f}",
-                )
+                case = ET.SubElement(suite, "testcase", classname=f"chapter{chapter['chapter']:02d}.{unit['kind']}",
+                                     name=_clean(f"{label} [{test['nodeid'].split('::', 1)[-1]}]"),
+                                     time=f"{test.get('seconds') or 0.0:.3f}")
                 status, message = test["status"], _clean(test.get("message"))
-                if status in ("failed", "not started"):
-                    counts["failures"] += 1
-                    tag = ET.SubElement(case, "failure", type=status, message=(message.splitlines() or [status])[0])
+                kind = {"failed": "failures", "not started": "failures", "error": "errors", "timed out": "errors"}
+                if status in kind:
+                    counts[kind[status]] += 1
+                    tag = ET.SubElement(case, kind[status].removesuffix("s"), type=status,
+                                        message=(message.splitlines() or [status])[0])
                     tag.text = message
-                elif status in ("error", "timed out"):
-                    counts["errors"] += 1
-                    tag = ET.SubElement(case, "error", type=status, message=(message.splitlines() or [status])[0])
-                    tag.text = message
-        suite.set("tests", str(counts["tests"]))
-        suite.set("failures", str(counts["failures"]))
-        suite.set("errors", str(counts["errors"]))
+        for key, value in counts.items():
+            suite.set(key, str(value))
         suite.set("skipped", "0")
         suite.set("time", f"{seconds:.3f}")
         for key in totals:
@@ -122,15 +115,11 @@ def markdown(results: dict) -> str:
         "| Chapter | Title | Steps and checks passed | Points | Status |",
         "| ---: | --- | ---: | ---: | --- |",
     ]
-    for c in results["chapters"]:
-        lines.append(
-            f"| {c['chapter']} | {_cell(c['title'])} | {c['passed']}/{c['total']} | "
-            f"{_fmt(c['points'])}/{_fmt(c['max_points'])} | {MARK[c['status']]} {c['status']} |"
-        )
-    lines.append(
-        f"| **total** | | **{total['passed']}/{total['total']}** | "
-        f"**{_fmt(total['points'])}/{_fmt(total['max_points'])}** | {total['percent']:.1f} % |"
-    )
+    lines += [f"| {c['chapter']} | {_cell(c['title'])} | {c['passed']}/{c['total']} | "
+              f"{_fmt(c['points'])}/{_fmt(c['max_points'])} | {MARK[c['status']]} {c['status']} |"
+              for c in results["chapters"]]
+    lines.append(f"| **total** | | **{total['passed']}/{total['total']}** | "
+                 f"**{_fmt(total['points'])}/{_fmt(total['max_points'])}** | {total['percent']:.1f} % |")
     lines.append("")
     lines.append("Steps are the worksheet's steps and the checks beyond it (other shapes, bad input, stability). "
                  "A step or check earns its points once every function it calls passes all of its checks.")

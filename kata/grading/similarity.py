@@ -37,6 +37,7 @@ Short functions have few ways to be right: two honest learners can look alike. T
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -97,23 +98,19 @@ class _Prints:
         key = hashlib.sha256(self.salt + data).hexdigest()
         stored = self.cache / key[:2] / f"{key}.npy" if self.cache is not None else None
         if stored is not None and stored.is_file():
-            try:
+            with contextlib.suppress(OSError, ValueError):  # a broken entry is computed again
                 return np.load(stored, allow_pickle=False)
-            except (OSError, ValueError):
-                pass  # a broken entry is computed again
         try:
             hashes = fingerprints(data.decode("utf-8"))
         except UnicodeDecodeError:
             return None
         if stored is not None:
-            try:
+            with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
                 stored.parent.mkdir(parents=True, exist_ok=True)
                 partial = stored.with_suffix(f".{os.getpid()}.tmp")
                 with open(partial, "wb") as f:
                     np.save(f, hashes, allow_pickle=False)
                 partial.replace(stored)
-            except OSError:
-                pass  # a cache that cannot be written only costs time
         return hashes
 
 

@@ -265,24 +265,27 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
         if reason == "timed out":
             return Missing(f"unreachable: git clone took longer than {timeout:g} s")
         return Missing(f"unreachable: git clone failed: {reason}")
+
+    def git(*args: str) -> bytes:
+        return _git(list(args), cwd=clone, env=env, until=until)
+
     try:
-        head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=clone, env=env, until=until)
+        head = git("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except _GitFailed:
         return Missing("empty repository: no commit on the default branch")
     try:
-        branch = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env,
-                      until=until).decode(errors="replace").strip()  # a branch name is any bytes git allows
+        branch = git("symbolic-ref", "--quiet", "--short", "HEAD").decode(errors="replace").strip()  # any bytes
     except _GitFailed:
         branch = None  # a detached HEAD: the commit is still graded
     zone = deadline.tzinfo if deadline is not None else None
     try:
         if deadline is None:
             commit = head.decode().strip()
-            stamp = _git(["show", "-s", "--format=%cI", commit], cwd=clone, env=env, until=until).decode().strip()
+            stamp = git("show", "-s", "--format=%cI", commit).decode().strip()
             note = ""
             late = None
         else:
-            log = _git(["log", "--format=%H %ct %cI", "HEAD"], cwd=clone, env=env, until=until).decode().split("\n")
+            log = git("log", "--format=%H %ct %cI", "HEAD").decode().split("\n")
             entries = [(h, int(ct), iso) for h, ct, iso in (line.split(" ", 2) for line in log if line.strip())]
             limit = deadline.timestamp()
             before = [e for e in entries if e[1] <= limit]
@@ -297,7 +300,7 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
                 latest = max(after, key=lambda e: e[1])
                 note = (f"{len(after)} later commit{'s' if len(after) != 1 else ''} after the deadline not graded "
                         f"(latest {latest[0][:7]}, {when(latest[1], zone)})")
-            skipped = _out_of_order(clone, env, until, commit, limit)
+            skipped = _out_of_order(git, commit, limit)
             if skipped:  # dated before the deadline, yet after the graded commit in history: said, never silent
                 newest = skipped[0]
                 note = "; ".join(filter(None, [note, (
@@ -306,9 +309,9 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
                     f"dated after it (dates out of order: a clock behind, or a date set by hand): not graded "
                     f"(newest {newest[0][:7]}, dated {when(newest[1], zone)}; --snapshot/--at goes by when work "
                     "was fetched instead)")]))
-        branches = _newer_branches(clone, env, until, commit, deadline)
-        listing = _git(["ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", "exercises", "notebooks"],
-                       cwd=clone, env=env, until=until).decode(errors="replace")
+        branches = _newer_branches(git, commit, deadline, branch)
+        listing = git("ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", "exercises", "notebooks").decode(
+            errors="replace")
     except _GitFailed as err:
         return Missing(f"could not read the repository: {err}")
     found, dropped = [], []
@@ -335,7 +338,7 @@ def fetch(repo: str, target: Path, *, base: Path, deadline: dt.datetime | None =
     exercises = target / "exercises"
     try:
         for path, sha, size in files:
-            data = _git(["cat-file", "blob", sha], cwd=clone, env=env, until=until)
+            data = git("cat-file", "blob", sha)
             if len(data) != size:  # git said otherwise a moment ago: not the file that was measured
                 raise _GitFailed(f"{path} changed size while it was read")
             out = target.joinpath(*Path(path).parts)
@@ -382,7 +385,7 @@ def when(timestamp: int, zone: dt.tzinfo | None) -> str:
     return dt.datetime.fromtimestamp(timestamp, zone or dt.UTC).isoformat()
 
 
-def _out_of_order(clone: Path, env: dict, until: float, commit: str, limit: float) -> list[tuple[str, int]]:
+def _out_of_order(git, commit: str, limit: float) -> list[tuple[str, int]]:  # noqa: ANN001 - fetch's git
     """Commits after ``commit`` on the way to HEAD that are dated at or before ``limit``: (id, time), newest first.
 
     The deadline picks the latest committer date at or before it; a commit that follows a later-dated one in
@@ -390,24 +393,24 @@ def _out_of_order(clone: Path, env: dict, until: float, commit: str, limit: floa
     """
     if not commit:
         return []
-    lines = _git(["log", "--ancestry-path", "--format=%H %ct", f"{commit}..HEAD"], cwd=clone, env=env,
-                 until=until).decode().split("\n")
+    lines = git("log", "--ancestry-path", "--format=%H %ct", f"{commit}..HEAD").decode().split("\n")
     found = [(h, int(t)) for h, t in (line.split(" ", 1) for line in lines if line.strip())]
     return [(h, t) for h, t in found if t <= limit]
 
 
-def _newer_branches(clone: Path, env: dict, until: float, commit: str, deadline: dt.datetime | None) -> list[str]:
+def _newer_branches(git, commit: str, deadline: dt.datetime | None, default: str | None) -> list[str]:  # noqa: ANN001
     """Other branches whose head is newer than the graded commit: ``"work (abc1234, <time>)"``, newest first.
 
     The newest ``MAX_LISTED`` are named, the others counted (``"and 19,990 more newer branches"``).
 
-    Only a note: when git cannot say (a detached head, say), there is none, and the grade goes on.
+    Only a note: when git cannot say (a detached head, ``default`` None), there is none, and the grade goes on.
     """
+    if default is None:
+        return []
     try:
-        default = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=clone, env=env, until=until).decode().strip()
-        graded = int(_git(["show", "-s", "--format=%ct", commit], cwd=clone, env=env, until=until).decode().strip())
-        refs = _git(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname) %(committerdate:unix)",
-                     "refs/remotes/origin"], cwd=clone, env=env, until=until).decode().splitlines()
+        graded = int(git("show", "-s", "--format=%ct", commit).decode().strip())
+        refs = git("for-each-ref", "--format=%(refname:lstrip=3) %(objectname) %(committerdate:unix)",
+                   "refs/remotes/origin").decode().splitlines()
     except (_GitFailed, ValueError):
         return []
     zone = deadline.tzinfo if deadline is not None else None

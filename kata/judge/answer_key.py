@@ -82,15 +82,11 @@ class Step:
 
     def printed_values(self) -> np.ndarray | None:
         """The printed numbers as floats (same shape as ``exact``), or None when nothing is printed."""
-        if self.printed is None:
-            return None
-        return np.array(_map(self.printed, lambda s: float(s)), dtype=np.float64)
+        return None if self.printed is None else np.array(_map(self.printed, float), dtype=np.float64)
 
     def printed_units(self) -> np.ndarray | None:
         """One unit in the last printed digit of every printed number."""
-        if self.printed is None:
-            return None
-        return np.array(_map(self.printed, _unit), dtype=np.float64)
+        return None if self.printed is None else np.array(_map(self.printed, _unit), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -192,22 +188,11 @@ def _step(raw: Any, chapter: int, where: str, index: int) -> Step:
             if not isinstance(m, dict) or name not in m:
                 raise AnswerKeyError(f"{here}, [[steps.mistakes]] {k}: no `{name}`")
         mistakes.append(Mistake(m["name"], _array(m["value"], f"{here} mistake"), m.get("why", "")))
-    return Step(
-        id=sid,
-        title=raw["title"],
-        chapter=chapter,
-        exact=_array(raw["exact"], here),
-        printed=raw.get("printed"),
-        source=raw.get("source", ""),
-        inputs=raw.get("inputs", {}),
-        rtol=float(raw.get("rtol", DEFAULT_RTOL)),
-        atol=float(raw.get("atol", DEFAULT_ATOL)),
-        hints=tuple(hints),
-        erratum=raw.get("erratum", ""),
-        note=raw.get("note", ""),
-        mistakes=tuple(mistakes),
-        own_tolerance="rtol" in raw or "atol" in raw,
-    )
+    return Step(id=sid, title=raw["title"], chapter=chapter, exact=_array(raw["exact"], here),
+                printed=raw.get("printed"), source=raw.get("source", ""), inputs=raw.get("inputs", {}),
+                rtol=float(raw.get("rtol", DEFAULT_RTOL)), atol=float(raw.get("atol", DEFAULT_ATOL)),
+                hints=tuple(hints), erratum=raw.get("erratum", ""), note=raw.get("note", ""),
+                mistakes=tuple(mistakes), own_tolerance="rtol" in raw or "atol" in raw)
 
 
 def read(path: Path, number: int | None = None) -> Chapter:
@@ -228,15 +213,8 @@ def read(path: Path, number: int | None = None) -> Chapter:
     if raw["chapter"] != number:
         raise AnswerKeyError(f"{where}: `chapter = {raw['chapter']!r}`, but the file is chapter {number}'s")
     steps = tuple(_step(s, number, where, i) for i, s in enumerate(raw.get("steps", []), start=1))
-    return Chapter(
-        number=number,
-        title=raw["title"],
-        module=raw["module"],
-        page=raw["page"],
-        path=path,
-        source=raw.get("source", ""),
-        steps=steps,
-    )
+    return Chapter(number=number, title=raw["title"], module=raw["module"], page=raw["page"], path=path,
+                   source=raw.get("source", ""), steps=steps)
 
 
 def chapter_files() -> dict[int, Path]:

@@ -176,14 +176,8 @@ def _recordable(value: Any) -> Any:
         return repr(value)
 
 
-def expect(
-    step: Step,
-    got: Any,
-    *,
-    mistakes: Iterable[tuple[str, Any]] = (),
-    inputs: dict[str, Any] | None = None,
-    kind: str | None = None,
-) -> None:
+def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), inputs: dict[str, Any] | None = None,
+           kind: str | None = None) -> None:
     """Check ``got`` against the answer key's exact value for ``step``; fail with a teaching message.
 
     Args:
@@ -225,10 +219,7 @@ def expect(
         if step.erratum:
             first = step.erratum.split(". ")[0].rstrip(".")
             lines.append(f"  erratum   the printed value is off: {first}. (Errata on the chapter's page.)")
-    if arr.shape != step.exact.shape:
-        lines.append(f"  got       shape {arr.shape}, expected shape {step.exact.shape}: {show(arr)}")
-    else:
-        lines.append(f"  got       {show(arr)}")
+    lines.append(_got(arr, step.exact))
     if step.exact.dtype == bool:
         if arr.dtype != bool:
             lines.append(f"  note      expected booleans (dtype bool), got dtype {arr.dtype}")
@@ -245,6 +236,13 @@ def expect(
     chapter = load(step.chapter)
     lines.append(f"  docs      {chapter.page}#{step.anchor}")
     pytest.fail("\n".join(lines), pytrace=False)
+
+
+def _got(arr: np.ndarray, want: np.ndarray) -> str:
+    """The "got" line of a failure: the shape first when it is not the expected one."""
+    if arr.shape != want.shape:
+        return f"  got       shape {arr.shape}, expected shape {want.shape}: {show(arr)}"
+    return f"  got       {show(arr)}"
 
 
 def plain(value: Any) -> Any:
@@ -275,17 +273,9 @@ def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None) -> None:
     pytest.fail("\n".join(lines), pytrace=False)
 
 
-def close(
-    got: Any,
-    want: Any,
-    what: str,
-    *,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
-    mistakes: Iterable[tuple[str, Any]] = (),
-    inputs: dict[str, Any] | None = None,
-    kind: str | None = None,
-) -> None:
+def close(got: Any, want: Any, what: str, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
+          mistakes: Iterable[tuple[str, Any]] = (), inputs: dict[str, Any] | None = None,
+          kind: str | None = None) -> None:
     """Check a result beyond the worksheet against an oracle computed in the test.
 
     ``kind`` (``"array"``, ``"float"`` or ``"int"``) is what the docstring promises ``got`` is, checked first
@@ -300,15 +290,16 @@ def close(
     for name, value in (inputs or {}).items():
         lines.append(f"  input     {name} = {show(value)}")
     lines.append(f"  expected  {show(want_arr)}  (the test's expected value)")
-    if arr.shape != want_arr.shape:
-        lines.append(f"  got       shape {arr.shape}, expected shape {want_arr.shape}: {show(arr)}")
-    else:
-        lines.append(f"  got       {show(arr)}")
+    lines.append(_got(arr, want_arr))
     lines.append(f"  tolerance rtol {rtol:g}, atol {atol:g}")
     mistake = looks_like(arr, mistakes, rtol, atol)
     if mistake:
         lines.append(f"  looks like: {mistake}")
     pytest.fail("\n".join(lines), pytrace=False)
+
+
+def _names(error: type[BaseException] | tuple[type[BaseException], ...]) -> str:
+    return error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
 
 
 def raises_clearly(
@@ -341,21 +332,16 @@ def raises_clearly(
                 origin = (f"\n  where     raised inside {inner['file']}:{inner['line']} in {inner['function']}: "
                           f"{inner['source']}\n            not by a check of yours: test the input first and raise "
                           f"{type(err).__name__} with a message naming {', '.join(repr(w) for w in missing)}")
-            pytest.fail(
-                f"the error is right ({type(err).__name__}) but its message does not name "
-                f"{', '.join(repr(w) for w in missing)}: {message!r}{origin}{tail}",
-                pytrace=False,
-            )
+            pytest.fail(f"the error is right ({type(err).__name__}) but its message does not name "
+                        f"{', '.join(repr(w) for w in missing)}: {message!r}{origin}{tail}", pytrace=False)
         return
     except Exception as err:  # noqa: BLE001 - we report what came instead
         if type(err).__module__ == "kata.judge.proxy":  # timed out, crashed, changed its input: that, not this
             raise
-        names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
         frames = getattr(err, "frames", None) or []
         where = (f"\n  where     raised at {frames[-1]['file']}:{frames[-1]['line']} in {frames[-1]['function']}: "
-                 f"{frames[-1]['source']}\n            test that input first and raise {names} naming it"
+                 f"{frames[-1]['source']}\n            test that input first and raise {_names(error)} naming it"
                  if frames else "")
-        pytest.fail(f"expected {names}, got {type(err).__name__}: {err}{where}{tail}", pytrace=False)
-    names = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
-    pytest.fail(f"expected {names}, but the call returned {show(result)} — bad input must not pass silently{tail}",
-                pytrace=False)
+        pytest.fail(f"expected {_names(error)}, got {type(err).__name__}: {err}{where}{tail}", pytrace=False)
+    pytest.fail(f"expected {_names(error)}, but the call returned {show(result)} — bad input must not pass "
+                f"silently{tail}", pytrace=False)

@@ -75,40 +75,23 @@ def call_timeout() -> float:
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add --impl, --steps, --progress and the judge's options."""
     group = parser.getgroup("kata", "transformer katas")
-    group.addoption(
-        "--impl",
-        default=None,
-        help="whose code to check: 'exercises' (your files alone), 'solutions', or any importable package or "
-        "package folder with the same chapterNN_<topic>.py layout; default: exercises/ with your saved "
-        "notebooks' finished functions in place (a notebook's wins; kata/learners_code.py)",
-    )
+    group.addoption("--impl", default=None, help="whose code to check: 'exercises' (your files alone), 'solutions', "
+                    "or any importable package or package folder with the same chapterNN_<topic>.py layout; default: "
+                    "exercises/ with your saved notebooks' finished functions in place (a notebook's wins; "
+                    "kata/learners_code.py)")
     group.addoption("--steps", action="store_true", help="print the run as the chapter's worksheet")
     group.addoption("--progress", action="store_true", help="print one line per chapter: steps passed")
-    group.addoption(
-        "--call-timeout",
-        type=float,
-        default=call_timeout(),
-        help="seconds one call of a learner's function may take before it counts as not returning (default 2)",
-    )
-    group.addoption(
-        "--strict-exact",
-        action="store_true",
-        help="authors: compare worksheet steps at rtol 1e-12 (unless the key sets a tolerance) to prove the "
-        "answer key's exact values are stored to full float64 precision",
-    )
-    group.addoption(
-        "--given",
-        action="store_true",
-        help="authors: also run the tests marked given, of the input checks the stubs give (a learner's run, "
-        "the grade and the progress leave them out: they are the course's code, not the learner's)",
-    )
-    group.addoption(
-        "--kata-seed",
-        type=int,
-        default=None,
-        help="instructors: reseed each test module's RNG from this seed (fresh random inputs for the checks "
-        "beyond the worksheet; `nox -s grade-class` draws one per grading run)",
-    )
+    group.addoption("--call-timeout", type=float, default=call_timeout(), help="seconds one call of a learner's "
+                    "function may take before it counts as not returning (default 2)")
+    group.addoption("--strict-exact", action="store_true", help="authors: compare worksheet steps at rtol 1e-12 "
+                    "(unless the key sets a tolerance) to prove the answer key's exact values are stored to full "
+                    "float64 precision")
+    group.addoption("--given", action="store_true", help="authors: also run the tests marked given, of the input "
+                    "checks the stubs give (a learner's run, the grade and the progress leave them out: they are the "
+                    "course's code, not the learner's)")
+    group.addoption("--kata-seed", type=int, default=None, help="instructors: reseed each test module's RNG from this "
+                    "seed (fresh random inputs for the checks beyond the worksheet; `nox -s grade-class` draws one "
+                    "per grading run)")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
@@ -163,7 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except answer_key.AnswerKeyError as err:
         raise pytest.UsageError(str(err)) from None
     settings(config)  # once, before any test module asks
-    if config.getoption("steps") or config.getoption("progress"):
+    if _viewed(config):
         # The worksheet view replaces pytest's own report: no tracebacks, no short summary, no stats line.
         config.option.tbstyle = "no"
         config.option.reportchars = "N"
@@ -171,6 +154,11 @@ def pytest_configure(config: pytest.Config) -> None:
     state = KataState(config)
     config.stash[STATE] = state
     config.pluginmanager.register(state, "kata-state")
+
+
+def _viewed(config: pytest.Config) -> bool:
+    """Whether the run prints a chapter view (``--steps``) or the progress table (``--progress``)."""
+    return bool(config.getoption("steps") or config.getoption("progress"))
 
 
 STATE = pytest.StashKey["KataState"]()
@@ -332,11 +320,7 @@ class KataState:
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
         """In the worksheet and progress views, print nothing per test."""
-        if (config.getoption("steps") or config.getoption("progress")) and report.when == "call":
-            return report.outcome, "", ""
-        if (config.getoption("steps") or config.getoption("progress")) and report.failed:
-            return report.outcome, "", ""
-        return None
+        return (report.outcome, "", "") if _viewed(config) and (report.when == "call" or report.failed) else None
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         """Print the chapter or progress view."""
@@ -348,7 +332,7 @@ class KataState:
         elif config.getoption("progress"):
             for line in progress_view(self.results, self.impl, self.chapters_seen):
                 tr.write_line(line)
-        if (config.getoption("steps") or config.getoption("progress")) and exitstatus == pytest.ExitCode.INTERRUPTED:
+        if _viewed(config) and exitstatus == pytest.ExitCode.INTERRUPTED:
             tr.write_line("")
             tr.write_line(f"interrupted (Ctrl-C) after {len(self.results)} tests: the counts above are of the "
                           "tests that ran; run it again for the whole chapter")
@@ -466,16 +450,11 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
     if excinfo is not None and excinfo.errisinstance(NotImplementedError):
         said = str(excinfo.value).strip()
         return Result(status="not started", message=f"not started: {said}" if said else "not started", **base)
-    if excinfo is not None and excinfo.errisinstance(ChapterDoesNotImport):
-        return Result(status="error", message=str(excinfo.value), **base)
-    if excinfo is not None and excinfo.errisinstance(proxy.DidNotReturn):
-        return Result(status="timed out", message=f"timed out: {excinfo.value}", **base)
-    if excinfo is not None and excinfo.errisinstance(proxy.ChangedItsInput):
-        return Result(status="failed", message=str(excinfo.value), **base)
-    if excinfo is not None and excinfo.errisinstance(proxy.WorkerCrashed):
-        return Result(status="error", message=str(excinfo.value), **base)
-    if excinfo is not None and excinfo.errisinstance(proxy.Raised):
-        return Result(status="failed", message=crash_message(excinfo.value), **base)
+    for kind, status, say in ((ChapterDoesNotImport, "error", str), (proxy.DidNotReturn, "timed out", _timed_out),
+                              (proxy.ChangedItsInput, "failed", str), (proxy.WorkerCrashed, "error", str),
+                              (proxy.Raised, "failed", crash_message)):
+        if excinfo is not None and excinfo.errisinstance(kind):
+            return Result(status=status, message=say(excinfo.value), **base)
     text = str(report.longreprtext) if hasattr(report, "longreprtext") else str(report.longrepr)
     pytest_timeout = excinfo is not None and excinfo.typename == "Failed" and str(excinfo.value).startswith("Timeout")
     if pytest_timeout or "Timeout" in text and (
@@ -490,6 +469,10 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
     else:
         message = text
     return Result(status="failed", message=message, **base)
+
+
+def _timed_out(err: BaseException) -> str:
+    return f"timed out: {err}"
 
 
 _CHECK_FAILED = "FAILURE: "  # how pytest-check starts the message of each failed ``with check:``
@@ -641,11 +624,9 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
             lines.append("")
             lines.append(f"nothing started yet: read {ch.page} (its 'Your turn' section says where to begin),")
             lines.append(f"then fill in {ch.exercise_file} and run this again.")
-        passed_steps = sum(r.status == "passed" for r in steps)
-        check_groups = _grouped(checks)  # a check with several cases passes when all of them do
-        passed_checks = sum(all(r.status == "passed" for r in group) for _, group in check_groups)
         label = f"chapter {number}" if number is not None else "other tests"
-        tail = f"{label}: {passed_steps}/{len(steps)} steps, {passed_checks}/{len(check_groups)} checks"
+        s, c = _tally(steps, checks)
+        tail = f"{label}: {s} steps, {c} checks"
         if number is not None and broken.get(number):
             tail += " (does not import)"
         lines.append("")
@@ -654,6 +635,13 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
             lines.append(f"(the expected start: nox now reports 'Session chapter{number} failed' because no step "
                          "passes yet — nothing is broken)")
     return lines
+
+
+def _tally(steps: list[Result], checks: list[Result]) -> tuple[str, str]:
+    """"passed/all" of the steps, and of the checks (a check with several cases passes when all of them do)."""
+    groups = _grouped(checks)
+    return (f"{sum(r.status == 'passed' for r in steps)}/{len(steps)}",
+            f"{sum(all(r.status == 'passed' for r in g) for _, g in groups)}/{len(groups)}")
 
 
 def chapter_status(rs: list[Result], broken: str = "") -> str:
@@ -679,11 +667,7 @@ def progress_view(results: list[Result], impl: str, broken: dict[int, str]) -> l
     for number in sorted(by_chapter):
         rs = _step_order(by_chapter[number])
         ch = answer_key.load(number)
-        steps = [r for r in rs if r.step]
-        checks = [r for r in rs if not r.step]
-        groups = _grouped(checks)
-        s = f"{sum(r.status == 'passed' for r in steps)}/{len(steps)}"
-        c = f"{sum(all(r.status == 'passed' for r in g) for _, g in groups)}/{len(groups)}"
+        s, c = _tally([r for r in rs if r.step], [r for r in rs if not r.step])
         status = chapter_status(rs, broken.get(number, ""))
         title = ch.title if len(ch.title) <= 34 else ch.title[:33].rstrip(" ,") + "…"  # cut where it shows
         lines.append(f"  {number:<8} {title:<34} {s:>7} {c:>7}  {status}")

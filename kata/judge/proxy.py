@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import contextlib
 import glob
 import importlib.util
 import json
@@ -146,12 +147,10 @@ def _tmpfs_size_supported(bwrap: str) -> bool:
     Its help text is compiled into the program, so the option's own line in its bytes answers without starting
     a process (one less in every check); anything else (a wrapper script) is asked for ``--help``.
     """
-    try:
+    with contextlib.suppress(OSError):
         with open(bwrap, "rb") as program:
             if b"--size BYTES" in program.read(4 << 20):  # bubblewrap is about 70 KB
                 return True
-    except OSError:
-        pass
     try:
         said = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -230,11 +229,9 @@ class Launched:
     def close_pipes(self) -> None:
         """Close this process's ends of its pipes (the worker sees its stdin end when nobody holds it)."""
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
+            with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
-            except OSError:
-                pass
 
 
 def _zombie_status(pid: int) -> int | None:
@@ -569,9 +566,8 @@ class Worker:
         self.on_call = None  # called with "module.function" the first time a test calls it
         self.functions: dict[str, set[str]] = {}  # chapter module -> its public functions (no round trip)
         self.output: list[str] = []
-        self.home: Path | None = None
+        self.home: Path | None = None  # the folder of this worker's process, removed by ``close``
         self.launched: Launched | None = None
-        self._homes: list[Path] = []  # the folders of this worker's processes, removed by ``close``
         self._answers: queue.Queue = queue.Queue()
         self._output_seen = 0
         self.callbacks: dict[int, Any] = {}
@@ -585,11 +581,8 @@ class Worker:
         """
         if self.proc is not None:
             return
-        for home in self._homes:  # the folders of the processes before this one (all ended): one copy at a time
-            shutil.rmtree(home, ignore_errors=True)
-        self._homes.clear()
+        self._remove_home()  # the folder of the process before this one (ended): one copy at a time
         self.launched = take() or launch()
-        self._homes.append(self.launched.home)
         self.generation += 1
         self.home = self.launched.home
         root = self.home / "code"
@@ -610,11 +603,8 @@ class Worker:
         self._frames = FrameReader(self.proc.stdout) if hasattr(select, "poll") else None
         if self._frames is None:  # Windows: select() does not take pipes, so a thread reads them
             threading.Thread(target=self._read_answers, args=(self.proc, self._answers), daemon=True).start()
-        try:
+        with contextlib.suppress(OSError):  # it did not start (bubblewrap that cannot run here): the first call says so
             wire.write_frame(self.proc.stdin, {"setup": config}, [])
-            self.proc.stdin.flush()
-        except OSError:  # it did not start (bubblewrap that cannot run here): the first call says so
-            pass
         self._ready = False
 
     def _read_answers(self, proc: subprocess.Popen, answers: queue.Queue) -> None:
@@ -633,18 +623,19 @@ class Worker:
     def close(self) -> None:
         """Stop the process and remove its throwaway folders."""
         self.stop()
-        for home in self._homes:
-            shutil.rmtree(home, ignore_errors=True)
-        self._homes.clear()
+        self._remove_home()
+
+    def _remove_home(self) -> None:
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
 
     def _wait(self, timeout: float):
         if self._frames is not None:
             return self._frames.next(timeout)
         try:
-            item = self._answers.get(timeout=timeout)
+            return self._answers.get(timeout=timeout)
         except queue.Empty:
             return None
-        return item
 
     def _ensure_ready(self) -> None:
         self.start()
@@ -712,11 +703,9 @@ class Worker:
     def request(self, header: dict, blobs: list[bytes] = (), *, what: str, key=None) -> tuple[dict, list]:
         """Send one request and wait for its answer, within the call timeout."""
         self._ensure_ready()
-        text = json.dumps(dict(header, blobs=[len(b) for b in blobs]), separators=(",", ":")).encode()
         try:
-            self.proc.stdin.write(wire._LEN.pack(len(text)) + text + b"".join(blobs))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            wire.write_frame(self.proc.stdin, header, list(blobs))
+        except OSError:
             return self._crashed(what)
         started = time.monotonic()
         # The worker's own alarm stops a call after call_timeout seconds of CPU time and says where it was:
@@ -784,12 +773,8 @@ class Worker:
             reply = {"ok": encoder.encode(fn(*args, **kwargs))}
         except Exception as err:  # noqa: BLE001 - the test's own function failed: the worker is told
             reply, encoder.blobs = {"error": f"{type(err).__name__}: {err}"}, []
-        text = json.dumps(dict(reply, blobs=[len(b) for b in encoder.blobs]), separators=(",", ":")).encode()
-        try:
-            self.proc.stdin.write(wire._LEN.pack(len(text)) + text + b"".join(encoder.blobs))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
+        with contextlib.suppress(OSError):
+            wire.write_frame(self.proc.stdin, reply, encoder.blobs)
 
     def _encode_other(self, value: Any) -> Any:
         """Arguments that are not plain data: a handle goes back as itself, a function as a callback."""
@@ -895,8 +880,7 @@ class Worker:
         if "hung" in answer:
             raise DidNotReturn(f"{what} calls {answer['hung']}")
         if "error" in answer:
-            err = _exception(answer["error"])
-            raise err
+            raise _exception(answer["error"])
         if "ok" not in answer:
             raise WorkerCrashed(f"{what}: the learner's process sent something that is not an answer")
 
@@ -930,10 +914,9 @@ class Worker:
                 f"removed or replaced. Build {how}, and leave `{first}` as it came. The caller's `{first}` is "
                 "left as it was.")
         try:
-            value = wire.decode(answer["ok"], blobs, resolve)
+            return wire.decode(answer["ok"], blobs, resolve)
         except wire.WireError as err:
             raise WorkerCrashed(f"{what} answered with something that is not plain data: {err}") from None
-        return value
 
 
 def _same_or_view(tree: dict, blobs: list, mine: list) -> np.ndarray:

@@ -32,6 +32,7 @@ The reading end (``run_tests``, ``read``):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -71,6 +72,7 @@ class RunResult:
     uses: dict[str, dict[str, str]] = field(default_factory=dict)  # chapter module -> earlier functions it uses
     calls: dict[str, set[str]] = field(default_factory=dict)  # nodeid -> learner functions it called
     not_importing: dict[int, str] = field(default_factory=dict)  # chapter -> why its module does not import
+    running: str | None = None  # the test that started and has not finished, in the latest child's stream
 
 
 def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), shown_as: str = "") -> dict[str, str]:
@@ -94,21 +96,10 @@ def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), s
     return env
 
 
-def run_tests(
-    root: Path,
-    files: list[str],
-    *,
-    impl: str,
-    timeout: float,
-    stream_dir: Path,
-    extra_paths: list[Path] = (),
-    record_values: bool = False,
-    extra_args: list[str] = (),
-    collect_budget: float = 60.0,
-    deadline: float | None = None,
-    hide: list[Path] = (),
-    shown_as: str = "",
-) -> RunResult:
+def run_tests(root: Path, files: list[str], *, impl: str, timeout: float, stream_dir: Path,
+              extra_paths: list[Path] = (), record_values: bool = False, extra_args: list[str] = (),
+              collect_budget: float = 60.0, deadline: float | None = None, hide: list[Path] = (),
+              shown_as: str = "") -> RunResult:
     """Run the tests in ``files`` (relative to ``root``) against ``impl`` until every one has a result.
 
     Args:
@@ -149,22 +140,17 @@ def run_tests(
         for nodeid in skip:
             cmd += ["--deselect", nodeid]
         cmd += files
-        proc = subprocess.Popen(
-            cmd,
-            cwd=root,
-            env=child_env(root, list(extra_paths), list(hide), shown_as),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = subprocess.Popen(cmd, cwd=root, env=child_env(root, list(extra_paths), list(hide), shown_as),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         drain = Drain(proc.stdout)
         drain.start()
+        run.running = None
         killed = _watch(proc, stream, run, test_guard(timeout), collect_budget, attempt == 1, deadline)
         drain.join(timeout=5)
         proc.stdout.close()
         run.output_tail = drain.tail()
-        _read(stream, run)  # whatever arrived after the last look
+        _read(stream, run)  # whatever arrived after the last look; ``running``: the test the child stopped in
         expected = {t["nodeid"] for t in run.tests}
         missing = [n for n in expected if n not in run.results and n not in skip]
         if killed == BUDGET_SPENT:
@@ -181,7 +167,7 @@ def run_tests(
             break
         if not missing:
             break
-        current = _current(stream)
+        current = run.running
         if killed and current is None:
             run.problems.append(killed)
             break
@@ -204,25 +190,17 @@ def part(run: RunResult, files: list[str]) -> RunResult:
         return any(nodeid == f or nodeid.startswith(f + "::") for f in files)
 
     tests = [t for t in run.tests if mine(t["nodeid"])]
-    return RunResult(
-        tests=tests,
-        results={n: r for n, r in run.results.items() if mine(n)},
-        collect_errors=[e for e in run.collect_errors if mine(e["nodeid"])],
-        problems=list(run.problems) if not tests else [],
-        output_tail=run.output_tail,
-        seconds=run.seconds,
-        protections=run.protections,
-        uses=run.uses,
-        calls={n: c for n, c in run.calls.items() if mine(n)},
-        not_importing=run.not_importing,
-    )
+    return RunResult(tests=tests, results={n: r for n, r in run.results.items() if mine(n)},
+                     collect_errors=[e for e in run.collect_errors if mine(e["nodeid"])],
+                     problems=list(run.problems) if not tests else [], output_tail=run.output_tail,
+                     seconds=run.seconds, protections=run.protections, uses=run.uses,
+                     calls={n: c for n, c in run.calls.items() if mine(n)}, not_importing=run.not_importing)
 
 
 def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: float, first: bool,
            deadline: float | None = None) -> str:
     """Wait for ``proc``; kill it when a test or the collection runs too long. Returns why it was killed."""
-    offset = 0
-    current, since = None, time.monotonic()
+    offset, since = 0, time.monotonic()
     collected = not first or bool(run.tests)
     born = time.monotonic()
     while proc.poll() is None:
@@ -231,16 +209,14 @@ def _watch(proc, stream: Path, run: RunResult, timeout: float, collect_budget: f
         for event in events:
             _apply(event, run)
             if event["event"] == "start":
-                current, since = event["nodeid"], time.monotonic()
-            elif event["event"] == "result" and event["nodeid"] == current:
-                current = None
+                since = time.monotonic()
             elif event["event"] == "collected":
                 collected = True
         now = time.monotonic()
         if deadline is not None and now > deadline:
             kill_tree(proc)
             return BUDGET_SPENT
-        if current is not None and now - since > timeout + min(GRACE, max(0.5, timeout)):
+        if run.running is not None and now - since > timeout + min(GRACE, max(0.5, timeout)):
             kill_tree(proc)
             return f"timed out: still running after {timeout:g} s (the test was stopped from outside)"
         if not collected and now - born > collect_budget:
@@ -289,8 +265,12 @@ def _apply(event: dict, run: RunResult) -> None:
     elif kind == "collect-error":
         if body not in run.collect_errors:
             run.collect_errors.append(body)
+    elif kind == "start":
+        run.running = body["nodeid"]
     elif kind == "result":
         run.results[body["nodeid"]] = body
+        if body["nodeid"] == run.running:
+            run.running = None
     elif kind == "protections":
         run.protections = [p for p in body.get("protections", []) if isinstance(p, str)]
     elif kind == "call":
@@ -301,29 +281,11 @@ def _apply(event: dict, run: RunResult) -> None:
         run.not_importing.update({int(k): str(v) for k, v in body["chapters"].items()})
 
 
-def _current(stream: Path) -> str | None:
-    """The test that had started but not finished when the child stopped."""
-    _, events = _events(stream, 0)
-    current = None
-    for event in events:
-        if event["event"] == "start":
-            current = event["nodeid"]
-        elif event["event"] == "result" and event["nodeid"] == current:
-            current = None
-    return current
-
-
 def _made_up(run: RunResult, nodeid: str, status: str, message: str) -> dict:
     test = next((t for t in run.tests if t["nodeid"] == nodeid), {"nodeid": nodeid})
-    return {
-        "nodeid": nodeid,
-        "chapter": test.get("chapter"),
-        "step": test.get("step"),
-        "title": test.get("title", nodeid),
-        "status": status,
-        "message": message,
-        "functions": sorted(run.calls.get(nodeid, ())),
-    }
+    return {"nodeid": nodeid, "chapter": test.get("chapter"), "step": test.get("step"),
+            "title": test.get("title", nodeid), "status": status, "message": message,
+            "functions": sorted(run.calls.get(nodeid, ()))}
 
 
 def _ended(code: int | None, tail: str) -> str:
@@ -340,11 +302,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """Add ``--kata-stream`` and ``--kata-record-values``."""
     group = parser.getgroup("kata-tools", "transformer katas: grading and learner tools")
     group.addoption("--kata-stream", metavar="FILE", help="append every result to FILE as one JSON line")
-    group.addoption(
-        "--kata-record-values",
-        action="store_true",
-        help="also record the value each worksheet step's code returned (for `nox -s worksheet`)",
-    )
+    group.addoption("--kata-record-values", action="store_true",
+                    help="also record the value each worksheet step's code returned (for `nox -s worksheet`)")
 
 
 def clip(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -393,10 +352,8 @@ class Stream:
             chapter = getattr(getattr(item, "module", None), "CHAPTER", None)
             title = self.kata._title(item)
             if step and chapter is not None:
-                try:
+                with contextlib.suppress(KeyError):
                     title = self.kata.answer_key.load(chapter).step(step).title
-                except KeyError:
-                    pass
             check = None if step else getattr(item, "originalname", item.name)
             tests.append({"nodeid": item.nodeid, "chapter": chapter, "step": step, "check": check, "title": title})
         self.emit(event="collected", tests=tests)
@@ -444,10 +401,8 @@ class Stream:
         chapter = self.kata.answer_key.load(result.chapter)
         name = f"{state.impl}.{chapter.module}"
         if name not in state.modules:
-            state.modules[name] = (
-                f"chapter {result.chapter} does not import: importing {chapter.module} did not finish "
-                "(an endless loop at module level?)"
-            )
+            state.modules[name] = (f"chapter {result.chapter} does not import: importing {chapter.module} did not "
+                                   "finish (an endless loop at module level?)")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Say which protections applied to the learner's process."""

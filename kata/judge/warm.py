@@ -28,6 +28,7 @@ what they would load again. The client side imports nothing but the standard lib
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -109,10 +110,8 @@ def run(args: list[str]) -> int:
         _run_cold(args)
 
     def forward(number, frame):  # noqa: ANN001, ARG001 - a signal handler's signature
-        try:
+        with contextlib.suppress(OSError):
             conn.sendall(json.dumps({"signal": number}).encode() + b"\n")
-        except OSError:
-            pass
 
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, forward)
@@ -348,10 +347,8 @@ class Server:
         pid = fork_check(check)
         self.checks[pid] = conn
         log(f"check {pid}: pytest {' '.join(map(str, request['argv']))}"[:500])
-        try:
+        with contextlib.suppress(OSError):
             conn.sendall(b'{"started": true}\n')
-        except OSError:
-            pass
 
     def from_client(self, conn: socket.socket) -> None:
         """A signal to pass on (Ctrl-C), or the command went away (then the check is ended)."""
@@ -387,10 +384,8 @@ class Server:
             del self.checks[pid]
             code = os.waitstatus_to_exitcode(status)
             log(f"check {pid} ended: exit code {code}")
-            try:
+            with contextlib.suppress(OSError):
                 conn.sendall(json.dumps({"exit": code if code >= 0 else 128 - code}).encode() + b"\n")
-            except OSError:
-                pass
             conn.close()
         if finished:
             proxy.reap(finished)
@@ -398,11 +393,9 @@ class Server:
 
     def forget_socket(self) -> None:
         """Remove the socket, if it is still ours: the next command starts a new warm judge."""
-        try:
+        with contextlib.suppress(OSError):
             if os.stat(self.path).st_ino == self.inode:
                 os.unlink(self.path)
-        except OSError:
-            pass
 
     def close(self) -> None:
         """Remove the socket and end the spare worker."""
@@ -429,10 +422,8 @@ def _gone(conn: socket.socket) -> bool:
 
 
 def _signal(pid: int, number: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, number)
-    except ProcessLookupError:
-        pass
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -521,10 +512,8 @@ def serve() -> int:
 
 
 def _stop_quietly() -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(address())
-    except OSError:
-        pass
 
 
 def stop() -> int:

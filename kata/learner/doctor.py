@@ -38,11 +38,8 @@ def _stubs(path: Path) -> tuple[list[ast.Raise], int]:
         return [], 0
     last = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
     functions = list(last.values())  # a later definition replaces an earlier one (a notebook's answer the stub)
-    left = []
-    for fn in functions:
-        if learners_code.is_stub(fn):  # only its docstring, the checks the course gives, and the raise
-            left.append(fn.body[-1])
-    return left, len(functions)
+    # a stub: only its docstring, the checks the course gives, and the raise
+    return [fn.body[-1] for fn in functions if learners_code.is_stub(fn)], len(functions)
 
 
 def stubs_left(path: Path) -> tuple[int, int]:
@@ -64,15 +61,10 @@ def first_stub_step(path: Path) -> str | None:
 
 def try_import(folder: Path, module: str) -> str:
     """'' when ``folder``'s ``module`` imports in a fresh Python, else the error's last line."""
-    code = (
-        "import importlib, sys; sys.path.insert(0, sys.argv[1]); "
-        "importlib.import_module(sys.argv[2] + '.' + sys.argv[3])"
-    )
+    code = "import importlib, sys; sys.path.insert(0, sys.argv[1]); importlib.import_module('.'.join(sys.argv[2:]))"
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code, str(folder.parent), folder.name, module],
-            capture_output=True, text=True, timeout=IMPORT_TIMEOUT, cwd=project.ROOT, check=False,
-        )
+        proc = subprocess.run([sys.executable, "-c", code, str(folder.parent), folder.name, module],
+                              capture_output=True, text=True, timeout=IMPORT_TIMEOUT, cwd=project.ROOT, check=False)
     except subprocess.TimeoutExpired:
         return f"importing did not finish in {IMPORT_TIMEOUT:g} s (an endless loop at module level?)"
     if proc.returncode == 0:

@@ -488,9 +488,7 @@ class Report:
             if m:
                 color = self.MARKS[m.group(2)]
                 escaped = f'{m.group(1)}<b style="color:{color}">{m.group(2)}</b>{html.escape(line[m.end(2):])}'
-            if "looks like:" in line:
-                escaped = f"<b>{escaped}</b>"
-            if re.match(r"^chapter \d+: ", line):
+            if "looks like:" in line or re.match(r"^chapter \d+: ", line):
                 escaped = f"<b>{escaped}</b>"
             rows.append(escaped)
         return ('<pre class="kata-check" style="line-height:1.35;white-space:pre-wrap">' + "\n".join(rows)
@@ -551,9 +549,7 @@ def check(*functions, chapter: int | None = None, show: bool = True) -> Report |
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"chapter {ch.number} has no function {', '.join(unknown)}; its functions: {', '.join(known)}")
-    tests = None
-    if names:
-        tests = [t for t, owner in owners(ch).items() if owner in names]
+    tests = [t for t, owner in owners(ch).items() if owner in names] if names else None
     with tempfile.TemporaryDirectory(prefix="kata-notebook-") as scratch:
         base = Path(os.environ.get("KATA_EXERCISES") or project.ROOT / "exercises")
         try:

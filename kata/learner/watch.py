@@ -14,6 +14,7 @@ Saves are noticed through inotify on Linux (no extra package), and by comparing 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -248,11 +249,9 @@ def running(check) -> bool:
 def stop(check) -> None:
     """Stop a check that a newer save made pointless."""
     if isinstance(check, int):
-        try:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
             os.kill(check, signal.SIGKILL)
             os.waitpid(check, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
         proxy.reap({check})
     else:
         check.kill()

@@ -13,6 +13,7 @@ no tree to bound, so none is used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -35,11 +36,9 @@ def apply(limits: dict) -> list[str]:
     applied = []
 
     def limit(which: int, value: int, name: str) -> None:
-        try:
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
             applied.append(name)
-        except (ValueError, OSError):
-            pass
 
     limit(resource.RLIMIT_CPU, int(limits["cpu_seconds"]), f"cpu {int(limits['cpu_seconds'])} s")
     limit(resource.RLIMIT_AS, int(limits["memory_bytes"]), f"memory {int(limits['memory_bytes']) >> 20} MiB")

@@ -9,6 +9,7 @@ answer is data (``kata/wire.py``): the judge compares it, this process decides n
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import linecache
@@ -100,20 +101,16 @@ def probe(home: str, machinery: str) -> dict:
             continue
         os.unlink(path)
         failed.append(f"a write in {folder} succeeded")
-    try:
+    with contextlib.suppress(ImportError, OSError, AttributeError):  # no ctypes or mount(2) (not Linux): the rest stand
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND, None) == 0:  # without MS_RDONLY: writable
             libc.mount(None, home.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)  # read-only again
             failed.append(f"a remount of {home} read-write succeeded")
-    except (ImportError, OSError, AttributeError):  # no ctypes or no mount(2) (not Linux): the other tries stand
-        pass
-    try:
+    with contextlib.suppress(OSError):
         with open("/etc/shadow", "rb"):
             failed.append("/etc/shadow could be read")
-    except OSError:
-        pass
     try:  # this network namespace's interfaces (read, not imported: socket's import costs tens of ms)
         with open("/proc/net/dev", encoding="ascii") as f:
             reachable = sorted({line.split(":", 1)[0].strip() for line in f if ":" in line} - {"lo"})
@@ -122,6 +119,13 @@ def probe(home: str, machinery: str) -> dict:
     if reachable:
         failed.append(f"the network is there ({', '.join(reachable[:3])})")
     return {"held": not failed, "failed": failed, "uid": uid, "capeff": capeff}
+
+
+def _flush() -> None:
+    """Flush what the learner's code printed to its file (past the output limit there is nothing more to say)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
 
 
 class HungImports:
@@ -312,11 +316,7 @@ class Server:
         finally:
             if hasattr(signal, "setitimer"):
                 signal.setitimer(signal.ITIMER_PROF, 0)
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:  # noqa: BLE001, S110 - past the output limit: nothing more to say
-                    pass
+            _flush()
 
     def module(self, name: str):
         """The learner's chapter module ``name``, imported once; hung functions replaced after import."""
@@ -363,12 +363,9 @@ class Server:
         budget = header.get("lines")
         if type(budget) is int and budget > 0:  # the judge measures the work done: the learner's lines run
             counter = LineCounter(self, budget)
-            try:
+            with contextlib.suppress(OverBudget):
                 result = counter.run(fn, args, kwargs)
-            except OverBudget:
-                self.reply({"over_budget": {"lines": counter.lines, "where": counter.where}})
-                return
-            if counter.lines > budget:  # the learner's code caught OverBudget and went on
+            if counter.lines > budget:  # stopped there, or the learner's code caught OverBudget and went on
                 self.reply({"over_budget": {"lines": counter.lines, "where": counter.where}})
                 return
             self.lines = counter.lines
@@ -491,11 +488,7 @@ class Server:
         """
         self.replying = True
         try:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:  # noqa: BLE001, S110 - past the output limit: nothing more to say
-                    pass
+            _flush()
             self.wire.write_frame(self.out, header, list(blobs))
         finally:
             self.replying = False
@@ -566,10 +559,8 @@ class Server:
             code = frame.f_code
             module = frame.f_globals.get("__name__", "")
             stack.append([module, code.co_qualname, self.shown(code.co_filename), frame.f_lineno])
-        try:
+        with contextlib.suppress(BaseException):  # the judge kills this process next anyway
             self.reply({"where": stack})
-        except BaseException:  # noqa: BLE001, S110 - the judge kills this process next anyway
-            pass
 
     def disarm(self, module) -> None:
         """Replace each function that did not return earlier in this run with one that says so at once."""
