@@ -172,8 +172,11 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
     \end{aligned}$$
 
     At temperature 0 the answer is the argmax (the first index on ties) and u, top_k and top_p are not used.
-    Otherwise: ``softmax_with_temperature``, then ``top_k_filter`` if top_k is given, then ``top_p_filter``
-    if top_p is given, then ``sample_index`` with u.
+    Otherwise it is the token u picks by the inverse CDF (as ``sample_index`` reads u) from the distribution
+    softmax(z / T), cut to its top_k most likely tokens when top_k is given and then to its top_p nucleus when
+    top_p is given, renormalised after each cut: top-k before top-p, as in the formula (either cut left out
+    when not given). The distributions are those of ``softmax_with_temperature``, ``top_k_filter`` and
+    ``top_p_filter``.
 
     Args:
         logits: shape (vocab,), every entry finite.
@@ -317,15 +320,14 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
              top_p: float | None = None) -> list[int]:
     r"""Generate one token per draw u after a prompt: prefill once, then one token at a time from the KV cache.
 
-    $$\begin{gathered}
-      (z, C) = \mathrm{gpt\_forward}(\mathrm{prompt}), \\
-      i_n = \mathrm{choose\_next}(z_{\text{last}}, u_n),\qquad (z, C) = \mathrm{gpt\_forward}([i_n], C)
-    \end{gathered}$$
+    $$i_n = \mathrm{choose\_next}\bigl(z(\mathrm{prompt}, i_1, \dots, i_{n-1})_{\text{last}},\ u_n\bigr),
+      \qquad n = 1, \dots, N,$$
 
-    The prompt goes through ``gpt_forward`` once with caches None; each new token is ``choose_next`` of the
-    last row of the latest logits with the next u (and temperature, top_k, top_p), and is then fed alone with
-    the caches. The result is what the full forward over the prompt and the tokens so far would choose at
-    every step.
+    where $z(\cdot)$ is the model's logits for a sequence and $N$ the number of draws: token $n$ is what
+    ``choose_next`` picks with the $n$-th u (and temperature, top_k, top_p) from the last row of the logits of
+    the prompt followed by the tokens before it. The prompt is read once and each later token through the KV
+    caches (``gpt_forward`` with caches), never the whole sequence again; the result is what the full forward
+    would choose at every step.
 
     Args:
         prompt_ids: the prompt, at least one id (as ``gpt_forward``'s ids).

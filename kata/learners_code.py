@@ -217,6 +217,62 @@ def answered_in_notebook(path: Path) -> tuple[str, list[str]] | None:
     return found.group(1), [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
 
 
+def notebook_place(path: Path, line: int, root: Path = project.ROOT) -> str | None:
+    """Where line ``line`` of a staged chapter file is, when a saved notebook put it there; None otherwise.
+
+    ``write_package`` appends a notebook's finished functions after the chapter file's own, so a line number of
+    the staged copy means nothing to a learner who wrote the function in the notebook (the copy of
+    ``exercises/chapter14_bpe.py`` has other lines than the file). Returns
+    ``notebooks/chapter14_bpe.ipynb, in train_bpe (line 7 of the code cell that defines it, cell 12)``: the
+    notebook, the function, and the line within its cell when the saved notebook still holds that cell (the
+    cell counted among every cell, code and text, from 1, as a notebook shows them from the top).
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    found = re.search(r"^# -- your answers from (notebooks/\S+\.ipynb) \(they replace the stubs above\) --$", text,
+                      re.M)
+    if found is None:
+        return None
+    first = text[:found.start()].count("\n") + 1  # the marker's own line
+    if line <= first:
+        return None
+    notebook = found.group(1)
+    try:
+        tree = ast.parse(text[found.start():])
+    except SyntaxError:
+        return notebook
+    inside = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+              and n.lineno <= line - first + 1 <= (n.end_lineno or n.lineno)]
+    if not inside:
+        return notebook
+    function = inside[0]
+    offset = line - first + 1 - function.lineno  # lines below the def
+    return f"{notebook}, in {function.name}" + _cell_line(root / notebook, function.name, offset)
+
+
+def _cell_line(notebook: Path, name: str, offset: int) -> str:
+    """`` (line L of the code cell that defines it, cell C)`` for the saved cell whose finished ``name`` is used."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    except (ValueError, OSError, AttributeError):
+        return ""
+    place = ""
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = _without_magics("".join(source) if isinstance(source, list) else str(source))
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                place = "" if is_stub(node) else (  # the last finished definition wins, as in ``answers``
+                    f" (line {node.lineno + offset} of the code cell that defines it, cell {number})")
+    return place
+
+
 def made_of(path: Path, root: Path = project.ROOT) -> str:
     """Where a chapter file's functions come from, as a learner knows it: the file, its notebook, or both.
 

@@ -128,11 +128,12 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     r"""Learn ``vocab_size - 256`` merges from a text: count, merge the most frequent pair, repeat.
 
-    $$\begin{aligned}
-    &\text{for } t = 256, 257, \dots, \mathrm{vocab\_size} - 1: \\
-    &\quad (a, b) = \mathrm{most\_frequent\_pair}(\mathrm{count\_pairs}(\mathrm{ids})), \\
-    &\quad \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)
-    \end{aligned}$$
+    $$(a_t, b_t) = \underset{(a, b)}{\arg\max}\ \#_{\mathrm{ids}_t}(a, b),\qquad
+      \mathrm{ids}_{t+1} = \mathrm{ids}_t \text{ with every } (a_t, b_t) \text{ replaced by } t,\qquad
+      t = 256, \dots, \mathrm{vocab\_size} - 1,$$
+
+    where $\mathrm{ids}_{256}$ are the text's bytes and $\#_{\mathrm{ids}}(a, b)$ counts the positions where
+    a is followed by b.
 
     Start from ``to_byte_ids(text)``; every round counts every adjacent position (runs overlap), takes the
     most frequent pair (ties: the smallest pair) and merges it left to right without overlap, giving it the
@@ -144,7 +145,7 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     x new y, the counts of (x, a), (a, b) and (b, y) lose one and (x, new) and (new, y) gain one; so keep
     where each pair occurs and visit only the occurrences of the pair being merged. Recounting the whole text
     every round learns the same merges but reads the text once per merge, too slow for the capstone (256
-    merges on half a million bytes, 30 s per call): a check counts the lines of your code that train_bpe runs
+    merges on half a million bytes, 30 s of CPU per call): a check counts the lines of your code that train_bpe runs
     for 256 merges on 10,000 characters of Python's documentation and allows 250 per byte of text (counting
     once and updating runs about 70 to 130; recounting every round about 870).
 
@@ -236,19 +237,13 @@ def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
 def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
     r"""A text's token ids: its UTF-8 bytes, then every merge applied in the order it was learned.
 
-    $$\begin{aligned}
-    &\mathrm{ids} = \mathrm{to\_byte\_ids}(\mathrm{text}); \\
-    &\text{for } ((a, b), t) \text{ in merges, in order}: \\
-    &\quad \mathrm{ids} \leftarrow \mathrm{merge\_pair}(\mathrm{ids}, (a, b), t)
-    \end{aligned}$$
+    $$\mathrm{encode}(\text{text}) = (\mu_K \circ \cdots \circ \mu_1)\bigl(\mathrm{bytes}(\text{text})\bigr),$$
 
-    The order is the list's, the order training learned the merges in, whatever the pairs' counts in this
-    text: a later merge may build on an earlier one's token, never the other way round. Each merge replaces
-    left to right without overlap, as ``merge_pair`` does. Encoding the training text gives the tokens that
+    where $\mu_k$ replaces every occurrence of the $k$-th merge's pair $(a_k, b_k)$ by its id $t_k$, left to
+    right without overlap (as ``merge_pair`` does), and $K$ is the number of merges. The order is the list's,
+    the order training learned the merges in, whatever the pairs' counts in this text: a later merge may build
+    on an earlier one's token, never the other way round. Encoding the training text gives the tokens that
     training ended with.
-
-    (The reference keeps the pairs in a heap ordered by (merge rank, position), so that a long text costs one
-    pass per token rather than one pass per merge; the result is the same.)
 
     Args:
         text: a str.

@@ -1,4 +1,4 @@
-"""No stub hands over the code its learner writes (issue 31, items 1-2: the learner derives).
+r"""No stub hands over the code its learner writes (issue 31, items 1-2: the learner derives).
 
 A stub is what the learner reads before writing: each public function's docstring (the solution's, word for word:
 ``tests/test_sync.py``), the given ``_check_*`` calls and ``raise NotImplementedError("N.k name: nudge (K lines)")``.
@@ -28,6 +28,18 @@ Two checks per chapter, on its ``exercises/`` module:
   ``@`` — is code. Backquoted text that is not Python (``.npz``, ``params/<key>``, ``|i − j|``) is read as prose.
 
 The ``Raises:`` lines are read like the rest: they name what is refused, not how to test for it.
+
+A docstring's maths is a formula, never the body as pseudo-code, and its prose never lists the calls the body
+makes (issue 31: ``encode``, ``train_bpe``, ``choose_next``, ``generate``). So a docstring is also refused for:
+
+- a loop written in its maths: ``\text{for …}`` (or while, repeat, until) whose line ends in a colon, as in
+  ``\text{for } ((a, b), t) \text{ in merges}: \\`` (a quantifier, ``W \leftarrow W - η g \text{ for } W
+  \in \{…\}``, ends in no colon and is maths);
+- one name, or tuple of names, given a value twice in one block of maths (``(z, C) = …`` and again ``(z, C) =
+  …``): steps in order, not a formula; a sequence written with indices (``\mathrm{ids}_{t+1} = …``) is maths;
+- a sentence of prose naming three or more of the learner's functions in double backquotes, chained by "then"
+  at least twice (``softmax_with_temperature``, then ``top_k_filter``, then ``sample_index``): the body's calls
+  in order. Naming a function to say what a value is like (``as merge_pair does``) stays allowed.
 """
 
 from __future__ import annotations
@@ -64,6 +76,8 @@ IN_A_MESSAGE = {
     "a tuple of names (the arguments of a call: `(seq, n_heads, d_head)`)": re.compile(
         r"\((?:\s*[^\W\d]\w*\s*,)+\s*[^\W\d]\w*\s*\)"),
 }
+LOOP_IN_MATHS = re.compile(r"\\text\{\s*(?:for|while|repeat|until)\b[^\n]*:[ \t]*(?:\\\\)?[ \t]*$", re.M)
+STATEMENTS_IN_MATHS = re.compile(r"\\\\|\\qquad|\\quad|;|\\begin\{\w+\*?\}|\\end\{\w+\*?\}")
 IN_A_DOCSTRING = {
     "a keyword argument (`name=value`)": re.compile(r"\b[^\W\d]\w*=(?!=)[^\s=]"),
 }
@@ -171,10 +185,30 @@ def code_in_message(message: str) -> list[str]:
     return found
 
 
-def code_in_docstring(docstring: str) -> list[str]:
-    """What in a public function's docstring is Python or NumPy code (empty: none)."""
+def recipe_in_maths(maths: str) -> list[str]:
+    """A block of maths written as the body's steps: a loop header, or a name given a value twice."""
+    found = [f"a loop written in maths: {m.group(0).strip()!r}" for m in LOOP_IN_MATHS.finditer(maths)]
+    targets = [re.sub(r"\s+|&", "", part.split("=", 1)[0]) for part in STATEMENTS_IN_MATHS.split(maths) if "=" in part]
+    twice = sorted({t for t in targets if t and targets.count(t) > 1})
+    found += [f"one name given a value twice in maths (steps, not a formula): {t!r}" for t in twice]
+    return found
+
+
+def calls_in_order(prose: str) -> list[str]:
+    """Sentences listing three or more of the learner's functions chained by 'then': the body's calls in order."""
     found = []
+    for sentence in re.split(r"(?<=[.;])\s", prose):
+        named = [n for n in re.findall(r"``(\w+)``", sentence) if n in CALLABLE]
+        if len(named) >= 3 and len(re.findall(r"``\w+``[^.;]*?\bthen\b", sentence)) >= 2:
+            found.append(f"the body's calls in order: {' '.join(sentence.split())!r}")
+    return found
+
+
+def code_in_docstring(docstring: str) -> list[str]:
+    """What in a public function's docstring is Python or NumPy code, or the body as a recipe (empty: none)."""
+    found = [item for m in MATHS.finditer(docstring) for item in recipe_in_maths(m.group(0))]
     prose = MATHS.sub(" ", docstring)
+    found += calls_in_order(prose)
     for m in INLINE.finditer(prose):
         verdict = inline_is_code(m.group(1))
         if verdict:
@@ -261,6 +295,16 @@ def test_the_message_rule_reads_code_as_code(text, code):
      False),
     ("$$S = Q K^\\top$$ and $R = Q K^\\top$; C = AB, shape (m, p); y = x + F(x) sends the gradient back.", False),
     ("a ``.npz`` file of ``params/<key>`` entries, ``|i − j|`` hops", False),
+    ("$$\\begin{aligned}\n&\\text{for } ((a, b), t) \\text{ in merges, in order}: \\\\\n"
+     "&\\quad \\mathrm{ids} \\leftarrow \\mathrm{merge\\_pair}(\\mathrm{ids}, (a, b), t)\n\\end{aligned}$$", True),
+    ("$$W \\leftarrow W - \\eta g \\qquad \\text{for } W \\in \\{W_Q, W_K\\}$$", False),
+    ("$$\\begin{gathered}\n(z, C) = \\mathrm{gpt\\_forward}(\\mathrm{prompt}), \\\\\n"
+     "i_n = \\mathrm{choose\\_next}(z_{\\text{last}}, u_n),\\qquad (z, C) = \\mathrm{gpt\\_forward}([i_n], C)\n"
+     "\\end{gathered}$$", True),
+    ("$$\\mathrm{ids}_{t+1} = \\mu_t(\\mathrm{ids}_t),\\qquad \\mathrm{ids}_{256} = \\text{the bytes}$$", False),
+    ("Otherwise: ``softmax_with_temperature``, then ``top_k_filter`` if top_k is given, then ``top_p_filter``\n"
+     "if top_p is given, then ``sample_index`` with u.", True),
+    ("A resumed run (``load_checkpoint``, then ``adamw_step``) continues exactly.", False),
 ])
 def test_the_docstring_rule_reads_code_as_code(text, code):
     """the docstring check finds Python in prose and in double backquotes, and passes maths and names"""

@@ -1,9 +1,9 @@
 """``nox -s worksheet -- 5``: the chapter's worksheet, step by step, with your numbers beside it.
 
-For every step of the answer key: its id and title, the value the worksheet prints, the exact value,
-the value your code gives, and ✓ or ✗. The interactive counterpart of the book's example programs
-that print every intermediate. Your values are the ones the step's test hands to the comparison, so
-this shows exactly what ``nox -s chapter5`` judged.
+For every step of the answer key: its id and title, every input its check gives your code (the data a
+pencil works from), the value the worksheet prints, the exact value, the value your code gives, and ✓ or ✗.
+The interactive counterpart of the book's example programs that print every intermediate. Your values are
+the ones the step's test hands to the comparison, so this shows exactly what ``nox -s chapter5`` judged.
 """
 
 from __future__ import annotations
@@ -35,6 +35,35 @@ def _printed(value) -> str:
     return str(value)
 
 
+def _given(value) -> str:
+    """An input as the key gives it, whole (never cut short: it is the data a pencil works from)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_given(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_given(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, bool) or isinstance(value, str):
+        return repr(value)
+    if isinstance(value, float):  # the shortest repr that reads back the same float, 2 for 2.0
+        return repr(value).removesuffix(".0")
+    return str(value)
+
+
+def given_lines(step) -> list[str]:
+    """Every input the step's check hands to your code, one line each, so the worksheet states all its data.
+
+    ``name = value``; a dict of arrays by its entries, ``name.key = value``, and a list of such dicts by index,
+    ``model.blocks[0].WQ = ...``.
+    """
+    def lines(name, value):
+        if isinstance(value, dict) and any(isinstance(v, (list, dict)) for v in value.values()):
+            return [line for k, v in value.items() for line in lines(f"{name}.{k}", v)]
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value) and any(
+                isinstance(x, (list, dict)) for v in value for x in v.values()):
+            return [line for i, v in enumerate(value) for line in lines(f"{name}[{i}]", v)]
+        return [f"{name} = {_given(value)}"]
+    return [line for name, value in step.inputs.items() for line in lines(name, value)]
+
+
 def step_status(statuses: list[str]) -> str:
     """One status for a step's tests, folded as the chapter view folds several cases of one check."""
     return folded(statuses)
@@ -63,6 +92,7 @@ def lines_for(chapter, results: dict[str, list[dict]], show) -> list[str]:
         matched += value_matches
         whole += status == "passed"
         out.append(f"{STATUS_MARK.get(status, '?')} {step.id:<5} {step.title}")
+        out.extend(f"        given      {line}" for line in given_lines(step))
         if step.printed is not None:
             out.append(f"        worksheet  {_printed(step.printed)}")
         out.append(f"        exact      {show(step.exact)}")

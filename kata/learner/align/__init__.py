@@ -88,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", type=float, default=None, help="grpo: ε of the clipped surrogate (default 0.2)")
     p.add_argument("--experts", type=int, default=None, help="moe: experts per block")
     p.add_argument("--top-k", type=int, default=None, help="moe: experts each token uses")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds one call into your code may take")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds of CPU one call into your code may use")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
 

@@ -36,10 +36,12 @@ run folder (here), the progress (``progress.py``), the figures (``figures.py``).
 
 How your code is called. It is not graded here, so the tool may import it directly, but an endless loop in it
 must not hang the tool silently. So your chapters run in a *child process* that imports them directly and
-does the whole training; this process shows the progress and draws the figures. The child re-arms
-``faulthandler``'s watchdog at least once a second around calls into your code: a call that runs longer than
-``--timeout`` seconds (30 by default) makes it print where it was and exit, and the message names your
-function and its file and line. If the child falls silent anyway, it is ended from here.
+does the whole training; this process shows the progress and draws the figures. The child's watchdog
+(``child.Watchdog``) is armed at every call into your code: a call that uses more than ``--timeout`` seconds of
+CPU (30 by default; waiting for a core on a busy machine does not count, and a call that sleeps or blocks is
+stopped after ``BACKSTOP`` times as long on the clock) makes it print where it was and exit, and the message
+names your function and its file and line, or its notebook and cell when a saved notebook answered it. If
+the child falls silent anyway, it is ended from here.
 
 Why not ``kata.judge.proxy.Worker``, which the judge uses? Every call there sends all ~30 parameter arrays to
 the worker as plain data, checks them for in-place edits and sends the gradients back: measured on the
@@ -157,7 +159,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="", help="the run's folder name under --runs (default: the corpus's name; "
                    "gpt: gpt)")
     p.add_argument("--runs", default="runs", help="where run folders go (default: runs)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds one call into your code may take "
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds of CPU one call into your code may use "
                    "(default 30)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p

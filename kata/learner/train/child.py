@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ... import project
+from ... import learners_code, project
 from ...process import Drain, kill_tree
 from .corpus import TrainError
 from .gradcheck import check_gradients
@@ -31,34 +31,85 @@ from .loop import read_progress, train
 STARTUP = 60.0  # seconds the child may take to import NumPy and your chapter on a cold disk
 
 
-GRACE = 10.0  # seconds past --timeout before the child is ended from here
+GRACE = 10.0  # seconds past the wall-clock backstop before the child is ended from here
+
+
+BACKSTOP = 20  # the wall-clock limit of one call, in multiples of --timeout: for a call that sleeps or blocks
+
+
+POLL = 0.2  # seconds between two looks of the watchdog at the process's CPU time
 
 
 THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
            "NUMEXPR_NUM_THREADS")
 
 
-class Guarded:
-    """Your chapter module, with a watchdog around every call.
+def backstop(timeout: float) -> float:
+    """The wall-clock seconds one call may take whatever its CPU time: ``BACKSTOP`` times ``--timeout``."""
+    return BACKSTOP * timeout
 
-    Past ``timeout`` s the process says where it was and exits (``faulthandler``, which works even while NumPy's
-    C code runs). The watchdog is re-armed at most once a second, so a step pays nothing for it.
+
+class Watchdog:
+    """Stops this process when one call into your code has used more than ``limit`` seconds of CPU.
+
+    The limit is CPU time, not time on the clock: on a busy machine a correct call may wait for a core far
+    longer than it computes (11 s of CPU took 70 s at a load of 23), and must not be stopped for it. A thread
+    reads the process's CPU time (``time.process_time``: every thread's, NumPy's one BLAS thread included)
+    every ``POLL`` s; past ``limit`` s since the call began it writes ``Timeout (used N s of CPU, the limit is
+    L s)!`` and every thread's stack to ``log`` (``faulthandler.dump_traceback``) and ends the process, exit
+    code 1. A call that sleeps or waits uses no CPU: ``faulthandler``'s own watchdog, which runs even while C
+    code holds the interpreter, stops it after ``backstop(limit)`` s on the clock (``Timeout (0:10:00)!``).
+    ``cpu`` reads the CPU time (a test gives its own clock; nothing here reads the machine's load).
     """
 
-    def __init__(self, module, timeout: float, log, beat) -> None:
+    def __init__(self, limit: float, log, cpu=time.process_time, poll: float = POLL) -> None:
         import faulthandler
+        import threading
 
-        self._module, self._timeout, self._log, self._beat = module, timeout, log, beat
+        self.limit, self.log, self.cpu, self.poll = limit, log, cpu, poll
         self._faulthandler = faulthandler
-        self._armed = 0.0
-        self._functions: dict = {}
+        self._began = cpu()
+        self._rearmed = float("-inf")
+        self.arm()
+        threading.Thread(target=self._watch, name="kata-watchdog", daemon=True).start()
 
-    def _arm(self) -> None:
+    def arm(self) -> None:
+        """A call into your code begins: its CPU time counts from now (the clock's backstop re-armed once a second)."""
+        self._began = self.cpu()
         now = time.monotonic()
-        if now - self._armed >= 1.0:
-            self._faulthandler.dump_traceback_later(self._timeout, exit=True, file=self._log)
-            self._armed = now
-            self._beat()
+        if now - self._rearmed >= 1.0:
+            self._faulthandler.dump_traceback_later(backstop(self.limit), exit=True, file=self.log)
+            self._rearmed = now
+
+    def used(self) -> float:
+        """CPU seconds since the current call began."""
+        return self.cpu() - self._began
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(self.poll)
+            used = self.used()
+            if used > self.limit:
+                self.log.write(f"Timeout (used {used:.1f} s of CPU, the limit is {self.limit:g} s)!\n")
+                self.log.flush()
+                self._faulthandler.dump_traceback(file=self.log, all_threads=True)
+                self.log.flush()
+                os._exit(1)
+
+    def cancel(self) -> None:
+        """The work is done: no backstop left to fire while the process ends."""
+        self._faulthandler.cancel_dump_traceback_later()
+
+
+class Guarded:
+    """Your chapter module, with the watchdog (``Watchdog``) armed at every call into it.
+
+    Arming costs a read of the CPU clock; the heartbeat the parent waits for goes at most once a second.
+    """
+
+    def __init__(self, module, watchdog: Watchdog, beat) -> None:
+        self._module, self._watchdog, self._beat = module, watchdog, beat
+        self._functions: dict = {}
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -67,7 +118,8 @@ class Guarded:
             function = getattr(self._module, name)
 
             def call(*args, **kwargs):
-                self._arm()
+                self._watchdog.arm()
+                self._beat()
                 return function(*args, **kwargs)
 
             call.__name__ = name
@@ -80,6 +132,16 @@ def learner_frames(tb, folder: Path) -> list[traceback.FrameSummary]:
     return [f for f in traceback.extract_tb(tb) if Path(f.filename).resolve().is_relative_to(folder)]
 
 
+def place(filename: str, line: int, shown_folder: str) -> str:
+    """A line of the learner's code as they know it: ``exercises/chapter10_transformer.py:42``, or its notebook.
+
+    For a function a saved notebook answered: the notebook, the function and the cell's line
+    (``learners_code.notebook_place``), since the staged copy's line numbers are no line the learner wrote.
+    """
+    return (learners_code.notebook_place(Path(filename), line, project.ROOT)
+            or f"{shown_folder}/{Path(filename).name}:{line}")
+
+
 # What to do once the chapter passes, by what was running.
 VERBS = {"generating": "Generate", "serving": "Serve", "measuring": "Measure"}
 
@@ -88,7 +150,8 @@ def describe(err: BaseException, folder: Path, shown_folder: str, doing: str) ->
     """A learner's exception as one message: what, where in their file, and what to do."""
     frames = learner_frames(err.__traceback__, folder)
     inner = frames[-1]
-    where = f"{shown_folder}/{Path(inner.filename).name}:{inner.lineno} in {inner.name}"
+    where = place(inner.filename, inner.lineno, shown_folder)
+    where += "" if ", in " in where else f" in {inner.name}"
     head = f"{type(err).__name__}: {err}".strip()
     number = project.chapter_number(Path(inner.filename).name) or project.chapter_number(
         Path(frames[0].filename).name) or 10
@@ -132,12 +195,11 @@ def child_main(work=None) -> int:
             send({"event": "beat"})
 
     try:
-        import faulthandler
         import importlib
 
-        faulthandler.dump_traceback_later(job["timeout"], exit=True, file=log)
-        ch = SimpleNamespace(**{key: Guarded(importlib.import_module(f"{folder.name}.{name}"), job["timeout"], log,
-                                             beat) for key, name in job["modules"].items()})
+        watchdog = Watchdog(job["timeout"], log)  # importing your chapters counts as a call
+        ch = SimpleNamespace(**{key: Guarded(importlib.import_module(f"{folder.name}.{name}"), watchdog, beat)
+                                for key, name in job["modules"].items()})
         if work is not None:
             work(ch, job, send, status)
         elif job["mode"] == "generate":
@@ -145,7 +207,7 @@ def child_main(work=None) -> int:
             model.generate(ch, job, send)
         else:
             train_job(model, ch, job, send, status)
-        faulthandler.cancel_dump_traceback_later()
+        watchdog.cancel()
         return 0
     except TrainError as err:
         send({"event": "failed", "message": str(err)})
@@ -231,7 +293,7 @@ class Child:
     def next(self, started: bool) -> dict:
         """The next event; TrainError if the child hung, crashed or fell silent."""
         try:
-            event = self.events.get(timeout=(self.timeout + GRACE) if started else STARTUP + self.timeout)
+            event = self.events.get(timeout=backstop(self.timeout) + (GRACE if started else STARTUP))
         except queue.Empty:
             self.stop()
             raise TrainError(self.hung(silent=True)) from None
@@ -271,17 +333,24 @@ class Child:
         text = self.log_path.read_text(encoding="utf-8", errors="replace")
         folder = Path(self.job["folder"]).resolve()
         if "Timeout (" in text:
-            frames = re.findall(r'File "(.+?)", line (\d+) in (\S+)', text.split("Timeout (", 1)[1])
+            said = text.split("Timeout (", 1)[1]
+            cpu = re.match(r"used ([\d.]+) s of CPU", said)
+            frames = re.findall(r'File "(.+?)", line (\d+) in (\S+)', said)
             mine = [(f, line, fn) for f, line, fn in frames if Path(f).resolve().is_relative_to(folder)]
+            what = (f"a call into your code used {cpu.group(1)} s of CPU without returning (--timeout: "
+                    f"{self.timeout:g} s of CPU)" if cpu else
+                    f"a call into your code did not return within {backstop(self.timeout):g} s on the clock, using "
+                    f"little CPU: is it waiting for something? (the limit is {BACKSTOP} times --timeout)")
             if mine:
                 inner, outer = mine[0], mine[-1]
-                where = f"{self.job['shown_folder']}/{Path(inner[0]).name}:{inner[1]} in {inner[2]}"
+                where = place(inner[0], int(inner[1]), self.job["shown_folder"])
+                where += "" if ", in " in where else f" in {inner[2]}"
                 called = f" (called as {outer[2]})" if outer[2] != inner[2] else ""
-                return (f"your code did not return within {self.timeout:g} s: an endless loop? It was running "
-                        f"{where}{called}. The run was stopped (--timeout sets the limit).")
-            return f"a call did not return within {self.timeout:g} s; the run was stopped.\n{text[-2000:]}"
+                return (f"{what}: an endless loop, or far more work than needed? It was running {where}{called}. "
+                        "The run was stopped.")
+            return f"{what}; the run was stopped.\n{text[-2000:]}"
         if silent:
-            return f"the training process said nothing for {self.timeout + GRACE:g} s and was stopped."
+            return f"the training process said nothing for {backstop(self.timeout) + GRACE:g} s and was stopped."
         tail = "\n".join(text.strip().splitlines()[-15:])
         return f"the training process ended unexpectedly (exit code {self.proc.returncode}):\n{tail}"
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -128,6 +130,30 @@ def test_worksheet_shows_printed_exact_and_your_values(capsys):
         if step.printed is not None:
             assert f"worksheet  {worksheet._printed(step.printed)}" in out
     assert f"{len(chapter.steps)}/{len(chapter.steps)} worksheet values match" in out
+
+
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def test_the_worksheet_states_every_input_of_every_step():
+    """nox -s worksheet -- N states every input of every step, whole: no number is first seen in a failure message
+
+    Each input a step's check hands to the learner's code (the key's ``inputs``, where a step's check takes its data
+    from) is printed in the step's block, ``given  name = value`` (a dict's entries ``name.key``), every number of
+    it in order, never cut short (issue 31: step 13.3's gains g were stated nowhere).
+    """
+    for chapter in project.chapters():
+        blocks = "\n".join(worksheet.lines_for(chapter, {}, str)).split("\n\n")
+        for step in chapter.steps:
+            block = next(b for b in blocks if b.split("\n", 1)[0][2:].startswith(f"{step.id} "))
+            given = [line.split("given", 1)[1].strip() for line in block.splitlines() if line.startswith(" " * 8 + "given")]
+            names = {g.split(" = ", 1)[0].split(".", 1)[0].split("[", 1)[0] for g in given}
+            assert names == set(step.inputs), (step.id, names, sorted(step.inputs))
+            shown = [float(x) for g in given for x in NUMBER.findall(g.split(" = ", 1)[1])]
+            stated = [float(x) for x in NUMBER.findall(json.dumps(step.inputs, ensure_ascii=False))]
+            assert shown == stated, (step.id, given)
+            for text in (v for v in step.inputs.values() if isinstance(v, str)):
+                assert repr(text) in block, (step.id, text)
 
 
 def test_worksheet_on_the_stubs_says_not_started(capsys):

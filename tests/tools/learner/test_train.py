@@ -8,15 +8,22 @@ solutions/ with one planted problem. The full default run is `python benchmarks/
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from kata import learners_code
 from kata.learner import generate, train
+from kata.learner.train import child
 
-from ..conftest import assert_drawn_png, copy_solutions, tool
+from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
 
 STEPS = 1000
 
@@ -133,13 +140,100 @@ def test_a_wrong_dx_is_blamed_on_its_function_not_on_the_first_gradient_it_spoil
 
 
 def test_an_endless_loop_is_stopped_and_named(tmp_path):
-    """a layer_norm that never returns: the run stops after --timeout, naming the function, file and line"""
+    """a layer_norm that never returns: the run stops after --timeout s of CPU, naming the function, file and line"""
     hanging = copy_solutions(tmp_path / "hanging", {"chapter10_transformer": (
         "def layer_norm(x, gamma, beta, eps=1e-5):\n    while True:\n        pass\n")})
-    proc = tool("train", "--impl", str(hanging), "--runs", str(tmp_path / "runs"), "--timeout", "2", timeout=60)
+    proc = tool("train", "--impl", str(hanging), "--runs", str(tmp_path / "runs"), "--timeout", "2", timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert re.search(r"did not return within 2 s: an endless loop\? It was running \S+chapter10_transformer\.py:\d+ "
+    assert re.search(r"a call into your code used [\d.]+ s of CPU without returning \(--timeout: 2 s of CPU\): an "
+                     r"endless loop, or far more work than needed\? It was running \S+chapter10_transformer\.py:\d+ "
                      r"in layer_norm \(called as transformer_loss_and_grads\)", proc.stderr), proc.stderr
+
+
+# -- the watchdog: CPU time, not the clock (issue 31: a correct train_bpe stopped at a load of 23) --------------
+SPIN_IN_THE_NOTEBOOK = "def train_bpe(text, vocab_size):\n    n = 0\n    while True:\n        n += 1\n"
+
+
+def _notebook(cells: list[tuple[str, str]]) -> dict:
+    return {"cells": [{"cell_type": kind, "metadata": {}, "source": text, **(
+        {"outputs": [], "execution_count": None} if kind == "code" else {})} for kind, text in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _watched(script: str, log: Path, path: Path) -> subprocess.CompletedProcess:
+    """Run ``script`` in a fresh Python after ``watchdog = Watchdog(LIMIT, log)`` (``path`` first on sys.path)."""
+    head = (f"import sys, time\nsys.path.insert(0, {str(path)!r})\n"
+            "from kata.learner.train.child import Guarded, Watchdog\n"
+            f"log = open({str(log)!r}, 'a', encoding='utf-8')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-c", head + script], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_a_call_past_its_cpu_limit_is_stopped_and_named_in_the_notebook_it_came_from(tmp_path, monkeypatch):
+    """chapter 14 answered in its notebook, train_bpe spinning: stopped past 0.5 s of CPU, named by notebook and cell
+
+    The staged copy (exercises/ with the notebook's answers appended) has other line numbers than anything the
+    learner wrote: the message names the notebook, the function and the line of its cell, and the CPU it used.
+    """
+    learner = tmp_path / "learner"
+    shutil.copytree(ROOT / "exercises", learner / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    (learner / "notebooks").mkdir()
+    (learner / "notebooks" / "chapter14_bpe.ipynb").write_text(json.dumps(_notebook([
+        ("markdown", "# Byte-pair encoding"), ("code", "import numpy as np"), ("code", SPIN_IN_THE_NOTEBOOK)])),
+        encoding="utf-8")
+    staged = learners_code.write_package(tmp_path / "staged" / "exercises", learner=learner)
+    text = (staged / "chapter14_bpe.py").read_text(encoding="utf-8").splitlines()
+    line = max(i for i, t in enumerate(text, 1) if t.strip() == "n += 1")
+    assert learners_code.notebook_place(staged / "chapter14_bpe.py", line, learner) == (
+        "notebooks/chapter14_bpe.ipynb, in train_bpe (line 4 of the code cell that defines it, cell 3)")
+    assert learners_code.notebook_place(staged / "chapter14_bpe.py", 3, learner) is None  # the file's own line
+
+    log = tmp_path / "child.log"
+    proc = _watched("import importlib\nwatchdog = Watchdog(0.5, log)\n"
+                    "bpe = Guarded(importlib.import_module('exercises.chapter14_bpe'), watchdog, lambda: None)\n"
+                    "bpe.train_bpe('abab', 258)\nprint('returned')\n", log, staged.parent)
+    assert proc.returncode == 1 and "returned" not in proc.stdout, proc.stdout + proc.stderr
+    said = log.read_text(encoding="utf-8")
+    assert re.search(r"Timeout \(used 0\.[5-9]\d* s of CPU|Timeout \(used [1-9]", said), said
+    monkeypatch.setattr(child.project, "ROOT", learner)
+    stand_in = SimpleNamespace(log=log.open("a", encoding="utf-8"), log_path=log, timeout=0.5, proc=None,
+                               job={"folder": str(staged), "shown_folder": "exercises"})
+    try:
+        message = child.Child.hung(stand_in, silent=False)
+    finally:
+        stand_in.log.close()
+    assert re.fullmatch(r"a call into your code used [\d.]+ s of CPU without returning \(--timeout: 0\.5 s of CPU\): "
+                        r"an endless loop, or far more work than needed\? It was running notebooks/chapter14_bpe\.ipynb, "
+                        r"in train_bpe \(line [34] of the code cell that defines it, cell 3\)\. The run was stopped\.",
+                        message), message  # the loop's line 3 or its body's line 4, wherever it was stopped
+
+
+def test_a_call_that_waits_is_not_stopped_by_the_cpu_limit_only_by_the_clocks_backstop(tmp_path):
+    """a call that waits is let be past its CPU limit; one that waits past BACKSTOP times the limit is stopped
+
+    A call sleeping 1.5 s (as one waiting for a core on a busy machine would) under a 0.3 s CPU limit returns; one
+    sleeping past the wall-clock backstop is stopped there, and the message says it used little CPU.
+    """
+    log = tmp_path / "child.log"
+    waits = _watched("watchdog = Watchdog(0.3, log)\nwatchdog.arm()\ntime.sleep(1.5)\nwatchdog.cancel()\n"
+                     "print('returned')\n", log, tmp_path)
+    assert waits.returncode == 0 and waits.stdout.strip() == "returned", waits.stdout + waits.stderr
+    assert "Timeout" not in log.read_text(encoding="utf-8")
+    limit = 1 / child.BACKSTOP  # a backstop of 1 s on the clock
+    blocks = _watched(f"watchdog = Watchdog({limit!r}, log)\nwatchdog.arm()\ntime.sleep(60)\nprint('returned')\n",
+                      log, tmp_path)
+    assert blocks.returncode == 1 and "returned" not in blocks.stdout, blocks.stdout + blocks.stderr
+    said = log.read_text(encoding="utf-8")
+    assert "Timeout (0:00:01)!" in said and "s of CPU" not in said, said
+    stand_in = SimpleNamespace(log=log.open("a", encoding="utf-8"), log_path=log, timeout=limit, proc=None,
+                               job={"folder": str(tmp_path / "none"), "shown_folder": "exercises"})
+    try:
+        message = child.Child.hung(stand_in, silent=False)
+    finally:
+        stand_in.log.close()
+    assert message.startswith("a call into your code did not return within 1 s on the clock, using little CPU"), message
 
 
 def test_the_untouched_stubs_are_told_to_finish_chapter_10_first(tmp_path):
