@@ -30,8 +30,7 @@ def split_heads(X: np.ndarray, n_heads: int) -> np.ndarray:
     $$\mathrm{heads}[h, i, :] = X[i,\ h\,d_{head} : (h+1)\,d_{head}], \qquad d_{head} = d_{model} / n_{heads}$$
 
     Head h owns the columns ``h*d_head`` to ``(h+1)*d_head - 1`` of every position; every head keeps every
-    position. (Cutting each row into n_heads pieces, then moving the head axis to the front, does it; a
-    reshape straight to ``(n_heads, seq, d_head)`` mixes positions and heads.)
+    position.
 
     Args:
         X: one row per position, shape (seq, d_model).
@@ -49,7 +48,7 @@ def split_heads(X: np.ndarray, n_heads: int) -> np.ndarray:
     """
     X = _check_array(X, 2, "split_heads: X (seq, d_model)")
     _check_n_heads(n_heads)
-    raise NotImplementedError("11.1 split_heads: check n_heads divides d_model, then a reshape that cuts each row into n_heads pieces and a transpose that puts the head axis first (4 lines)")
+    raise NotImplementedError("11.1 split_heads: check n_heads divides d_model, then give each head its block of columns, heads first (4 lines)")
 
 
 def merge_heads(H: np.ndarray) -> np.ndarray:

@@ -339,4 +339,18 @@ def audit() -> dict[str, dict]:
             inputs["d_out"] = D_OUT
         steps[sid] = {"inputs": inputs, "exact": step["exact"],
                       "mistakes": {NAMES[(sid, label)]: value for label, value in step["mistakes"].items()}}
+    steps["_page"] = page_table()
     return steps
+
+
+def page_table() -> dict[str, list[str]]:
+    """The page's table of the only exponentials the worksheet needs, row by row: {row label: its numbers}.
+
+    Every scaled score of steps 11.2, 11.3 and 11.5–11.8 is 0, √2 or 2√2 (a query of 2 or 4 against a key
+    of 1, over √2), so with e^0 = 1 these four numbers make every softmax a pencil step. Not part of the key:
+    tests/test_audits.py checks that a page line holds each row's label and numbers, in order.
+    """
+    root2 = math.sqrt(2.0)
+    return {"$x$": [f"{root2:.4f}", f"{2 * root2:.4f}"],
+            "$e^{x}$": [f"{math.exp(root2):.4f}", f"{math.exp(2 * root2):.4f}"],
+            "$e^{-x}$": [f"{math.exp(-root2):.4f}", f"{math.exp(-2 * root2):.4f}"]}

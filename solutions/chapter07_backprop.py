@@ -131,7 +131,8 @@ def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *
     Returns:
         Chapter 5's forward dict (``"X"``, ``"Q"``, ``"K"``, ``"V"``, ``"weights"``, ``"context"``,
         ``"probs"``, …) plus ``"loss"`` (float) and dL/d of each intermediate, each the shape of what it
-        belongs to: ``"dlogits"`` (vocab,); ``"dWO"`` (d_v, vocab); ``"dcontext"`` (d_v,);
+        belongs to: ``"dlogits"`` (vocab,); ``"dWO"`` (d_v, vocab); ``"dcontext"`` (d_v,), a vector
+        like the context (step 7.3 checks ``linear_backward``'s, the context as one row: (1, d_v));
         ``"d_output"`` (seq, d_v), the attention output's, zero except its last row; ``"d_weights"``
         (seq, seq), the attention weights'; ``"d_scores"`` (seq, seq), the scaled scores' Q Kᵀ/√d_k (the
         softmax's input); ``"d_raw_scores"`` (seq, seq), Q Kᵀ's; ``"dQ"``, ``"dK"`` (seq, d_k);

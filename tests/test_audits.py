@@ -5,6 +5,7 @@ compares every input, exact value, printed string and named mistake of the key w
 The comparison itself is shown able to fail on a key with one planted difference of each kind.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,23 @@ def test_the_audit_prints_every_step_of_its_key(chapter):
     assert proc.returncode == 0, proc.stderr
     for step in project.chapter(chapter).steps:
         assert f"[{step.id}]" in proc.stdout, step.id
+
+
+@pytest.mark.parametrize("chapter", [n for n in AUDITS if '"_page"' in AUDITS[n].read_text(encoding="utf-8")],
+                         ids=lambda n: AUDITS[n].stem)
+def test_the_numbers_a_page_gives_for_the_worksheet_are_its_audits(chapter):
+    """an audit's ``_page`` rows (a table the page gives, e.g. chapter 11's exponentials) are on the page as audited
+
+    ``_page`` maps a row's label to its numbers as printed; a line of the chapter's page must hold the label and
+    then those strings in order, so a number the worksheet hands the learner is computed, not typed.
+    """
+    page = (ROOT / project.chapter(chapter).page).read_text(encoding="utf-8").splitlines()
+    missing = []
+    for label, numbers in audit.script(chapter).audit()["_page"].items():
+        pattern = ".*".join(re.escape(part) for part in [label, *numbers])
+        if not any(re.search(pattern, line) for line in page):
+            missing.append(f"{label} {' '.join(numbers)}")
+    assert not missing, f"{project.chapter(chapter).page} lacks the audited rows: {missing}"
 
 
 PLANTED = {  # (what is changed in the key, the difference the comparison must name)

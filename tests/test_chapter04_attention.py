@@ -19,6 +19,9 @@ SNAP = snapshot(CHAPTER)  # tests/snapshots/chapter04.npz: inputs, the reference
 # queries and keys have distinct values: Q @ K is computable and different, so the mistake shows.
 Q_ASYM, K_ASYM, V_ASYM = SNAP["asym/Q"], SNAP["asym/K"], SNAP["asym/V"]
 NOT_TRANSPOSED = "K not transposed (Q @ K instead of Q @ Kᵀ)"
+NO_DIAGONAL = "the diagonal masked: a position that cannot see itself (which triangle, and is its diagonal in it?)"
+SUM_NOT_KEPT = ("the row sums not kept as a column (no keepdims): they broadcast along the row, so each entry is "
+                "divided by another row's sum")
 
 
 # -- the worksheet, step by step -------------------------------------------------------------------
@@ -45,6 +48,15 @@ def test_scaling_by_root_two_turns_the_hundredth_into_0_00707(ch, ws):
 @pytest.mark.step("4.3")
 def test_softmax_gives_b_slightly_more_weight_than_a(ch, ws):
     expect(ws, ch.softmax(ws.input("scores")), kind="array")
+    scores = SNAP["asym/scores"]  # two rows whose exponentials sum differently: a row of the worksheet cannot show
+    close(ch.softmax(scores), SNAP["asym/softmax"],
+          "4.3 softmax of the 2×2 scaled scores of Q and K with distinct entries, row by row",
+          inputs={"scores": scores}, kind="array",
+          mistakes=[(SUM_NOT_KEPT, SNAP["asym/softmax_sum_not_kept"]),
+                    ("the row maxima and the row sums not kept as columns (no keepdims): both broadcast along the "
+                     "row, mixing the rows", SNAP["asym/softmax_nothing_kept"]),
+                    ("softmax over the wrong axis (columns)", SNAP["asym/softmax_columns"]),
+                    ("softmax's sum taken over the wrong axis (down each column)", SNAP["asym/softmax_sum_wrong_axis"])])
 
 
 @pytest.mark.step("4.4")
@@ -147,7 +159,8 @@ def test_causal_mask_is_the_lower_triangle(ch, n):
     got = returned(ch.causal_mask(n), "array", f"causal_mask({n})")
     with check:
         assert got.dtype == bool, f"causal_mask should return booleans (dtype bool), got dtype {got.dtype}"
-    close(got, want, f"causal_mask({n})", mistakes=[("the upper triangle: looking ahead", want.T)])
+    close(got, want, f"causal_mask({n})", mistakes=[("the upper triangle: looking ahead", want.T),
+                                                   (NO_DIAGONAL, want & ~np.eye(n, dtype=bool))])
 
 
 @pytest.mark.parametrize("case", range(SNAP.count("attention")))

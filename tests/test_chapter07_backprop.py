@@ -27,7 +27,11 @@ NUM = {"rtol": 1e-5, "atol": 1e-8}  # central differences are good to about 1e-1
 # -- stored cases (tests/snapshots/chapter07.npz: inputs, central differences of the reference, mistakes) --
 SNAP = snapshot(CHAPTER)
 COLUMNS = "the average taken down each column (axis 0) instead of along each row"
+DIAGONAL_ONLY = ("only the Jacobian's diagonal: each g_i scaled by its own s_i(1 − s_i), the cross terms through the "
+                 "shared sum lost (every s_j depends on every x_i)")
 KEYS_FOR_QUERIES = "the keys where the queries belong: dK built from K itself (which factor of R multiplies K?)"
+DQ_FROM_K_TURNED = ("dQ built from K's transpose: the shapes fit only because K is square here (which way round does "
+                    "K sit in the scores R, and which way does the gradient of their left factor need it?)")
 TRANSPOSED_DQ = "transposed gradient: dR turned the wrong way for dQ (does query i own a row or a column of R?)"
 NO_FIT = ("a transpose missing or misplaced: a product whose shapes do not fit (each gradient is the only product of "
           "the other two matrices that has its own matrix's shape)")
@@ -140,7 +144,11 @@ def test_the_softmax_backward_subtracts_the_weighted_average_of_the_gradient(ch,
         pytest.fail(f"softmax_backward returned shape {got.shape} for probs of shape {s.shape}", pytrace=False)
     implied = g - got / s  # softmax_backward = s * (g - dot), so each entry gives the dot back
     for i in range(len(s)):
-        expect(ws, implied[i], inputs={"probs": s, "dprobs": g, f"dprobs[{i}] − result[{i}] / probs[{i}]": implied[i]})
+        # only the Jacobian's diagonal, g_i s_i (1 − s_i), reads back as g_i − g_i (1 − s_i) = s_i g_i
+        expect(ws, implied[i], inputs={"probs": s, "dprobs": g},
+               derived={"your result, softmax_backward(probs, dprobs)": got,
+                        f"dprobs[{i}] − result[{i}] / probs[{i}], read back from it (the got below)": implied[i]},
+               mistakes=[(DIAGONAL_ONLY, s[i] * g[i])])
 
 
 @pytest.mark.step("7.7")
@@ -168,7 +176,7 @@ def test_dq_moves_only_the_query_of_b(ch, ws):
           **NUM, inputs=ASYM, kind="array",
           mistakes=[("no 1/√d_k in the backward pass", ASYM_M["dQ_unscaled"]),
                     ("multiplied by √d_k ('unscale' taken literally)", ASYM_M["dQ_scaled_up"]),
-                    (TRANSPOSED_DQ, ASYM_M["dQ_transposed"])])
+                    (TRANSPOSED_DQ, ASYM_M["dQ_transposed"]), (DQ_FROM_K_TURNED, ASYM_M["dQ_K_transposed"])])
 
 
 @pytest.mark.step("7.10")

@@ -7,7 +7,8 @@ script defines
 - ``audit() -> {step id: {"exact": value, "mistakes": {the key's mistake name: value}, ...}}``, where a step
   may also give ``"inputs"`` (``{name: value}``: then the key's inputs are exactly those, equal) and
   ``"printed"`` (the worksheet's strings, when they are not ``printed(exact)``); a step id starting with ``_``
-  is the audit's own and not compared;
+  is the audit's own and not compared (``"_page"``, ``{row label: [printed numbers]}``, is a table the page
+  gives the learner: ``tests/test_audits.py`` finds each row on the chapter's page);
 - ``printed(exact)``: the worksheet's strings for an exact value (optional: else ``"printed"`` in every step),
 
 and nothing else: this module loads it by its file and runs it.

@@ -177,7 +177,7 @@ def _recordable(value: Any) -> Any:
 
 
 def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), inputs: dict[str, Any] | None = None,
-           kind: str | None = None) -> None:
+           derived: dict[str, Any] | None = None, kind: str | None = None) -> None:
     """Check ``got`` against the answer key's exact value for ``step``; fail with a teaching message.
 
     Args:
@@ -185,6 +185,8 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
         got: what the implementation returned for the step's inputs.
         mistakes: extra (name, value) pairs, computed in the test, for mistakes the key does not list.
         inputs: the inputs to show, when they are not the step's own ``inputs``.
+        derived: values shown after the inputs, labelled "derived", not "input": what the test worked out
+            from the implementation's own results (a number read back from them, say) before comparing.
         kind: what the docstring promises ``got`` is, checked first: ``"array"``, ``"float"`` or ``"int"``
             (see ``returned``); None for no requirement.
     """
@@ -193,7 +195,7 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
         settings.recorded[step.id] = _recordable(got)
     got = returned(got, kind, f"{step.id} {step.title}")
     if not isinstance(step.exact, np.ndarray):
-        _expect_equal(step, got, inputs)
+        _expect_equal(step, got, inputs, derived)
         return
     arr = _as_array(got)
     rtol, atol = step.rtol, step.atol
@@ -206,6 +208,8 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
     shown_inputs = step.inputs if inputs is None else inputs
     for name, value in shown_inputs.items():
         lines.append(f"  input     {name} = {show(value)}")
+    for name, value in (derived or {}).items():
+        lines.append(f"  derived   {name} = {show(value)}")
     # a count or a distance, or whole numbers given for whole numbers (chapter 14's token ids): no float64
     # label, no tolerance to speak of
     whole = kind == "int" or (arr.dtype.kind in "iu" and step.exact.dtype != bool
@@ -256,12 +260,14 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None) -> None:
+def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None, derived: dict[str, Any] | None) -> None:
     if plain(got) == step.exact:
         return
     lines = [f"{step.id} {step.title}"]
     for name, value in (step.inputs if inputs is None else inputs).items():
         lines.append(f"  input     {name} = {value!r}")
+    for name, value in (derived or {}).items():
+        lines.append(f"  derived   {name} = {value!r}")
     lines.append(f"  expected  {step.exact!r}")
     lines.append(f"  got       {_clip(repr(plain(got)))}")
     mistake = next((m.name for m in step.mistakes if plain(m.value) == plain(got)), None)

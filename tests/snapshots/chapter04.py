@@ -50,4 +50,10 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
     S = Q @ K.T / np.sqrt(2)
     e = np.exp(S - S.max(axis=-1, keepdims=True))  # the max taken along the row, the sum down the column
     put("asym", sum_wrong_axis=(e / e.sum(axis=0, keepdims=True)) @ V)
+    # the softmax of those scaled scores, two rows whose sums differ, and what a sum without keepdims gives:
+    # the (2,) row sums broadcast along the last axis, so entry [i, j] is divided by row j's sum
+    put("asym", scores=S, softmax=s.softmax(S), softmax_sum_not_kept=e / e.sum(axis=-1),
+        softmax_columns=s.softmax(S, axis=0), softmax_sum_wrong_axis=e / e.sum(axis=0, keepdims=True))
+    e = np.exp(S - S.max(axis=-1))  # the max not kept as a column either: row j's max taken from column j
+    put("asym", softmax_nothing_kept=e / e.sum(axis=-1))
     return data

@@ -123,6 +123,7 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
     put("asym_attention", Q=Q, K=K, V=V, weights=A, d_output=G, dQ=numerical_gradient(lambda v: f(Q=v), Q),
         dK=numerical_gradient(lambda v: f(K=v), K), dV=numerical_gradient(lambda v: f(V=v), V),
         mistakes={"dQ_unscaled": dR @ K * np.sqrt(2), "dQ_scaled_up": dR @ K * 2.0, "dQ_transposed": dR.T @ K,
+                  "dQ_K_transposed": dR @ K.T,
                   "dK_unscaled": dR.T @ Q * np.sqrt(2), "dK_transposed": dR @ Q, "dK_keys": dR.T @ K,
                   "dV_transposed": A @ G})
 

@@ -36,3 +36,16 @@ def test_an_error_of_another_type_without_frames_is_still_named():
         raises_clearly(_raising(KeyError("WO"), None), ValueError, names=("WO",))
     said = str(failed.value)
     assert said.startswith("expected ValueError, got KeyError: 'WO'") and "where" not in said, said
+
+
+def test_a_value_worked_out_from_the_result_is_labelled_derived_not_input():
+    """expect(..., derived=...) shows what the test read back from the learner's result as "derived", after the inputs"""
+    from kata import load
+    from kata.judge.checks import expect
+
+    step = load(7).step("7.6")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        expect(step, 0.5, inputs={"probs": [0.5, 0.5]}, derived={"read back": 0.5})
+    lines = str(failed.value).splitlines()
+    assert "  input     probs = [0.5, 0.5]" in lines and "  derived   read back = 0.5" in lines, lines
+    assert lines.index("  derived   read back = 0.5") == lines.index("  input     probs = [0.5, 0.5]") + 1, lines
