@@ -18,6 +18,8 @@ from kata.learner import generate, train
 
 from ..conftest import assert_drawn_png, copy_solutions, tool
 
+pytestmark = pytest.mark.slow  # tool runs (training, seconds each): handed out first under pytest-xdist
+
 STEPS = 1000
 
 
