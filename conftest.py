@@ -10,10 +10,10 @@ the learner's. The rest is the authors' suite's (inert in a chapter run and in t
 - Under pytest-xdist (``-n logical --dist loadgroup``, as ``nox -s selfcheck`` runs it) a test module stays in one
   process, so its fixtures are made once, unless its tests are marked ``spread`` (each case may run in any
   process: they share nothing costly) or name their own ``xdist_group``. Groups holding ``proof`` or ``slow``
-  tests are handed out first (in the order collected), so that no long one starts last while the other
-  processes idle; the quick tests fill in at the end. (pytest-xdist's own ``loadgroup`` renames each test
-  ``…@group`` to say its group, which pytest 9 no longer lets it do: here the workers write each test's group
-  to a file and the scheduler, ``Grouped``, reads it.)
+  tests are handed out first (in the order collected; those of several tests, a module's, before single
+  ones), so that no long one starts last while the other processes idle; the quick tests fill in at the end.
+  (pytest-xdist's own ``loadgroup`` renames each test ``…@group`` to say its group, which pytest 9 no longer
+  lets it do: here the workers write each test's group to a file and the scheduler, ``Grouped``, reads it.)
 - ``proof``: a heavy proof that ``nox -s selfcheck`` leaves to ``nox -s proofs`` (``.ci/run`` runs both).
 """
 
@@ -163,7 +163,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         groups.setdefault(group_of(item), []).append(item)
     heavy = {name for name, members in groups.items()
              if any(i.get_closest_marker("proof") or i.get_closest_marker("slow") for i in members)}
-    items[:] = [i for name in sorted(groups, key=lambda g: g not in heavy) for i in groups[name]]
+    # The heavy groups of several tests first (a module's: a minute of shared fixtures and tool runs, which
+    # started last would keep one process busy while the others idle), then the single heavy tests, the rest.
+    order = {name: (name not in heavy, name in heavy and len(groups[name]) == 1) for name in groups}
+    items[:] = [i for name in sorted(groups, key=order.__getitem__) for i in groups[name]]
     written = {item.nodeid: name for name, members in groups.items() for item in members}
     path = Path(folder) / f"{config.workerinput['workerid']}.json"
     path.with_suffix(".tmp").write_text(json.dumps(written), encoding="utf-8")

@@ -8,8 +8,9 @@ An implementation right only at the worksheet's sizes must earn at most 10 % of 
 Some tricks reach past the worker into the file system or other processes; only a sandbox stops those
 (``SANDBOX_ONLY``). Where bubblewrap is not installed, the report must say so instead (CI installs it).
 
-The attacks are graded all together (sixteen grades, about a minute on two cores): those tests are proofs,
-run by ``nox -s proofs`` (``.ci/run`` runs it), not by ``nox -s selfcheck``.
+The attacks are graded all together (eighteen grades, two at a time, beside the stalling one, which sleeps
+through its minute of budget: about a minute on two cores): those tests are proofs, run by ``nox -s proofs``
+(``.ci/run`` runs it), not by ``nox -s selfcheck``.
 """
 
 from __future__ import annotations
@@ -215,6 +216,7 @@ ATTACKS = {
 
 
 GUARDED = ("tests/test_chapter04_attention.py", "kata/judge/checks.py", "reference/chapter04_attention.toml")
+STALL = "stall until the time budget is spent"
 SANDBOX_ONLY = {"import and return the reference", "write the result stream", "overwrite the course's tests and checks",
                 "read the answer key file", "kill the judge", "a symbolic link to the course's reference"}
 
@@ -244,8 +246,13 @@ def graded(tmp_path_factory):
         return name, _grade(courses[name], impls[name], tmp / f"out-{list(jobs).index(name)}")
 
     before = {relative: (first / relative).read_bytes() for relative in GUARDED}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(pool.map(run, jobs))
+    # The stalling attack's grade sleeps until its budget (60 s) is spent, using no CPU: it starts first, in a
+    # thread of its own, while the others are graded two at a time beside it (started last, it alone made the
+    # fixture a minute longer).
+    with ThreadPoolExecutor(max_workers=1) as sleeper, ThreadPoolExecutor(max_workers=2) as pool:
+        stalled = sleeper.submit(run, STALL)
+        results = dict(pool.map(run, [name for name in jobs if name != STALL]))
+        results.update([stalled.result()])
     return courses, results, before
 
 

@@ -23,6 +23,8 @@ from kata.learner.train.gpt import flat, init_model, shapes
 
 from ..conftest import assert_drawn_png, copy_solutions, tool
 
+pytestmark = pytest.mark.slow  # tool runs (training, seconds each): handed out first under pytest-xdist
+
 TINY = ["--model", "gpt", "--impl", "solutions", "--vocab-size", "260", "--d-model", "8", "--heads", "2",
         "--layers", "1", "--d-ff", "8", "--context", "128", "--batch", "2", "--steps", "4", "--warmup", "1",
         "--eval-every", "4"]

@@ -26,6 +26,8 @@ from kata.learner.train.gpt import flat, init_model, model_arrays
 
 from ..conftest import assert_drawn_png, copy_solutions, tool
 
+pytestmark = pytest.mark.slow  # tool runs (training, seconds each): handed out first under pytest-xdist
+
 CHAPTERS = {13: "chapter13_modern_block", 14: "chapter14_bpe", 15: "chapter15_adamw", 16: "chapter16_sampling",
             21: "chapter21_lora", 23: "chapter23_sft_dpo", 24: "chapter24_grpo"}
 MERGES = [((105, 102), 256), ((256, 32), 257), ((111, 102), 258), ((258, 32), 259)]  # "if", "if ", "of", "of "

@@ -28,6 +28,8 @@ from kata.project import chapter_files
 from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
 from .test_train_gpt import TINY
 
+pytestmark = pytest.mark.slow  # tool runs (training, seconds each): handed out first under pytest-xdist
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):

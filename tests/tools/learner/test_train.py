@@ -25,6 +25,8 @@ from kata.learner.train import child
 
 from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
 
+pytestmark = pytest.mark.slow  # tool runs (training, seconds each): handed out first under pytest-xdist
+
 STEPS = 1000
 
 

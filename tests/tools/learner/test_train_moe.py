@@ -21,6 +21,8 @@ from kata.learner.train import gpt, moe
 
 from ..conftest import ROOT, assert_drawn_png, copy_solutions, tool
 
+pytestmark = pytest.mark.slow  # tool runs (training, seconds each): handed out first under pytest-xdist
+
 TINY = ["--model", "gpt", "--impl", "solutions", "--vocab-size", "260", "--d-model", "8", "--heads", "2",
         "--layers", "2", "--d-ff", "8", "--context", "8", "--batch", "2", "--steps", "20", "--warmup", "2",
         "--eval-every", "10", "--experts", "4", "--top-k", "2"]
