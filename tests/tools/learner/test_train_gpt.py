@@ -140,6 +140,8 @@ def test_ctrl_c_names_the_command_that_resumes_this_run(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        proc.stdout.close()  # on a failure too: left open, they would warn in the next test of this worker
+        proc.stderr.close()
     assert proc.returncode == 130, err[-3000:]
     said = re.search(r"stopped \(Ctrl-C\): the checkpoint of step \d+ is in .*: `(nox -s train -- [^`]*)` continues",
                      err)
