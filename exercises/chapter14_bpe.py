@@ -116,8 +116,9 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     r"""Learn ``vocab_size - 256`` merges from a text: count, merge the most frequent pair, repeat.
 
     $$(a_t, b_t) = \underset{(a, b)}{\arg\max}\ \#_{\mathrm{ids}_t}(a, b),\qquad
-      \mathrm{ids}_{t+1} = \mathrm{ids}_t \text{ with every } (a_t, b_t) \text{ replaced by } t,\qquad
       t = 256, \dots, \mathrm{vocab\_size} - 1,$$
+
+    $$\mathrm{ids}_{t+1} = \mathrm{ids}_t \text{ with every } (a_t, b_t) \text{ replaced by } t,$$
 
     where $\mathrm{ids}_{256}$ are the text's bytes and $\#_{\mathrm{ids}}(a, b)$ counts the positions where
     a is followed by b.
