@@ -110,7 +110,7 @@ def test_ctrl_c_names_the_command_that_resumes_this_run(tmp_path):
     """Ctrl-C (SIGINT to the process group) after an evaluation: exit 130 and the command that resumes this run.
 
     The trainer starts as a terminal's foreground command does, with SIGINT at its default (``AS_IN_A_TERMINAL``):
-    a suite started in the background (``nohup``, ``cmd &`` in a script, some CI runners) hands its processes
+    a suite started as a background job of a non-interactive shell (``cmd &`` in a script) hands its processes
     SIGINT *ignored*, as POSIX says background jobs get it, and a trainer that inherits that rightly keeps on
     (it failed so in 3 of 3 runs started from a background job at load 9: SigIgn 0x…1006, SIGINT and SIGQUIT).
     """
