@@ -277,19 +277,23 @@ class MutantLoop:
     caches (``_trained``…) are put back as they were, so every mutant sees the inputs a fresh run would.
 
     A job's ``tests`` are node ids or test functions' names; without ``tests``, every test collected. With
-    ``"every": true`` all of them run, failing or not, and the job's result carries each test's result as the
-    judge records it (``results``: status, message…, as ``kata.judge.runner`` streams them): what
-    ``tests/test_suite_proves.py`` reads of its planted mistakes.
+    ``"record": true`` the job's result carries each test's result as the judge records it (``results``:
+    status, message…, as ``kata.judge.runner`` streams them), up to the first that failed, erred or timed out
+    (a test whose function is "not started", a cascade of the mistake, does not stop it): what
+    ``tests/test_suite_proves.py`` reads of its planted mistakes. With ``"every": true`` as well, all of them
+    run, failing or not.
     """
 
     def __init__(self, jobs: list[dict]) -> None:
-        self.jobs, self.results, self.failed = jobs, [], None
+        self.jobs, self.results, self.failed, self.caught = jobs, [], None, False
 
     def pytest_runtest_logreport(self, report) -> None:
-        """Remember the first failing report of the current mutant's tests."""
-        if report.failed and self.failed is None:
+        """Remember the first failing report of the current mutant's tests, and whether one has caught it."""
+        if report.failed:
             status = dict(report.user_properties).get("kata_status", "failed")
-            self.failed = (report.nodeid.split("::")[-1], status)
+            self.caught = self.caught or status != "not started"
+            if self.failed is None:
+                self.failed = (report.nodeid.split("::")[-1], status)
 
     def pytest_runtestloop(self, session):
         """Run every mutant's tests; return True so pytest runs nothing else."""
@@ -329,7 +333,7 @@ class MutantLoop:
                     getattr(module, name).bit_generator.state = copy.deepcopy(value)
                 else:
                     setattr(module, name, copy.deepcopy(value))
-            self.failed = None
+            self.failed, self.caught = None, False
             selected = [] if "tests" in job else list(session.items)
             for test in job.get("tests", ()):  # a node id, or a test function's name (every case of it)
                 selected += [items[test]] if test in items else [
@@ -337,13 +341,13 @@ class MutantLoop:
             first = len(state.results)
             for item in selected:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
-                if self.failed is not None and not job.get("every"):
+                if not job.get("every") and (self.caught if job.get("record") else self.failed is not None):
                     break
             status = "survived" if self.failed is None else ("timeout" if self.failed[1] == "timed out" else "killed")
             self.results.append({"name": job["name"], "status": status,
                                  "killed_by": "" if self.failed is None else f"{self.failed[0]} ({self.failed[1]})",
                                  "seconds": time.monotonic() - start})
-            if job.get("every"):
+            if job.get("record") or job.get("every"):
                 self.results[-1]["results"] = [dict(vars(r)) for r in state.results[first:]]
             Path(job["out"]).write_text(json.dumps(self.results), encoding="utf-8")
         return True
