@@ -53,8 +53,9 @@ def test_two_runs_settings_in_one_process_do_not_leak_into_each_other():
         with pytest.raises(pytest.fail.Exception, match="tolerance rtol 1e-12"):
             expect(replace(step, settings=strict), near)
     assert list(strict.recorded) == ["4.3"], "the strict run recorded its value, in its own settings only"
-    assert plugin.snapshot(10).data.keys() == snapshots.load(10).data.keys()
-    assert all(np.array_equal(plugin.snapshot(10)[k], snapshots.load(10)[k]) for k in snapshots.load(10).data), \
+    seen, stored = plugin.snapshot(10), snapshots.load(10)
+    assert seen.data.keys() == stored.data.keys()
+    assert all(np.array_equal(seen[k], stored[k]) for k in stored.data), \
         "outside a run's collection, a test module's snapshot is the stored one"
 
 
