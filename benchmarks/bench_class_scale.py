@@ -117,10 +117,9 @@ def main() -> None:
     parser.add_argument("--chapters", help="grade only these chapters (default: all)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and say where it is")
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="bench-class-scale-"))
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}}
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    try:
+    with class_repos.scratch("bench-class-scale-", args.keep) as base:
         course = class_repos.course_copy(base / "course")
         env["PYTHONPATH"] = str(course)
         counts = build(base / "learners", args.learners)
@@ -164,11 +163,6 @@ def main() -> None:
                                     ("the merged gradebook artifact", merged)):
             print(f"{what:32} {raw / n / 1024:8.1f} KiB per learner ({zipped / n / 1024:7.1f} KiB zipped); "
                   f"{raw / 2**20:8.1f} MiB in all ({zipped / 2**20:.1f} MiB zipped)")
-    finally:
-        if args.keep:
-            print(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

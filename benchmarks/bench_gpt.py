@@ -23,7 +23,6 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VEC
     os.environ.setdefault(_name, "1")  # before NumPy loads: one thread, as nox -s train
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -52,13 +51,8 @@ NEW_TOKENS = 256
 
 
 def chapters(impl: str) -> SimpleNamespace:
-    """The implementation's chapters 11-16 as ``c11`` … ``c16``."""
-    folder = project.impl_folder(impl)
-    if str(folder.parent) not in sys.path:
-        sys.path.insert(0, str(folder.parent))
-    files = project.chapter_files(folder)
-    return SimpleNamespace(**{f"c{n}": importlib.import_module(f"{folder.name}.{files[n].stem}")
-                              for n in range(11, 17) if n in files})
+    """The implementation's chapters 11-16 as ``c11`` … ``c16`` (``project.chapter_module``: a missing one named)."""
+    return SimpleNamespace(**{f"c{n}": project.chapter_module(impl, n) for n in range(11, 17)})
 
 
 def bench_cache(ch, s: GptSettings) -> None:

@@ -14,10 +14,8 @@ Usage: python benchmarks/bench_grade_class.py [--jobs N] [--chapters 1,2,4] [--k
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -50,8 +48,7 @@ def main() -> None:
     parser.add_argument("--chapters", help="grade only these chapters (default: all)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and say where it is")
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="bench-grade-class-"))
-    try:
+    with class_repos.scratch("bench-grade-class-", args.keep) as base:
         course = class_repos.course_copy(base / "course")
         class_repos.build(base / "learners")
         roster, out = base / "learners" / "roster.csv", base / "out"
@@ -68,11 +65,6 @@ def main() -> None:
         print(f"per graded learner (wall, parallel): {min(per):.1f}–{max(per):.1f} s, mean {sum(per) / len(per):.1f} s")
         print(f"second run (nothing changed):       {second:7.2f} s  ({cached} of {len(graded)} from the cache)")
         print(f"ratio second / first:               {100 * second / first:7.1f} %  (target: under 10 %)")
-    finally:
-        if args.keep:
-            print(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

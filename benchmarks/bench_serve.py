@@ -39,7 +39,6 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VEC
     os.environ.setdefault(_name, "1")  # before NumPy loads: one thread, as nox -s train
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -71,12 +70,7 @@ GOAL = 1.5  # speculative decoding must be at least this many times faster
 
 def chapters(impl: str) -> SimpleNamespace:
     """The implementation's chapters 11-20 that serving calls, as ``c11`` … ``c20``."""
-    folder = project.impl_folder(impl)
-    if str(folder.parent) not in sys.path:
-        sys.path.insert(0, str(folder.parent))
-    files = project.chapter_files(folder)
-    return SimpleNamespace(**{key: importlib.import_module(f"{folder.name}.{files[n].stem}")
-                              for key, n in CHAPTERS.items()})
+    return SimpleNamespace(**{key: project.chapter_module(impl, n) for key, n in CHAPTERS.items()})
 
 
 def cached(ch, model: dict, n_heads: int, prompt: list[int], n: int, rng, context: int, temperature: float = 1.0

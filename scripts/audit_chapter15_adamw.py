@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from kata.authoring.audit import four_decimals
+
 # the worksheet's inputs (the page's tables)
 W0 = [0.5, -1.0]  # the two weights before step 1
 G1 = [0.0001, -4.0]  # the gradient of step 1: one tiny, one large
@@ -178,8 +180,4 @@ def audit() -> dict[str, dict]:
 
 def printed(value):
     """How the worksheet prints a value: 4 decimals (a whole number as it is)."""
-    if isinstance(value, list):
-        return [printed(v) for v in value]
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.4f}"
+    return four_decimals(value)

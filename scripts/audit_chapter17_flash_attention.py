@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from kata.authoring.audit import four_decimals
+
 INF = math.inf
 D = 4  # the width of a query: scores are divided by √4 = 2
 TILE = 2
@@ -168,8 +170,4 @@ def audit() -> dict[str, dict]:
 
 def printed(value):
     """How the worksheet prints a value: a whole number as it is, else 4 decimals."""
-    if isinstance(value, list):
-        return [printed(v) for v in value]
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.4f}"
+    return four_decimals(value)

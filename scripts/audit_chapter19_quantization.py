@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from kata.authoring.audit import four_decimals
+
 # the worksheet's inputs (the page's tables)
 W = [[2.5, 127.0], [-31.75, -100.5], [0.625, 90.5], [0.875, -3.5]]  # 19.1-19.4, 19.9: 4 inputs, 2 outputs
 X = [[7.9375, -6.25, 7.9375, 1.0]]  # 19.13-19.14: an activation row, its scale 7.9375 / 127 = 1/16
@@ -200,8 +202,4 @@ def audit() -> dict[str, dict]:
 
 def printed(value):
     """How the worksheet prints a value: a whole number as it is, else as few decimals as it needs (≤ 4)."""
-    if isinstance(value, list):
-        return [printed(v) for v in value]
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.4f}".rstrip("0")
+    return four_decimals(value, zeros=False)

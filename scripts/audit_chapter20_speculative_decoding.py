@@ -15,6 +15,8 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction as F
 
+from kata.authoring.audit import four_decimals
+
 # the worksheet's inputs (the page's tables): a vocabulary of three tokens, rounds of k = 2
 P0 = [F(2, 10), F(5, 10), F(3, 10)]  # the target at the first position (20.1-20.5, row 0 of 20.6-20.8)
 Q0 = [F(5, 10), F(3, 10), F(2, 10)]  # the draft at the first position
@@ -192,8 +194,4 @@ def audit() -> dict[str, dict]:
 
 def printed(value):
     """How the worksheet prints a value: a whole number as it is, else 4 decimals."""
-    if isinstance(value, list):
-        return [printed(v) for v in value]
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.4f}".rstrip("0")
+    return four_decimals(value, zeros=False)

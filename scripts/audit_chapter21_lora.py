@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from fractions import Fraction as F
 
+from kata.authoring.audit import four_decimals
+
 # the worksheet's inputs (the page's tables)
 X = [[F(1), F(2)], [F(0), F(1)]]  # two rows, d_in = 2
 W = [[F(1), F(0)], [F(1), F(1)]]  # the frozen weight (2, 2), not symmetric
@@ -208,8 +210,4 @@ def audit() -> dict[str, dict]:
 
 def printed(value):
     """How the worksheet prints a value: a whole number as it is, else up to 4 decimals."""
-    if isinstance(value, list):
-        return [printed(v) for v in value]
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.4f}".rstrip("0")
+    return four_decimals(value, zeros=False)

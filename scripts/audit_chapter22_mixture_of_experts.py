@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction as F
 
+from kata.authoring.audit import four_decimals
+
 # the worksheet's inputs (the page's tables): four tokens of width 2, three experts, k = 2
 X = [[1, 0], [0, 1], [1, 1], [2, 0]]
 EXP_ROUTER = [[1, 2, 1], [1, 1, 3]]  # e^(W_r): W_r = [[0, ln 2, 0], [0, 0, ln 3]]
@@ -318,8 +320,4 @@ def audit() -> dict[str, dict]:
 
 def printed(value):
     """How the worksheet prints a value: a whole number as it is, else 4 decimals."""
-    if isinstance(value, list):
-        return [printed(v) for v in value]
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.4f}".rstrip("0")
+    return four_decimals(value, zeros=False)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction as F
 
+from kata.authoring.audit import four_decimals
+
 LN2 = math.log(2)
 # the worksheet's inputs (the page's tables), in units of ln 2: a vocabulary of four tokens
 LOGITS = [[2, 0, 1, 0], [1, 2, 0, 0], [0, 2, 1, 0], [2, 0, 0, 1], [0, 0, 1, 2]]  # (seq, vocab) = (5, 4)
@@ -218,8 +220,4 @@ def audit() -> dict[str, dict]:
 
 def printed(value):
     """How the worksheet prints a value: a whole number as it is, else 4 decimals."""
-    if isinstance(value, list):
-        return [printed(v) for v in value]
-    if value == int(value):
-        return str(int(value))
-    return f"{value:.4f}".rstrip("0")
+    return four_decimals(value, zeros=False)

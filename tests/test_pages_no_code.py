@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from kata import project
+from kata import learners_code, project
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
@@ -111,11 +111,7 @@ def python_blocks(page_text: str) -> list[str]:
 
 def learners_functions() -> set[str]:
     """The public functions of every chapter's stubs: what a page may show being called."""
-    names = set()
-    for path in project.chapter_files(ROOT / "exercises").values():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        names |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
-    return names
+    return {name for chapter in project.chapters() for name in learners_code.functions_of(chapter)}
 
 
 class _Computing(ast.NodeVisitor):

@@ -49,7 +49,7 @@ import re
 
 import pytest
 
-from kata import project
+from kata import learners_code, project
 from kata.judge import answer_key
 
 ROOT = answer_key.ROOT
@@ -85,11 +85,7 @@ IN_A_DOCSTRING = {
 
 def _learners_functions() -> set[str]:
     """The public functions of every chapter's stubs: what a docstring may show being called."""
-    names = set()
-    for path in project.chapter_files(ROOT / "exercises").values():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        names |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
-    return names
+    return {name for chapter in project.chapters() for name in learners_code.functions_of(chapter)}
 
 
 CALLABLE = _learners_functions() | CALLABLE_BUILTINS

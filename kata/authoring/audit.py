@@ -9,7 +9,8 @@ script defines
   ``"printed"`` (the worksheet's strings, when they are not ``printed(exact)``); a step id starting with ``_``
   is the audit's own and not compared (``"_page"``, ``{row label: [printed numbers]}``, is a table the page
   gives the learner: ``tests/test_audits.py`` finds each row on the chapter's page);
-- ``printed(exact)``: the worksheet's strings for an exact value (optional: else ``"printed"`` in every step),
+- ``printed(exact)``: the worksheet's strings for an exact value (optional: else ``"printed"`` in every step;
+  ``four_decimals`` below is the usual one),
 
 and nothing else: this module loads it by its file and runs it.
 
@@ -107,6 +108,18 @@ def compare(key: Path, audited: dict[str, dict], printed: Callable | None = None
         problems += [f"{sid}: the key's mistake {name!r} is not audited" for name in mistakes
                      if name not in want["mistakes"]]
     return problems
+
+
+def four_decimals(value, zeros: bool = True):
+    """How most worksheets print a value, for an audit's ``printed``: whole numbers as they are, else 4 decimals.
+
+    ``"3"``, ``"0.2500"`` (with ``zeros=False`` the trailing zeros dropped: ``"0.25"``); a list item by item.
+    """
+    if isinstance(value, list):
+        return [four_decimals(v, zeros) for v in value]
+    if value == int(value):
+        return str(int(value))
+    return f"{value:.4f}" if zeros else f"{value:.4f}".rstrip("0")
 
 
 def printed_problem(sid: str, said, shown) -> str:

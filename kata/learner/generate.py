@@ -60,6 +60,19 @@ def trained_with(run: dict) -> str | None:
     return None if impl in (None, "", "exercises") else str(impl)
 
 
+def chapters(impl: str, run: dict, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
+    """The chapters to generate with (``train.chapters_of``): ``--impl``'s, else the run's, else the learner's work.
+
+    The run's (``trained_with``) may be gone: then the learner's work; a ``TrainError`` when ``--impl`` names none.
+    """
+    try:
+        return train.chapters_of(impl or trained_with(run), wanted)
+    except train.TrainError:
+        if impl:
+            raise
+        return train.chapters_of(None, wanted)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the continued prompt; 0 when done, 1 when your code failed, 2 for a bad run folder or option."""
     args = parser().parse_args(argv)
@@ -81,13 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise train.TrainError(f"--prompt {prompt!r} has characters this model never saw: {unknown} (its "
                                    f"{len(vocab)} characters: {''.join(vocab)!r})")
-        wanted = train.CHAPTER10.generate_chapters
-        try:
-            folder, modules, shown = train.chapters_of(args.impl or trained_with(run), wanted)
-        except train.TrainError:
-            if args.impl:
-                raise
-            folder, modules, shown = train.chapters_of(None, wanted)
+        folder, modules, shown = chapters(args.impl, run, train.CHAPTER10.generate_chapters)
     except train.TrainError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -125,12 +132,7 @@ def _gpt(args, path: Path, arrays: dict) -> int:
         run = json.loads(run_json.read_text(encoding="utf-8")) if run_json.exists() else {}
         prompt = args.prompt or run.get("settings", {}).get("prompt", "") or "A"
         wanted = {**train.GPT.generate_chapters, **(MOE_CHAPTERS if "moe" in model else {})}
-        try:
-            folder, modules, shown = train.chapters_of(args.impl or trained_with(run), wanted)
-        except train.TrainError:
-            if args.impl:
-                raise
-            folder, modules, shown = train.chapters_of(None, wanted)
+        folder, modules, shown = chapters(args.impl, run, wanted)
     except (train.TrainError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

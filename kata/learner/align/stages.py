@@ -236,6 +236,28 @@ def optimise(ch, adapted: Adapted, params: dict, state: dict, full: dict, step: 
     return {k: np.asarray(v, dtype=np.float64) for k, v in new.items()}, state, float(norm)
 
 
+def fine_tune(ch, adapted: Adapted, params: dict, state: dict, s: dict, step_grads, measure, evals: list,
+              send) -> tuple[dict, float, float]:
+    """A stage's training steps; the trained adapters and the steps' seconds, on the clock and on this process's CPU.
+
+    Each of the ``s["steps"]`` steps: ``step_grads(step, params)`` gives the loss and the full gradients,
+    ``optimise`` steps the adapters, a ``step`` event is sent; every ``eval_every`` steps and at the last,
+    ``measure(adapted model, steps done, seconds)`` joins ``evals`` and is sent as an ``eval`` event (not timed).
+    """
+    seconds = cpu = 0.0
+    for step in range(s["steps"]):
+        began, began_cpu = time.perf_counter(), time.process_time()
+        loss, full = step_grads(step, params)
+        params, state, norm = optimise(ch, adapted, params, state, full, step, s)
+        seconds += time.perf_counter() - began
+        cpu += time.process_time() - began_cpu
+        send({"event": "step", "step": step, "loss": loss, "grad_norm": norm})
+        if (step + 1) % s["eval_every"] == 0 or step + 1 == s["steps"]:
+            evals.append(measure(adapted.adapted(params), step + 1, seconds))
+            send({"event": "eval", **evals[-1]})
+    return params, seconds, cpu
+
+
 def zero_grads(model: dict) -> dict:
     """A zero gradient for every parameter (flat names)."""
     return {name: np.zeros_like(a) for name, a in flat(model).items()}
@@ -305,22 +327,16 @@ def stage_lora(ch, job: dict, send, status: dict) -> None:
           "unseen_pairs": len(unseen_items), "trained": adapted.count, "parameters": adapted.total,
           "targets": adapted.targets, **evals[0]})
     status["doing"] = "fine-tuning"
-    seconds = cpu = 0.0  # the training steps' time: on the clock, and of this process on the CPU
-    for step in range(s["steps"]):
-        began, began_cpu = time.perf_counter(), time.process_time()
+
+    def step_grads(step: int, params: dict) -> tuple[float, dict]:
         rng = np.random.default_rng([s["seed"], step])
         picked = rng.choice(len(train_items), size=min(s["batch"], len(train_items)), replace=False)
         batch = [train_items[i] for i in picked]
         model = adapted.adapted(params)
         full = zero_grads(model)
-        loss = sft_loss(ch, model, base, batch, full)
-        params, state, norm = optimise(ch, adapted, params, state, full, step, s)
-        seconds += time.perf_counter() - began
-        cpu += time.process_time() - began_cpu
-        send({"event": "step", "step": step, "loss": loss, "grad_norm": norm})
-        if (step + 1) % s["eval_every"] == 0 or step + 1 == s["steps"]:
-            evals.append(measure(adapted.adapted(params), step + 1, seconds))
-            send({"event": "eval", **evals[-1]})
+        return sft_loss(ch, model, base, batch, full), full
+
+    params, seconds, cpu = fine_tune(ch, adapted, params, state, s, step_grads, measure, evals, send)
     model, merged = adapted.adapted(params), adapted.merged(params)
     gap = max(float(np.max(np.abs(forward(ch, model, base.n_heads, ids)[0] - forward(ch, merged, base.n_heads,
                                                                                       ids)[0])))
@@ -393,9 +409,8 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
           "unseen_pairs": len(unseen_pairs), "trained": adapted.count,
           "parameters": adapted.total, "targets": adapted.targets, **evals[0]})
     status["doing"] = "DPO"
-    seconds = cpu = 0.0  # the training steps' time: on the clock, and of this process on the CPU
-    for step in range(s["steps"]):
-        began, began_cpu = time.perf_counter(), time.process_time()
+
+    def step_grads(step: int, params: dict) -> tuple[float, dict]:
         rng = np.random.default_rng([s["seed"], step])
         picked = rng.choice(len(train), size=min(s["batch"], len(train)), replace=False)
         pairs = [(train_chosen[i], encode_pair(ch, base.merges, train[i][0], rejection(train, i, rng), base.context))
@@ -415,13 +430,9 @@ def stage_dpo(ch, job: dict, send, status: dict) -> None:
             for (ids, plen), (_, logits, keep), d in ((pairs[b][0], scored[b][0], d_c[b]),
                                                       (pairs[b][1], scored[b][1], d_r[b])):
                 add_grad(ch, model, ids, keep, logits, d * response_mask(ch, plen, len(ids)), full)
-        params, state, norm = optimise(ch, adapted, params, state, full, step, s)
-        seconds += time.perf_counter() - began
-        cpu += time.process_time() - began_cpu
-        send({"event": "step", "step": step, "loss": loss, "grad_norm": norm})
-        if (step + 1) % s["eval_every"] == 0 or step + 1 == s["steps"]:
-            evals.append(measure(adapted.adapted(params), step + 1, seconds))
-            send({"event": "eval", **evals[-1]})
+        return loss, full
+
+    params, seconds, cpu = fine_tune(ch, adapted, params, state, s, step_grads, measure, evals, send)
     merged = adapted.merged(params)
     after = [answer(ch, merged, base, q, vocab) for q, _, _ in asked]
     out.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,19 @@
 """A class of learners' git repositories, built from ``solutions/`` and ``exercises/`` for ``grade-class``.
 
-Used by ``tests/tools/grading/test_grade_class.py`` and ``benchmarks/bench_grade_class.py``. Every repository is a
+Used by ``tests/tools/grading/test_grade_class.py``, ``benchmarks/bench_grade_class.py`` and
+``benchmarks/bench_class_scale.py`` (``scratch``: their temporary folder). Every repository is a
 real local git repository with ``exercises/`` (and, for one learner, edited tests, ``conftest.py`` and
 ``grading.toml``), committed at fixed committer dates around ``DEADLINE``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from kata import project
@@ -166,3 +170,16 @@ def course_copy(target: Path) -> Path:
         elif source.is_file():
             shutil.copy2(source, target / part)
     return target
+
+
+@contextlib.contextmanager
+def scratch(prefix: str, keep: bool) -> Iterator[Path]:
+    """A benchmark's temporary folder: removed at the end, or with ``keep`` (``--keep``) kept and named."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield base
+    finally:
+        if keep:
+            print(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
