@@ -13,6 +13,11 @@ the learner has already written. Two checks per chapter page, hints included (th
   function the learner writes (any chapter's) or of ``kata``, ``print`` or another builtin, with plain values as
   arguments (names, numbers, strings, lists, ``np.array(...)``, a subscript by a constant). No arithmetic, no
   comparison, no loop or comprehension, no NumPy or ``math`` function, no method of an array: that is the body.
+- **no formula in NumPy:** no inline code (single backquotes, outside fenced blocks) writes a formula as NumPy
+  or ``math`` code — a call of ``np.``, ``numpy.`` or ``math.`` with arithmetic around it or in its arguments,
+  such as chapter 13's unstable ``x / (1 + np.exp(-x))``, half of ``silu`` shown as the thing to avoid. Say the
+  formula in maths and name the tool in words; a call with plain arguments (``np.load(path)``,
+  ``np.var(x, ddof=1)``: what a common mistake calls) names a tool and stays allowed.
 
 Written by the Part I pages work (chapters 1–10) for every chapter; the Part II pages pass it too.
 """
@@ -37,6 +42,7 @@ SMALLEST = 12  # characters, white space removed: `d_k=K.shape[1]` is a line, `r
 GIVES_SOMETHING = re.compile(r"[-+*/@%<>=\[(]")  # an operator, a call or an index: the line computes something
 ALLOWED_NUMPY = {"array", "asarray"}  # building an input to call a function with is not its body
 MODULES = {"np", "numpy", "math"}
+INLINE_CODE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 
 
 def _flat(text: str) -> str:
@@ -180,6 +186,37 @@ def computing(block: str, callable_names: set[str]) -> list[str]:
     return visitor.found
 
 
+def _calls_a_module(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    root = node.func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in MODULES
+
+
+def _arithmetic(node: ast.AST) -> bool:
+    return isinstance(node, ast.BinOp) or (isinstance(node, ast.UnaryOp) and not isinstance(node.operand, ast.Constant))
+
+
+def numpy_formulas(page_text: str) -> list[str]:
+    """The inline code of a page (fenced blocks aside) that writes a formula in NumPy.
+
+    That is a NumPy or ``math`` call with arithmetic in the same expression (``x / (1 + np.exp(-x))``,
+    ``np.exp(-x)``); a call with plain arguments names a tool and is left alone.
+    """
+    found = []
+    for m in INLINE_CODE.finditer(FENCE.sub("", page_text)):
+        try:
+            tree = ast.parse(m.group(1).strip(), mode="eval")
+        except SyntaxError:
+            continue
+        nodes = list(ast.walk(tree))
+        if any(map(_calls_a_module, nodes)) and any(map(_arithmetic, nodes)):
+            found.append(m.group(1))
+    return found
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.page)
 def test_no_line_of_a_solution_body_is_on_the_page(chapter):
     """no line of a solution function's body on the chapter page (code, inline code, hints), white space aside"""
@@ -207,6 +244,15 @@ def test_python_on_the_page_only_calls_what_the_learner_wrote(chapter):
         + ". A page's code shows how to run things and call what the learner has written; say the rest in maths.")
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.page)
+def test_no_formula_is_written_in_numpy_on_the_page(chapter):
+    """no inline code on the chapter page writes a formula as NumPy code (a NumPy call inside arithmetic)"""
+    found = numpy_formulas((ROOT / chapter.page).read_text(encoding="utf-8"))
+    assert not found, (
+        f"{chapter.page} writes a formula in NumPy, the learner's to write: " + "; ".join(f"`{f}`" for f in found)
+        + ". Give the formula in maths ($...$) and name the NumPy tool in words where it matters.")
+
+
 def test_the_checks_catch_a_handed_over_body():
     """the checks themselves: a copied solution line and a computing block are found, a call and prose are not"""
     solution = ROOT / "solutions" / "chapter04_attention.py"
@@ -221,3 +267,7 @@ def test_the_checks_catch_a_handed_over_body():
     assert computing("for i in range(3):\n    print(i)\n", names), "a loop passes as a call"
     assert computing("S[i, j] = 0\n", names), "an assignment into an array passes as a call"
     assert computing("y = x.sum(axis=0)\n", names), "a method of an array passes as a call"
+    assert numpy_formulas("Written as `x / (1 + np.exp(-x))` it overflows."), "a NumPy formula inline passes"
+    assert numpy_formulas("Here `math.sqrt(a * a + b * b)` is the length."), "a math formula inline passes"
+    assert not numpy_formulas("Not `np.load(path)` with `allow_pickle=True`, nor `np.var(x, ddof=1)`, "
+                              "nor `x + F(x)`.\n\n```python\ny = np.exp(-x)\n```\n"), "a named tool is refused"
