@@ -202,7 +202,8 @@ def _check_distribution(d, name: str) -> np.ndarray:
     d = d.astype(np.float64)
     if d.ndim != 1 or len(d) < 1:
         raise ValueError(f"{name} must be 1-D (vocab,) with at least one entry, got shape {d.shape}")
-    if not (d.min() >= 0 and abs(d.sum() - 1.0) <= 1e-6):  # a NaN fails both, an infinity the sum: see _check_rows
+    # the least entry >= 0 and the sum within 1e-6 of 1: a NaN fails both, an infinity the sum (see _check_rows)
+    if not (d.min() >= 0 and abs(d.sum() - 1.0) <= 1e-6):
         raise ValueError(f"{name} must be a distribution: finite, >= 0 and summing to 1, got {d.tolist()}")
     return d
 
@@ -266,11 +267,13 @@ def _check_step(draft, q, p, us) -> tuple[list[int], np.ndarray, np.ndarray, np.
     u = np.asarray(us)
     if u.ndim != 1 or len(u) != k + 1:
         raise ValueError(f"us must hold k + 1 = {k + 1} draws for {k} draft tokens, got shape {u.shape}")
-    if u.dtype.kind not in "iuf" or not (u.min() >= 0 and u.max() < 1):  # all at once; else name the first bad draw
+    # every draw at once; only when one is not a number in [0, 1) are they walked, to name the first
+    if u.dtype.kind not in "iuf" or not (u.min() >= 0 and u.max() < 1):
         for i, value in enumerate(u):
             if not 0 <= _check_number(value, f"us[{i}]") < 1:
                 raise ValueError(f"us[{i}] = {value!r}: a draw must satisfy 0 <= u < 1")
-    if not (ids.min() >= 0 and ids.max() < q.shape[1] and q[np.arange(k), ids].min() > 0):  # else name the first
+    # every token at once, in range and proposed with a probability > 0; else they are walked, to name the first
+    if not (ids.min() >= 0 and ids.max() < q.shape[1] and q[np.arange(k), ids].min() > 0):
         for i, x in enumerate(ids):
             _check_token(x, q.shape[1], f"draft[{i}]")
             if q[i, x] == 0:
