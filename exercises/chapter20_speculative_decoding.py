@@ -202,9 +202,28 @@ def _check_distribution(d, name: str) -> np.ndarray:
     d = d.astype(np.float64)
     if d.ndim != 1 or len(d) < 1:
         raise ValueError(f"{name} must be 1-D (vocab,) with at least one entry, got shape {d.shape}")
-    if not np.all(np.isfinite(d)) or np.any(d < 0) or abs(d.sum() - 1.0) > 1e-6:
+    # the least entry >= 0 and the sum within 1e-6 of 1: a NaN fails both, an infinity the sum (see _check_rows)
+    if not (d.min() >= 0 and abs(d.sum() - 1.0) <= 1e-6):
         raise ValueError(f"{name} must be a distribution: finite, >= 0 and summing to 1, got {d.tolist()}")
     return d
+
+
+def _check_rows(a: np.ndarray, name: str) -> np.ndarray:
+    """The 2-D array a as float64, after checking every row is a distribution; the first that is not is named.
+
+    Every row at once, in two reductions: the least entry ≥ 0 and each row's sum within 1e-6 of 1 (a NaN makes
+    the least entry and its row's sum NaN, an infinity the sum infinite or NaN, and a comparison with NaN is
+    false, so "finite" needs no test of its own; each row's sum is the one its own ``sum()`` gives: pairwise,
+    along a contiguous row). Only when something is wrong are the rows walked, by ``_check_distribution``, to
+    name the first bad one (``q[2]``) with its message: the refusals of a check row by row, without its Python
+    loop on every call (``nox -s serve`` calls ``speculative_step`` once a round). A subclass of ndarray (a
+    ``np.matrix``, whose rows are 2-D) is walked too.
+    """
+    if type(a) is np.ndarray and a.dtype.kind in "iuf" and a.shape[1] >= 1:
+        rows = a.astype(np.float64, order="C")
+        if rows.min() >= 0 and abs(rows.sum(axis=1) - 1.0).max() <= 1e-6:
+            return rows
+    return np.stack([_check_distribution(row, f"{name}[{i}]") for i, row in enumerate(a)])
 
 
 def _check_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
@@ -244,18 +263,21 @@ def _check_step(draft, q, p, us) -> tuple[list[int], np.ndarray, np.ndarray, np.
                              f"{np.shape(a)}")
     if q.shape[1] != p.shape[1]:
         raise ValueError(f"q {q.shape} and p {p.shape} must have the same vocabulary (columns)")
-    q = np.stack([_check_distribution(row, f"q[{i}]") for i, row in enumerate(q)])
-    p = np.stack([_check_distribution(row, f"p[{i}]") for i, row in enumerate(p)])
+    q, p = _check_rows(q, "q"), _check_rows(p, "p")
     u = np.asarray(us)
     if u.ndim != 1 or len(u) != k + 1:
         raise ValueError(f"us must hold k + 1 = {k + 1} draws for {k} draft tokens, got shape {u.shape}")
-    for i, value in enumerate(u):
-        if not 0 <= _check_number(value, f"us[{i}]") < 1:
-            raise ValueError(f"us[{i}] = {value!r}: a draw must satisfy 0 <= u < 1")
-    for i, x in enumerate(ids):
-        _check_token(x, q.shape[1], f"draft[{i}]")
-        if q[i, x] == 0:
-            raise ValueError(f"draft[{i}] = {x} has probability 0 under q[{i}]: the draft cannot have proposed it")
+    # every draw at once; only when one is not a number in [0, 1) are they walked, to name the first
+    if u.dtype.kind not in "iuf" or not (u.min() >= 0 and u.max() < 1):
+        for i, value in enumerate(u):
+            if not 0 <= _check_number(value, f"us[{i}]") < 1:
+                raise ValueError(f"us[{i}] = {value!r}: a draw must satisfy 0 <= u < 1")
+    # every token at once, in range and proposed with a probability > 0; else they are walked, to name the first
+    if not (ids.min() >= 0 and ids.max() < q.shape[1] and q[np.arange(k), ids].min() > 0):
+        for i, x in enumerate(ids):
+            _check_token(x, q.shape[1], f"draft[{i}]")
+            if q[i, x] == 0:
+                raise ValueError(f"draft[{i}] = {x} has probability 0 under q[{i}]: the draft cannot have proposed it")
     return [int(x) for x in ids], q, p, u.astype(np.float64)
 
 

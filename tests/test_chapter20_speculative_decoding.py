@@ -302,3 +302,20 @@ def test_rounds_that_do_not_fit_are_refused(ch):
     raises_clearly(lambda: step([0, 3], q, p, us), ValueError, "draft[1]")
     zero = np.array([[0.5, 0.5, 0.0], [0.5, 0.3, 0.2]])
     raises_clearly(lambda: step([2, 1], zero, p, us), ValueError, "draft[0]", "q[0]")
+
+
+@pytest.mark.given
+def test_a_round_names_the_first_row_draw_or_token_that_does_not_fit(ch):
+    """each row of q and p, each draw and each draft token is checked, and the first that does not fit is named
+
+    Rows of booleans (one-hot, each summing to 1), rows that each sum to 1/3 (all together 1), draws that are all
+    False, a draw of 1 after a draw of 0 (which is one), a token of probability 0 after one that is not.
+    """
+    q, p, us = np.array([[0.5, 0.3, 0.2]] * 2), np.array([[0.2, 0.5, 0.3]] * 3), [0.1, 0.2, 0.3]
+    step = ch.speculative_step
+    raises_clearly(lambda: step([0, 1], np.eye(3, dtype=bool)[:2], p, us), ValueError, "q[0]")
+    raises_clearly(lambda: step([0, 1], q, np.full((3, 3), 1 / 9), us), ValueError, "p[0]")
+    raises_clearly(lambda: step([0, 1], q, p, [False, False, False]), ValueError, "us[0]")
+    raises_clearly(lambda: step([0, 1], q, p, [0.0, 1.0, 0.3]), ValueError, "us[1]")
+    zero = np.array([[0.5, 0.3, 0.2], [0.5, 0.5, 0.0]])
+    raises_clearly(lambda: step([1, 2], zero, p, us), ValueError, "draft[1]", "q[1]")
