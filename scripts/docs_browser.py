@@ -32,11 +32,13 @@ Exit status 0 when every check passes, 1 otherwise; one line per page.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import functools
 import html.parser
 import http.server
 import json
+import os
 import shutil
 import sys
 import threading
@@ -338,6 +340,31 @@ def chromium_binary() -> str:
              "apt-get install -y chromium")
 
 
+def cores() -> int:
+    """The cores this process may run on (a container's or ``taskset``'s share, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def read_pages(binary: str, pages: list[str], base: str, site: Path, screenshots: Path | None,
+               shoot: str) -> list[tuple[str, list[str], dict]]:
+    """(page, its problems, its counts) for each of ``pages``, read in turn by a browser of its own.
+
+    One browser, with a Playwright of its own, per thread: Playwright's sync API is not to be shared between
+    threads. Chromium draws each page in processes of its own, so two browsers read two pages at once.
+    """
+    done, ids = [], {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=binary, args=list(CHROMIUM_FLAGS), headless=True)
+        try:
+            tab = Tab(browser)
+            for relative in pages:
+                shots = screenshots if relative.startswith(shoot) else None
+                done.append((relative, *check_page(tab, base + relative, base, site, ids, shots, relative)))
+        finally:
+            browser.close()
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
     """Check every page of the site; return 0 when all checks pass, 1 otherwise."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -347,7 +374,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="word to search for from file:// (empty: skip the search check)")
     parser.add_argument("--shoot", default="chapters/",
                         help="screenshot pages whose path starts with this")
+    parser.add_argument("--browsers", type=int, default=cores(),
+                        help="browsers reading the pages side by side (default: one a core, %(default)s)")
     args = parser.parse_args(argv)
+    if args.browsers < 1:
+        parser.error(f"--browsers must be at least 1, got {args.browsers}")
     site = args.site.resolve()
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                    if "assets" not in p.relative_to(site).parts)
@@ -357,40 +388,40 @@ def main(argv: list[str] | None = None) -> int:
         args.screenshots.mkdir(parents=True, exist_ok=True)
         for old in args.screenshots.glob("*.png"):
             old.unlink()
-    failures = 0
-    ids: dict[str, set[str]] = {}
     binary = chromium_binary()
     if sync_playwright is None:
         sys.exit("docs-browser: Playwright for Python is not installed; `nox -s docs-browser` installs it "
                  "(the 'browser' dependency group). Never run `playwright install`: the system's Chromium is used.")
-    with sync_playwright() as playwright, serve(site) as base:
-        browser = playwright.chromium.launch(executable_path=binary, args=list(CHROMIUM_FLAGS), headless=True)
-        try:
-            tab = Tab(browser)
-            for relative in pages:
-                shoot = args.screenshots if relative.startswith(args.shoot) else None
-                problems, stats = check_page(tab, base + relative, base, site, ids,
-                                             shoot, relative)
-                mark = "✗" if problems else "✓"
-                summary = ", ".join(f"{v} {k}" for k, v in stats.items())
-                print(f"{mark} {relative}  ({summary})")
-                for problem in problems:
-                    print(f"    {problem}")
-                failures += bool(problems)
-            checks = len(pages)
-            if args.search:
-                checks += 1
+    failures, checks = 0, len(pages)
+    shares = [pages[k::args.browsers] for k in range(max(1, min(args.browsers, len(pages))))]
+    with serve(site) as base, concurrent.futures.ThreadPoolExecutor(len(shares)) as pool:
+        def read(share: list[str]) -> list[tuple[str, list[str], dict]]:
+            return read_pages(binary, share, base, site, args.screenshots, args.shoot)
+
+        read_all = sorted(page for share in pool.map(read, shares) for page in share)
+    for relative, problems, stats in read_all:  # in the site's order, once every browser is done
+        mark = "✗" if problems else "✓"
+        summary = ", ".join(f"{v} {k}" for k, v in stats.items())
+        print(f"{mark} {relative}  ({summary})")
+        for problem in problems:
+            print(f"    {problem}")
+        failures += bool(problems)
+    if args.search:
+        checks += 1
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=binary, args=list(CHROMIUM_FLAGS), headless=True)
+            try:
+                tab = Tab(browser)
                 problems, hits = check_search_offline(tab, site, args.search)
                 if not hits:  # on a loaded machine the worker can miss the first page load; load it once more
                     print(f"    first try: {'; '.join(problems)}; loading the page again")
                     problems, hits = check_search_offline(tab, site, args.search)
-                print(f"{'✗' if problems else '✓'} search from file:// for "
-                      f"{args.search!r}: {hits} results")
-                for problem in problems:
-                    print(f"    {problem}")
-                failures += bool(problems)
-        finally:
-            browser.close()
+            finally:
+                browser.close()
+        print(f"{'✗' if problems else '✓'} search from file:// for {args.search!r}: {hits} results")
+        for problem in problems:
+            print(f"    {problem}")
+        failures += bool(problems)
     print(f"docs-browser: {checks - failures}/{checks} checks passed"
           + (f"; screenshots in {args.screenshots}" if args.screenshots else ""))
     return 1 if failures else 0
