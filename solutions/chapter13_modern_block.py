@@ -207,11 +207,15 @@ def rope_multi_head_attention(
       + M\right) V_h,\qquad \mathrm{out} = [\mathrm{head}_0, \dots]\, W_O
     \end{gathered}$$
 
-    Chapter 11's attention with chapter 12's rotation inserted: Q and K are cut into heads first
-    (``split_heads``), then each head's d_head-wide queries and keys are rotated (``apply_rope`` with d =
-    d_head, positions 0, 1, …), V is not rotated; the heads attend causally with scale 1/√d_head, and
-    their outputs are put side by side (``merge_heads``) and projected by W_O. Nothing depends on where the
-    sequence starts, only on distances between positions, so there is no ``start``.
+    Chapter 11's causal multi-head attention with chapter 12's rotation on each head's queries and keys.
+    Shapes: Q, K and V are (seq, d_model); head h's slices Q_h, K_h, V_h and its output head_h are
+    (seq, d_head) with d_head = d_model / n_heads; the heads side by side, and out, are (seq, d_model).
+    RoPE turns the d_head-wide rows of Q_h and K_h by their positions 0, 1, … (chapter 12's rotation with
+    d = d_head, so the frequencies are the same in every head): a query and a key then score by their
+    content and the distance between them. V_h is not turned: the values are what is read, not where it
+    is read from. M is the causal mask (−∞ above the diagonal: position i reads only positions j ≤ i), and
+    the scale is 1/√d_head. Nothing depends on where the sequence starts, only on distances between
+    positions, so there is no ``start``.
 
     Args:
         x: the (normalised) input rows, shape (seq, d_model), seq ≥ 1.

@@ -38,8 +38,10 @@ makes (issue 31: ``encode``, ``train_bpe``, ``choose_next``, ``generate``). So a
 - one name, or tuple of names, given a value twice in one block of maths (``(z, C) = …`` and again ``(z, C) =
   …``): steps in order, not a formula; a sequence written with indices (``\mathrm{ids}_{t+1} = …``) is maths;
 - a sentence of prose naming three or more of the learner's functions in double backquotes, chained by "then"
-  at least twice (``softmax_with_temperature``, then ``top_k_filter``, then ``sample_index``): the body's calls
-  in order. Naming a function to say what a value is like (``as merge_pair does``) stays allowed.
+  at least twice (``softmax_with_temperature``, then ``top_k_filter``, then ``sample_index``), or ordered by two
+  or more of "first", "then", "next", "finally" ("cut into heads first (``split_heads``), then rotated
+  (``apply_rope``) … put side by side (``merge_heads``)"): the body's calls in order. Naming a function to say
+  what a value is like (``as merge_pair does``) stays allowed.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ CHAPTERS = answer_key.chapters()
 MODULES = {"np", "numpy", "math"}
 CALLABLE_BUILTINS = {"range", "len"}
 
+ORDER_WORDS = re.compile(r"\b(?:first|then|next|finally)\b", re.I)
 MATHS = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 INLINE = re.compile(r"``(.+?)``", re.S)
 BUDGET = re.compile(r"\((\d+) lines?\b[^()]*\)$")
@@ -195,7 +198,8 @@ def calls_in_order(prose: str) -> list[str]:
     found = []
     for sentence in re.split(r"(?<=[.;])\s", prose):
         named = [n for n in re.findall(r"``(\w+)``", sentence) if n in CALLABLE]
-        if len(named) >= 3 and len(re.findall(r"``\w+``[^.;]*?\bthen\b", sentence)) >= 2:
+        chained = len(re.findall(r"``\w+``[^.;]*?\bthen\b", sentence))
+        if len(named) >= 3 and max(chained, len(ORDER_WORDS.findall(sentence))) >= 2:
             found.append(f"the body's calls in order: {' '.join(sentence.split())!r}")
     return found
 
@@ -301,6 +305,9 @@ def test_the_message_rule_reads_code_as_code(text, code):
     ("Otherwise: ``softmax_with_temperature``, then ``top_k_filter`` if top_k is given, then ``top_p_filter``\n"
      "if top_p is given, then ``sample_index`` with u.", True),
     ("A resumed run (``load_checkpoint``, then ``adamw_step``) continues exactly.", False),
+    ("Q and K are cut into heads first\n(``split_heads``), then each head's queries and keys are rotated (``apply_rope``"
+     "), and\ntheir outputs are put side by side (``merge_heads``) and projected by W_O.", True),
+    ("RoPE turns Q_h and K_h first (as ``apply_rope`` does), like ``split_heads`` and ``merge_heads``.", False),
 ])
 def test_the_docstring_rule_reads_code_as_code(text, code):
     """the docstring check finds Python in prose and in double backquotes, and passes maths and names"""
