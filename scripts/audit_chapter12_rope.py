@@ -82,7 +82,7 @@ def audit() -> dict[str, dict]:
     steps["12.1"] = {"inputs": {"d": D}, "exact": thetas(D, base=DEFAULT_BASE), "mistakes": {
         "the frequency exponent without its factor 2: base^(−i/d)": thetas(D, 1.0, base=DEFAULT_BASE),
         "the frequency exponent with the factor 2 twice: base^(−4i/d) (at d = 4 the same as exponents spaced "
-        "evenly from 0 to 1 with np.linspace: the last pair must stop short of base^(−1))":
+        "evenly from 0 to 1, both ends included: the last pair must stop short of base^(−1))":
             thetas(D, 4.0, base=DEFAULT_BASE),
         "the pair index counted from 1: base^(−2(i+1)/d), so not even the first pair turns at 1":
             thetas(D, first=1, base=DEFAULT_BASE),

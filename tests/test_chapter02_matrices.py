@@ -113,8 +113,8 @@ def test_transpose_returns_a_new_array_not_a_view_of_a(ch):
     with check:
         assert not np.shares_memory(T, A), (
             "transpose returned a view of A, not a new array: writing into the result would change A\n"
-            "  looks like: A.T returned as it is (a view); the docstring promises a new array: copy it, or fill "
-            "a new one")
+            "  looks like: NumPy's transposed view returned as it is (a view); the docstring promises a new "
+            "array: copy it, or fill a new one")
 
 
 def test_matmul_and_transpose_leave_their_inputs_alone(ch):

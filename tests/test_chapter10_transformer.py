@@ -328,8 +328,9 @@ def test_cross_entropy_shifts_each_row_by_its_own_maximum(ch):
         loss, d_logits = ch.cross_entropy(logits, targets)
     except RuntimeWarning as warning:  # NumPy's divide-by-zero or overflow, raised as an error in this suite
         pytest.fail(f"cross_entropy of rows around 1000, 0 and −1000 made NumPy warn: {warning}\n"
-                    "  looks like: shifted by the largest logit of all rows (axis=None): the rows far below it "
-                    "underflow to exp(−2000) = 0; subtract each row's own max (axis=-1, keepdims=True)", pytrace=False)
+                    "  looks like: shifted by the largest logit of all rows (one maximum for the whole array): the rows "
+                    "far below it underflow to exp(−2000) = 0; subtract each row's own maximum, kept as a column so "
+                    "it lines up with its row", pytrace=False)
     close(loss, SNAP.number("cross_entropy_scales/loss"), "cross-entropy of rows around 1000, 0 and −1000", kind="float")
     close(d_logits, SNAP["cross_entropy_scales/d_logits"], "d_logits of rows around 1000, 0 and −1000", kind="array")
 

@@ -85,7 +85,7 @@ def test_frequencies_and_angles_match_the_formula_for_other_widths_bases_and_sta
     close(ch.rope_frequencies(d, base), theta, f"rope_frequencies({d}, base={base})", kind="array",
           mistakes=[(EXPONENT, base ** (-1.0 * i / d)), ("the exponent's pair index counted from 1",
                                                           base ** (-2.0 * (i + 1) / d)),
-                    ("the exponents spaced evenly from 0 to 1 (np.linspace): the last pair must stop short of "
+                    ("the exponents spaced evenly from 0 to 1, both ends included: the last pair must stop short of "
                      "base^(−1)", base ** -np.linspace(0, 1, d // 2)),
                     ("the exponent's sign flipped: base^(+2i/d), frequencies that grow from pair to pair",
                      base ** (2.0 * i / d))])

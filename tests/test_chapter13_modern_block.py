@@ -213,8 +213,9 @@ def test_silu_and_its_backward_are_stable_for_large_inputs(ch):
         slope = ch.silu_backward(x, np.ones(4))
     except RuntimeWarning as warning:  # NumPy's overflow warning, raised as an error in this suite
         pytest.fail(f"silu or silu_backward at ±1000 made NumPy warn: {warning}\n"
-                    "  looks like: e^(−x) overflowed for x = −1000: write σ(x) so that no exp sees a large positive "
-                    "number (np.logaddexp(0, −x) is log(1 + e^(−x)) computed safely)", pytrace=False)
+                    "  looks like: e^(−x) overflowed for x = −1000: write σ(x) so that no exponential sees a large "
+                    "positive number (for x < 0 an equal fraction whose exponent is x itself, or log(1 + e^(−x)) "
+                    "from NumPy's function made for the log of a sum of exponentials)", pytrace=False)
     close(got, SNAP["silu_stable/out"], "silu([−1000, −40, 40, 1000])", kind="array")
     close(slope, SNAP["silu_stable/slope"], "silu_backward([−1000, −40, 40, 1000], ones)", kind="array")
 
