@@ -8,7 +8,10 @@ merge. Encoding the same text replays the 256 merges (the reference: one heap of
 merge). The benchmark checks that the encoding is what training ended with: decode(encode(text)) == text.
 
 Usage: python benchmarks/bench_bpe.py [--impl exercises] [--vocab-size 512]
-This is not a test: it prints numbers and exits 0, whatever they are.
+Without --impl it measures the learner's work in a learner's edition (exercises/ with the saved notebooks'
+answers) and the reference in the authors'. This is not a test: it prints numbers and exits 0, whatever they
+are; an unfinished chapter 14 is refused as ``nox -s train`` refuses one ("chapter 14 is not finished: …"),
+exit 1.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kata import learners_code, project  # noqa: E402
+from kata.learner.train.child import describe, learner_frames  # noqa: E402
 
 
 def corpus() -> str:
@@ -40,15 +44,27 @@ def main(argv: list[str] | None = None) -> int:
                         "else your work: exercises/ with your notebooks' answers)")
     parser.add_argument("--vocab-size", type=int, default=512)
     args = parser.parse_args(argv)
+    impl = project.impl_folder(args.impl)
     bpe = project.chapter_module(args.impl, 14)
+    try:
+        return measure(bpe, args.vocab_size)
+    except Exception as err:  # noqa: BLE001 - the learner's code failed: say where, as the trainer does
+        if not learner_frames(err.__traceback__, impl.resolve()):
+            raise
+        print(describe(err, impl.resolve(), learners_code.shown(impl), "measuring"), file=sys.stderr)
+        return 1
+
+
+def measure(bpe, vocab_size: int) -> int:
+    """Train, encode and decode the corpus once each with chapter 14's module ``bpe``; print the figures."""
     text = corpus()
     n_bytes = len(text.encode("utf-8"))
     print(f"corpus: pydoc_data.topics, {len(text):,} characters, {n_bytes:,} bytes (Python {sys.version.split()[0]})")
 
     start = time.perf_counter()
-    merges = bpe.train_bpe(text, args.vocab_size)
+    merges = bpe.train_bpe(text, vocab_size)
     train_s = time.perf_counter() - start
-    print(f"train_bpe(text, {args.vocab_size}): {len(merges)} merges in {train_s:.2f} s (target: ≤ 60 s)")
+    print(f"train_bpe(text, {vocab_size}): {len(merges)} merges in {train_s:.2f} s (target: ≤ 60 s)")
 
     start = time.perf_counter()
     ids = bpe.encode(text, merges)
