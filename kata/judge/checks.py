@@ -233,10 +233,7 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
     if mistake:
         why = next((m.why for m in step.mistakes if m.name == mistake and m.why), "")
         lines.append(f"  looks like: {mistake}" + (f" — {why}" if why else ""))
-    if step.hints:
-        lines.append(f"  hint      {step.hints[0]}")
-        if len(step.hints) > 1:
-            lines.append(f"            more hints: nox -s hint -- {step.id}")
+    lines += _hint_lines(step)
     chapter = load(step.chapter)
     lines.append(f"  docs      {chapter.page}#{step.anchor}")
     pytest.fail("\n".join(lines), pytrace=False)
@@ -260,6 +257,14 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _hint_lines(step: Step) -> list[str]:
+    """A failing step's first hint, and how to get the others (the notebook rewrites the command as its own)."""
+    if not step.hints:
+        return []
+    more = [f"            more hints: nox -s hint -- {step.id}"] if len(step.hints) > 1 else []
+    return [f"  hint      {step.hints[0]}", *more]
+
+
 def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None, derived: dict[str, Any] | None) -> None:
     if plain(got) == step.exact:
         return
@@ -270,11 +275,10 @@ def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None, derived: 
         lines.append(f"  derived   {name} = {value!r}")
     lines.append(f"  expected  {step.exact!r}")
     lines.append(f"  got       {_clip(repr(plain(got)))}")
-    mistake = next((m.name for m in step.mistakes if plain(m.value) == plain(got)), None)
+    mistake = next((m for m in step.mistakes if plain(m.value) == plain(got)), None)
     if mistake:
-        lines.append(f"  looks like: {mistake}")
-    if step.hints:
-        lines.append(f"  hint      {step.hints[0]}")
+        lines.append(f"  looks like: {mistake.name}" + (f" — {mistake.why}" if mistake.why else ""))
+    lines += _hint_lines(step)
     lines.append(f"  docs      {load(step.chapter).page}#{step.anchor}")
     pytest.fail("\n".join(lines), pytrace=False)
 

@@ -49,3 +49,28 @@ def test_a_value_worked_out_from_the_result_is_labelled_derived_not_input():
     lines = str(failed.value).splitlines()
     assert "  input     probs = [0.5, 0.5]" in lines and "  derived   read back = 0.5" in lines, lines
     assert lines.index("  derived   read back = 0.5") == lines.index("  input     probs = [0.5, 0.5]") + 1, lines
+
+
+@pytest.mark.parametrize(("step_id", "got"), [("14.1", [1, 2, 3]), ("14.2", [[[97, 97], 9]]), ("14.8", "x")])
+def test_every_failing_step_with_hints_says_how_to_get_the_others(step_id, got):
+    """numbers and structured answers alike (chapter 14's lists and strings): the first hint, then the command"""
+    from kata import load
+    from kata.judge.checks import expect
+
+    step = load(14).step(step_id)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        expect(step, got)
+    said = str(failed.value)
+    assert f"  hint      {step.hints[0]}" in said and f"more hints: nox -s hint -- {step_id}" in said, said
+
+
+def test_a_structured_answers_mistake_says_why():
+    """a named mistake of a non-numeric step shows its `why`, as a numeric step's does"""
+    from kata import load
+    from kata.judge.checks import expect
+
+    step = load(14).step("14.2")
+    mistake = next(m for m in step.mistakes if m.why)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        expect(step, mistake.value)
+    assert f"looks like: {mistake.name} — {mistake.why}" in str(failed.value), str(failed.value)
