@@ -172,8 +172,12 @@ def setup_code(chapter) -> str:
     exercise = (ROOT / "exercises" / f"{chapter.module}.py").read_text(encoding="utf-8")
     setup = ["# Run this first: it finds the course folder (the one holding kata/) and imports what the stubs use.",
              "import pathlib", "import sys", "",
-             "sys.path.insert(0, str(next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] "
-             "if (p / \"kata\").is_dir())))", ""]
+             "COURSE = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / \"kata\").is_dir()), "
+             "None)",
+             "if COURSE is None:  # a copy of the notebook outside the course folder",
+             "    raise SystemExit(\"this notebook runs inside the course folder (the one holding kata/): open \"",
+             f"                     \"notebooks/{chapter.module}.ipynb there, with `nox -s lab` in that folder\")",
+             "sys.path.insert(0, str(COURSE))", ""]
     absolute, theirs = [], []
     for node in ast.parse(exercise).body:
         if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):

@@ -10,7 +10,8 @@ the same functions, so the site and the files cannot disagree. Plain Markdown an
 Markers in a page (HTML comments, so a page still reads sensibly without the hook):
 
 - ``<!-- kata:worksheet N -->`` — one row per step: id (the step's anchor), title, the worksheet's
-  printed value, the exact float64 value.
+  printed value, the exact value (headed "exact (float64)" where every step's is a float64 array; "exact" where
+  some are booleans, whole numbers, text or lists: chapter 14's token ids and strings).
 - ``<!-- kata:hints N -->`` — every step's hints, folded, in three layers.
 - ``<!-- kata:errata N -->`` — every erratum and note of chapter N.
 - ``<!-- kata:errata all -->`` — every erratum of every chapter in ``reference/``, each linked to its
@@ -24,6 +25,8 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -52,9 +55,10 @@ def _cell(text: str) -> str:
 
 
 def worksheet(chapter: answer_key.Chapter) -> str:
-    """The worksheet table of a chapter."""
+    """The worksheet table of a chapter; its last column says float64 only when every exact value is one."""
+    floats = all(getattr(s.exact, "dtype", None) == np.float64 for s in chapter.steps)
     rows = [
-        "| step | what | the worksheet prints | exact (float64) |",
+        f"| step | what | the worksheet prints | {'exact (float64)' if floats else 'exact'} |",
         "| --- | --- | --- | --- |",
     ]
     for s in chapter.steps:
