@@ -14,7 +14,7 @@ import pytest
 from pytest_check import check
 
 from kata import close, expect, numerical_gradient, raises_clearly, returned
-from kata.judge.checks import show
+from kata.judge.checks import hint_lines, show
 
 CHAPTER = 17
 RNG = np.random.default_rng(17)
@@ -40,8 +40,8 @@ def state(result, what):
 def no_nan(ws, got):
     """Fail naming the masked-tile mistake when a state holds nan (a nan is no value the answer key can name)."""
     if np.isnan(got).any():
-        pytest.fail(f"{ws.id} {ws.title}\n  expected  {ws.exact.tolist()}\n  got       {got.tolist()}\n"
-                    f"  looks like: {NAN}\n  hint      {ws.hints[0]}", pytrace=False)
+        pytest.fail("\n".join([f"{ws.id} {ws.title}", f"  expected  {ws.exact.tolist()}", f"  got       {got.tolist()}",
+                               f"  looks like: {NAN}", *hint_lines(ws)]), pytrace=False)
 
 
 def pair(result, what):
@@ -71,8 +71,8 @@ def test_a_tile_with_every_score_masked_changes_nothing(ch, ws):
     try:
         first = ch.online_softmax_step(ws.input("m"), ws.input("ell"), ws.input("acc"), ws.input("S1"), ws.input("V1"))
     except RuntimeWarning as err:  # NumPy's "invalid value encountered", raised as an error in a learner's run
-        pytest.fail(f"{ws.id} {ws.title}\n  the masked tile raised RuntimeWarning: {err}\n  looks like: {NAN}\n"
-                    f"  hint      {ws.hints[0]}", pytrace=False)
+        pytest.fail("\n".join([f"{ws.id} {ws.title}", f"  the masked tile raised RuntimeWarning: {err}",
+                               f"  looks like: {NAN}", *hint_lines(ws)]), pytrace=False)
     state(first, "17.3, after the masked tile")
     got = state(ch.online_softmax_step(*first, ws.input("S2"), ws.input("V2")), "17.3")
     no_nan(ws, got)
@@ -90,8 +90,9 @@ def test_causal_attention_in_tiles_of_two_computes_three_of_the_four_tile_pairs(
            f"{LAST_TILE}: position 2 is a tile of its own": [[0, 0]]}
     for name, value in off.items():  # other shapes than the answer's: named here, not by the key
         if got.shape == np.shape(value) and np.array_equal(got, value):
-            pytest.fail(f"{ws.id} {ws.title}\n  input     {what}\n  expected  {show(ws.exact)}  (whole numbers)\n"
-                        f"  got       {show(got)}\n  looks like: {name}\n  hint      {ws.hints[0]}", pytrace=False)
+            pytest.fail("\n".join([f"{ws.id} {ws.title}", f"  input     {what}",
+                                   f"  expected  {show(ws.exact)}  (whole numbers)", f"  got       {show(got)}",
+                                   f"  looks like: {name}", *hint_lines(ws)]), pytrace=False)
     expect(ws, got)
 
 
@@ -123,9 +124,9 @@ def own_key_hidden(ch, ws, got: str) -> None:
     except Exception:  # a probe only: the step's own check says what went wrong
         return
     if S.shape == (2, 2) and np.isneginf(np.diagonal(S)).any():
-        pytest.fail(f"{ws.id} {ws.title}\n  expected  {show(ws.exact)}\n  got       {got}\n"
-                    f"  tile_scores(Q, K, 0, 0, 2, causal=True) = {show(S)}: query 0 sees no key at all\n"
-                    f"  looks like: {DIAGONAL}\n  hint      {ws.hints[0]}", pytrace=False)
+        pytest.fail("\n".join([f"{ws.id} {ws.title}", f"  expected  {show(ws.exact)}", f"  got       {got}",
+                               f"  tile_scores(Q, K, 0, 0, 2, causal=True) = {show(S)}: query 0 sees no key at all",
+                               f"  looks like: {DIAGONAL}", *hint_lines(ws)]), pytrace=False)
 
 
 @pytest.mark.step("17.8")

@@ -15,6 +15,7 @@ import pytest
 from pytest_check import check
 
 from kata import close, expect, raises_clearly, returned
+from kata.judge.checks import hint_lines
 
 CHAPTER = 19
 RNG = np.random.default_rng(19)
@@ -33,9 +34,9 @@ def other_shape(ws, got, shapes):
     got = np.asarray(got)
     for name, shape in shapes.items():
         if got.shape == shape:
-            pytest.fail(f"{ws.id} {ws.title}\n  expected  shape {ws.exact.shape}: {ws.exact.tolist()}\n"
-                        f"  got       shape {got.shape}: {got.tolist()}\n  looks like: {name}\n"
-                        f"  hint      {ws.hints[0]}", pytrace=False)
+            pytest.fail("\n".join([f"{ws.id} {ws.title}", f"  expected  shape {ws.exact.shape}: {ws.exact.tolist()}",
+                                   f"  got       shape {got.shape}: {got.tolist()}", f"  looks like: {name}",
+                                   *hint_lines(ws)]), pytrace=False)
 
 
 def two(result, what, names):

@@ -233,7 +233,7 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
     if mistake:
         why = next((m.why for m in step.mistakes if m.name == mistake and m.why), "")
         lines.append(f"  looks like: {mistake}" + (f" — {why}" if why else ""))
-    lines += _hint_lines(step)
+    lines += hint_lines(step)
     chapter = load(step.chapter)
     lines.append(f"  docs      {chapter.page}#{step.anchor}")
     pytest.fail("\n".join(lines), pytrace=False)
@@ -257,8 +257,12 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _hint_lines(step: Step) -> list[str]:
-    """A failing step's first hint, and how to get the others (the notebook rewrites the command as its own)."""
+def hint_lines(step: Step) -> list[str]:
+    """A failing step's first hint, and how to get the others (the notebook rewrites the command as its own).
+
+    Lines of a failure message: `expect` ends with them, and so does a chapter test that writes a step's failure
+    itself (a mistake the key cannot name), so that every failing step says how to get more hints.
+    """
     if not step.hints:
         return []
     more = [f"            more hints: nox -s hint -- {step.id}"] if len(step.hints) > 1 else []
@@ -278,7 +282,7 @@ def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None, derived: 
     mistake = next((m for m in step.mistakes if plain(m.value) == plain(got)), None)
     if mistake:
         lines.append(f"  looks like: {mistake.name}" + (f" — {mistake.why}" if mistake.why else ""))
-    lines += _hint_lines(step)
+    lines += hint_lines(step)
     lines.append(f"  docs      {load(step.chapter).page}#{step.anchor}")
     pytest.fail("\n".join(lines), pytrace=False)
 

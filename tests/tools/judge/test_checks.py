@@ -74,3 +74,12 @@ def test_a_structured_answers_mistake_says_why():
     with pytest.raises(pytest.fail.Exception) as failed:
         expect(step, mistake.value)
     assert f"looks like: {mistake.name} — {mistake.why}" in str(failed.value), str(failed.value)
+
+
+def test_a_chapter_test_that_writes_a_steps_failure_itself_says_how_to_get_more_hints():
+    """a failure a chapter test writes itself (a mistake the key cannot name) ends with hint_lines, not the first hint alone"""
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parents[2]
+    alone = [p.name for p in sorted(tests.glob("test_chapter*.py")) if "hints[0]" in p.read_text(encoding="utf-8")]
+    assert not alone, f"{alone}: write `*hint_lines(ws)` (kata.judge.checks) instead of the first hint alone"
