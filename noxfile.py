@@ -30,7 +30,7 @@ os.environ.setdefault("UV_SYSTEM_CERTS", "true")
 ROOT = Path(__file__).parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from kata import project  # noqa: E402 - the chapters are found one way (standard library only)
+from kata import process, project  # noqa: E402 - the chapters are found one way (standard library only)
 
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 AUTHORS = (ROOT / "solutions").is_dir()  # the authors' edition; a student edition has no solutions/
@@ -139,14 +139,9 @@ def suite(session: nox.Session, *args: str, python: str = "python") -> None:
     session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
     session.env["PYTHONPYCACHEPREFIX"] = str(ROOT / "build" / "pycache")
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: unset (the prefix keeps the source folders clean)
-    session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", "--given",
-                "-n", str(2 * cores()), "--dist", "loadgroup", "--no-loadscope-reorder", "--durations=15", *args,
+    session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", "--given", "-n",
+                str(2 * process.cores()), "--dist", "loadgroup", "--no-loadscope-reorder", "--durations=15", *args,
                 external=python != "python")  # the 15 slowest named at the end: where the suite's minutes go
-
-
-def cores() -> int:
-    """The cores this process may run on (a container's or ``taskset``'s share, not the machine's count)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @authors_session

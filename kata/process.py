@@ -2,6 +2,7 @@
 
 - ``kill_tree``: end a process and everything it started (it is started in a session of its own).
 - ``process_tree``, ``tree_cpu_seconds``: a child and everything it started, and the CPU time they have used.
+- ``cores``: how many processes the machine lets this one run side by side (the suite's workers, the browsers).
 - ``Drain``: read a child's pipe to its end on a thread, so the child never blocks on a full pipe; keep
   only the last bytes (a flood of prints cannot fill memory) and hand each line to whoever wants it.
 
@@ -19,6 +20,11 @@ from collections import deque
 from collections.abc import Callable
 
 KEEP_OUTPUT = 16_384  # bytes of a child's output a drain keeps
+
+
+def cores() -> int:
+    """The cores this process may run on (a container's or ``taskset``'s share, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def kill_tree(proc: subprocess.Popen, *, wait: bool = True) -> None:

@@ -38,13 +38,17 @@ import functools
 import html.parser
 import http.server
 import json
-import os
 import shutil
 import sys
 import threading
 import time
 import urllib.parse
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from kata import process  # noqa: E402 - standard library only
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -340,11 +344,6 @@ def chromium_binary() -> str:
              "apt-get install -y chromium")
 
 
-def cores() -> int:
-    """The cores this process may run on (a container's or ``taskset``'s share, not the machine's count)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def read_pages(binary: str, pages: list[str], base: str, site: Path, screenshots: Path | None,
                shoot: str) -> list[tuple[str, list[str], dict]]:
     """(page, its problems, its counts) for each of ``pages``, read in turn by a browser of its own.
@@ -374,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="word to search for from file:// (empty: skip the search check)")
     parser.add_argument("--shoot", default="chapters/",
                         help="screenshot pages whose path starts with this")
-    parser.add_argument("--browsers", type=int, default=cores(),
+    parser.add_argument("--browsers", type=int, default=process.cores(),
                         help="browsers reading the pages side by side (default: one a core, %(default)s)")
     args = parser.parse_args(argv)
     if args.browsers < 1:
