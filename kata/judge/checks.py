@@ -233,9 +233,7 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
     if mistake:
         why = next((m.why for m in step.mistakes if m.name == mistake and m.why), "")
         lines.append(f"  looks like: {mistake}" + (f" — {why}" if why else ""))
-    lines += hint_lines(step)
-    chapter = load(step.chapter)
-    lines.append(f"  docs      {chapter.page}#{step.anchor}")
+    lines += footer(step)
     pytest.fail("\n".join(lines), pytrace=False)
 
 
@@ -257,16 +255,19 @@ def plain(value: Any) -> Any:
     return value
 
 
-def hint_lines(step: Step) -> list[str]:
-    """A failing step's first hint, and how to get the others (the notebook rewrites the command as its own).
+DOCS = "  docs      "  # how a failing step's last line starts: its page and anchor
 
-    Lines of a failure message: `expect` ends with them, and so does a chapter test that writes a step's failure
-    itself (a mistake the key cannot name), so that every failing step says how to get more hints.
+
+def footer(step: Step) -> list[str]:
+    """A failing step's last lines: its first hint, how to get the others, and its section of the page.
+
+    `expect` and `close` end with them; the judge adds them to a failure a chapter test wrote itself (a mistake
+    the key cannot name, a warning, a wrong type), so that every failing step ends the same way. The notebook
+    rewrites the hint command as its own.
     """
-    if not step.hints:
-        return []
     more = [f"            more hints: nox -s hint -- {step.id}"] if len(step.hints) > 1 else []
-    return [f"  hint      {step.hints[0]}", *more]
+    first = [f"  hint      {step.hints[0]}", *more] if step.hints else []
+    return [*first, f"{DOCS}{load(step.chapter).page}#{step.anchor}"]
 
 
 def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None, derived: dict[str, Any] | None) -> None:
@@ -282,8 +283,7 @@ def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None, derived: 
     mistake = next((m for m in step.mistakes if plain(m.value) == plain(got)), None)
     if mistake:
         lines.append(f"  looks like: {mistake.name}" + (f" — {mistake.why}" if mistake.why else ""))
-    lines += hint_lines(step)
-    lines.append(f"  docs      {load(step.chapter).page}#{step.anchor}")
+    lines += footer(step)
     pytest.fail("\n".join(lines), pytrace=False)
 
 

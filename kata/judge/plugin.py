@@ -41,7 +41,7 @@ if _wants_a_worker(sys.argv):
     proxy.prestart()  # the worker loads Python and NumPy while this judge loads its own (one less wait)
 
 from . import answer_key, snapshots  # noqa: E402 - after the worker's launch, on purpose
-from .checks import RunSettings  # noqa: E402
+from .checks import DOCS, RunSettings, footer  # noqa: E402
 from .status import blame, folded, function_status  # noqa: E402
 
 if _wants_a_worker(sys.argv):
@@ -437,6 +437,16 @@ def _chapter_of(item: pytest.Item) -> int | None:
 
 
 def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> Result:
+    """A test's result in the course's words; a failed step ends with its hint and page (``checks.footer``)."""
+    result = _described(item, call, report)
+    if result.status == "failed" and result.step and result.chapter is not None and DOCS not in result.message:
+        step = answer_key.load(result.chapter).step(result.step)
+        said = result.message.rstrip("\n").splitlines()
+        result.message = "\n".join([*said, *(line for line in footer(step) if line not in said)])
+    return result
+
+
+def _described(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> Result:
     marker = item.get_closest_marker("step")
     step_id = marker.args[0] if marker else None
     chapter = _chapter_of(item)

@@ -77,9 +77,9 @@ def test_a_structured_answers_mistake_says_why():
 
 
 def test_a_chapter_test_that_writes_a_steps_failure_itself_says_how_to_get_more_hints():
-    """a failure a chapter test writes itself (a mistake the key cannot name) ends with hint_lines, not the first hint alone"""
+    """a failure a chapter test writes itself leaves the hint and the docs line to the judge (`checks.footer`)"""
     from pathlib import Path
 
     tests = Path(__file__).resolve().parents[2]
     alone = [p.name for p in sorted(tests.glob("test_chapter*.py")) if "hints[0]" in p.read_text(encoding="utf-8")]
-    assert not alone, f"{alone}: write `*hint_lines(ws)` (kata.judge.checks) instead of the first hint alone"
+    assert not alone, f"{alone}: leave the hint out: the judge ends every failing step with its hint and page"
