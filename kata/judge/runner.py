@@ -99,7 +99,7 @@ def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), s
 def run_tests(root: Path, files: list[str], *, impl: str, timeout: float, stream_dir: Path,
               extra_paths: list[Path] = (), record_values: bool = False, extra_args: list[str] = (),
               collect_budget: float = 60.0, deadline: float | None = None, hide: list[Path] = (),
-              shown_as: str = "") -> RunResult:
+              shown_as: str = "", warm: bool = False) -> RunResult:
     """Run the tests in ``files`` (relative to ``root``) against ``impl`` until every one has a result.
 
     Args:
@@ -115,6 +115,9 @@ def run_tests(root: Path, files: list[str], *, impl: str, timeout: float, stream
         deadline: a ``time.monotonic()`` after which the run stops and what is left is not run.
         hide: folders the sandboxed worker must not see (the course the grade was started from).
         shown_as: how the learner names the implementation's folder in file:line (``exercises``).
+        warm: ask the warm judge (``kata/judge/warm.py``) to run it, which starts one for the next run when
+            none answers; it runs the usual way where the warm judge is off. For the learner's own checks (a
+            notebook's check cells), never for grading.
 
     Returns:
         The tests found and the result of every one of them.
@@ -126,7 +129,7 @@ def run_tests(root: Path, files: list[str], *, impl: str, timeout: float, stream
         stream = stream_dir / f"stream-{os.getpid()}-{id(run)}-{attempt}.jsonl"
         stream.write_text("", encoding="utf-8")
         cmd = [
-            sys.executable, "-m", "pytest",
+            *([sys.executable, "-S", "-m", "kata.judge.warm", "run"] if warm else [sys.executable, "-m", "pytest"]),
             "-c", str(root / "pyproject.toml"), "--rootdir", str(root),
             "-p", "no:cacheprovider", *stream_options(stream),
             "--capture=no", "-q", "--no-header", "-o", "console_output_style=classic", "--tb=no",

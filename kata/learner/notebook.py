@@ -412,6 +412,7 @@ def run_checks(chapter, package: Path, tests: list[str] | None) -> dict:
     Returns:
         ``{"results": [...], "chapters_not_importing": {chapter: message}}``.
     """
+    from ..judge import warm
     from ..judge.plugin import call_timeout
     from ..judge.runner import run_tests
 
@@ -421,7 +422,7 @@ def run_checks(chapter, package: Path, tests: list[str] | None) -> dict:
     selection = [f"{chapter.test_file}::{t}" for t in tests] if tests else [chapter.test_file]
     with tempfile.TemporaryDirectory(prefix="kata-check-") as scratch:
         run = run_tests(project.ROOT, selection, impl=str(package), timeout=call_timeout(), stream_dir=Path(scratch),
-                        shown_as="notebook")
+                        shown_as="notebook", warm=warm.enabled())
     if not run.results:
         said = run.problems + [e["message"] for e in run.collect_errors]
         raise RuntimeError("the checks did not run:\n" + ("\n".join(said) or run.output_tail)[-2000:])

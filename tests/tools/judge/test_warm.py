@@ -227,3 +227,26 @@ def test_kata_warm_0_stops_one_that_runs(course):
         assert time.monotonic() < deadline, course.log()
         time.sleep(0.1)
     assert course.socket() is None
+
+
+@pytest.mark.parametrize("impl", ["solutions", "loops"])
+def test_a_notebooks_check_asks_the_warm_judge_and_gets_the_cold_runs_results(course, impl, monkeypatch, tmp_path):
+    """``run_tests(warm=True)`` (a notebook's check cell): the warm judge takes it, every result as the cold run's"""
+    from kata.judge.runner import run_tests
+
+    for name, value in course.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    runs = {}
+    for way in ("cold", "first", "warm"):
+        if way == "warm":
+            course.wait_warm()
+            checks = course.log().count(": pytest ")
+        (tmp_path / way).mkdir()
+        run = run_tests(course.root, ["tests/test_chapter01_sequences.py"], impl=impl, timeout=2.0,
+                        stream_dir=tmp_path / way, warm=way != "cold")
+        runs[way] = {n: (r["status"], r["message"]) for n, r in run.results.items()}
+    assert course.log().count(": pytest ") == checks + 1, f"the warm judge did not take the check:\n{course.log()}"
+    assert runs["cold"] and runs["warm"] == runs["first"] == runs["cold"]
+    assert {s for s, _ in runs["cold"].values()} == ({"passed"} if impl == "solutions" else {"passed", "timed out"})

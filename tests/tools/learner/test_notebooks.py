@@ -13,7 +13,8 @@
 - The saved notebooks' answers are graded like files (``python -m kata notebook-answers``, then ``--impl``).
 
 The executions are slow (a kernel per notebook and a pytest run per check cell: about 0.7 s a check cell on
-two cores). The two that execute every chapter's notebook whole (stubs, then solutions: 32 notebooks, about
+two cores, about a third of that when a warm judge answers, as the two proofs below let it: a learner's
+JupyterLab does the same). The two that execute every chapter's notebook whole (stubs, then solutions: 32 notebooks, about
 half of selfcheck's time) are marked ``proof``: `nox -s proofs` runs them (`.ci/run` runs it), and
 `nox -s selfcheck -- --chapter N` runs chapter N's. The others are marked slow and stay in selfcheck.
 """
@@ -28,7 +29,10 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -132,9 +136,33 @@ def test_a_check_belongs_to_the_chapter_function_it_calls_never_to_a_method_of_t
     assert title.startswith("train_bpe"), f"nox -s chapter14 shows the check as {title!r}: name train_bpe first"
 
 
+@pytest.fixture(scope="session")
+def warm_runtime():
+    """A private runtime folder for the warm judges the notebook proofs start; their sockets go at the end.
+
+    A warm judge whose socket is gone stops within a second (``kata/judge/warm.py``).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="kata-warm-"))  # short: a socket's path holds at most 107 bytes
+    yield folder
+    for socket in folder.glob("kata/*.sock"):
+        socket.unlink(missing_ok=True)
+    time.sleep(1.5)  # a warm judge checks its socket every second: gone, it ends and closes its log
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def warm_checks(warm_runtime, monkeypatch):
+    """Check cells answered by a warm judge, as in a learner's JupyterLab (the suite switches it off elsewhere).
+
+    Off in CI, as everywhere (``warm.enabled``); the cold way is proved by the other notebook tests.
+    """
+    monkeypatch.setenv("KATA_WARM", "1")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(warm_runtime))
+
+
 @pytest.mark.proof
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
-def test_with_the_stubs_every_check_cell_says_not_started(chapter):
+def test_with_the_stubs_every_check_cell_says_not_started(chapter, warm_checks):
     """run headless as saved: every step and check of every check cell is 'not started', shown as HTML too"""
     outputs = check_outputs(execute(_notebook(chapter)))
     assert len(outputs) == len(_scripts_notebooks().stubs(chapter)) + 1
@@ -147,7 +175,7 @@ def test_with_the_stubs_every_check_cell_says_not_started(chapter):
 
 @pytest.mark.proof
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
-def test_with_the_solutions_pasted_in_every_check_cell_passes(chapter, tmp_path, monkeypatch):
+def test_with_the_solutions_pasted_in_every_check_cell_passes(chapter, tmp_path, monkeypatch, warm_checks):
     """the solutions pasted into the stub cells (earlier chapters solved): every check cell reports all passed"""
     monkeypatch.setenv("KATA_EXERCISES", str(solved_before(chapter.number, tmp_path / "exercises")))
     outputs = check_outputs(execute(solved(_notebook(chapter), chapter.module)))
