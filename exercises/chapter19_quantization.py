@@ -66,7 +66,7 @@ def absmax_scale(W: np.ndarray, bits: int = 8, per_channel: bool = False):
     W = _check_matrix(W, "W")
     _check_bits(bits)
     _check_flag(per_channel, "per_channel")
-    raise NotImplementedError("19.1 absmax_scale: the largest magnitude of W (over every entry or down each column) over 2ᵇ⁻¹ − 1 the largest integer of b bits, 1 where that magnitude is 0 (2 lines)")
+    raise NotImplementedError("19.1 absmax_scale: the largest magnitude of W (over every entry or down each column) over the largest integer of b bits, 2ᵇ⁻¹ − 1 (1 where that magnitude is 0) (2 lines)")
 
 
 def quantize_symmetric(x: np.ndarray, scale, bits: int = 8) -> np.ndarray:

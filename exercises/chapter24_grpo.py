@@ -61,7 +61,7 @@ def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-4) ->
     See docs: chapter 24, steps 24.1 and 24.2.
     """
     rewards, eps = _check_rewards(rewards, group_size, eps)
-    raise NotImplementedError("24.1 group_advantages: each reward less its group's mean over that group's population standard deviation (ddof 0) plus ε, refusing a batch that is not whole groups by naming group_size (5 lines)")
+    raise NotImplementedError("24.1 group_advantages: each reward's distance from its group's mean in units of the group's population standard deviation (ddof 0) plus ε, refusing a batch that is not whole groups by naming group_size (5 lines)")
 
 
 def clipped_surrogate(logp: np.ndarray, logp_old: np.ndarray, advantages: np.ndarray,
