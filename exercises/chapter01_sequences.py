@@ -24,7 +24,7 @@ def encode(text: str) -> list[int]:
     See docs: chapter 1, step 1.1.
     """
     _check_tokens(text)
-    raise NotImplementedError("1.1 encode: split on white space, look each token up in VOCAB (4 lines)")
+    raise NotImplementedError("1.1 encode: the VOCAB id of each white-space-separated token (4 lines)")
 
 
 def decode(ids: list[int]) -> str:
@@ -43,7 +43,7 @@ def decode(ids: list[int]) -> str:
     See docs: chapter 1, step 1.2.
     """
     _check_ids(ids)
-    raise NotImplementedError("1.2 decode: look each id up in VOCAB, then join the words with single spaces (4 lines)")
+    raise NotImplementedError("1.2 decode: the words of the ids, joined by single spaces (4 lines)")
 
 
 def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
@@ -60,7 +60,7 @@ def next_token_examples(ids: list[int]) -> list[tuple[list[int], int]]:
 
     See docs: chapter 1, step 1.3.
     """
-    raise NotImplementedError("1.3 next_token_examples: for each k from 1, the first k ids as the context and the id at position k as the target (1 line)")
+    raise NotImplementedError("1.3 next_token_examples: one example per position from 1 on, its context every id before it and its target the id there (1 line)")
 
 
 def rnn_distance(i: int, j: int) -> int:
@@ -120,7 +120,7 @@ def causal_pair_count(n: int) -> int:
     See docs: chapter 1, step 1.6.
     """
     _check_count(n)
-    raise NotImplementedError("1.6 causal_pair_count: position i scores i + 1 keys; add them up (1 line)")
+    raise NotImplementedError("1.6 causal_pair_count: the sum over every position i of the i + 1 keys it scores (1 line)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -41,7 +41,7 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """
     A = _check_matrix("A", A)
     B = _check_matrix("B", B)
-    raise NotImplementedError("2.1 matmul: check A's columns match B's rows, then three nested loops: entry i, j of C adds up row i of A times column j of B, term by term (9 lines)")
+    raise NotImplementedError("2.1 matmul: the product AB by hand with entry ij the sum of row i of A times column j of B, refusing A's columns that do not match B's rows (9 lines)")
 
 
 def transpose(A: np.ndarray) -> np.ndarray:
@@ -61,7 +61,7 @@ def transpose(A: np.ndarray) -> np.ndarray:
     See docs: chapter 2, step 2.6.
     """
     A = _check_matrix("A", A)
-    raise NotImplementedError("2.6 transpose: two loops; row i of A becomes column i of the result (5 lines)")
+    raise NotImplementedError("2.6 transpose: Aᵀ by hand, row i of A becoming column i (5 lines)")
 
 
 def dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -82,7 +82,7 @@ def dot(a: np.ndarray, b: np.ndarray) -> float:
     See docs: chapter 2, steps 2.3–2.5.
     """
     a, b = _check_vectors(a, b)
-    raise NotImplementedError("2.3 dot: multiply the entries pairwise and add the products up (4 lines)")
+    raise NotImplementedError("2.3 dot: the sum of the pairwise products of the entries (4 lines)")
 
 
 def matmul_backward(A: np.ndarray, B: np.ndarray, dC: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +133,7 @@ def numerical_gradient(f: Callable[[np.ndarray], float], X: np.ndarray, eps: flo
 
     See docs: chapter 2, step 2.9.
     """
-    raise NotImplementedError("2.9 numerical_gradient: nudge each entry by ±eps, the difference of f between the two nudges over 2 eps, then put the entry back (12 lines)")
+    raise NotImplementedError("2.9 numerical_gradient: each entry's central difference (f at +eps − f at −eps) / 2 eps, with x given back unchanged (12 lines)")
 
 
 def _check_vectors(a, b) -> tuple[np.ndarray, np.ndarray]:

@@ -71,7 +71,7 @@ def embed(ids: list[int], table: np.ndarray) -> np.ndarray:
     """
     table = _check_table(table)
     ids = _check_whole_ids(ids)
-    raise NotImplementedError("3.2 embed: check the ids yourself (NumPy would accept −1), then pick each id's row of the table (5 lines)")
+    raise NotImplementedError("3.2 embed: each id's row of the table, with ids outside the vocabulary refused by you (NumPy would accept −1) (5 lines)")
 
 
 def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.ndarray:
@@ -96,7 +96,7 @@ def embedding_backward(ids: list[int], d_X: np.ndarray, vocab_size: int) -> np.n
     """
     arr = _check_ids(ids, vocab_size)  # noqa: F841 - yours to use
     d_X = _check_rows_per_id(d_X, len(arr))
-    raise NotImplementedError("3.6 embedding_backward: add each d_X row into its token row; repeats must add up (3 lines)")
+    raise NotImplementedError("3.6 embedding_backward: the table's gradient, each token row the sum of the d_X rows of every position holding it (repeats add up) (3 lines)")
 
 
 def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:

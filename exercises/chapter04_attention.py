@@ -37,7 +37,7 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     See docs: chapter 4, step 4.3.
     """
     x = _check_scores(x, axis)
-    raise NotImplementedError("4.3 softmax: subtract the max along axis, exponentiate, divide by the sum (3 lines)")
+    raise NotImplementedError("4.3 softmax: the probabilities along axis, safe for scores of 1000 (3 lines)")
 
 
 def raw_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
@@ -100,7 +100,7 @@ def causal_mask(n: int) -> np.ndarray:
     See docs: chapter 4, step 4.5.
     """
     _check_positions(n)
-    raise NotImplementedError("4.5 causal_mask: True on and below the diagonal — a lower triangle of ones, as booleans (1 line)")
+    raise NotImplementedError("4.5 causal_mask: a boolean lower triangle, True on and below the diagonal (1 line)")
 
 
 def scaled_dot_product_attention(
@@ -132,7 +132,7 @@ def scaled_dot_product_attention(
     See docs: chapter 4, steps 4.3, 4.4 and 4.6.
     """
     V, mask = _check_attention_inputs(Q, K, V, mask)
-    raise NotImplementedError("4.4/4.6 scaled_dot_product_attention: scores, mask with -inf, softmax, then each row's weighted sum of the rows of V (5 lines)")
+    raise NotImplementedError("4.4/4.6 scaled_dot_product_attention: each row's weighted sum of the rows of V, its weights the softmax of the scaled scores with −∞ where the mask is False (5 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

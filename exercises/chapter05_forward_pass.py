@@ -48,7 +48,7 @@ def toy_params() -> dict[str, np.ndarray]:
 
     See docs: chapter 5, step 5.1.
     """
-    raise NotImplementedError("5.1 toy_params: 0.1 times the identity for each of W_Q, W_K and W_V, and the book's 2×4 W_O, fresh arrays every call (6 lines)")
+    raise NotImplementedError("5.1 toy_params: the book's weights (0.1 times the identity for the three projections and its 2×4 W_O) as new arrays each call (6 lines)")
 
 
 def project_qkv(X: np.ndarray, params: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,7 +126,7 @@ def forward(ids: list[int], params: dict[str, np.ndarray], *, embeddings: np.nda
     """
     table, WO = _check_model(params, embeddings)  # noqa: F841 - yours to use
     _check_some_ids(ids)
-    raise NotImplementedError("5.2 forward: embed, project, attend causally (chapter 4), the context is the last row, logits, softmax (10 lines)")
+    raise NotImplementedError("5.2 forward: every intermediate of one causal attention pass over the ids, up to the last row's probabilities (10 lines)")
 
 
 def next_token_probs(ids: list[int], params: dict[str, np.ndarray], *,

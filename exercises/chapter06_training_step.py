@@ -81,7 +81,7 @@ def cross_entropy_grad(probs: np.ndarray, target: int) -> np.ndarray:
     """
     p = _check_probs(probs)  # noqa: F841 - yours to use
     t = _check_target(target, len(p))  # noqa: F841 - yours to use
-    raise NotImplementedError("6.2 cross_entropy_grad: a copy of probs with 1 subtracted at the target (3 lines)")
+    raise NotImplementedError("6.2 cross_entropy_grad: dL/dlogits as a new array, the probabilities minus the target's one-hot (3 lines)")
 
 
 def output_backward(context: np.ndarray, WO: np.ndarray, dlogits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +106,7 @@ def output_backward(context: np.ndarray, WO: np.ndarray, dlogits: np.ndarray) ->
     See docs: chapter 6, steps 6.3 and 6.4.
     """
     c, WO, dz = _check_output(context, WO, dlogits)  # noqa: F841 - yours to use
-    raise NotImplementedError("6.3 output_backward: dcontext is W_O times dlogits; dWO is the outer product of context and dlogits (3 lines)")
+    raise NotImplementedError("6.3 output_backward: the gradients of the context (W_O times dlogits) and of W_O (the outer product of context and dlogits) (3 lines)")
 
 
 def sgd_step(param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
@@ -158,7 +158,7 @@ def train_output_step(ids: list[int], target: int, params: dict[str, np.ndarray]
 
     See docs: chapter 6, step 6.6.
     """
-    raise NotImplementedError("6.6 train_output_step: forward, loss, dlogits, dWO, sgd_step on WO only; copy the rest (7 lines)")
+    raise NotImplementedError("6.6 train_output_step: the loss before the update and new params with one SGD step on W_O alone (7 lines)")
 
 
 def _check_output(context, WO, dlogits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -75,7 +75,7 @@ def linear_backward(X: np.ndarray, W: np.ndarray, dY: np.ndarray) -> tuple[np.nd
     See docs: chapter 7, steps 7.2, 7.3 and 7.5.
     """
     X, W, dY = _check_linear_backward(X, W, dY)
-    raise NotImplementedError("7.2 linear_backward: chapter 2's matmul_backward rule, with X and W as the two factors; each gradient has its factor's shape (3 lines)")
+    raise NotImplementedError("7.2 linear_backward: chapter 2's matmul_backward rule with X and W as the two factors, each gradient of its factor's shape (3 lines)")
 
 
 def attention_backward(
@@ -108,10 +108,7 @@ def attention_backward(
     See docs: chapter 7, steps 7.9, 7.10 and 7.11.
     """
     Q, K, V, A, dH = _check_attention_backward(Q, K, V, weights, d_output)  # noqa: F841 - yours to use
-    raise NotImplementedError(
-        "7.9 attention_backward: back through the weighted sum of the values, the softmax, the 1/√d_k scaling"
-        " and the product Q Kᵀ, in that order (5 lines)"
-    )
+    raise NotImplementedError("7.9 attention_backward: the gradients of Q and K and V by the chain rule through chapter 4's attention, the mask already in the weights (5 lines)")
 
 
 def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *,
@@ -144,9 +141,7 @@ def backward_trace(ids: list[int], target: int, params: dict[str, np.ndarray], *
 
     See docs: chapter 7, steps 7.1, 7.4 and 7.8.
     """
-    raise NotImplementedError(
-        "7.1 backward_trace: run forward, then one line per link from dlogits back to dWQ, dWK, dWV (18 lines)"
-    )
+    raise NotImplementedError("7.1 backward_trace: chapter 5's forward dict with the loss and the gradient of every intermediate down to the four weights (18 lines)")
 
 
 def backward(ids: list[int], target: int, params: dict[str, np.ndarray], *,
@@ -170,7 +165,7 @@ def backward(ids: list[int], target: int, params: dict[str, np.ndarray], *,
 
     See docs: chapter 7, steps 7.12, 7.13 and 7.14.
     """
-    raise NotImplementedError("7.12 backward: backward_trace, then pick the loss and the four gradients (2 lines)")
+    raise NotImplementedError("7.12 backward: the loss and the four weight gradients, read off backward_trace (2 lines)")
 
 
 def train_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: float, *,
@@ -198,9 +193,7 @@ def train_step(ids: list[int], target: int, params: dict[str, np.ndarray], lr: f
 
     See docs: chapter 7, steps 7.15–7.20.
     """
-    raise NotImplementedError(
-        "7.15 train_step: backward, then sgd_step on each of WQ, WK, WV, WO into a new dict (4 lines)"
-    )
+    raise NotImplementedError("7.15 train_step: the loss before the update and a new dict with one SGD step on all four matrices (4 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

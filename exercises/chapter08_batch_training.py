@@ -69,7 +69,7 @@ def per_example(examples: list[tuple[list[int], int]], params: dict[str, np.ndar
     See docs: chapter 8, steps 8.1–8.4, 8.6 and 8.7.
     """
     examples = _check_examples(examples)
-    raise NotImplementedError("8.1 per_example: for each example, chapter 5's forward, check its target (_check_target is given), then the loss, dL/dlogits and dL/dcontext; stack the rows (11 lines)")
+    raise NotImplementedError("8.1 per_example: each example's loss and output gradients from chapter 5's forward as stacked rows (each target checked by the given _check_target) (11 lines)")
 
 
 def batch_loss(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
@@ -127,7 +127,7 @@ def batch_gradients(examples: list[tuple[list[int], int]], params: dict[str, np.
     See docs: chapter 8, steps 8.8 and 8.9.
     """
     examples = _check_examples(examples)
-    raise NotImplementedError("8.9 batch_gradients: chapter 7's backward for every example, then the MEAN loss and the MEAN of each matrix's gradients (7 lines)")
+    raise NotImplementedError("8.9 batch_gradients: the MEAN loss and the MEAN of each matrix's gradient over the examples, from chapter 7's backward (7 lines)")
 
 
 def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray], lr: float) -> dict[str, np.ndarray]:
@@ -154,7 +154,7 @@ def apply_gradients(params: dict[str, np.ndarray], grads: dict[str, np.ndarray],
     See docs: chapter 8, step 8.10.
     """
     _check_grads(params, grads)
-    raise NotImplementedError("8.10 apply_gradients: copy params, then W − lr·grad for every name in grads (3 lines)")
+    raise NotImplementedError("8.10 apply_gradients: new params with W − lr·grad for every name in grads, the others copied (3 lines)")
 
 
 def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], lr: float, epochs: int, *,
@@ -183,7 +183,7 @@ def train(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], 
     """
     _check_epochs(epochs)
     examples = _check_examples(examples)
-    raise NotImplementedError("8.14 train: each epoch, batch_gradients, record the loss, apply_gradients; return params and the losses (6 lines)")
+    raise NotImplementedError("8.14 train: the params after one full-batch step per epoch, and each epoch's loss before its step (6 lines)")
 
 
 def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray], *,
@@ -212,7 +212,7 @@ def accuracy(examples: list[tuple[list[int], int]], params: dict[str, np.ndarray
     See docs: chapter 8, steps 8.15 and 8.16.
     """
     examples = _check_examples(examples)
-    raise NotImplementedError("8.15 accuracy: argmax of each example's probabilities against its target, averaged (4 lines)")
+    raise NotImplementedError("8.15 accuracy: the share of examples whose most probable token is their target (4 lines)")
 
 
 def _check_grads(params: dict, grads: dict) -> None:

@@ -64,7 +64,7 @@ def self_attention(X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray
     """
     X = _check_matrix("X", X)
     _check_projections(X, WQ, WK, WV)
-    raise NotImplementedError("9.1 self_attention: project X three ways, then chapter 4's attention with a causal mask (3 lines)")
+    raise NotImplementedError("9.1 self_attention: chapter 4's causal attention on X's three projections (3 lines)")
 
 
 def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
@@ -129,7 +129,7 @@ def relu_backward(x: np.ndarray, d_out: np.ndarray) -> np.ndarray:
     See docs: chapter 9, step 9.7.
     """
     x, d_out = _check_same_shape(x, d_out)
-    raise NotImplementedError("9.7 relu_backward: ReLU's local derivative at each entry of x, times the gradient that arrived; the slope at exactly 0 is the course's choice (1 line)")
+    raise NotImplementedError("9.7 relu_backward: the gradient that arrived times ReLU's slope at each entry of x (the slope at exactly 0 is the course's choice) (1 line)")
 
 
 def feed_forward(
@@ -158,7 +158,7 @@ def feed_forward(
     See docs: chapter 9, step 9.4.
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
-    raise NotImplementedError("9.4 feed_forward: linear, relu, linear (2 lines)")
+    raise NotImplementedError("9.4 feed_forward: the two-layer network with a ReLU between its layers (2 lines)")
 
 
 def feed_forward_backward(
@@ -199,7 +199,7 @@ def feed_forward_backward(
     """
     x, W1, W2, b1, b2 = _check_ffn(x, W1, W2, b1, b2)
     d_out = _check_d_out(d_out, (x.shape[0], W2.shape[1]))
-    raise NotImplementedError("9.8 feed_forward_backward: recompute h and its ReLU, then back through W2, ReLU, W1 (8 lines)")
+    raise NotImplementedError("9.8 feed_forward_backward: the gradients of x and of every weight and bias by the chain rule, h and its ReLU recomputed from x (8 lines)")
 
 
 def residual_feed_forward(

@@ -46,7 +46,7 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
     See docs: chapter 10, steps 10.1 and 10.2.
     """
     x = _check_features(x, gamma, beta)
-    raise NotImplementedError("10.1 layer_norm: per row, subtract the mean, divide by √(population variance + eps), then scale by gamma and shift by beta (4 lines)")
+    raise NotImplementedError("10.1 layer_norm: each row standardised by its mean and √(population variance + eps), scaled by gamma and shifted by beta (4 lines)")
 
 
 def layer_norm_backward(
@@ -78,7 +78,7 @@ def layer_norm_backward(
     """
     x = _check_features(x, gamma)
     d_out = _check_shape(d_out, x.shape, "layer_norm_backward: d_out")
-    raise NotImplementedError("10.3 layer_norm_backward: the chain rule through the scale and shift, then through x̂, whose row mean and variance every input of the row moves too (9 lines)")
+    raise NotImplementedError("10.3 layer_norm_backward: the chain rule through the scale and shift and through x̂, whose row mean and variance every input of the row moves too (9 lines)")
 
 
 def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray) -> tuple[np.ndarray, tuple]:
@@ -107,7 +107,7 @@ def attention_forward(x: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndar
     """
     x = _check_rows(x, "attention_forward: x")
     _check_attention_weights(x.shape[1], WQ, WK, WV)
-    raise NotImplementedError("10.4 attention_forward: Q K V, scale, causal mask, softmax, the weighted sum of V, cache with x first (5 lines)")
+    raise NotImplementedError("10.4 attention_forward: single-head causal attention of x, and a cache that starts with x (5 lines)")
 
 
 def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -134,7 +134,7 @@ def attention_backward(d_out: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.
     See docs: chapter 10, step 10.8.
     """
     d_out = _check_shape(d_out, np.shape(cache[0]), "attention_backward: d_out")
-    raise NotImplementedError("10.8 attention_backward: dV, dP, softmax backward, dQ, dK; dx has 3 paths (9 lines)")
+    raise NotImplementedError("10.8 attention_backward: the gradients of x and the three weights from the cache, dx summing its three paths (9 lines)")
 
 
 def ffn_forward(
@@ -162,7 +162,7 @@ def ffn_forward(
     """
     x = _check_rows(x, "ffn_forward: x")
     _check_ffn_weights(x.shape[1], W1, b1, W2, b2)
-    raise NotImplementedError("10.5 ffn_forward: the first layer, its ReLU, the second layer; and a cache with x first (3 lines)")
+    raise NotImplementedError("10.5 ffn_forward: the ReLU feed-forward of x, and a cache that starts with x (3 lines)")
 
 
 def ffn_backward(
@@ -190,7 +190,7 @@ def ffn_backward(
     See docs: chapter 10, step 10.7.
     """
     d_out = _check_shape(d_out, np.shape(cache[0]), "ffn_backward: d_out")
-    raise NotImplementedError("10.7 ffn_backward: back through W2, the ReLU gate z > 0, then W1 (3 lines)")
+    raise NotImplementedError("10.7 ffn_backward: the chain rule through both layers and the ReLU gate z > 0 (3 lines)")
 
 
 def block_forward(x: np.ndarray, block: dict) -> tuple[np.ndarray, tuple]:
@@ -210,7 +210,7 @@ def block_forward(x: np.ndarray, block: dict) -> tuple[np.ndarray, tuple]:
 
     See docs: chapter 10, step 10.6.
     """
-    raise NotImplementedError("10.6 block_forward: x plus the attention of its first layer norm, then that plus the FFN of its second layer norm (7 lines)")
+    raise NotImplementedError("10.6 block_forward: a pre-norm block whose two sub-layers each read their own layer norm of the stream and add to it (7 lines)")
 
 
 def block_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, dict]:
@@ -233,7 +233,7 @@ def block_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, dict]:
 
     See docs: chapter 10, step 10.9.
     """
-    raise NotImplementedError("10.9 block_backward: sub-layers in reverse, ADD each residual path (10 lines)")
+    raise NotImplementedError("10.9 block_backward: the block's gradients, each residual path ADDED to the gradient through its sub-layer (10 lines)")
 
 
 def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len: int, seed: int = 0) -> dict:
@@ -273,7 +273,7 @@ def init_params(vocab_size: int, d_model: int, d_ff: int, n_layers: int, max_len
     See docs: chapter 10, step 10.10.
     """
     _check_sizes(vocab_size, d_model, d_ff, n_layers, max_len)
-    raise NotImplementedError("10.10 init_params: NumPy's default generator made from seed, then the documented layout, drawn in its order (12 lines)")
+    raise NotImplementedError("10.10 init_params: the documented layout drawn in its order from NumPy's default generator made from seed (12 lines)")
 
 
 def embed(ids, params: dict) -> np.ndarray:
@@ -320,7 +320,7 @@ def transformer_forward(ids, params: dict) -> tuple[np.ndarray, dict]:
     See docs: chapter 10, step 10.12.
     """
     _check_params(params)
-    raise NotImplementedError("10.12 transformer_forward: embed, blocks, final LN, times W_out; cache ids and params (9 lines)")
+    raise NotImplementedError("10.12 transformer_forward: the logits of every position through all the blocks and the final LN, and a cache holding ids and params (9 lines)")
 
 
 def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
@@ -350,7 +350,7 @@ def cross_entropy(logits: np.ndarray, targets) -> tuple[float, np.ndarray]:
     See docs: chapter 10, steps 10.13 and 10.14.
     """
     targets = _check_targets(targets, np.shape(logits))
-    raise NotImplementedError("10.13 cross_entropy: mean -log p over targets >= 0; (softmax - onehot) / n (9 lines)")
+    raise NotImplementedError("10.13 cross_entropy: the mean −log p over the targets >= 0 and its gradient (softmax − onehot) / n (9 lines)")
 
 
 def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
@@ -374,7 +374,7 @@ def transformer_backward(d_logits: np.ndarray, cache: dict) -> dict:
     See docs: chapter 10, step 10.15.
     """
     d_logits = _check_d_logits(d_logits, cache)
-    raise NotImplementedError("10.15 transformer_backward: W_out, final LN, blocks reversed, then token rows that repeat add up (NumPy's unbuffered add) (13 lines)")
+    raise NotImplementedError("10.15 transformer_backward: every parameter's gradient through the whole model, the rows of a repeated token adding up (NumPy's unbuffered add) (13 lines)")
 
 
 def transformer_loss_and_grads(ids, targets, params: dict) -> tuple[float, dict]:
@@ -394,7 +394,7 @@ def transformer_loss_and_grads(ids, targets, params: dict) -> tuple[float, dict]
 
     See docs: chapter 10, step 10.16.
     """
-    raise NotImplementedError("10.16 transformer_loss_and_grads: forward, cross_entropy, backward (3 lines)")
+    raise NotImplementedError("10.16 transformer_loss_and_grads: the loss and every parameter's gradient, from your forward and backward (3 lines)")
 
 
 def train_transformer(data, params: dict, lr: float, epochs: int) -> tuple[dict, np.ndarray]:
@@ -446,7 +446,7 @@ def generate(prompt_ids, params: dict, n_new: int) -> np.ndarray:
     See docs: chapter 10, step 10.18.
     """
     ids = _check_generation(prompt_ids, params, n_new)  # noqa: F841 - yours to use
-    raise NotImplementedError("10.18 generate: n_new times, append argmax of the last logits row (3 lines)")
+    raise NotImplementedError("10.18 generate: the ids grown by n_new greedy tokens, each the argmax of the last logits row (3 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -48,7 +48,7 @@ def split_heads(X: np.ndarray, n_heads: int) -> np.ndarray:
     """
     X = _check_array(X, 2, "split_heads: X (seq, d_model)")
     _check_n_heads(n_heads)
-    raise NotImplementedError("11.1 split_heads: check n_heads divides d_model, then give each head its block of columns, heads first (4 lines)")
+    raise NotImplementedError("11.1 split_heads: each head's block of columns with the head axis leading, refusing an n_heads that does not divide d_model (4 lines)")
 
 
 def merge_heads(H: np.ndarray) -> np.ndarray:
@@ -71,7 +71,7 @@ def merge_heads(H: np.ndarray) -> np.ndarray:
     See docs: chapter 11, step 11.4.
     """
     H = _check_array(H, 3, "merge_heads: H (n_heads, seq, d_head)")
-    raise NotImplementedError("11.4 merge_heads: split_heads undone: the head axis back behind seq, then each position's heads side by side in one row (2 lines)")
+    raise NotImplementedError("11.4 merge_heads: split_heads undone, each position's heads side by side in one row (2 lines)")
 
 
 def attend_heads(Qh: np.ndarray, Kh: np.ndarray, Vh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +134,7 @@ def multi_head_attention(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.
     x = _check_rows(x)
     _check_n_heads(n_heads)
     W = _check_weights(params, x.shape[1])  # noqa: F841 - yours to use
-    raise NotImplementedError("11.5 multi_head_attention: project, split, attend, merge, W_O; keep a cache, x first (4 lines)")
+    raise NotImplementedError("11.5 multi_head_attention: the heads' causal attention of x merged through W_O, and a cache that starts with x (4 lines)")
 
 
 def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
@@ -163,7 +163,7 @@ def multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     See docs: chapter 11, steps 11.6, 11.7 and 11.8.
     """
     d_out = _check_d_out(d_out, np.shape(cache[0]))
-    raise NotImplementedError("11.6 multi_head_attention_backward: back through W_O, through the merge, chapter 7 per head, through the split, then the projections (11 lines)")
+    raise NotImplementedError("11.6 multi_head_attention_backward: the gradients of x and of every weight, with chapter 7's attention backward in each head (11 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

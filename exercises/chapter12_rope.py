@@ -48,7 +48,7 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     """
     _check_whole(d, "d", 1)
     _check_base(base)
-    raise NotImplementedError("12.1 rope_frequencies: refuse an odd d, then base to the power −2i/d for every pair i from 0 to d/2 − 1 (4 lines)")
+    raise NotImplementedError("12.1 rope_frequencies: base to the power −2i/d for every pair i, refusing an odd d (4 lines)")
 
 
 def rope_angles(seq_len: int, d: int, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -104,7 +104,7 @@ def rotate_pairs(X: np.ndarray, angles: np.ndarray) -> np.ndarray:
     See docs: chapter 12, step 12.3.
     """
     X, angles = _check_rotation(X, angles)
-    raise NotImplementedError("12.3 rotate_pairs: the even features and the odd ones make the pairs; write x0·cos − x1·sin and x0·sin + x1·cos back into a new array (6 lines)")
+    raise NotImplementedError("12.3 rotate_pairs: a new array whose pairs of an even and an odd feature are x0·cos − x1·sin and x0·sin + x1·cos (6 lines)")
 
 
 def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -137,7 +137,7 @@ def apply_rope(X: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarr
     X = _check_positions(X, "X")
     _check_whole(start, "start", 0)
     _check_base(base)
-    raise NotImplementedError("12.4 apply_rope: the angles of X's positions counted from start, then X's pairs rotated by them (2 lines)")
+    raise NotImplementedError("12.4 apply_rope: X's pairs rotated by the angles of its positions counted from start (2 lines)")
 
 
 def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarray:
@@ -162,7 +162,7 @@ def rope_scores(Q: np.ndarray, K: np.ndarray, base: float = 10000.0) -> np.ndarr
     See docs: chapter 12, step 12.5.
     """
     Q, K = _check_same_shape(Q, K)
-    raise NotImplementedError("12.5 rope_scores: rotate Q and K with apply_rope, multiply by the rotated keys transposed (2 lines)")
+    raise NotImplementedError("12.5 rope_scores: the raw scores of the rotated queries against the rotated keys (2 lines)")
 
 
 def rope_attention(
@@ -195,7 +195,7 @@ def rope_attention(
     See docs: chapter 12, step 12.6.
     """
     Q, K = _check_same_shape(Q, K)
-    raise NotImplementedError("12.6 rope_attention: rotate Q and K (not V), then chapter 4's scaled_dot_product_attention with causal_mask (2 lines)")
+    raise NotImplementedError("12.6 rope_attention: chapter 4's causal attention with Q and K rotated and V not (2 lines)")
 
 
 def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.ndarray:
@@ -227,7 +227,7 @@ def rope_backward(dY: np.ndarray, base: float = 10000.0, start: int = 0) -> np.n
     dY = _check_positions(dY, "dY")
     _check_whole(start, "start", 0)
     _check_base(base)
-    raise NotImplementedError("12.7 rope_backward: each pair went through a fixed two-by-two matrix, so carry dY back through it as through any linear layer, then see which rotation that is (2 lines)")
+    raise NotImplementedError("12.7 rope_backward: dY carried back through each pair's fixed two-by-two matrix as through any linear layer, which is itself a rotation (2 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

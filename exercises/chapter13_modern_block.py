@@ -50,7 +50,7 @@ def rms_norm(x: np.ndarray, g: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     See docs: chapter 13, steps 13.1 and 13.2.
     """
     x = _check_features(x, g)
-    raise NotImplementedError("13.1 rms_norm: each row divided by the square root of its mean square plus eps, then scaled feature by feature by g; nothing subtracted (2 lines)")
+    raise NotImplementedError("13.1 rms_norm: each row over the square root of its mean square plus eps, scaled feature by feature by g with nothing subtracted (2 lines)")
 
 
 def rms_norm_backward(
@@ -81,7 +81,7 @@ def rms_norm_backward(
     """
     x = _check_features(x, g)
     d_out = _check_shape(d_out, x.shape, "rms_norm_backward: d_out")
-    raise NotImplementedError("13.3 rms_norm_backward: the chain rule through the gain, then through x over r, where r moves with every input of its row (6 lines)")
+    raise NotImplementedError("13.3 rms_norm_backward: the chain rule through the gain and through x over r, where r moves with every input of its row (6 lines)")
 
 
 def silu(x: np.ndarray) -> np.ndarray:
@@ -151,7 +151,7 @@ def swiglu(x: np.ndarray, W_gate: np.ndarray, W_up: np.ndarray, W_down: np.ndarr
     """
     x = _check_rows(x, "swiglu: x")
     _check_swiglu_weights(x.shape[1], W_gate, W_up, W_down)
-    raise NotImplementedError("13.6 swiglu: two projections of x, the gate's through SiLU, multiplied entry by entry, then the down projection; the cache starts with x (4 lines)")
+    raise NotImplementedError("13.6 swiglu: the down projection of the SiLU-gated product of x's two projections, and a cache that starts with x (4 lines)")
 
 
 def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
@@ -178,7 +178,7 @@ def swiglu_backward(d_out: np.ndarray, cache: tuple) -> dict:
     See docs: chapter 13, step 13.7.
     """
     d_out = _check_shape(d_out, np.shape(cache[0]), "swiglu_backward: d_out")
-    raise NotImplementedError("13.7 swiglu_backward: back through W_down first, then the product rule through h's two factors, the gate's on through SiLU; x fed both branches (6 lines)")
+    raise NotImplementedError("13.7 swiglu_backward: the product rule through h's two factors and SiLU on the gate's, with x feeding both branches (6 lines)")
 
 
 def rope_multi_head_attention(
@@ -224,7 +224,7 @@ def rope_multi_head_attention(
     x = _check_rows(x, "rope_multi_head_attention: x")
     _check_heads(x.shape[1], n_heads)
     W = _check_weights(params, ATTENTION_KEYS, x.shape[1])  # noqa: F841 - yours to use
-    raise NotImplementedError("13.8 rope_multi_head_attention: causal attention in every head of width d_head, its queries and keys turned by their positions and its values not, the heads side by side through W_O; cache x first (9 lines)")
+    raise NotImplementedError("13.8 rope_multi_head_attention: causal multi-head attention with each head's queries and keys turned by their positions and its values not, and a cache that starts with x (9 lines)")
 
 
 def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
@@ -248,7 +248,7 @@ def rope_multi_head_attention_backward(d_out: np.ndarray, cache: tuple) -> dict:
     See docs: chapter 13, steps 13.10 (by hand) and 13.11.
     """
     d_out = _check_shape(d_out, np.shape(cache[0]), "rope_multi_head_attention_backward: d_out")
-    raise NotImplementedError("13.10 rope_multi_head_attention_backward: every piece of the forward pass taken back by its local derivatives (chapters 7, 11 and 12); the rotated queries and keys turned back, the values not; x fed three projections (12 lines)")
+    raise NotImplementedError("13.10 rope_multi_head_attention_backward: every piece of the forward pass taken back by its local derivatives (chapters 7 and 11 and 12) with the rotated queries and keys turned back and x feeding three projections (12 lines)")
 
 
 def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, tuple]:
@@ -280,7 +280,7 @@ def prenorm_block(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray
     x = _check_rows(x, "prenorm_block: x")
     _check_block(params, x.shape[1], "prenorm_block")
     _check_heads(x.shape[1], n_heads)
-    raise NotImplementedError("13.9 prenorm_block: the attention reads x normalised with g1 and is added to x itself; SwiGLU reads that sum normalised with g2 and is added to it; the cache starts with params, then x (6 lines)")
+    raise NotImplementedError("13.9 prenorm_block: x through two residual sub-layers (attention under g1's RMSNorm and SwiGLU under g2's) and a cache that starts with params and x (6 lines)")
 
 
 def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
@@ -305,7 +305,7 @@ def prenorm_block_backward(d_y: np.ndarray, cache: tuple) -> dict:
     See docs: chapter 13, steps 13.12 (by hand) and 13.13.
     """
     d_y = _check_shape(d_y, np.shape(cache[1]), "prenorm_block_backward: d_y")
-    raise NotImplementedError("13.12 prenorm_block_backward: from the top down, each residual fork adds the gradient through its branch, sub-layer then norm, to the one going straight through (8 lines)")
+    raise NotImplementedError("13.12 prenorm_block_backward: the block's gradients, each residual fork adding its branch's gradient to the one going straight through (8 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

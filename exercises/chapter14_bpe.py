@@ -64,7 +64,7 @@ def count_pairs(ids: list[int]) -> dict[tuple[int, int], int]:
 
     See docs: chapter 14, step 14.2.
     """
-    raise NotImplementedError("14.2 count_pairs: walk every pair of neighbours, each id with the one after it, and tally each pair in a dict (4 lines)")
+    raise NotImplementedError("14.2 count_pairs: a dict from each pair of neighbouring ids to how often it occurs (4 lines)")
 
 
 def most_frequent_pair(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
@@ -87,7 +87,7 @@ def most_frequent_pair(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
     See docs: chapter 14, step 14.3.
     """
     _check_counts(counts)
-    raise NotImplementedError("14.3 most_frequent_pair: order the pairs by count, largest first, then by the pair, smallest first (1 line)")
+    raise NotImplementedError("14.3 most_frequent_pair: the pair of highest count, a tie going to the smallest pair (1 line)")
 
 
 def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
@@ -109,7 +109,7 @@ def merge_pair(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 
     See docs: chapter 14, step 14.4.
     """
-    raise NotImplementedError("14.4 merge_pair: read from the left; an occurrence of the pair becomes new_id and uses up both its ids (10 lines)")
+    raise NotImplementedError("14.4 merge_pair: ids with every occurrence of the pair replaced by new_id, left to right and never overlapping (10 lines)")
 
 
 def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
@@ -153,7 +153,7 @@ def train_bpe(text: str, vocab_size: int) -> list[tuple[tuple[int, int], int]]:
     See docs: chapter 14, step 14.5.
     """
     _check_vocab_size(vocab_size)
-    raise NotImplementedError("14.5 train_bpe: count the pairs once, then per new id: pick, merge its occurrences and update the counts around them; stop when no pair is left (34 lines)")
+    raise NotImplementedError("14.5 train_bpe: the merges learned greedily until no pair is left, the counts kept up to date around each merge rather than recounted (34 lines)")
 
 
 def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
@@ -174,7 +174,7 @@ def build_vocab(merges: list[tuple[tuple[int, int], int]]) -> dict[int, bytes]:
 
     See docs: chapter 14, step 14.6.
     """
-    raise NotImplementedError("14.6 build_vocab: each of the 256 ids is its own single byte; each merge, in order, joins its two tokens' bytes (4 lines)")
+    raise NotImplementedError("14.6 build_vocab: each id's bytes (its own single byte below 256, its two parts' bytes joined for a merge) (4 lines)")
 
 
 def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
@@ -200,7 +200,7 @@ def encode(text: str, merges: list[tuple[tuple[int, int], int]]) -> list[int]:
 
     See docs: chapter 14, step 14.7.
     """
-    raise NotImplementedError("14.7 encode: start from the bytes and replay every merge once, in the order training learned them (4 lines)")
+    raise NotImplementedError("14.7 encode: the text's bytes with every merge replayed in the order training learned them (4 lines)")
 
 
 def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
@@ -228,7 +228,7 @@ def decode(ids: list[int], vocab: dict[int, bytes]) -> str:
     See docs: chapter 14, step 14.8.
     """
     ids = _check_known_ids(ids, vocab)
-    raise NotImplementedError("14.8 decode: join all the tokens' bytes first, then decode them once as UTF-8, replacing bad bytes (2 lines)")
+    raise NotImplementedError("14.8 decode: the UTF-8 text of all the tokens' bytes together (a character may span tokens) with bad bytes replaced (2 lines)")
 
 
 def _check_text(text) -> None:

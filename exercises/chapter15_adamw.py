@@ -91,7 +91,7 @@ def adamw_step(params: dict, grads: dict, state: dict, lr: float, *, beta1: floa
     _check_same_keys(params, grads, "grads")
     taken = _check_state(state, params)  # noqa: F841 - yours to use
     _check_positive(lr, "lr")
-    raise NotImplementedError("15.1 adamw_step: this step's number is one more than the steps taken; per parameter: m, v, their bias corrections, then w − lr·(m̂/(√v̂ + ε) + λ·w) (12 lines)")
+    raise NotImplementedError("15.1 adamw_step: the new params and state after one AdamW step numbered from 1, each weight moved by lr·(m̂/(√v̂ + ε) + λ·w) (12 lines)")
 
 
 def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
@@ -130,7 +130,7 @@ def lr_at(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_
     See docs: chapter 15, steps 15.3 and 15.4.
     """
     _check_schedule(step, warmup_steps, total_steps, max_lr, min_lr)
-    raise NotImplementedError("15.3 lr_at: warm-up (step + 1)/warmup, then the cosine, then the floor (6 lines)")
+    raise NotImplementedError("15.3 lr_at: the rate at step, a linear warm-up of (step + 1)/warmup and a cosine decay down to the floor (6 lines)")
 
 
 def clip_by_global_norm(grads: dict, max_norm: float) -> tuple[dict, float]:
@@ -188,7 +188,7 @@ def save_checkpoint(path: str, params: dict, state: dict) -> None:
     params = _check_tree(params, "params")
     t = _check_state(state, params)  # noqa: F841 - yours to use
     _check_names(params)
-    raise NotImplementedError("15.7 save_checkpoint: params/<key>, m/<key>, v/<key>, step and a format marker, in one uncompressed NumPy archive (5 lines)")
+    raise NotImplementedError("15.7 save_checkpoint: one uncompressed NumPy archive holding the params and the state under their documented keys with a format marker (5 lines)")
 
 
 def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
@@ -217,7 +217,7 @@ def load_checkpoint(path: str, like: dict | None = None) -> tuple[dict, dict]:
     """
     data = _check_checkpoint(path)  # noqa: F841 - yours to use
     _check_fits(data, like, path)
-    raise NotImplementedError("15.7 load_checkpoint: from data, the params and the state's step, m and v, as float64 arrays (5 lines)")
+    raise NotImplementedError("15.7 load_checkpoint: the params and the state read back from data as float64 arrays (5 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

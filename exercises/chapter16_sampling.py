@@ -73,7 +73,7 @@ def softmax_with_temperature(logits: np.ndarray, temperature: float) -> np.ndarr
     """
     z = _check_logits(logits)  # noqa: F841 - yours to use
     _check_number(temperature, "temperature")
-    raise NotImplementedError("16.1 softmax_with_temperature: refuse a temperature that is not above 0 (greedy is choose_next's), then chapter 4's softmax of the logits divided by T (3 lines)")
+    raise NotImplementedError("16.1 softmax_with_temperature: chapter 4's softmax of the logits over T, refusing a T not above 0 (greedy is choose_next's) (3 lines)")
 
 
 def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
@@ -100,7 +100,7 @@ def top_k_filter(probs: np.ndarray, k: int) -> np.ndarray:
     """
     p = _check_probs(probs)  # noqa: F841 - yours to use
     _check_count(k, "k")
-    raise NotImplementedError("16.2 top_k_filter: rank the tokens from the most likely down, ties by the lower index (a stable sort), keep the first k of that ranking, zero the rest and divide by the kept sum (4 lines)")
+    raise NotImplementedError("16.2 top_k_filter: the k most likely tokens' probabilities renormalised and the rest zero, a tie going to the lower index as a stable sort gives (4 lines)")
 
 
 def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
@@ -132,7 +132,7 @@ def top_p_filter(probs: np.ndarray, p: float) -> np.ndarray:
     """
     q = _check_probs(probs)  # noqa: F841 - yours to use
     _check_mass(p)
-    raise NotImplementedError("16.3 top_p_filter: rank the tokens as top_k_filter does, add up their probabilities in that order, keep up to and including the first token whose running sum reaches p, renormalise (6 lines)")
+    raise NotImplementedError("16.3 top_p_filter: the fewest most likely tokens (ranked as top_k_filter ranks) whose probabilities reach p, renormalised with the rest zero (6 lines)")
 
 
 def sample_index(probs: np.ndarray, u: float) -> int:
@@ -159,7 +159,7 @@ def sample_index(probs: np.ndarray, u: float) -> int:
     """
     q = _check_probs(probs)  # noqa: F841 - yours to use
     _check_draw(u)
-    raise NotImplementedError("16.4 sample_index: a cumulative sum in index order, then the first index whose running sum is strictly above u; if rounding leaves none, the last token of non-zero probability (5 lines)")
+    raise NotImplementedError("16.4 sample_index: the lowest index whose running sum is strictly above u, or the last token of non-zero probability if rounding leaves none (5 lines)")
 
 
 def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: int | None = None,
@@ -199,7 +199,7 @@ def choose_next(logits: np.ndarray, u: float, temperature: float = 1.0, top_k: i
     """
     z = _check_logits(logits)  # noqa: F841 - yours to use
     _check_number(temperature, "temperature")
-    raise NotImplementedError("16.5 choose_next: temperature 0 is greedy, the first largest logit; otherwise the temperature's softmax, then each filter that is given, then the draw with u (8 lines)")
+    raise NotImplementedError("16.5 choose_next: the greedy pick at temperature 0 (the lowest index of the largest logit), otherwise a draw with u from the filtered softmax (8 lines)")
 
 
 def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
@@ -241,7 +241,7 @@ def attention_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: d
     _check_heads(x.shape[1], n_heads)
     W = _check_weights(params, ATTENTION_KEYS, x.shape[1])  # noqa: F841 - yours to use
     K_old, V_old = _check_cache(cache, n_heads, x.shape[1] // n_heads)  # noqa: F841 - yours to use
-    raise NotImplementedError("16.6 attention_with_cache: with t the number of cached positions, project and cut into heads, rotate the new queries and keys from position t, put the new keys and values after the cached ones, mask so that new row i sees positions 0 … t+i, attend in each head, merge, project (8 lines)")
+    raise NotImplementedError("16.6 attention_with_cache: the new rows' attention over every position so far, and the grown cache (8 lines)")
 
 
 def block_with_cache(x_new: np.ndarray, params: dict, n_heads: int, cache: dict | None) -> tuple[np.ndarray, dict]:
@@ -313,7 +313,7 @@ def gpt_forward(ids, model: dict, n_heads: int, caches: list | None = None) -> t
     E = _check_model(model)  # noqa: F841 - yours to use
     idx = _check_ids(ids, len(E))  # noqa: F841 - yours to use
     caches = _check_caches(caches, model["blocks"])
-    raise NotImplementedError("16.8 gpt_forward: embed the ids, run every block with its own cache and keep the new caches, then the final RMSNorm and the unembedding (6 lines)")
+    raise NotImplementedError("16.8 gpt_forward: the logits of the new ids with every block reading and growing its own cache, and the new caches (6 lines)")
 
 
 def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0, top_k: int | None = None,
@@ -348,7 +348,7 @@ def generate(prompt_ids, model: dict, n_heads: int, us, temperature: float = 1.0
     See docs: chapter 16, steps 16.10 and 16.11.
     """
     _check_prompt(prompt_ids)
-    raise NotImplementedError("16.10 generate: prefill the prompt once; for each u, choose from the last row of the latest logits, then feed that one id alone with the caches (7 lines)")
+    raise NotImplementedError("16.10 generate: one token per u by choose_next, the prompt read once and each new token fed alone through the caches (7 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -66,7 +66,7 @@ def online_softmax_step(
     See docs: chapter 17, steps 17.1, 17.2 and 17.3.
     """
     m, ell, acc, S, V = _check_state(m, ell, acc, S, V)
-    raise NotImplementedError("17.1 online_softmax_step: every row's new state after this tile, by the page's update: what was summed against the old maximum is re-measured against the new one, and a row that has seen only −∞ stays empty (5 lines)")
+    raise NotImplementedError("17.1 online_softmax_step: every row's state after this tile by the page's update, the old sums re-measured against the new maximum and a row of only −∞ left empty (5 lines)")
 
 
 def tile_pairs(n_q: int, n_k: int, tile: int, causal: bool = False) -> np.ndarray:
@@ -96,7 +96,7 @@ def tile_pairs(n_q: int, n_k: int, tile: int, causal: bool = False) -> np.ndarra
     """
     _check_lengths(n_q, n_k, causal)
     _check_tile_size(tile)
-    raise NotImplementedError("17.4 tile_pairs: count the query tiles and the key tiles, rounding up; keep every pair of a query tile and a key tile, or only those whose key tile is not after the query tile when causal, ordered by query tile, then key tile (4 lines)")
+    raise NotImplementedError("17.4 tile_pairs: the pairs of a query tile and a key tile in row-major order with a shorter last tile, only those whose key tile is not after the query tile when causal (4 lines)")
 
 
 def tile_scores(Q: np.ndarray, K: np.ndarray, i: int, j: int, tile: int, causal: bool = False) -> np.ndarray:
@@ -128,7 +128,7 @@ def tile_scores(Q: np.ndarray, K: np.ndarray, i: int, j: int, tile: int, causal:
     See docs: chapter 17, step 17.5.
     """
     Q, K = _check_tile(Q, K, i, j, tile, causal)
-    raise NotImplementedError("17.5 tile_scores: the positions of tile i's queries and tile j's keys (the last tile may be shorter), their scores Q Kᵀ / √d, and −∞ where a key comes after its query when causal (5 lines)")
+    raise NotImplementedError("17.5 tile_scores: the scores Q Kᵀ / √d of tile i's queries against tile j's keys (the last tile may be shorter) with −∞ where a key comes after its query when causal (5 lines)")
 
 
 def flash_attention_forward(
@@ -167,7 +167,7 @@ def flash_attention_forward(
     See docs: chapter 17, steps 17.6, 17.7 and 17.8.
     """
     Q, K, V = _check_attention(Q, K, V, causal)
-    raise NotImplementedError("17.6 flash_attention_forward: each query row carries its running state of steps 17.1–17.3 through the tile pairs it meets; the output and the log-sum-exp are read off the final state, by the page's formulas (6 lines)")
+    raise NotImplementedError("17.6 flash_attention_forward: the output and the log-sum-exp of every row, read off the running state of steps 17.1–17.3 carried through its tile pairs (6 lines)")
 
 
 def softmax_delta(dO: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -192,7 +192,7 @@ def softmax_delta(dO: np.ndarray, out: np.ndarray) -> np.ndarray:
     See docs: chapter 17, step 17.9.
     """
     dO, out = _check_same(dO, out)
-    raise NotImplementedError("17.9 softmax_delta: D, one number per query row, from the output and its gradient: the page's formula for D, which needs no weight P (1 line)")
+    raise NotImplementedError("17.9 softmax_delta: D, one number per query row from the output and its gradient by the page's formula (no weight P needed) (1 line)")
 
 
 def flash_attention_backward(
@@ -233,7 +233,7 @@ def flash_attention_backward(
     """
     Q, K, V = _check_attention(Q, K, V, causal)
     dO, out, lse = _check_backward(dO, out, lse, Q, V)
-    raise NotImplementedError("17.10 flash_attention_backward: chapter 7's attention backward on each tile pair, with D for the row's shared number and each tile's weights recomputed from the log-sum-exp instead of kept; each share added into its own rows (10 lines)")
+    raise NotImplementedError("17.10 flash_attention_backward: chapter 7's attention backward on each tile pair with D for the row's shared number and the tile's weights recomputed from the log-sum-exp, each share added into its own rows (10 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -61,7 +61,7 @@ def kv_head_of(n_heads: int, n_kv_heads: int) -> np.ndarray:
     See docs: chapter 18, step 18.1.
     """
     _check_counts(n_heads, n_kv_heads)
-    raise NotImplementedError("18.1 kv_head_of: refuse n_heads not divisible by n_kv_heads; then every query head's index divided by the group size g, as a whole number (3 lines)")
+    raise NotImplementedError("18.1 kv_head_of: each query head's index divided by the group size g as a whole number, refusing n_heads not divisible by n_kv_heads (3 lines)")
 
 
 def sliding_window_mask(n: int, window: int) -> np.ndarray:
@@ -90,7 +90,7 @@ def sliding_window_mask(n: int, window: int) -> np.ndarray:
     """
     _check_whole(n, "n", 1)
     _check_window_size(window)
-    raise NotImplementedError("18.2 sliding_window_mask: for every query i and key j at once (a column of positions against a row), True where j ≤ i and j > i − window (2 lines)")
+    raise NotImplementedError("18.2 sliding_window_mask: True where j ≤ i and j > i − window for every query i and key j at once (a column of positions against a row) (2 lines)")
 
 
 def grouped_query_attention(
@@ -132,7 +132,7 @@ def grouped_query_attention(
     """
     Q, K, V = _check_qkv(Q, K, V, n_heads, n_kv_heads)
     _check_window(window)
-    raise NotImplementedError("18.3 grouped_query_attention: the mask (chapter 4's causal mask, or your sliding window); Q cut into n_heads heads and K, V into n_kv_heads as chapter 11 cuts them; each query head attends with chapter 4's attention to the key/value head kv_head_of gives it; the outputs side by side as chapter 11 merges them, and every head's weights stacked (6 lines)")
+    raise NotImplementedError("18.3 grouped_query_attention: each query head's attention on the key/value head kv_head_of gives it under the mask (causal or your sliding window), the heads merged as chapter 11 merges them and every head's weights stacked (6 lines)")
 
 
 def group_sum(dH: np.ndarray, n_kv_heads: int) -> np.ndarray:
@@ -160,7 +160,7 @@ def group_sum(dH: np.ndarray, n_kv_heads: int) -> np.ndarray:
     See docs: chapter 18, step 18.5.
     """
     dH = _check_group(dH, n_kv_heads)
-    raise NotImplementedError("18.5 group_sum: a reshape that gives each key/value head its own axis of g neighbouring query heads, then a sum along that axis (2 lines)")
+    raise NotImplementedError("18.5 group_sum: each key/value head's sum over its g neighbouring query heads, one reshape giving them their own axis (2 lines)")
 
 
 def grouped_query_attention_backward(
@@ -196,7 +196,7 @@ def grouped_query_attention_backward(
     """
     Q, K, V = _check_qkv(Q, K, V, n_heads, n_kv_heads)
     dO, weights = _check_backward(dO, weights, Q, n_heads)
-    raise NotImplementedError("18.6 grouped_query_attention_backward: dO, Q, K and V cut into heads; chapter 7's attention_backward in every query head, on the key/value head it read, with its own weights; dQ's heads side by side; dK's and dV's brought back to the key/value heads they read, with group_sum, then side by side (7 lines)")
+    raise NotImplementedError("18.6 grouped_query_attention_backward: chapter 7's attention_backward in every query head on the key/value head it read, the heads of dK and dV summed back onto their key/value heads with group_sum (7 lines)")
 
 
 def decode_step(
@@ -241,7 +241,7 @@ def decode_step(
     q, k, v = _check_qkv(q, k, v, n_heads, n_kv_heads, rows=1)
     _check_window(window, 1)
     K_old, V_old = _check_cache(cache, k, n_kv_heads)  # noqa: F841 - yours to use
-    raise NotImplementedError("18.7 decode_step: the new key and value cut into n_kv_heads heads and appended to the cache's along the positions; with a window only the last window positions stay; each query head attends, without a mask, to its key/value head; the heads side by side, and the new cache (8 lines)")
+    raise NotImplementedError("18.7 decode_step: the new position's output with each query head reading its key/value head unmasked, and the grown cache keeping only the last window positions when windowed (8 lines)")
 
 
 def kv_cache_bytes(
@@ -278,7 +278,7 @@ def kv_cache_bytes(
     """
     _check_sizes(n_layers=n_layers, n_kv_heads=n_kv_heads, d_head=d_head, seq=seq, bytes_per_number=bytes_per_number)
     _check_window(window, 1)
-    raise NotImplementedError("18.8 kv_cache_bytes: the positions kept (seq, or the smaller of seq and the window); then the product of every size, times 2 for the keys and the values (2 lines)")
+    raise NotImplementedError("18.8 kv_cache_bytes: the product of every size over the positions kept (the smaller of seq and the window) times 2 for the keys and the values (2 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

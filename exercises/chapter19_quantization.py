@@ -66,7 +66,7 @@ def absmax_scale(W: np.ndarray, bits: int = 8, per_channel: bool = False):
     W = _check_matrix(W, "W")
     _check_bits(bits)
     _check_flag(per_channel, "per_channel")
-    raise NotImplementedError("19.1 absmax_scale: the largest magnitude of W — over every entry, or down each column for one scale per output channel — divided by the largest integer of b bits, two to the power b − 1, minus 1; 1 where that magnitude is 0 (2 lines)")
+    raise NotImplementedError("19.1 absmax_scale: the largest magnitude of W (over every entry or down each column) over the largest integer of b bits, 2ᵇ⁻¹ − 1 (1 where that magnitude is 0) (2 lines)")
 
 
 def quantize_symmetric(x: np.ndarray, scale, bits: int = 8) -> np.ndarray:
@@ -98,7 +98,7 @@ def quantize_symmetric(x: np.ndarray, scale, bits: int = 8) -> np.ndarray:
     x = _check_real(x, "x")
     scale = _check_scale(scale, x.shape)
     _check_bits(bits)
-    raise NotImplementedError("19.3 quantize_symmetric: divide by the scale, round half to even, hold the result inside minus to plus the largest integer of b bits, and only then make it int8 (2 lines)")
+    raise NotImplementedError("19.3 quantize_symmetric: W over its scale rounded half to even and held inside ± the largest integer of b bits, made int8 only at the end (2 lines)")
 
 
 def affine_params(x: np.ndarray) -> tuple[float, int]:
@@ -129,7 +129,7 @@ def affine_params(x: np.ndarray) -> tuple[float, int]:
     See docs: chapter 19, step 19.6.
     """
     x = _check_values(x)
-    raise NotImplementedError("19.6 affine_params: the range of x stretched to hold 0, its width over 255 steps (a scale of 1 for a width of 0), and the zero point: the rounded integer that stands for 0.0, a whole number (3 lines)")
+    raise NotImplementedError("19.6 affine_params: the scale of x's range stretched to hold 0 over 255 steps (1 for a width of 0) and the zero point as the rounded whole number that stands for 0.0 (3 lines)")
 
 
 def quantize_affine(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
@@ -158,7 +158,7 @@ def quantize_affine(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
     x = _check_real(x, "x")
     scale = _check_scale(scale, ())
     _check_zero_point(zero_point)
-    raise NotImplementedError("19.7 quantize_affine: divide by the scale, round half to even, shift by the zero point, hold the result inside 0 … 255, and only then make it uint8 (1 line)")
+    raise NotImplementedError("19.7 quantize_affine: x over the scale rounded half to even and shifted by the zero point, held inside 0 … 255 and made uint8 only at the end (1 line)")
 
 
 def dequantize(q: np.ndarray, scale, zero_point: int = 0) -> np.ndarray:
@@ -188,7 +188,7 @@ def dequantize(q: np.ndarray, scale, zero_point: int = 0) -> np.ndarray:
     q = _check_ints(q, "q")
     scale = _check_scale(scale, q.shape)
     _check_zero_point(zero_point)
-    raise NotImplementedError("19.8 dequantize: take the zero point off the integers as real numbers (an 8-bit difference wraps around), then multiply by the scale (1 line)")
+    raise NotImplementedError("19.8 dequantize: the scale times the integers less the zero point, taken as real numbers since an 8-bit difference wraps around (1 line)")
 
 
 def quantize_groups(W: np.ndarray, group_size: int, bits: int = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +223,7 @@ def quantize_groups(W: np.ndarray, group_size: int, bits: int = 4) -> tuple[np.n
     W = _check_matrix(W, "W")
     _check_group_size(group_size)
     _check_bits(bits)
-    raise NotImplementedError("19.10 quantize_groups: refuse a group size that does not divide the rows; view W as groups of G consecutive rows of each column, each group's largest magnitude over the largest integer of b bits (1 for a group of zeros), then each entry quantized with its own group's scale, as in quantize_symmetric (6 lines)")
+    raise NotImplementedError("19.10 quantize_groups: W quantized as in quantize_symmetric with one scale per group of G consecutive rows of each column (1 for a group of zeros), refusing a G that does not divide the rows (6 lines)")
 
 
 def dequantize_groups(q: np.ndarray, scales: np.ndarray, group_size: int) -> np.ndarray:
@@ -251,7 +251,7 @@ def dequantize_groups(q: np.ndarray, scales: np.ndarray, group_size: int) -> np.
     q = _check_ints(q, "q")
     _check_group_size(group_size)
     scales = _check_group_scales(q, scales, group_size)
-    raise NotImplementedError("19.12 dequantize_groups: each group's scales repeated G times down the rows, so that row r meets group ⌊r / G⌋'s scale, times the integers (1 line)")
+    raise NotImplementedError("19.12 dequantize_groups: the integers times their group's scale, row r meeting group ⌊r / G⌋'s (1 line)")
 
 
 def int_matmul(Xq: np.ndarray, Wq: np.ndarray) -> np.ndarray:
@@ -279,7 +279,7 @@ def int_matmul(Xq: np.ndarray, Wq: np.ndarray) -> np.ndarray:
     See docs: chapter 19, step 19.13.
     """
     Xq, Wq = _check_product(Xq, Wq)
-    raise NotImplementedError("19.13 int_matmul: both matrices as int32 first, then their matrix product, so that no sum is ever held in 8 or 16 bits (1 line)")
+    raise NotImplementedError("19.13 int_matmul: the matrix product of the two as int32, so that no sum is ever held in 8 or 16 bits (1 line)")
 
 
 def int8_linear(Xq: np.ndarray, x_scale: float, Wq: np.ndarray, w_scale) -> np.ndarray:
@@ -311,7 +311,7 @@ def int8_linear(Xq: np.ndarray, x_scale: float, Wq: np.ndarray, w_scale) -> np.n
     Xq, Wq = _check_product(Xq, Wq)
     x_scale = _check_scale(x_scale, ())
     w_scale = _check_scale(w_scale, (len(Xq), Wq.shape[1]))
-    raise NotImplementedError("19.14 int8_linear: the int32 product of the integers, times the activation's scale and the weight's scales (one per column), once, at the end (1 line)")
+    raise NotImplementedError("19.14 int8_linear: the int32 product of the integers scaled by the activation's scale and the weight's (one per column) once at the end (1 line)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

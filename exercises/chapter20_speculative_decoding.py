@@ -83,7 +83,7 @@ def residual_distribution(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """
     p, q = _check_pair(p, q)
     _check_residual(p, q)
-    raise NotImplementedError("20.3 residual_distribution: what the target wants beyond the draft, token by token and never below 0, divided by its sum (2 lines)")
+    raise NotImplementedError("20.3 residual_distribution: what the target wants beyond the draft (token by token and never below 0) divided by its sum (2 lines)")
 
 
 def acceptance_rate(p: np.ndarray, q: np.ndarray) -> float:
@@ -109,7 +109,7 @@ def acceptance_rate(p: np.ndarray, q: np.ndarray) -> float:
     See docs: chapter 20, step 20.4.
     """
     p, q = _check_pair(p, q)
-    raise NotImplementedError("20.4 acceptance_rate: α, the chance that a token the draft proposes is accepted, over everything the draft may propose: the page's formula for α (1 line)")
+    raise NotImplementedError("20.4 acceptance_rate: α, the chance that a token the draft proposes is accepted over everything the draft may propose (the page's formula) (1 line)")
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -138,7 +138,7 @@ def expected_tokens(alpha: float, k: int) -> float:
     See docs: chapter 20, step 20.5.
     """
     _check_rate(alpha, k)
-    raise NotImplementedError("20.5 expected_tokens: the average number of tokens one round yields, a rejection ending it: the page's sum for E (1 line)")
+    raise NotImplementedError("20.5 expected_tokens: E, the average number of tokens one round yields with a rejection ending it (the page's sum) (1 line)")
 
 
 def speculative_step(draft, q: np.ndarray, p: np.ndarray, us) -> list[int]:
@@ -175,7 +175,7 @@ def speculative_step(draft, q: np.ndarray, p: np.ndarray, us) -> list[int]:
     See docs: chapter 20, steps 20.6, 20.7 and 20.8.
     """
     draft, q, p, us = _check_step(draft, q, p, us)
-    raise NotImplementedError("20.6 speculative_step: one round by the page's rule: which draft tokens stand, and the one token the target adds to the round; each draw serves the one purpose the docstring gives it (9 lines)")
+    raise NotImplementedError("20.6 speculative_step: the draft tokens that stand in one round by the page's rule and the one token the target adds, each draw serving only the purpose the docstring gives it (9 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

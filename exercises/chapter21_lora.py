@@ -56,7 +56,7 @@ def lora_forward(x: np.ndarray, W: np.ndarray, A: np.ndarray, B: np.ndarray, alp
     """
     x, W, A, B = _check_layer(x, W, A, B)
     alpha = _check_alpha(alpha)
-    raise NotImplementedError("21.1 lora_forward: the frozen layer's output plus the adapter's — the input times A, then times B — scaled by α over the rank, the number of A's columns (2 lines)")
+    raise NotImplementedError("21.1 lora_forward: the frozen layer's output plus the adapter's x A B scaled by α over the rank r (A's columns) (2 lines)")
 
 
 def lora_init(d_in: int, d_out: int, r: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +89,7 @@ def lora_init(d_in: int, d_out: int, r: int, seed: int = 0) -> tuple[np.ndarray,
     See docs: chapter 21, step 21.3.
     """
     _check_sizes(d_in, d_out, r, seed)
-    raise NotImplementedError("21.3 lora_init: refuse a rank above the smaller of d_in and d_out, naming r; then A drawn small and random from a generator made from the seed, variance 1 over d_in, and B all zeros (5 lines)")
+    raise NotImplementedError("21.3 lora_init: A small and random with variance 1 over d_in from a generator made from the seed and B all zeros, refusing a rank above the smaller of d_in and d_out by naming r (5 lines)")
 
 
 def lora_backward(d_y: np.ndarray, x: np.ndarray, W: np.ndarray, A: np.ndarray, B: np.ndarray,
@@ -126,7 +126,7 @@ def lora_backward(d_y: np.ndarray, x: np.ndarray, W: np.ndarray, A: np.ndarray, 
     x, W, A, B = _check_layer(x, W, A, B)
     d_y = _check_d_y(d_y, x, W)
     alpha = _check_alpha(alpha)
-    raise NotImplementedError("21.4 lora_backward: chapter 7's rule for a product, twice along the adapter's path, with its scale α over the rank; x reaches y through the frozen W too; no gradient for W (4 lines)")
+    raise NotImplementedError("21.4 lora_backward: the gradients of A and B and x by chapter 7's product rule along the adapter's path scaled by α over the rank, x also reaching y through the frozen W (which gets none) (4 lines)")
 
 
 def lora_train_step(x: np.ndarray, target: np.ndarray, params: dict, alpha: float,
@@ -166,7 +166,7 @@ def lora_train_step(x: np.ndarray, target: np.ndarray, params: dict, alpha: floa
     See docs: chapter 21, steps 21.7, 21.8, 21.9 and 21.10.
     """
     x, target, W, A, B = _check_step(x, target, params, alpha, lr)  # noqa: F841 - yours to use
-    raise NotImplementedError("21.7 lora_train_step: your forward minus the target is dL/dy, and half the sum of its squares the loss; your backward then gives A's and B's gradients, one step of chapter 6's sgd_step each, W copied as it is (5 lines)")
+    raise NotImplementedError("21.7 lora_train_step: the loss (half the sum of squares of your forward minus the target) and the adapter after one sgd_step on A and B with W copied as it is (5 lines)")
 
 
 def lora_merge(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float) -> np.ndarray:
@@ -194,7 +194,7 @@ def lora_merge(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float) -> np.
     """
     W, A, B = _check_merge(W, A, B)
     alpha = _check_alpha(alpha)
-    raise NotImplementedError("21.11 lora_merge: the page's merged weight — one matrix of W's shape that your adapted layer's y comes out of, with no adapter left (1 line)")
+    raise NotImplementedError("21.11 lora_merge: the page's merged weight, one matrix of W's shape giving your adapted layer's y with no adapter left (1 line)")
 
 
 def lora_parameter_count(shapes, r: int) -> int:
@@ -220,7 +220,7 @@ def lora_parameter_count(shapes, r: int) -> int:
     See docs: chapter 21, step 21.12.
     """
     _check_shapes(shapes, r)
-    raise NotImplementedError("21.12 lora_parameter_count: what the adapters of all the listed weights hold, and only they — the frozen weights do not count (1 line)")
+    raise NotImplementedError("21.12 lora_parameter_count: the numbers the adapters of all the listed weights hold (the frozen weights do not count) (1 line)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -56,7 +56,7 @@ def router_probabilities(x: np.ndarray, W_router: np.ndarray) -> np.ndarray:
     See docs: chapter 22, step 22.1.
     """
     x, W_router = _check_router(x, W_router)
-    raise NotImplementedError("22.1 router_probabilities: every token's logits, x times W_r, then chapter 4's softmax along each token's row, over the experts (1 line)")
+    raise NotImplementedError("22.1 router_probabilities: chapter 4's softmax over the experts of each token's router logits x W_r (1 line)")
 
 
 def top_k_gates(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,7 +86,7 @@ def top_k_gates(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     See docs: chapter 22, steps 22.2 and 22.3.
     """
     probs = _check_probs(probs, k)
-    raise NotImplementedError("22.2 top_k_gates: rank each row's experts by probability, largest first and a tie to the lower id (a stable sort of the negated probabilities), keep the first k; then their probabilities divided by their sum (3 lines)")
+    raise NotImplementedError("22.2 top_k_gates: each row's k most probable experts (a tie to the lower id as a stable sort gives) with their probabilities divided by their sum (3 lines)")
 
 
 def expert_capacity(n_tokens: int, n_experts: int, k: int, factor: float) -> int:
@@ -114,7 +114,7 @@ def expert_capacity(n_tokens: int, n_experts: int, k: int, factor: float) -> int
     See docs: chapter 22, step 22.4.
     """
     _check_capacity(n_tokens, n_experts, k, factor)
-    raise NotImplementedError("22.4 expert_capacity: the factor times the tokens times k, over the experts, rounded up (1 line)")
+    raise NotImplementedError("22.4 expert_capacity: the factor times the tokens times k over the experts rounded up (1 line)")
 
 
 def dispatch(experts: np.ndarray, n_experts: int, capacity: int) -> np.ndarray:
@@ -147,7 +147,7 @@ def dispatch(experts: np.ndarray, n_experts: int, capacity: int) -> np.ndarray:
     See docs: chapter 22, step 22.5.
     """
     experts = _check_dispatch(experts, n_experts, capacity)
-    raise NotImplementedError("22.5 dispatch: every slot starts at −1 and every expert with no place taken; walk the choice columns in order, the tokens in order within each, and give each assignment its expert's next place while the expert has fewer than capacity (8 lines)")
+    raise NotImplementedError("22.5 dispatch: each assignment's place in its expert or −1 once the expert is full, places going out by choice column and by token within each (8 lines)")
 
 
 def moe_forward(
@@ -181,7 +181,7 @@ def moe_forward(
     See docs: chapter 22, step 22.6.
     """
     x, W_router, W_experts = _check_layer(x, W_router, W_experts)
-    raise NotImplementedError("22.6 moe_forward: the probabilities, the top k and the slots from your functions; then, expert by expert, its kept assignments: add the gate times the expert's output to the token's row; return y and a cache that starts with x, W_router and W_experts (9 lines)")
+    raise NotImplementedError("22.6 moe_forward: y as each token's sum of its kept experts' outputs weighted by their gates, and a cache that starts with x and the two weights (9 lines)")
 
 
 def load_balancing_loss(probs: np.ndarray, experts: np.ndarray) -> float:
@@ -213,7 +213,7 @@ def load_balancing_loss(probs: np.ndarray, experts: np.ndarray) -> float:
     See docs: chapter 22, step 22.7.
     """
     probs, experts = _check_balance(probs, experts)
-    raise NotImplementedError("22.7 load_balancing_loss: f, each expert's count among the assignments over tokens times k; P, the mean of each column of probs; N times the sum of f times P (3 lines)")
+    raise NotImplementedError("22.7 load_balancing_loss: N times the sum over experts of f (each expert's share of the assignments) times P (its mean router probability) (3 lines)")
 
 
 def gates_backward(d_gates: np.ndarray, gates: np.ndarray, experts: np.ndarray, n_experts: int) -> np.ndarray:
@@ -269,7 +269,7 @@ def moe_backward(d_y: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray,
     See docs: chapter 22, steps 22.9, 22.10 and 22.11.
     """
     d_y = _check_d_y(d_y, cache)
-    raise NotImplementedError("22.9 moe_backward: expert by expert, its kept assignments: the chain rule through the gate times the expert's output, for the gate's gradient and, with chapter 7's linear backward, the expert's and the input's share; then gates_backward of the gates' gradient, and the router's linear backward for dW_r and the rest of dx (11 lines)")
+    raise NotImplementedError("22.9 moe_backward: dx and every weight's gradient by the chain rule through each kept gate times its expert's output and through the router (gates_backward and chapter 7's linear backward) (11 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

@@ -57,7 +57,7 @@ def token_log_probs(logits: np.ndarray, ids) -> np.ndarray:
     See docs: chapter 23, step 23.1.
     """
     logits, ids = _check_sequence(logits, ids)
-    raise NotImplementedError("23.1 token_log_probs: every row but the last, scored at the token one position after its own: that token's logit minus the row's log-sum-exp, taken after subtracting the row's maximum (4 lines)")
+    raise NotImplementedError("23.1 token_log_probs: each row's log-probability of the token one position after it (none for the last row), its log-sum-exp safe for large logits (4 lines)")
 
 
 def response_mask(prompt_len: int, seq_len: int) -> np.ndarray:
@@ -87,7 +87,7 @@ def response_mask(prompt_len: int, seq_len: int) -> np.ndarray:
     """
     _check_lengths(prompt_len, seq_len)
     _check_prompt(prompt_len, seq_len)
-    raise NotImplementedError("23.2 response_mask: 1.0 where the token an entry scores, one position after the entry, belongs to the response, else 0.0 (1 line)")
+    raise NotImplementedError("23.2 response_mask: 1.0 where the token an entry scores (one position after it) belongs to the response and 0.0 elsewhere (1 line)")
 
 
 def sequence_log_prob(logits: np.ndarray, ids, prompt_len: int) -> float:
@@ -115,7 +115,7 @@ def sequence_log_prob(logits: np.ndarray, ids, prompt_len: int) -> float:
     """
     logits, ids = _check_sequence(logits, ids)
     _check_prompt(prompt_len, len(ids))
-    raise NotImplementedError("23.3 sequence_log_prob: the docstring's sum, from your two functions above: only what scores a response token counts (1 line)")
+    raise NotImplementedError("23.3 sequence_log_prob: the docstring's sum from your two functions above, only what scores a response token counting (1 line)")
 
 
 def sft_loss(log_probs: np.ndarray, mask: np.ndarray) -> float:
@@ -205,7 +205,7 @@ def dpo_loss(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     See docs: chapter 23, step 23.7.
     """
     pc, pr, rc, rr, beta = _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)  # noqa: F841 - yours to use
-    raise NotImplementedError("23.7 dpo_loss: each pair's margin z, the chosen answer's implicit reward minus the rejected one's; then the mean over the pairs of −log σ of it, finite however large the margin (2 lines)")
+    raise NotImplementedError("23.7 dpo_loss: the mean over the pairs of −log σ of the margin z between the chosen and rejected implicit rewards, finite however large z is (2 lines)")
 
 
 def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen: np.ndarray,
@@ -237,7 +237,7 @@ def dpo_grad(policy_chosen: np.ndarray, policy_rejected: np.ndarray, ref_chosen:
     See docs: chapter 23, step 23.8.
     """
     pc, pr, rc, rr, beta = _check_pairs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta)  # noqa: F841 - yours to use
-    raise NotImplementedError("23.8 dpo_grad: the margins z as in 23.7; the derivative of −log σ of z, through z, for each answer, over the number of pairs; finite however large the margin, as 23.7 (3 lines)")
+    raise NotImplementedError("23.8 dpo_grad: the derivative of the mean −log σ of z for each answer's log-probability, finite however large the margin as in 23.7 (3 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

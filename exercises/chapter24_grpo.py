@@ -61,7 +61,7 @@ def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-4) ->
     See docs: chapter 24, steps 24.1 and 24.2.
     """
     rewards, eps = _check_rewards(rewards, group_size, eps)
-    raise NotImplementedError("24.1 group_advantages: refuse a batch that is not whole groups, naming group_size; cut the rewards into one row per group, subtract each row's mean and divide by its standard deviation (the population one, ddof 0) plus ε; then lay the rows out flat again (5 lines)")
+    raise NotImplementedError("24.1 group_advantages: each reward's distance from its group's mean in units of the group's population standard deviation (ddof 0) plus ε, refusing a batch that is not whole groups by naming group_size (5 lines)")
 
 
 def clipped_surrogate(logp: np.ndarray, logp_old: np.ndarray, advantages: np.ndarray,
@@ -92,7 +92,7 @@ def clipped_surrogate(logp: np.ndarray, logp_old: np.ndarray, advantages: np.nda
     See docs: chapter 24, step 24.3.
     """
     logp, logp_old, advantages = _check_tokens(logp, logp_old, advantages, clip_eps)
-    raise NotImplementedError("24.3 clipped_surrogate: the ratio ρ is the exponential of the difference of the two log-probabilities; each row's advantage stands beside every token of the row; keep the smaller of ρ times A and ρ clipped to [1 − ε, 1 + ε] times A (3 lines)")
+    raise NotImplementedError("24.3 clipped_surrogate: per token the smaller of ρ A and ρ clipped to 1 ± ε times A, with ρ the policy's probability ratio and A its row's advantage (3 lines)")
 
 
 def k3_kl(logp: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
@@ -119,7 +119,7 @@ def k3_kl(logp: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
     See docs: chapter 24, step 24.4.
     """
     logp, logp_ref = _check_pair(logp, logp_ref)
-    raise NotImplementedError("24.4 k3_kl: the log of π_ref / π is the reference's log-probability minus the policy's; k3 is that ratio, less its log, less 1 (2 lines)")
+    raise NotImplementedError("24.4 k3_kl: k3 of the ratio π_ref / π, that ratio less its log less 1 (2 lines)")
 
 
 def masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -147,7 +147,7 @@ def masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """
     values, mask = _check_masked(values, mask)
     _check_responses(mask)
-    raise NotImplementedError("24.5 masked_mean: count each row's response tokens; then each row's sum of mask times values, over its count (2 lines)")
+    raise NotImplementedError("24.5 masked_mean: each row's mean of values over its response tokens only (2 lines)")
 
 
 def grpo_loss(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray, advantages: np.ndarray,
@@ -182,7 +182,7 @@ def grpo_loss(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray, adva
     """
     logp, logp_old, logp_ref, advantages, mask = _check_batch(logp, logp_old, logp_ref, advantages, mask,
                                                               clip_eps, beta)
-    raise NotImplementedError("24.6 grpo_loss: per token, the clipped surrogate less β times k3; then each response's masked mean, the mean of those over the batch, and minus that, as a Python float (2 lines)")
+    raise NotImplementedError("24.6 grpo_loss: minus the batch mean of each response's masked mean of the clipped surrogate less β times k3, as a Python float (2 lines)")
 
 
 def grpo_loss_grad(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray, advantages: np.ndarray,
@@ -218,7 +218,7 @@ def grpo_loss_grad(logp: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
     """
     logp, logp_old, logp_ref, advantages, mask = _check_batch(logp, logp_old, logp_ref, advantages, mask,
                                                               clip_eps, beta)
-    raise NotImplementedError("24.7 grpo_loss_grad: ρ and each row's advantage as in the surrogate; the slope of the surrogate and of k3 with respect to log π, token by token (where does the min hold a constant?); weigh them as the loss weighs its terms (5 lines)")
+    raise NotImplementedError("24.7 grpo_loss_grad: the loss's slope with respect to each token's log π through the surrogate and k3 as the loss weighs them (where does the min hold a constant?) (5 lines)")
 
 
 # -- input checks: the course's, given in the stubs (CONTRIBUTING.md, "The stub") -----------------------------

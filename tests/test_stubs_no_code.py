@@ -12,6 +12,17 @@ Two checks per chapter, on its ``exercises/`` module:
   assignment ``dX = ...`` or a keyword argument ``side='right'``; ``<=`` and ``>=`` are comparisons, allowed), no
   backquotes. A NumPy tool may be named in words ("a lower triangle of ones", "a reshape that puts the head axis
   first").
+- **the message names what, never the steps** (issue 31, item 1): after ``N.k name:`` it says what the function
+  computes and, where it helps, the idea (the maths in words, the one trap its page warns about), then its
+  budget: "4.3 softmax: the probabilities along axis, safe for scores of 1000 (3 lines)". The body's order of
+  operations is the learner's to find, so the text between ``name:`` and the budget is refused for any of
+  an order word ("first", "then", "next", "finally", "afterwards"); a semicolon; an opening instruction, its
+  first word an imperative of ``INSTRUCTIONS`` ("subtract the max …", "split on white space …"); or three or
+  more parts cut by commas, colons or dashes ("subtract the max along axis, exponentiate, divide by the sum";
+  "forward, loss, dlogits" too: a list of names is joined by "and", or named by what they are, "the three
+  projections"). One comma is allowed ("the new rows' attention over every position so far, and the grown
+  cache"). It is a rule of thumb, not grammar: it refuses every recipe issue 31 quoted and passes the nudges of
+  ``exercises/``; reading the message does the rest.
 - **the docstring** says what, never how as code. Maths in ``$$…$$`` or ``$…$`` is left alone. In the prose around
   it: no ``@``, no ``.T``, no ``np.``/``numpy.``/``math.``, no ``**``, no slice (a ``[…]`` holding ``:``, or
   ``0::2``), no keyword argument written without spaces (``axis=-1``; maths with spaces, ``x = 0``, is prose), and
@@ -60,6 +71,17 @@ MODULES = {"np", "numpy", "math"}
 CALLABLE_BUILTINS = {"range", "len"}
 
 ORDER_WORDS = re.compile(r"\b(?:first|then|next|finally)\b", re.I)
+STEP_ORDER = re.compile(r"\b(?:first|then|next|finally|afterwards)\b", re.I)
+STEP_ID = re.compile(r"^\s*[\d./]+\s+\w+:\s*")
+PART_BREAKS = re.compile(r",|:|\s[—–]\s|—")  # an en dash between numbers (17.1–17.3) is a range, not a break
+INSTRUCTIONS = {  # a message that opens with one of these gives an order, not what is computed
+    "add", "append", "apply", "attend", "call", "carry", "check", "clip", "compute", "copy", "count", "cut",
+    "decode", "divide", "draw", "embed", "encode", "exponentiate", "feed", "join", "keep", "loop", "look", "mask",
+    "merge", "multiply", "normalise", "normalize", "order", "pick", "prefill", "project", "put", "rank", "read",
+    "record", "recompute", "refuse", "repeat", "replace", "reshape", "return", "rotate", "round", "run", "scale",
+    "shift", "sort", "split", "stack", "start", "subtract", "sum", "take", "tally", "transpose", "use", "walk",
+    "write",
+}
 MATHS = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 INLINE = re.compile(r"``(.+?)``", re.S)
 BUDGET = re.compile(r"\((\d+) lines?\b[^()]*\)$")
@@ -184,6 +206,24 @@ def code_in_message(message: str) -> list[str]:
     return found
 
 
+def steps_in_message(message: str) -> list[str]:
+    """How a stub's message lists the body's steps rather than naming what it computes (empty: it does not)."""
+    text = message.strip()
+    budget = BUDGET.search(text)
+    nudge = STEP_ID.sub("", text[:budget.start()] if budget else text, count=1).strip()
+    found = [f"an order word {w!r}" for w in STEP_ORDER.findall(nudge)]
+    if ";" in nudge:
+        found.append("a semicolon (one step after another)")
+    opening = re.match(r"[^\W\d]\w*", nudge)
+    if opening and opening.group(0).lower() in INSTRUCTIONS:
+        found.append(f"it opens with an instruction, {opening.group(0)!r}, not what is computed")
+    parts = [p.strip() for p in PART_BREAKS.split(nudge)]
+    if len(parts) >= 3:
+        found.append(f"{len(parts)} parts cut by commas, colons or dashes (a list of steps): "
+                     + " | ".join(parts))
+    return [f"{item} in {text!r}" for item in found]
+
+
 def recipe_in_maths(maths: str) -> list[str]:
     """A block of maths written as the body's steps: a loop header, or a name given a value twice."""
     found = [f"a loop written in maths: {m.group(0).strip()!r}" for m in LOOP_IN_MATHS.finditer(maths)]
@@ -248,6 +288,17 @@ def test_no_stub_message_hands_over_code(chapter):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.module)
+def test_no_stub_message_lists_steps(chapter):
+    """each stub's NotImplementedError message names what the function computes, never its steps in order"""
+    bad = {f.name: found for f in _public_functions(chapter) for found in [
+        [item for message in _messages(f) for item in steps_in_message(message)]] if found}
+    assert not bad, (
+        f"exercises/{chapter.module}.py: {len(bad)} stub message(s) list the body's steps — "
+        + "; ".join(f"{name}: {', '.join(items)}" for name, items in bad.items())
+        + ". Name what the function computes (and the idea or the trap, if it helps), keep '(K lines)'.")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.module)
 def test_no_docstring_hands_over_code(chapter):
     """each public function's docstring says what, with maths in $$…$$, and no Python or NumPy recipe"""
     bad = {f.name: found for f in _public_functions(chapter)
@@ -277,6 +328,32 @@ def test_no_docstring_hands_over_code(chapter):
 def test_the_message_rule_reads_code_as_code(text, code):
     """the message check finds the code of issue 31's examples and passes a nudge in words"""
     assert bool(code_in_message(text)) is code, code_in_message(text)
+
+
+@pytest.mark.parametrize(("text", "steps"), [
+    ("4.3 softmax: subtract the max along axis, exponentiate, divide by the sum (3 lines)", True),
+    ("16.6 attention_with_cache: with t the number of cached positions, project and cut into heads, rotate the new"
+     " queries and keys from position t, put the new keys and values after the cached ones, mask so that new row i"
+     " sees positions 0 … t+i, attend in each head, merge, project (8 lines)", True),
+    ("7.x backward_trace: run forward, then one line per link from dlogits back to dWQ, dWK, dWV (18 lines)", True),
+    ("1.1 encode: split on white space, look each token up in VOCAB (4 lines)", True),  # an instruction
+    ("2.3 dot: multiply the entries pairwise and add the products up (4 lines)", True),
+    ("10.16 transformer_loss_and_grads: forward, cross_entropy, backward (3 lines)", True),  # a list of names
+    ("11.4 merge_heads: split_heads undone: the head axis back behind seq, each position's heads side by side"
+     " (2 lines)", True),
+    ("7.12 backward: backward_trace then pick the loss (2 lines)", True),
+    ("6.3 output_backward: dcontext is W_O times dlogits; dWO is their outer product (3 lines)", True),
+    ("17.4 tile_pairs: query tiles — key tiles — pairs (4 lines)", True),
+    ("4.3 softmax: the probabilities along axis, safe for scores of 1000 (3 lines)", False),
+    ("16.6 attention_with_cache: the new rows' attention over every position so far, and the grown cache (8 lines)",
+     False),
+    ("17.6 flash_attention_forward: the output of every row, read off the state of steps 17.1–17.3 (6 lines)", False),
+    ("11.4 merge_heads: split_heads undone, each position's heads side by side in one row (2 lines)", False),
+    ("9.5 residual_feed_forward: x plus its feed-forward (2 lines plus a width check)", False),
+])
+def test_the_message_rule_reads_steps_as_steps(text, steps):
+    """the steps check refuses issue 31's recipes (the body in words, in order) and passes a nudge naming what"""
+    assert bool(steps_in_message(text)) is steps, steps_in_message(text)
 
 
 @pytest.mark.parametrize(("text", "code"), [

@@ -2,8 +2,9 @@
 
 Same imports, names, signatures and docstrings; every public function body replaced by
 ``raise NotImplementedError(...)``; private helpers dropped (with the comments just above them and the blank
-lines after them). A starting point for authors: edit each message to name the step and give a nudge, e.g.
-``"4.2: divide Q @ K.T by sqrt(d_k)"``.
+lines after them). A starting point for authors: edit each message to name the step, what the function computes
+and its size budget, never its steps (``tests/test_stubs_no_code.py``), e.g.
+``"4.2 attention_scores: the raw scores divided by √d_k, d_k being the keys' width (2 lines)"``.
 
 The input checks that teach nothing about transformers are the course's, not the learner's: the chapter's
 ``_check_*`` helpers stay in the stub, word for word, and so do the calls of them that open a function's body
