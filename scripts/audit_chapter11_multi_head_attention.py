@@ -209,6 +209,7 @@ def computed() -> dict[str, dict]:
                                   "split_reshape": reshape_split(*args),
                                   "merge_reshape": matmul(np.stack(f["heads"]).reshape(3, 4), WO),
                                   "WO_T": matmul(f["merged"], WO.T),
+                                  "merge_reversed": matmul(side_by_side(f["heads"][::-1]), WO),
                                   "projections_T": forward(*args, projections_T=True)["out"]}}
     g = backward(f, D_OUT, *args)
     g_wide = backward(wide, D_OUT, *args, scale=root_d_model)  # √d_model in both passes: the forward mistake
@@ -288,6 +289,9 @@ NAMES = {
         'the heads merged by a reshape without the transpose: positions and heads mixed',
     ('11.5', 'WO_T'):
         'W_O transposed: merged W_Oᵀ instead of merged W_O',
+    ('11.5', 'merge_reversed'):
+        'the heads merged in the wrong order (head 1 first, then head 0): this W_O\'s second half, head 1 minus '
+        'head 0, changed sign',
     ('11.5', 'projections_T'):
         'the projections transposed: x W_Qᵀ, x W_Kᵀ, x W_Vᵀ instead of x W_Q, x W_K, x W_V',
     ('11.6', 'transposed'):

@@ -74,6 +74,8 @@ DROPPED = "the top-p boundary token dropped: only the tokens before the running 
 NO_FINAL_NORM = "the final RMSNorm left out: the logits are x W_out"
 P_FIRST = ("top-p applied before top-k (or only one of the two filters applied): top-k first, then the nucleus of "
            "what it kept")
+OLD_CACHES = ("the caches it was given handed back instead of the new ones: the decode step started again with "
+              "nothing cached, as if the new token were the first")
 ONTO_NORM = "the attention added to the normalised copy instead of the stream: x₁ = RMSNorm(x) + A(RMSNorm(x))"
 
 
@@ -220,10 +222,11 @@ def block(x_new, params, cache, residual=True, onto_norm=False, **mistake):
     return (x1 + f if residual else f), cache
 
 
-def forward(ids, caches=None, model=None, final_norm=True, **mistake):
+def forward(ids, caches=None, model=None, final_norm=True, old_caches=False, **mistake):
     """The model on new ids after the cached positions: (logits (m, vocab), caches).
 
-    model: MODEL unless given (SMALL, with heads=1); final_norm=False leaves the final RMSNorm out (the mistake).
+    model: MODEL unless given (SMALL, with heads=1); final_norm=False leaves the final RMSNorm out (the mistake);
+    old_caches=True hands back the caches it was given (one None a block for none), not the new ones (the mistake).
     """
     model = MODEL if model is None else model
     x = np.asarray(model["tok_emb"], dtype=np.float64)[ids]
@@ -233,7 +236,7 @@ def forward(ids, caches=None, model=None, final_norm=True, **mistake):
         x, cache = block(x, params, cache, **mistake)
         new.append(cache)
     x = rmsnorm(x, model["g_final"]) if final_norm else x
-    return x @ np.asarray(model["W_out"]), new
+    return x @ np.asarray(model["W_out"]), (caches if old_caches else new)
 
 
 def full(ids, model=None, heads=N_HEADS):
@@ -242,7 +245,7 @@ def full(ids, model=None, heads=N_HEADS):
     return logits
 
 
-PREFILL_MISTAKES = ("unmasked", "unrotated")  # the mistakes the prefill makes too (the others need a cache)
+PREFILL_MISTAKES = ("unmasked", "unrotated", "old_caches")  # mistakes the prefill makes too (the others need a cache)
 
 
 def prefill_then(next_ids, prompt=PROMPT, model=None, heads=N_HEADS, **mistake):
@@ -340,7 +343,8 @@ def audit() -> dict[str, dict]:
         RESTART: rows(prefill_then([NEXT], restart=True)),
         TWICE: rows(prefill_then([NEXT], twice=True)),
         UNMASKED: rows(prefill_then([NEXT], unmasked=True)),
-        UNROTATED: rows(prefill_then([NEXT], unrotated=True))}}
+        UNROTATED: rows(prefill_then([NEXT], unrotated=True)),
+        OLD_CACHES: rows(prefill_then([NEXT], old_caches=True))}}
     ids = generate(SMALL_US, cached=False, **small)
     if generate(SMALL_US, **small) != ids:
         raise SystemExit("the audit's cached generation of the small model differs from its full-forward one")

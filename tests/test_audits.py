@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tomllib
 
+import numpy as np
 import pytest
 
 from kata import project
@@ -56,6 +57,38 @@ def test_the_numbers_a_page_gives_for_the_worksheet_are_its_audits(chapter):
         if not any(re.search(pattern, line) for line in page):
             missing.append(f"{label} {' '.join(numbers)}")
     assert not missing, f"{project.chapter(chapter).page} lacks the audited rows: {missing}"
+
+
+def _chapter_7_pencil_table() -> dict[str, list[str]]:
+    """Chapter 7 (Part I: no audit script) gives the pencil e^x for 7.19 and ln y for 7.20; computed here.
+
+    From the key alone, apart from ``solutions/``: the old weights are 7.20's inputs, the new ones 7.15–7.18's
+    exact values (X = I, so they are Q, K, V themselves); B's scores, its softmax, its context and the logits
+    are written out with NumPy. The rows are checked on the page as an audit's ``_page`` rows are.
+    """
+    steps = {s.id: s for s in project.chapter(7).steps}
+    old = [np.asarray(steps["7.20"].input(n), dtype=np.float64) for n in ("WQ", "WK", "WV", "WO")]
+    new = [np.asarray(steps[sid].exact, dtype=np.float64) for sid in ("7.15", "7.16", "7.17", "7.18")]
+
+    def b_scores_and_sum(WQ, WK, WV, WO):
+        scores = WK @ WQ[1] / np.sqrt(2)  # B's query against the keys of A and B
+        weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+        return scores, float(np.exp((weights @ WV) @ WO).sum())
+
+    scores, y_after = b_scores_and_sum(*new)
+    _, y_before = b_scores_and_sum(*old)
+    x = float(scores[1] - scores[0])
+    return {"7.19: $x$": [f"{x:.7f}"], "$e^{x}$": [f"{np.exp(x):.7f}"],
+            "7.20: $y = \\sum_j e^{z_j}$": [f"{y_before:.7f}", f"{y_after:.7f}"],
+            "$\\ln y$": [f"{np.log(y_before):.7f}", f"{np.log(y_after):.7f}"]}
+
+
+def test_the_numbers_chapter_7s_page_gives_the_pencil_are_computed():
+    """chapter 7's e^x (7.19) and ln y (7.20), which no pencil gives to seven digits, are on its page as computed"""
+    page = (ROOT / project.chapter(7).page).read_text(encoding="utf-8").splitlines()
+    missing = [f"{label} {' '.join(numbers)}" for label, numbers in _chapter_7_pencil_table().items()
+               if not any(re.search(".*".join(re.escape(part) for part in [label, *numbers]), line) for line in page)]
+    assert not missing, f"{project.chapter(7).page} lacks the computed rows: {missing}"
 
 
 PLANTED = {  # (what is changed in the key, the difference the comparison must name)

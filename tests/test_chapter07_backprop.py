@@ -83,7 +83,8 @@ def trace(ch, ids, target, params):
                     raise
                 broken.append(f"{name} (step {step_id}, where it raises {type(probe).__name__} on its own)")
         if broken:
-            raise NotImplementedError("backward_trace waits for " + ", ".join(broken)) from err
+            raise NotImplementedError(f"backward_trace raised {type(err).__name__}: it waits for "
+                                      + ", ".join(broken)) from err
         raise
 
 

@@ -30,6 +30,7 @@ TWICE = "the cached keys rotated again: they were stored already rotated"
 UNMASKED = "the new rows not masked among themselves: a row of the prefill reads the rows after it"
 KEYS_AT_ZERO = "the new keys rotated from position 0: the queries turned by their position t + i, the keys by i"
 KEYS_FIRST = "the new keys put before the cached ones: every key at another position than its value"
+BLOCK0 = "every block read block 0's cache: each block attends over its own keys and values, so it needs its own cache"
 FIRST_ROW = "the first token drawn from the prefill's first row: the next token follows the prompt's last row"
 
 
@@ -319,7 +320,8 @@ def test_every_decoded_step_equals_the_full_forward(ch, case):
               mistakes=[(RESTART, SNAP[f"{k}/restart"][at:at + size]), (TWICE, SNAP[f"{k}/twice"][at:at + size]),
                         (UNMASKED, SNAP[f"{k}/unmasked"][at:at + size]),
                         (KEYS_AT_ZERO, SNAP[f"{k}/keys_at_zero"][at:at + size]),
-                        (KEYS_FIRST, SNAP[f"{k}/keys_first"][at:at + size])])
+                        (KEYS_FIRST, SNAP[f"{k}/keys_first"][at:at + size]),
+                        (BLOCK0, SNAP[f"{k}/block0_cache"][at:at + size])])
         at += size
         if not isinstance(caches, list) or len(caches) != len(model["blocks"]):
             pytest.fail(f"gpt_forward must return a list with one cache per block ({len(model['blocks'])}), got "

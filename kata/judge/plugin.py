@@ -574,6 +574,20 @@ def _waiting_for(group: list[Result]) -> str:
     return ", ".join(names) or "a function"
 
 
+WAITS = "waits for"  # a not-started message holding these words says what the step waits for (a test wrote it)
+
+
+def _not_started(r: Result) -> str:
+    """A not-started step's note: "  not started", or what its test says it waits for.
+
+    A test whose function is written but calls another that fails on its own step raises NotImplementedError
+    saying what it waits for (chapter 7's backward_trace waits for linear_backward): the step is not blamed, and
+    the line says why instead of "not started", which would read as code not yet written.
+    """
+    said = r.message.removeprefix("not started:").strip()
+    return f"  — {said}" if WAITS in said else "  not started"
+
+
 def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
                  printed: dict[str, str] | None = None, files: dict[int, str] | None = None) -> list[str]:
     """The chapter run as its worksheet: a line per step, the first failure in full, a closing count.
@@ -597,7 +611,7 @@ def chapter_view(results: list[Result], impl: str, broken: dict[int, str],
         if number is not None and broken.get(number):
             lines.append(f"  ! {broken[number]}")
         for r in steps:
-            extra = "  not started" if r.status == "not started" else ""
+            extra = _not_started(r) if r.status == "not started" else ""
             extra = "  timed out" if r.status == "timed out" else extra
             extra += _crashes([r])
             lines.append(f"  {STATUS_MARK[r.status]} {r.step:<5} {r.title}{extra}")

@@ -138,9 +138,9 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
         rows, at = [], 0
         for size in chunks:
             x = model["tok_emb"][ids[at:at + size]]
-            caches = list(caches)
-            for j, params in enumerate(model["blocks"]):
-                x, caches[j] = cached_block(x, params, n, caches[j], mode)
+            old, caches = caches, list(caches)
+            for j, params in enumerate(model["blocks"]):  # "block0_cache": every block reads block 0's old cache
+                x, caches[j] = cached_block(x, params, n, old[0 if mode == "block0_cache" else j], mode)
             rows.append(rms_norm(x, model["g_final"]) @ model["W_out"])
             at += size
         return np.vstack(rows)
@@ -175,7 +175,7 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
         ids = rng.integers(0, vocab, size=sum(chunks))
         put(f"model/{i}", model=model, n_heads=n, ids=ids, chunks=np.array(chunks), logits=full_forward(model, ids, n),
             **{mode: decode(model, ids, chunks, n, mode)
-               for mode in ("restart", "twice", "unmasked", "keys_at_zero", "keys_first")})
+               for mode in ("restart", "twice", "unmasked", "keys_at_zero", "keys_first", "block0_cache")})
     for i, (vocab, d_model, n, prompt_len, n_new, T, k, top) in enumerate(
             [(11, 8, 2, 3, 8, 1.0, None, None), (13, 4, 1, 1, 6, 1.5, 2, None), (9, 12, 3, 4, 7, 1.5, None, 0.5),
              (10, 8, 4, 2, 5, 0.0, None, None)]):

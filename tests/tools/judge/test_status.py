@@ -61,3 +61,19 @@ def test_progress_shows_a_long_title_cut_with_an_ellipsis():
     row = next(line for line in progress_view(results, "exercises", {}) if line.strip().startswith(str(long.number)))
     shown = row.split(None, 1)[1][:34].rstrip()
     assert shown.endswith("…") and long.title.startswith(shown[:-1]), row
+
+
+def test_a_step_that_waits_for_another_function_says_so_instead_of_not_started():
+    """a not-started step whose test says what it waits for shows that, not "not started" (a stub's still does)"""
+    chapter = project.chapter(7)
+    waits, stub = chapter.steps[0], chapter.steps[3]
+    said = ("backward_trace raised ValueError: it waits for linear_backward (step 7.2, where it raises ValueError "
+            "on its own)")
+    results = [Result(nodeid="t::a", chapter=7, step=waits.id, title=waits.title, status="not started",
+                      message=f"not started: {said}"),
+               Result(nodeid="t::b", chapter=7, step=stub.id, title=stub.title, status="not started",
+                      message=f"not started: {stub.id} backward_trace: run forward (18 lines)")]
+    lines = chapter_view(results, "x", {})
+    line = next(line for line in lines if f" {waits.id} " in line)
+    assert line.endswith(f"{waits.title}  — {said}") and "not started" not in line, line
+    assert next(line for line in lines if f" {stub.id} " in line).endswith(f"{stub.title}  not started")
