@@ -46,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
                    "tokens whose probabilities add up to p (nucleus sampling)")
     p.add_argument("--impl", default="", help="package name or folder whose code runs (default: the one the run "
                    "was trained with, if it is there, else your work: exercises/ with your saved notebooks' answers)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds of CPU one call into your code may use")
+    p.add_argument("--timeout", type=float, default=train.TIMEOUT,
+                   help="seconds of CPU one call into your code may use")
     return p
 
 

@@ -60,7 +60,7 @@ from types import SimpleNamespace
 
 from ... import learners_code, project
 from .chapter10 import FORMAT, Chapter10, Settings, load_model
-from .child import Child, child_main
+from .child import TIMEOUT, Child, child_main
 from .corpus import Corpus, TrainError, load_corpus
 from .figures import attention_figure, loss_figure, write_figures
 from .gpt import Gpt, GptSettings
@@ -72,9 +72,9 @@ from .progress import Progress
 CHAPTER10, GPT = Chapter10(), Gpt()
 MODELS: dict[str, Model] = {m.name: m for m in (CHAPTER10, GPT)}  # child.py names the same two
 
-__all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Settings', 'TrainError', 'attention_figure',
-           'chapters_of', 'check_gradients', 'command', 'load_corpus', 'load_model', 'loss_figure', 'main', 'parser',
-           'read_model_file', 'train_model']
+__all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Settings', 'TIMEOUT', 'TrainError',
+           'attention_figure', 'chapters_of', 'check_gradients', 'command', 'load_corpus', 'load_model', 'loss_figure',
+           'main', 'parser', 'read_model_file', 'train_model']
 
 
 def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
@@ -159,8 +159,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="", help="the run's folder name under --runs (default: the corpus's name; "
                    "gpt: gpt)")
     p.add_argument("--runs", default="runs", help="where run folders go (default: runs)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds of CPU one call into your code may use "
-                   "(default 30)")
+    p.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds of CPU one call into your code may use "
+                   f"(default {TIMEOUT:g})")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
 
