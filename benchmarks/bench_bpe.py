@@ -1,11 +1,13 @@
 """Benchmark chapter 14: train a 512-token byte-pair vocabulary on Python's own documentation, then encode it.
 
 The corpus is ``pydoc_data.topics``, the help texts CPython ships (``help("if")`` reads them): every topic
-joined, about 465,000 characters, always at hand and the same for a given Python. The chapter's promise is
-that ``train_bpe(text, 512)`` (256 merges) takes at most 60 s on the course's two-core machine; the reference
-meets it by updating the counts of the pairs around each merge instead of recounting the whole text per
-merge. Encoding the same text replays the 256 merges (the reference: one heap of pairs, not one pass per
-merge). The benchmark checks that the encoding is what training ended with: decode(encode(text)) == text.
+joined, about 465,000 characters, always at hand and the same for a given Python. The capstone (``nox -s
+train -- --model gpt``) gives one call into your code at most ``TIMEOUT`` s of CPU (30, its ``--timeout``), and
+``train_bpe(text, 512)`` (256 merges) is one call: the figure printed beside the time is that limit, and the
+CPU time is measured as the capstone measures it (``time.process_time``). The reference meets it by updating
+the counts of the pairs around each merge instead of recounting the whole text per merge. Encoding the same
+text replays the 256 merges (the reference: one heap of pairs, not one pass per merge). The benchmark checks
+that the encoding is what training ended with: decode(encode(text)) == text.
 
 Usage: python benchmarks/bench_bpe.py [--impl exercises] [--vocab-size 512]
 Without --impl it measures the learner's work in a learner's edition (exercises/ with the saved notebooks'
@@ -26,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kata import learners_code, project  # noqa: E402
-from kata.learner.train.child import describe, learner_frames  # noqa: E402
+from kata.learner.train.child import TIMEOUT, describe, learner_frames  # noqa: E402
 
 
 def corpus() -> str:
@@ -61,10 +63,11 @@ def measure(bpe, vocab_size: int) -> int:
     n_bytes = len(text.encode("utf-8"))
     print(f"corpus: pydoc_data.topics, {len(text):,} characters, {n_bytes:,} bytes (Python {sys.version.split()[0]})")
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     merges = bpe.train_bpe(text, vocab_size)
-    train_s = time.perf_counter() - start
-    print(f"train_bpe(text, {vocab_size}): {len(merges)} merges in {train_s:.2f} s (target: ≤ 60 s)")
+    train_s, train_cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"train_bpe(text, {vocab_size}): {len(merges)} merges in {train_s:.2f} s, {train_cpu:.2f} s of CPU "
+          f"(the capstone allows {TIMEOUT:g} s of CPU per call)")
 
     start = time.perf_counter()
     ids = bpe.encode(text, merges)

@@ -293,6 +293,42 @@ def made_of(path: Path, root: Path = project.ROOT) -> str:
     return f"{notebook} ({', '.join(names)}) and {shown_file}" if names else f"{notebook} and {shown_file}"
 
 
+def chapters_made_of(folder: Path, modules, root: Path = project.ROOT) -> dict[int, str]:
+    """{chapter: where its functions come from (``made_of``)} for the chapter modules ``modules`` of ``folder``.
+
+    In chapter order: what a tool that runs several chapters (``train``, ``generate``) says it used, and what a
+    run's run.json records as ``chapters``.
+    """
+    found = {project.chapter_number(name): made_of(Path(folder) / f"{name}.py", root) for name in modules}
+    return dict(sorted(found.items()))
+
+
+def made_of_words(found: dict[int, str], shown_folder: str) -> str:
+    """``chapters_made_of``'s answer in a line: ``exercises/ chapters 11–13 and 15, chapter 14 from notebooks/…``.
+
+    The chapters read from their own files in ``shown_folder`` (the folder as ``shown`` names it) are named
+    together, every other one with the notebook (and file) its functions come from; one chapter alone is its
+    ``made_of`` (``exercises/chapter10_transformer.py``).
+    """
+    if len(found) == 1:
+        return next(iter(found.values()))
+    files = [n for n, where in found.items() if where == f"{shown_folder}/{Path(where).name}"]
+    parts = [f"{shown_folder}/ chapter{'s' if len(files) > 1 else ''} {numbers_in_words(files)}"] if files else []
+    return ", ".join(parts + [f"chapter {n} from {where}" for n, where in sorted(found.items()) if n not in files])
+
+
+def numbers_in_words(numbers: list[int]) -> str:
+    """Chapter numbers as a learner writes them: ``11–15``, ``11–13 and 15``, ``13, 14 and 16``."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    said = [f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs]
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+
+
 def _public_names(path: Path) -> set[str]:
     """The names a chapter file defines at its top level (functions, constants, imports)."""
     names = set()

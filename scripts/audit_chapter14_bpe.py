@@ -123,6 +123,40 @@ def decode(ids, table, per_token=False):
     return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
 
 
+def updated_counts(ids, pair, new, old_neighbours=False):
+    """The pair counts after each occurrence of ``pair`` is merged, updated around it (the page's run case).
+
+    The occurrences are taken from the left without overlap, as ``replace`` takes them. At each, x a b y
+    becomes x new y: (x, a), (a, b) and (b, y) lose one, (x, new) and (new, y) gain one, where x is the id to
+    the left *as the merges before it left it* (a new token when the occurrence before touches it) and y the
+    id to the right, not merged yet. old_neighbours=True is the mistake: x read from the ids before the merge.
+    Returns the counts before the merge and after each occurrence, a dict each (pairs with no count drop out).
+    """
+    counts = pair_counts(ids)
+    stages = [dict(counts)]
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            x = (ids[i - 1] if i > 0 else None) if old_neighbours else (out[-1] if out else None)
+            y = ids[i + 2] if i + 2 < len(ids) else None
+            lost = [(x, pair[0]) if x is not None else None, pair, (pair[1], y) if y is not None else None]
+            gained = [(x, new) if x is not None else None, (new, y) if y is not None else None]
+            for p in lost:
+                if p is not None:
+                    counts[p] = counts.get(p, 0) - 1
+            for p in gained:
+                if p is not None:
+                    counts[p] = counts.get(p, 0) + 1
+            counts = {p: c for p, c in counts.items() if c != 0}
+            stages.append(dict(counts))
+            out.append(new)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return stages
+
+
 def as_table(counts):
     """A dict of counts as the key stores it: [[a, b], count] sorted by pair."""
     return [[list(p), c] for p, c in sorted(counts.items())]
@@ -206,6 +240,32 @@ NAMES = {
 }
 
 
+RUN = "baaaac"  # the page's case of two matches side by side: (a, a) merged into 256 in a run of four a's
+RUN_COLUMNS = [(98, 97), (97, 97), (97, 99), (98, 256), (256, 97), (97, 256), (256, 256), (256, 99)]
+
+
+def page_table() -> dict[str, list[str]]:
+    """The page's table of a run's neighbouring matches ("How fast?"), row by row: {row label: its counts}.
+
+    Merging (97, 97) into 256 in "baaaac" = 98 97 97 97 97 99 finds two occurrences side by side; the counts
+    of the pairs in ``RUN_COLUMNS`` before the merge, after the first occurrence and after the second (each
+    updated with its neighbours as the merges before it left them, which must agree with a recount), and
+    after both updated with the neighbours of the ids before the merge (the mistake). Not part of the key:
+    tests/test_audits.py checks that a page line holds each row's label and numbers, in order.
+    """
+    ids = byte_ids(RUN)
+    stages = updated_counts(ids, (97, 97), 256)
+    if stages[-1] != pair_counts(replace(ids, (97, 97), 256)):
+        raise ValueError("the run's counts updated occurrence by occurrence differ from a recount")
+    wrong = updated_counts(ids, (97, 97), 256, old_neighbours=True)[-1]
+
+    def row(counts):
+        return [str(counts.get(p, 0)).replace("-", "−") for p in RUN_COLUMNS]
+
+    return {"before the merge": row(stages[0]), "after the first occurrence": row(stages[1]),
+            "after the second": row(stages[2]), "both with the neighbours before the merge": row(wrong)}
+
+
 def audit() -> dict[str, dict]:
     """Every step as the key holds it: its inputs, exact value, printed text, and each mistake under its name."""
     found = computed()
@@ -227,4 +287,5 @@ def audit() -> dict[str, dict]:
         steps[sid] = {"exact": step["exact"], "printed": printed(sid, step["exact"]), "mistakes": named}
         if "inputs" in step:
             steps[sid]["inputs"] = {"counts": step["inputs"]}
+    steps["_page"] = page_table()
     return steps

@@ -79,3 +79,19 @@ def test_a_page_leaves_the_worksheets_answers_to_the_learner(chapter):
             if any(got[i:i + len(want)] == want for i in range(len(got) - len(want) + 1)):
                 found.append(f"step {step.id}'s answer in: {line.strip()[:160]}")
     assert not found, f"{chapter.page} prints worksheet answers for the learner to work out:\n" + "\n".join(found)
+
+
+def test_chapter_14_says_which_tokens_its_vocabulary_answer_lists():
+    """the sentence under chapter 14's worksheet names the tokens step 14.6 lists, all of them, in its own words
+
+    A learner trial found "the bytes of tokens 256, 257 and 258" above a 14.6 that lists 256 to 260.
+    """
+    chapter = answer_key.load(14)
+    step = chapter.step("14.6")
+    ids = [new_id for _, new_id in step.inputs["merges"]]
+    prose = GENERATED.sub("", (ROOT / chapter.page).read_text(encoding="utf-8"))
+    said = re.findall(r"a vocabulary\s+as the bytes of the tokens (\d+) to (\d+)", prose)
+    assert said, f"{chapter.page}: no sentence says which tokens a vocabulary is shown as ('the bytes of the tokens N to M')"
+    for first, last in said:
+        assert list(range(int(first), int(last) + 1)) == ids, (
+            f"{chapter.page} says a vocabulary is shown as the tokens {first} to {last}; step 14.6 lists {ids}")

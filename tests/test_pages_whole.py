@@ -63,6 +63,28 @@ def test_the_page_in_the_repository_shows_every_step_its_hints_and_errata(chapte
             assert step.erratum in text, f"{chapter.page}: step {step.id}'s erratum is missing"
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: f"chapter{c.number}")
+def test_the_worksheets_answers_are_folded_under_its_steps(chapter):
+    """the worksheet block lists the steps (with their anchors) openly, and their answers only in a <details> after
+
+    A learner trial: the answer table sat right under the blank worksheet on every page, so a pencil learner saw the
+    printed and exact values before working them. The page in the repository (GitHub folds <details> too), the
+    site and the notebook render the same block.
+    """
+    from kata.judge.checks import show
+
+    text = (ROOT / chapter.page).read_text(encoding="utf-8")
+    block = text[text.index(f"<!-- kata:worksheet {chapter.number} -->"):text.index(f"<!-- /kata:worksheet {chapter.number} -->")]
+    steps, fold, answers = block.partition("<details")
+    assert fold and answers.count("</details>") == 1 and answers.rstrip().endswith("</details>"), (
+        f"{chapter.page}: the worksheet's answers are not folded in one <details> block after its steps")
+    for step in chapter.steps:
+        assert f'<a id="{step.anchor}"></a>**{step.id}**' in steps, f"{chapter.page}: step {step.id} not listed openly"
+        answer = f"`{show(step.exact)}`".replace("|", "\\|")
+        assert answer not in steps and answer in answers, (
+            f"{chapter.page}: step {step.id}'s exact value {answer[:60]} is not (only) in the folded answers")
+
+
 def test_nox_hint_links_to_an_anchor_in_the_repository():
     """`nox -s hint -- N.k` prints docs/chapters/NN-topic.md#step-N-k: that file has that anchor"""
     source = (ROOT / "kata" / "learner" / "hints.py").read_text(encoding="utf-8")

@@ -9,9 +9,10 @@ the same functions, so the site and the files cannot disagree. Plain Markdown an
 
 Markers in a page (HTML comments, so a page still reads sensibly without the hook):
 
-- ``<!-- kata:worksheet N -->`` — one row per step: id (the step's anchor), title, the worksheet's
-  printed value, the exact value (headed "exact (float64)" where every step's is a float64 array; "exact" where
-  some are booleans, whole numbers, text or lists: chapter 14's token ids and strings).
+- ``<!-- kata:worksheet N -->`` — one row per step: id (the step's anchor) and title; then, folded in a
+  ``<details>`` block, one row per step of answers: the worksheet's printed value and the exact value (headed
+  "exact (float64)" where every step's is a float64 array; "exact" where some are booleans, whole numbers, text
+  or lists: chapter 14's token ids and strings).
 - ``<!-- kata:hints N -->`` — every step's hints, folded, in three layers.
 - ``<!-- kata:errata N -->`` — every erratum and note of chapter N.
 - ``<!-- kata:errata all -->`` — every erratum of every chapter in ``reference/``, each linked to its
@@ -55,19 +56,26 @@ def _cell(text: str) -> str:
 
 
 def worksheet(chapter: answer_key.Chapter) -> str:
-    """The worksheet table of a chapter; its last column says float64 only when every exact value is one."""
+    """The worksheet of a chapter: its steps in a table, then their answers in a second table, folded.
+
+    The steps (each with its anchor, where ``nox -s hint`` and a failing check link) are the blank worksheet a
+    learner works with a pencil; the answers (what the worksheet prints, the exact value) sit in a
+    ``<details>`` block, folded on GitHub, in a notebook and on the site alike, so that they are read after the
+    working, not instead of it. The exact column says float64 only when every exact value is one.
+    """
     floats = all(getattr(s.exact, "dtype", None) == np.float64 for s in chapter.steps)
-    rows = [
-        f"| step | what | the worksheet prints | {'exact (float64)' if floats else 'exact'} |",
-        "| --- | --- | --- | --- |",
-    ]
+    rows = ["| step | what |", "| --- | --- |"]
+    rows += [f'| <a id="{s.anchor}"></a>**{s.id}** | {_cell(s.title)} |' for s in chapter.steps]
+    rows += ["", f'<details class="success" markdown="1"><summary>{ANSWERS}</summary>', "",
+             f"| step | the worksheet prints | {'exact (float64)' if floats else 'exact'} |", "| --- | --- | --- |"]
     for s in chapter.steps:
         flag = " ⚠ [erratum](#errata)" if s.erratum else ""
-        rows.append(
-            f'| <a id="{s.anchor}"></a>**{s.id}** | {_cell(s.title)} | `{_cell(_printed(s.printed))}`{flag} '
-            f"| `{_cell(show(s.exact))}` |"
-        )
+        rows.append(f"| **{s.id}** | `{_cell(_printed(s.printed))}`{flag} | `{_cell(show(s.exact))}` |")
+    rows += ["", "</details>"]
     return "\n".join(rows) + "\n"
+
+
+ANSWERS = "The answers: what the worksheet prints and the exact values (open it once you have worked the steps)"
 
 
 def hints(chapter: answer_key.Chapter) -> str:

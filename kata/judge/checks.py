@@ -1,7 +1,7 @@
 """Comparisons that teach.
 
-Every failure names the step, the inputs, the exact and printed values, what came back, the tolerance,
-a hint, and the classic mistake the result looks like.
+Every failure names the step, the inputs, the exact and printed values, what came back, the tolerance (none
+for whole numbers and booleans, which are compared exactly), a hint, and the classic mistake the result looks like.
 """
 
 from __future__ import annotations
@@ -86,9 +86,21 @@ def _printed(printed: Any) -> str:
     return str(printed)
 
 
+def _whole(got: np.ndarray, want: np.ndarray) -> bool:
+    """Whole numbers given for whole numbers (a count, a token id, chapter 14's pairs): compared exactly.
+
+    ``got`` holds ints (a list of ints, an int array) and ``want`` only whole values: no tolerance applies, so
+    a failure shows none.
+    """
+    return (got.dtype.kind in "iu" and want.dtype.kind in "iuf"
+            and bool(np.all(np.isfinite(want))) and bool(np.all(want == np.round(want))))
+
+
 def _matches(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> bool:
     if got.shape != want.shape:
         return False
+    if _whole(got, want):
+        return bool(np.array_equal(got, want))
     if want.dtype == bool or got.dtype == bool:
         return got.dtype == want.dtype and bool(np.array_equal(got, want))
     if not np.all(np.isfinite(got)):
@@ -211,9 +223,8 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
     for name, value in (derived or {}).items():
         lines.append(f"  derived   {name} = {show(value)}")
     # a count or a distance, or whole numbers given for whole numbers (chapter 14's token ids): no float64
-    # label, no tolerance to speak of
-    whole = kind == "int" or (arr.dtype.kind in "iu" and step.exact.dtype != bool
-                               and bool(np.all(step.exact == np.round(step.exact))))
+    # label, and no tolerance, since they were compared exactly
+    whole = step.exact.dtype != bool and _whole(arr, step.exact)
     number = "  (a whole number)" if step.exact.ndim == 0 else "  (whole numbers)"
     label = "" if step.exact.dtype == bool else number if whole else "  (exact float64)"
     lines.append(f"  expected  {show(step.exact)}{label}")
@@ -223,7 +234,7 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
         if step.erratum:
             first = step.erratum.split(". ")[0].rstrip(".")
             lines.append(f"  erratum   the printed value is off: {first}. (Errata on the chapter's page.)")
-    lines.append(_got(arr, step.exact))
+    lines.append(_got(got, arr, step.exact))
     if step.exact.dtype == bool:
         if arr.dtype != bool:
             lines.append(f"  note      expected booleans (dtype bool), got dtype {arr.dtype}")
@@ -237,11 +248,23 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
     pytest.fail("\n".join(lines), pytrace=False)
 
 
-def _got(arr: np.ndarray, want: np.ndarray) -> str:
-    """The "got" line of a failure: the shape first when it is not the expected one."""
-    if arr.shape != want.shape:
-        return f"  got       shape {arr.shape}, expected shape {want.shape}: {show(arr)}"
-    return f"  got       {show(arr)}"
+def _got(got: Any, arr: np.ndarray, want: np.ndarray) -> str:
+    """The "got" line of a failure: the size first when it is not the expected one.
+
+    An array's size is its shape; a list's (or tuple's) is said in plain words, "got 13 items, expected 14",
+    since a learner who returned a list never asked NumPy for a shape.
+    """
+    if arr.shape == want.shape:
+        return f"  got       {show(arr)}"
+    if isinstance(got, (list, tuple)) and arr.ndim >= 1 and want.ndim >= 1:
+        return f"  got       {_items(arr.shape)}, expected {_items(want.shape)}: {show(arr)}"
+    return f"  got       shape {arr.shape}, expected shape {want.shape}: {show(arr)}"
+
+
+def _items(shape: tuple[int, ...]) -> str:
+    """A list's size in words: ``(13,)`` is "13 items", ``(4, 3)`` "4 items of 3" (of 2 × 3 for deeper lists)."""
+    first = f"{shape[0]} item{'' if shape[0] == 1 else 's'}"
+    return first if len(shape) == 1 else f"{first} of {' × '.join(str(n) for n in shape[1:])}"
 
 
 def plain(value: Any) -> Any:
@@ -304,8 +327,9 @@ def close(got: Any, want: Any, what: str, *, rtol: float = DEFAULT_RTOL, atol: f
     for name, value in (inputs or {}).items():
         lines.append(f"  input     {name} = {show(value)}")
     lines.append(f"  expected  {show(want_arr)}  (the test's expected value)")
-    lines.append(_got(arr, want_arr))
-    lines.append(f"  tolerance rtol {rtol:g}, atol {atol:g}")
+    lines.append(_got(got, arr, want_arr))
+    if want_arr.dtype != bool and not _whole(arr, want_arr):  # whole numbers and booleans compare exactly
+        lines.append(f"  tolerance rtol {rtol:g}, atol {atol:g}")
     mistake = looks_like(arr, mistakes, rtol, atol)
     if mistake:
         lines.append(f"  looks like: {mistake}")

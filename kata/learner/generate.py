@@ -27,6 +27,7 @@ import math
 import sys
 from pathlib import Path
 
+from .. import learners_code
 from . import train
 from .train.gpt import is_gpt, model_from_arrays
 from .train.moe import GENERATE_CHAPTERS as MOE_CHAPTERS
@@ -46,7 +47,8 @@ def parser() -> argparse.ArgumentParser:
                    "tokens whose probabilities add up to p (nucleus sampling)")
     p.add_argument("--impl", default="", help="package name or folder whose code runs (default: the one the run "
                    "was trained with, if it is there, else your work: exercises/ with your saved notebooks' answers)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds of CPU one call into your code may use")
+    p.add_argument("--timeout", type=float, default=train.TIMEOUT,
+                   help="seconds of CPU one call into your code may use")
     return p
 
 
@@ -71,6 +73,15 @@ def chapters(impl: str, run: dict, wanted: dict[str, int]) -> tuple[Path, dict[s
         if impl:
             raise
         return train.chapters_of(None, wanted)
+
+
+def made_of(folder: Path, modules: dict[str, str], shown: str) -> str:
+    """Where each chapter generating runs comes from, as ``nox -s train`` says it (``learners_code.made_of_words``).
+
+    ``exercises/ chapters 13 and 16, chapter 14 from notebooks/chapter14_bpe.ipynb``: a chapter answered in its
+    saved notebook is named with the notebook, by the rule every tool follows.
+    """
+    return learners_code.made_of_words(learners_code.chapters_made_of(folder, modules.values()), shown)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     how = "greedy" if args.temperature == 0 else f"temperature {args.temperature:g}, seed {args.seed}"
-    print(f"{path} ({len(vocab)} characters, context {context}) with {shown}/{modules['c10']}.py, {how}:",
+    print(f"{path} ({len(vocab)} characters, context {context}) with {made_of(folder, modules, shown)}, {how}:",
           file=sys.stderr)
     job = {"mode": "generate", "kind": "chapter10", "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "model": str(path), "prompt": prompt, "n": args.n,
@@ -141,11 +152,11 @@ def _gpt(args, path: Path, arrays: dict) -> int:
         + (f", top-p {args.top_p:g}" if args.top_p else "") + f", seed {args.seed}")
     if "moe" in model:
         experts = model["blocks"][0]["W_router"].shape[1]
-        what = (f"a mixture-of-experts GPT, {experts} experts, {model['moe'].top_k} per token) with {shown}/ chapter "
-                "16's attention_with_cache and KV cache, chapter 22's router")
+        what = (f"a mixture-of-experts GPT, {experts} experts, {model['moe'].top_k} per token) with chapter 16's "
+                "attention_with_cache and KV cache, chapter 22's router")
     else:
-        what = f"a GPT) with {shown}/ chapter 16's gpt_forward and KV cache"
-    print(f"{path} ({what}, {how}:", file=sys.stderr)
+        what = "a GPT) with chapter 16's gpt_forward and KV cache"
+    print(f"{path} ({what}; {made_of(folder, modules, shown)}; {how}:", file=sys.stderr)
     job = {"mode": "generate", "kind": "gpt", "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "model": str(path), "prompt": prompt, "n": args.n,
            "temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p, "seed": args.seed}

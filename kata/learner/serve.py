@@ -667,7 +667,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--retrain", action="store_true", help="train the draft and the grouped-query model again")
     p.add_argument("--impl", default=None, help="package name or folder whose chapters run (default: your work, "
                    "exercises/ with your saved notebooks' finished functions)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds of CPU one call into your code may use")
+    p.add_argument("--timeout", type=float, default=train.TIMEOUT,
+                   help="seconds of CPU one call into your code may use")
     return p
 
 

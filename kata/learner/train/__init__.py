@@ -17,9 +17,10 @@ Shakespeare shipped in ``data/`` (``--corpus book``) or any UTF-8 text file (``-
    ``progress.py``); every ``--sample-every`` steps a greedy sample from ``--prompt`` is printed.
 3. **The run's folder** ``runs/<name>/``: ``loss.png``, ``attention.png`` (each layer's attention weights on the
    corpus's first 24 characters from the prompt on), ``samples.txt``, ``model.npz`` (the parameters and the vocabulary,
-   plain arrays: ``np.load(..., allow_pickle=False)``) and ``run.json`` (the settings, ``first_loss``,
-   ``final_loss``, ``seconds``, ``tokens_per_second``, the loss of every step). ``nox -s generate`` continues
-   a prompt with a saved model. The same ``--seed`` gives the same run on the same machine (NumPy is held to
+   plain arrays: ``np.load(..., allow_pickle=False)``) and ``run.json`` (the settings, ``impl`` and ``chapters``:
+   where each chapter's code came from, ``learners_code.chapters_made_of``; ``first_loss``, ``final_loss``,
+   ``seconds``, ``tokens_per_second``, the loss of every step). ``nox -s generate`` continues a prompt with a
+   saved model. The same ``--seed`` gives the same run on the same machine (NumPy is held to
    one thread, so sums are always added up in the same order).
 
 **``--model gpt``** (``docs/train-gpt.md``) is the other model the same trainer trains, on your chapters 11–15
@@ -60,7 +61,7 @@ from types import SimpleNamespace
 
 from ... import learners_code, project
 from .chapter10 import FORMAT, Chapter10, Settings, load_model
-from .child import Child, child_main
+from .child import TIMEOUT, Child, child_main
 from .corpus import Corpus, TrainError, load_corpus
 from .figures import attention_figure, loss_figure, write_figures
 from .gpt import Gpt, GptSettings
@@ -72,9 +73,9 @@ from .progress import Progress
 CHAPTER10, GPT = Chapter10(), Gpt()
 MODELS: dict[str, Model] = {m.name: m for m in (CHAPTER10, GPT)}  # child.py names the same two
 
-__all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Settings', 'TrainError', 'attention_figure',
-           'chapters_of', 'check_gradients', 'command', 'load_corpus', 'load_model', 'loss_figure', 'main', 'parser',
-           'read_model_file', 'train_model']
+__all__ = ['CHAPTER10', 'FORMAT', 'GPT', 'GptSettings', 'MODELS', 'Child', 'Settings', 'TIMEOUT', 'TrainError',
+           'attention_figure', 'chapters_of', 'check_gradients', 'command', 'load_corpus', 'load_model', 'loss_figure',
+           'main', 'parser', 'read_model_file', 'train_model']
 
 
 def chapters_of(impl: str | None, wanted: dict[str, int]) -> tuple[Path, dict[str, str], str]:
@@ -159,8 +160,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="", help="the run's folder name under --runs (default: the corpus's name; "
                    "gpt: gpt)")
     p.add_argument("--runs", default="runs", help="where run folders go (default: runs)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds of CPU one call into your code may use "
-                   "(default 30)")
+    p.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds of CPU one call into your code may use "
+                   f"(default {TIMEOUT:g})")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -202,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     if model.resumable and not args.resume:
         for name in (CHECKPOINT, PROGRESS):
             (out / name).unlink(missing_ok=True)  # a new run: an old checkpoint must not be resumed into it
-    made_of = {name: learners_code.made_of(folder / f"{name}.py") for name in modules.values()}
+    chapters = learners_code.chapters_made_of(folder, modules.values())  # {chapter: where its functions come from}
+    made_of = {name: chapters[project.chapter_number(name)] for name in modules.values()}
     print(model.header(s, shown, out, args, modules, made_of), flush=True)
     job = {"mode": "train", "kind": model.name, "folder": str(folder), "modules": modules, "shown_folder": shown,
            "timeout": args.timeout, "settings": s.as_dict(), "out": str(out.resolve()), "resume": args.resume,
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nstopped after step {result['stopped']} as --stop-at asked; the checkpoint is in {out}/: "
               f"`{_resume_command(args)}` continues it")
         return 0
-    write_figures(out, lambda: model.write_run(out, s, args, result, started))
+    write_figures(out, lambda: model.write_run(out, s, args, result, started, chapters))
     print(model.summary(out, s, args, result, started))
     return 0
 

@@ -360,7 +360,7 @@ class Chapter10(Model):
         label = "final" if event.get("final") else f"step {event['step']:>{len(str(s.steps))}}"
         return f"  {label}  loss {event['loss']:.3f}  {_one_line(event['text'])}"
 
-    def write_run(self, out: Path, s: Settings, args, result: dict, started: float) -> list:
+    def write_run(self, out: Path, s: Settings, args, result: dict, started: float, chapters: dict[int, str]) -> list:
         from .figures import attention_figure, loss_figure
 
         corpus, losses, samples = self.corpus, result["losses"], result["history"]
@@ -369,6 +369,7 @@ class Chapter10(Model):
                     for x in samples), encoding="utf-8")
         run = {
             "settings": asdict(s), "impl": args.impl or "exercises",
+            "chapters": {str(n): where for n, where in chapters.items()},
             "corpus": {"name": corpus.name, "source": corpus.source, "characters": len(corpus.text),
                        "vocab_size": len(corpus.vocab)},
             "first_loss": losses[0], "final_loss": smoothed_tail(losses),

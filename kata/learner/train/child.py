@@ -28,6 +28,9 @@ from .corpus import TrainError
 from .gradcheck import check_gradients
 from .loop import read_progress, train
 
+TIMEOUT = 30.0  # seconds of CPU one call into your code may use (--timeout's default: train, generate, serve)
+
+
 STARTUP = 60.0  # seconds the child may take to import NumPy and your chapter on a cold disk
 
 

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import learners_code
 from . import moe as mixture
 from .corpus import TrainError, load_corpus
 from .gradcheck import compare, numerical
@@ -513,18 +514,6 @@ class Tokens:
         return float(-np.sum(p * np.log(p)))
 
 
-def _numbers(numbers: list[int]) -> str:
-    """Chapter numbers as a learner writes them: ``11–15``, ``11–13 and 15``."""
-    runs: list[list[int]] = []
-    for n in sorted(numbers):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    said = [f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs]
-    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
-
-
 PIECE = 16_384  # characters of the text per call of your encode
 
 
@@ -863,9 +852,7 @@ class Gpt(Model):
 
     def header(self, s: GptSettings, shown: str, out: Path, args, modules: dict, made_of: dict[str, str]) -> str:
         used = {**self.chapters, **(mixture.CHAPTERS if s.experts else {})}
-        files = [n for key, n in used.items() if made_of[modules[key]] == f"{shown}/{modules[key]}.py"]
-        parts = [f"{shown}/ chapters {_numbers(files)}"] if files else []
-        parts += [f"chapter {n} from {made_of[modules[key]]}" for key, n in used.items() if n not in files]
+        made = learners_code.made_of_words({n: made_of[modules[key]] for key, n in used.items()}, shown)
         if s.experts:
             p = active_parameters(s.d_model, s.d_ff, s.layers, s.experts, s.top_k)
             moe = (f"\n  a mixture of experts (your chapter 22): each block's SwiGLU is {s.experts} experts of d_ff / "
@@ -874,7 +861,7 @@ class Gpt(Model):
                    f"load-balancing loss × {s.balance:g}")
         else:
             moe = ""
-        return (f"training a GPT made of {', '.join(parts)} on Python's own documentation (pydoc_data.topics)"
+        return (f"training a GPT made of {made} on Python's own documentation (pydoc_data.topics)"
                 + (" — resuming" if args.resume else "") +
                 f"\n  BPE vocabulary {s.vocab_size}, d_model {s.d_model}, {s.n_heads} heads, {s.layers} layers, d_ff "
                 f"{s.d_ff}" + (f", {s.kv_heads} key/value heads (your chapter 18)" if s.grouped else "") +
@@ -891,13 +878,15 @@ class Gpt(Model):
         return (f"  step {event['step']:>5}  train {event['train_loss']:.3f}  validation {event['val_loss']:.3f}  "
                 f"{event['sample']!r}"[:150])
 
-    def write_run(self, out: Path, s: GptSettings, args, result: dict, started: float) -> list:
+    def write_run(self, out: Path, s: GptSettings, args, result: dict, started: float,
+                  chapters: dict[int, str]) -> list:
         from .figures import gpt_loss_figure, head_attention_figure, loads_figure, schedule_figure
 
         info, evals = result["ready"], result["history"]
         floor = info["unigram_entropy"]
         run = {
             "model": "gpt", "settings": s.as_dict(), "impl": args.impl or "exercises",
+            "chapters": {str(n): where for n, where in chapters.items()},
             "corpus": {"name": "pydoc", "source": "pydoc_data.topics (Python's own documentation)",
                        "train_tokens": info["train_tokens"], "val_tokens": info["val_tokens"]},
             "tokenizer": {"vocab_size": info["vocab_size"], "bytes_per_token": info["bytes_per_token"],

@@ -87,8 +87,13 @@ class Model:
         """One line of the run's story for an observation (a sample, an evaluation)."""
         raise NotImplementedError
 
-    def write_run(self, out: Path, s, args, result: dict, started: float) -> list[tuple[str, Any]]:
-        """Write the run's own files (run.json, …) into ``out``; return the figures to draw, as (file name, figure)."""
+    def write_run(self, out: Path, s, args, result: dict, started: float,
+                  chapters: dict[int, str]) -> list[tuple[str, Any]]:
+        """Write the run's own files (run.json, …) into ``out``; return the figures to draw, as (file name, figure).
+
+        ``chapters``: {chapter: where its functions come from} (``learners_code.chapters_made_of``), which run.json
+        records as ``chapters`` beside ``impl``: a chapter answered in its notebook is named as such.
+        """
         raise NotImplementedError
 
     def summary(self, out: Path, s, args, result: dict, started: float) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kata.judge.checks import raises_clearly
@@ -83,3 +84,46 @@ def test_a_chapter_test_that_writes_a_steps_failure_itself_says_how_to_get_more_
     tests = Path(__file__).resolve().parents[2]
     alone = [p.name for p in sorted(tests.glob("test_chapter*.py")) if "hints[0]" in p.read_text(encoding="utf-8")]
     assert not alone, f"{alone}: leave the hint out: the judge ends every failing step with its hint and page"
+
+
+def test_whole_numbers_compared_exactly_show_no_tolerance():
+    """close() on integer pairs (chapter 14's most_frequent_pair) compares exactly: no "tolerance" line; floats keep it"""
+    from kata.judge.checks import close
+
+    with pytest.raises(pytest.fail.Exception) as failed:
+        close((97, 99), [97, 46], "most_frequent_pair of 4 counts")
+    said = str(failed.value)
+    assert "got       [97, 99]" in said and "tolerance" not in said, said
+    with pytest.raises(pytest.fail.Exception) as failed:
+        close([0.5, 0.25], [0.5, 0.5], "probs")
+    assert "  tolerance rtol 1e-06, atol 1e-09" in str(failed.value), str(failed.value)
+
+
+def test_whole_numbers_are_compared_exactly_whatever_their_size():
+    """ids and counts in the tens of millions: one apart is wrong, though rtol 1e-6 would have let it through"""
+    from kata.judge.checks import close
+
+    with pytest.raises(pytest.fail.Exception):
+        close([10_000_001], [10_000_000], "a count")
+    close([10_000_000], [10_000_000.0], "a count")  # a whole float64 answer: the same number passes
+
+
+@pytest.mark.parametrize(("got", "said"), [
+    (list(range(13)), "got       13 items, expected 14 items: [0, 1,"),
+    (tuple(range(15)), "got       15 items, expected 14 items: [0, 1,"),
+    (np.arange(13), "got       shape (13,), expected shape (14,): [0, 1,"),
+])
+def test_a_list_of_the_wrong_length_is_told_in_items_an_array_in_shape(got, said):
+    """a list or tuple result: "got 13 items, expected 14 items" (plain words); an array keeps NumPy's shape (13,)"""
+    from kata import load
+    from kata.judge.checks import close, expect
+
+    with pytest.raises(pytest.fail.Exception) as failed:
+        expect(load(14).step("14.1"), got)
+    assert said in str(failed.value), str(failed.value)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        close(got, list(range(14)), "to_byte_ids")
+    assert said in str(failed.value), str(failed.value)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        close([[1, 2], [3, 4]], [[1, 2, 3], [4, 5, 6]], "rows")
+    assert "got       2 items of 2, expected 2 items of 3: [[1, 2], [3, 4]]" in str(failed.value), str(failed.value)

@@ -49,6 +49,7 @@ def test_a_shortened_run_halves_the_loss_and_writes_every_file(run):
     for key in ("settings", "first_loss", "final_loss", "seconds", "tokens_per_second"):
         assert key in info, f"run.json has no {key}"
     assert info["settings"]["steps"] == STEPS and info["settings"]["seed"] == 0
+    assert info["impl"] == "solutions" and info["chapters"] == {"10": "solutions/chapter10_transformer.py"}, info
     assert len(info["losses"]) == STEPS and info["first_loss"] == info["losses"][0]
     assert info["first_loss"] > 3.0, "the first loss should be near ln(vocab) = ln 45 ≈ 3.8"
     assert info["final_loss"] <= info["first_loss"] / 2, (info["first_loss"], info["final_loss"])

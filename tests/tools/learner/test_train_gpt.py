@@ -56,6 +56,8 @@ def test_a_run_writes_run_json_with_the_evaluations_the_tokenizer_and_the_unigra
             "checkpoint.json"} <= {p.name for p in folder.iterdir()}
     info = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert info["settings"]["steps"] == 20 and info["settings"]["vocab_size"] == 260
+    assert info["impl"] == "solutions" and info["chapters"] == {  # where each chapter's code came from
+        str(n): f"solutions/{path.name}" for n, path in project_files(ROOT / "solutions").items() if 11 <= n <= 15}
     assert [e["step"] for e in info["evals"]] == [0, 10, 20]
     assert info["evals"][0]["val_loss"] > info["evals"][-1]["val_loss"], "20 steps lower the validation loss"
     for e in info["evals"]:
@@ -159,7 +161,8 @@ def test_the_model_feeds_chapter_16_and_generate_streams_text(run):
                 "--n", "30", timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith("A list is") and len(proc.stdout) > len("A list is") + 10, proc.stdout
-    assert "KV cache" in proc.stderr and "top-p 0.9" in proc.stderr and "solutions/" in proc.stderr
+    assert "KV cache" in proc.stderr and "top-p 0.9" in proc.stderr, proc.stderr
+    assert "; solutions/ chapters 13, 14 and 16; " in proc.stderr, proc.stderr  # whose code: the run's --impl
 
 
 def test_generate_stops_when_the_kv_cache_disagrees_with_the_full_forward(run, tmp_path):
@@ -296,7 +299,9 @@ def test_options_that_cannot_work_are_refused_with_a_reason(tmp_path, capsys, ar
 def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for_chapter_n(tmp_path):
     """One answer everywhere: a chapter answered in its notebook counts for train and generate.
 
-    Chapter 14 answered only in its saved notebook (its file still the stub) is the chapter 14 that `train --model gpt` and `generate` run with no --impl, as `nox -s chapter14` runs it
+    Chapter 14 answered only in its saved notebook (its file still the stub) is the chapter 14 that `train --model gpt` and `generate` run with no --impl, as `nox -s chapter14` runs it;
+    train's banner, run.json's `chapters` and generate's line name the notebook (learner trial: run.json said only
+    "impl": "exercises", generate said "exercises/ chapter 16's …")
     """
     nbformat = pytest.importorskip("nbformat", reason="the notebook dependency group (pyproject.toml) is not installed")
     from .notebook_tools import course_copy, solved
@@ -321,6 +326,9 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
         "    made = {n: learners_code.made_of(folder / f'{n}.py') for n in modules.values()}\n"
         "    head = train.GPT.header(train.GptSettings(), shown, Path('runs'), SimpleNamespace(resume=False), modules, made)\n"
         "    print(head.splitlines()[0], file=sys.stderr)\n"
+        "    print(learners_code.chapters_made_of(folder, modules.values())[14], file=sys.stderr)\n"
+        "    used = generate.chapters('', {'impl': 'exercises'}, train.GPT.generate_chapters)\n"
+        "    print(generate.made_of(*used), file=sys.stderr)\n"
         "    sys.path.pop(0); [sys.modules.pop(m) for m in list(sys.modules) if m.split('.')[0] == folder.name]\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
@@ -331,7 +339,9 @@ def test_a_chapter_answered_in_its_notebook_counts_for_train_and_generate_as_for
     assert proc.stdout.split() == ["2", "exercises"] * 2, proc.stdout  # the stub file, yet 2 merges: the notebook's
     banner = ("training a GPT made of exercises/ chapters 11–13 and 15, chapter 14 from notebooks/chapter14_bpe.ipynb "
               "on Python's own documentation (pydoc_data.topics)")
-    assert proc.stderr.splitlines()[:2] == [banner] * 2, proc.stderr  # where each chapter came from (trial)
+    run_json = "notebooks/chapter14_bpe.ipynb"  # run.json's chapters["14"]: train writes chapters_made_of's answer
+    generating = "exercises/ chapters 13 and 16, chapter 14 from notebooks/chapter14_bpe.ipynb"
+    assert proc.stderr.splitlines()[:6] == [banner, run_json, generating] * 2, proc.stderr  # where each came from
 
 
 OLD_PROGRESS = {  # checkpoint.json as the two-trainer code (before the one loop) wrote it: --stop-at 10 of TINY
