@@ -76,6 +76,24 @@ def _as_typed(value: Any) -> str:
     return show(value)
 
 
+def input_lines(inputs: dict[str, Any], fmt) -> list[str]:
+    """A failure's "input" lines: a dict or a list of dicts (a model, a block's params) an entry a line, whole.
+
+    Written on one line, a model's repr is cut after 600 characters, in the middle of its first weight.
+    """
+    def spread(name: str, value: Any):
+        if isinstance(value, dict):
+            for key, entry in value.items():
+                yield from spread(f'{name}["{key}"]' if isinstance(key, str) else f"{name}[{key!r}]", entry)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+            for i, entry in enumerate(value):
+                yield from spread(f"{name}[{i}]", entry)
+        else:
+            yield f"  input     {name} = {fmt(value)}"
+
+    return [line for name, value in inputs.items() for line in spread(name, value)]
+
+
 def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
@@ -217,9 +235,7 @@ def expect(step: Step, got: Any, *, mistakes: Iterable[tuple[str, Any]] = (), in
         return
     known = [(m.name, m.value) for m in step.mistakes] + list(mistakes)
     lines = [f"{step.id} {step.title}"]
-    shown_inputs = step.inputs if inputs is None else inputs
-    for name, value in shown_inputs.items():
-        lines.append(f"  input     {name} = {show(value)}")
+    lines += input_lines(step.inputs if inputs is None else inputs, show)
     for name, value in (derived or {}).items():
         lines.append(f"  derived   {name} = {show(value)}")
     # a count or a distance, or whole numbers given for whole numbers (chapter 14's token ids): no float64
@@ -297,8 +313,7 @@ def _expect_equal(step: Step, got: Any, inputs: dict[str, Any] | None, derived: 
     if plain(got) == step.exact:
         return
     lines = [f"{step.id} {step.title}"]
-    for name, value in (step.inputs if inputs is None else inputs).items():
-        lines.append(f"  input     {name} = {value!r}")
+    lines += input_lines(step.inputs if inputs is None else inputs, repr)
     for name, value in (derived or {}).items():
         lines.append(f"  derived   {name} = {value!r}")
     lines.append(f"  expected  {step.exact!r}")
@@ -324,8 +339,7 @@ def close(got: Any, want: Any, what: str, *, rtol: float = DEFAULT_RTOL, atol: f
     if _matches(arr, want_arr, rtol, atol):
         return
     lines = [what]
-    for name, value in (inputs or {}).items():
-        lines.append(f"  input     {name} = {show(value)}")
+    lines += input_lines(inputs or {}, show)
     lines.append(f"  expected  {show(want_arr)}  (the test's expected value)")
     lines.append(_got(got, arr, want_arr))
     if want_arr.dtype != bool and not _whole(arr, want_arr):  # whole numbers and booleans compare exactly

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,18 @@ def test_a_list_of_the_wrong_length_is_told_in_items_an_array_in_shape(got, said
     with pytest.raises(pytest.fail.Exception) as failed:
         close([[1, 2], [3, 4]], [[1, 2, 3], [4, 5, 6]], "rows")
     assert "got       2 items of 2, expected 2 items of 3: [[1, 2], [3, 4]]" in str(failed.value), str(failed.value)
+
+
+def test_a_model_given_as_input_is_shown_an_entry_a_line_and_never_cut():
+    """a failing step whose input is a model (dicts in a list in a dict) shows each weight whole on its own line"""
+    from kata.judge.answer_key import load
+    from kata.judge.checks import expect
+
+    step = load(16).step("16.9")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        expect(step, np.zeros_like(np.asarray(step.exact, dtype=float)) + 7.0)
+    said = str(failed.value)
+    assert "more characters" not in said, said
+    assert re.search(r'^  input     model\["blocks"\]\[0\]\["WQ"\] = \[\[', said, re.M), said
+    assert re.search(r'^  input     model\["tok_emb"\] = \[\[', said, re.M), said
+    assert re.search(r"^  input     n_heads = \d+$", said, re.M), said
