@@ -276,26 +276,28 @@ def _messages(function: ast.FunctionDef) -> list[str]:
             and isinstance(node.exc.args[0], ast.Constant) and isinstance(node.exc.args[0].value, str)]
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.module)
-def test_no_stub_message_hands_over_code(chapter):
-    """each stub's NotImplementedError message is a nudge in words with its size budget, with no Python or NumPy"""
-    bad = {f.name: found for f in _public_functions(chapter) for found in [
-        [item for message in _messages(f) for item in code_in_message(message)]] if found}
-    assert not bad, (
-        f"exercises/{chapter.module}.py: {len(bad)} stub message(s) hand over code — "
-        + "; ".join(f"{name}: {', '.join(items)}" for name, items in bad.items())
-        + ". Say what to compute, or the maths, in words (a NumPy tool by its name in words), keep '(K lines)'.")
+def _messages_refused(chapter, rule) -> dict[str, list[str]]:
+    """{function: what ``rule`` finds in its stub's messages}, for each function where it finds something."""
+    return {f.name: found for f in _public_functions(chapter)
+            if (found := [item for message in _messages(f) for item in rule(message)])}
 
 
+MESSAGE_RULES = {  # what a stub's message must not do: (the rule, what it does, what to write instead)
+    "code": (code_in_message, "hand over code",
+             "Say what to compute, or the maths, in words (a NumPy tool by its name in words), keep '(K lines)'."),
+    "steps": (steps_in_message, "list the body's steps",
+              "Name what the function computes (and the idea or the trap, if it helps), keep '(K lines)'."),
+}
+
+
+@pytest.mark.parametrize("rule", MESSAGE_RULES)
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.module)
-def test_no_stub_message_lists_steps(chapter):
-    """each stub's NotImplementedError message names what the function computes, never its steps in order"""
-    bad = {f.name: found for f in _public_functions(chapter) for found in [
-        [item for message in _messages(f) for item in steps_in_message(message)]] if found}
-    assert not bad, (
-        f"exercises/{chapter.module}.py: {len(bad)} stub message(s) list the body's steps — "
-        + "; ".join(f"{name}: {', '.join(items)}" for name, items in bad.items())
-        + ". Name what the function computes (and the idea or the trap, if it helps), keep '(K lines)'.")
+def test_no_stub_message_hands_over_code_or_lists_steps(chapter, rule):
+    """each stub's NotImplementedError message says what to compute, in words, with its budget: no code, no steps"""
+    refuse, does, instead = MESSAGE_RULES[rule]
+    bad = _messages_refused(chapter, refuse)
+    assert not bad, (f"exercises/{chapter.module}.py: {len(bad)} stub message(s) {does} — "
+                     + "; ".join(f"{name}: {', '.join(items)}" for name, items in bad.items()) + f". {instead}")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.module)
