@@ -77,6 +77,37 @@ def install(session: nox.Session, *groups: str, compile_bytecode: bool = False, 
         stamp.write_text(digest)
 
 
+def course_env(session: nox.Session, *groups: str) -> str:
+    """The course's one environment, ``.nox/course``, holding at least ``groups``; its Python.
+
+    Every session of the learner's and the instructor's (``chapterN``, ``progress``, ``hint``, ``lab``, ``train``,
+    ``grade``, ``grade-class``...) runs in it, rather than in an environment of its own: a chapter's first check
+    starts at once, where each session used to make its own (about a second and 66 MB each, 24 chapters). A
+    session adds the groups it needs
+    (``uv sync --inexact``: what another session installed stays), at the versions uv.lock pins; the stamp lists
+    the groups installed at this lock, so a warm check installs nothing.
+    """
+    location = session.env_dir.parent / "course"  # in nox's --envdir, .nox/ by default
+    python = location / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    if not python.exists():
+        session.run_install("uv", "venv", "--quiet", "--allow-existing", "--python", sys.executable, str(location),
+                            external=True, silent=True)
+    lock = ROOT / "uv.lock"
+    stamp = location / ".kata-installed"
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    said = stamp.read_text().split() if stamp.exists() else []
+    have = set(said[1:]) if said[:1] == [digest] else set()
+    if not set(groups) <= have:
+        wanted = sorted(have | set(groups) | set(said[1:]))  # a new lock: what was there, at its new versions
+        session.run_install("uv", "sync", "--locked", "--inexact", "--no-install-project", "--no-default-groups",
+                            *(f"--group={group}" for group in wanted), env={"UV_PROJECT_ENVIRONMENT": str(location)},
+                            external=True, silent=True)
+        stamp.write_text(" ".join([digest, *wanted]))
+    session.env["VIRTUAL_ENV"] = str(location)  # as if activated: the tools started by name are its own
+    session.env["PATH"] = os.pathsep.join([str(python.parent), os.environ.get("PATH", "")])
+    return str(python)
+
+
 def chapters() -> list[tuple[int, str, str]]:
     """(number, module, title) for every chapter with an answer key in reference/."""
     found = []
@@ -87,35 +118,34 @@ def chapters() -> list[tuple[int, str, str]]:
 
 
 def pytest(session: nox.Session, *args: str, **kwargs) -> None:
-    """``python -m pytest ARGS``, on Linux through the warm judge (``KATA_WARM=0`` switches it off).
+    """``python -m pytest ARGS`` in the course's environment, on Linux through the warm judge.
 
     The warm judge (``kata/judge/warm.py``) answers a repeated check in a fork of a judge that has already
-    started; the first check runs the usual way and starts it.
+    started; the first check runs the usual way and starts it (``KATA_WARM=0`` switches it off).
     """
+    python = course_env(session, "test")
     if sys.platform.startswith("linux"):
-        session.run("python", "-S", "-m", "kata.judge.warm", "run", *args, **kwargs)
+        session.run(python, "-S", "-m", "kata.judge.warm", "run", *args, external=True, **kwargs)
     else:
-        session.run("python", "-m", "pytest", *args, **kwargs)
+        session.run(python, "-m", "pytest", *args, external=True, **kwargs)
 
 
 def _chapter_session(number: int, module: str, title: str) -> None:
     def run(session: nox.Session) -> None:
-        install(session, "test")
         pytest(session, f"tests/test_{module}.py", "--steps", *session.posargs)
 
     other = "-- --impl solutions for the reference" if AUTHORS else "-- --impl FOLDER checks another copy"
     run.__doc__ = f"Check chapter {number}, {title}, in exercises/ ({other})."
-    nox.session(name=f"chapter{number}", default=False)(run)
+    nox.session(name=f"chapter{number}", default=False, venv_backend="none")(run)
 
 
 for _number, _module, _title in chapters():
     _chapter_session(_number, _module, _title)
 
 
-@nox.session(default=not AUTHORS)
+@nox.session(default=not AUTHORS, venv_backend="none")
 def progress(session: nox.Session) -> None:
     """Every chapter in one run: steps passed per chapter, and the next step to work on."""
-    install(session, "test")
     files = [f"tests/test_{module}.py" for _, module, _ in chapters()]
     pytest(session, *files, "--progress", *session.posargs, success_codes=[0, 1])
 
@@ -232,11 +262,11 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_serve.py", env={"PYTHONPATH": str(ROOT)})  # needs runs/gpt and its draft
 
 
-@nox.session(name="bench-serve", default=False)
+@nox.session(name="bench-serve", default=False, venv_backend="none")
 def bench_serve(session: nox.Session) -> None:
     """Time speculative decoding against cached generation on your GPT and its draft: `-- runs/gpt` (after serve)."""
-    install(session, "test", "train")
-    session.run("python", "benchmarks/bench_serve.py", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    python = course_env(session, "test", "train")
+    session.run(python, "benchmarks/bench_serve.py", *session.posargs, env={"PYTHONPATH": str(ROOT)}, external=True)
 
 
 @nox.session(default=False)
@@ -286,71 +316,71 @@ def docs_zensical(session: nox.Session) -> None:
 
 # -- the learner's loop and course grading: kata/learner/, kata/grading/, docs/instructors.md ---------------
 def _kata_tool(session: nox.Session, command: str, *groups: str) -> None:
-    """Run ``python -m kata COMMAND`` with the session's arguments (``groups``: more to install)."""
-    install(session, "test", *groups)
-    session.run("python", "-m", "kata", command, *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    """Run ``python -m kata COMMAND`` with the session's arguments, in the course's environment (with ``groups``)."""
+    python = course_env(session, "test", *groups)
+    session.run(python, "-m", "kata", command, *session.posargs, env={"PYTHONPATH": str(ROOT)}, external=True)
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def watch(session: nox.Session) -> None:
     """Re-check a chapter every time you save: `nox -s watch -- 3` (add `--poll` where saves go unnoticed)."""
     _kata_tool(session, "watch")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def hint(session: nox.Session) -> None:
     """The next hint for a step, one layer at a time: `nox -s hint -- 4.3` (`--all` for every layer)."""
     _kata_tool(session, "hint")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def worksheet(session: nox.Session) -> None:
     """A chapter's worksheet with your numbers beside the printed and exact ones: `nox -s worksheet -- 5`."""
     _kata_tool(session, "worksheet")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def train(session: nox.Session) -> None:
     """Train a transformer of your chapter 10 on real text: `nox -s train` (`-- --model gpt`: chapters 11-16)."""
     _kata_tool(session, "train", "train")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def generate(session: nox.Session) -> None:
     """Continue a prompt with a trained model: `nox -s generate -- runs/zen --prompt "Beautiful" --n 200`."""
     _kata_tool(session, "generate", "train")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def serve(session: nox.Session) -> None:
     """Serve your GPT faster and smaller with chapters 17-20: `nox -s serve -- runs/gpt` (docs/serve-gpt.md)."""
     _kata_tool(session, "serve", "train")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def align(session: nox.Session) -> None:
     """Teach your GPT to answer with chapters 21-24: `nox -s align -- lora runs/gpt`, then `dpo` (docs/align-gpt.md)."""
     _kata_tool(session, "align", "train")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def doctor(session: nox.Session) -> None:
     """What to tell a helper when stuck: versions, which code runs, which chapters import, what to run next."""
     _kata_tool(session, "doctor")
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def grade(session: nox.Session) -> None:
     """Grade every chapter into grade/ (results.json, junit.xml, summary.md); `-- --help` lists the options.
 
     Without `--impl`, exercises/ is graded with every function finished in a saved notebook in its place (read
     with ast, no cell run): the one rule the chapter sessions and doctor use (kata/learners_code.py).
     """
-    install(session, "test")
-    session.run("python", "-m", "kata", "grade", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    python = course_env(session, "test")
+    session.run(python, "-m", "kata", "grade", *session.posargs, env={"PYTHONPATH": str(ROOT)}, external=True)
 
 
-@nox.session(name="notebook-answers", default=False)
+@nox.session(name="notebook-answers", default=False, venv_backend="none")
 def notebook_answers(session: nox.Session) -> None:
     """Your saved notebooks' answers put into a copy of exercises/, for grading: `-- --out build/notebook-answers`."""
     _kata_tool(session, "notebook-answers")
@@ -367,29 +397,30 @@ def notebooks_build(session: nox.Session) -> None:
     session.run("python", "scripts/notebooks.py", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
-@nox.session(default=False)
+@nox.session(default=False, venv_backend="none")
 def lab(session: nox.Session) -> None:
     """JupyterLab on the chapter notebooks (notebooks/): fill in a function, `kata.check(softmax)` checks it."""
-    install(session, "test", "lab")
+    python = course_env(session, "test", "lab")
     # As root (a container, a cloud notebook), Jupyter refuses to start without --allow-root: say it once here.
     as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
-    session.run("python", "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
-                "--LabApp.default_url=/lab/tree/notebooks", *as_root, *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    session.run(python, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
+                "--LabApp.default_url=/lab/tree/notebooks", *as_root, *session.posargs, env={"PYTHONPATH": str(ROOT)},
+                external=True)
 
 
-@nox.session(name="grade-class", default=False)
+@nox.session(name="grade-class", default=False, venv_backend="none")
 def grade_class(session: nox.Session) -> None:
     """Grade a whole class from a roster: `nox -s grade-class -- roster.csv --out gradebook` (`-- --help`)."""
     _kata_tool(session, "grade-class", "classroom")
 
 
-@authors_session(default=False)
+@authors_session(default=False, venv_backend="none")
 def release(session: nox.Session) -> None:
     """Write the student edition (no solutions, with the grading workflow): `nox -s release -- DIR --tag v1`."""
     _kata_tool(session, "release")
 
 
-@authors_session(name="bench-watch", default=False)
+@authors_session(name="bench-watch", default=False, venv_backend="none")
 def bench_watch(session: nox.Session) -> None:
     """Benchmark `nox -s watch`: seconds from a save to the re-checked chapter, against the 0.5 s target."""
     _kata_tool(session, "bench-watch")

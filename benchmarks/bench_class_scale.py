@@ -13,7 +13,7 @@ a slow machine.
 
 Usage (with the grade-class session's Python, once ``nox -s grade-class`` has set it up):
 
-    .nox/grade-class/bin/python benchmarks/bench_class_scale.py [--learners 200] [--shards 8] [--jobs 2]
+    .nox/course/bin/python benchmarks/bench_class_scale.py [--learners 200] [--shards 8] [--jobs 2]
         [--chapters 1,2,4] [--keep]
 
 ``KATA_NO_SANDBOX=1`` grades unsealed; time bubblewrap's cost apart, on a few learners with and without it

@@ -9,7 +9,7 @@ contains "Beautiful is better than". On a shared machine the wall time says more
 about the code; the CPU time is the steadier figure.
 
 Usage: python benchmarks/bench_train.py [extra options for train, e.g. --steps 2000]
-It needs the `train` dependency group (matplotlib, tqdm): run it with `.nox/train/bin/python` after one
+It needs the `train` dependency group (matplotlib, tqdm): run it with `.nox/course/bin/python` after one
 `nox -s train`, or install the group. This is not a test: it prints numbers and exits 0 if the run finished.
 """
 
