@@ -130,12 +130,14 @@ def reshape_split(x, WQ, WK, WV, WO, n_heads):
 
 
 def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=True, WO_T=True, cut="columns",
-             reverse_merge=False, swap_qk=False, proj_T=True):
+             reverse_merge=False, swap_qk=False, qk_args=False, proj_T=True):
     """The chain rule, entry by entry: dWO, dWQ, dWK, dWV and dx; the knobs plant the classic mistakes.
 
     ``WO_T=False``: d merged = d_out W_O (the transpose forgotten); ``cut="reshape"``: d merged cut into heads by
     a reshape straight to (n_heads, seq, d_head); ``reverse_merge``: dQ, dK and dV put together head 1 first;
-    ``swap_qk``: the query path's gradient sent through W_K and the key path's through W_Q; ``proj_T=False``:
+    ``swap_qk``: the query path's gradient sent through W_K and the key path's through W_Q; ``qk_args``: each
+    head's queries and keys handed to chapter 7's attention backward the wrong way round, so its query gradient
+    comes out as dS q_h and its key gradient as dSᵀ k_h (each head's own queries and keys); ``proj_T=False``:
     dx = dQ W_Q + dK W_K + dV W_V (the projections' transposes forgotten).
     """
     d_head = x.shape[1] // n_heads
@@ -157,8 +159,8 @@ def backward(f, d_out, x, WQ, WK, WV, WO, n_heads, *, scale=None, through_WO=Tru
             avg = math.fsum(P[i, j] * dP[i, j] for j in range(n))
             for j in range(n):
                 dS[i, j] = P[i, j] * (dP[i, j] - avg) / scale
-        dQh.append(matmul(dS, k))
-        dKh.append(matmul(dS.T, q))
+        dQh.append(matmul(dS, q if qk_args else k))
+        dKh.append(matmul(dS.T, k if qk_args else q))
         dVh.append(dV)
     if reverse_merge:
         dQh, dKh, dVh = dQh[::-1], dKh[::-1], dVh[::-1]
@@ -187,7 +189,8 @@ def computed() -> dict[str, dict]:
     steps = {}
     steps["11.1"] = {"X": Q, "exact": np.stack(heads_of(Q, N_HEADS)),
                      "mistakes": {"reshape": Q.reshape(2, 3, 2),
-                                  "interleaved": np.stack([Q[:, h::N_HEADS] for h in range(N_HEADS)])}}
+                                  "interleaved": np.stack([Q[:, h::N_HEADS] for h in range(N_HEADS)]),
+                                  "reversed": np.stack(heads_of(Q, N_HEADS)[::-1])}}
     Qh, Kh, Vh = np.stack(f["Qh"]), np.stack(f["Kh"]), np.stack(f["Vh"])
     steps["11.2"] = {"Qh": Qh, "Kh": Kh, "Vh": Vh, "exact": np.stack(f["P"]),
                      "mistakes": {"d_model": np.stack(wide["P"]), "one_mask": np.stack(one_mask["P"]),
@@ -219,6 +222,7 @@ def computed() -> dict[str, dict]:
     g_cut = backward(f, D_OUT, *args, cut="reshape")
     g_rev = backward(f, D_OUT, *args, reverse_merge=True)
     g_swap = backward(f, D_OUT, *args, swap_qk=True)
+    g_args = backward(f, D_OUT, *args, qk_args=True)
     g_proj = backward(f, D_OUT, *args, proj_T=False)
     steps["11.6"] = {"exact": g["WO"], "mistakes": {"transposed": matmul(D_OUT.T, f["merged"])}}
     steps["11.7"] = {"exact": g["WV"], "mistakes": {"no_WO_T": g_noWO["WV"], "d_model": g_wide["WV"],
@@ -227,6 +231,7 @@ def computed() -> dict[str, dict]:
     steps["11.8"] = {"exact": g["x"], "mistakes": {"value_only": g["dx_value_path"], "no_WO_T": g_noWO["x"],
                                                   "back_d_model": g_back["x"], "WO_not_T": g_WO["x"],
                                                   "cut_reshape": g_cut["x"], "swap_qk": g_swap["x"],
+                                                  "qk_args": g_args["x"],
                                                   "proj_not_T": g_proj["x"]}}
     steps["_other"] = {"WQ": g["WQ"], "WK": g["WK"]}
     return steps
@@ -247,6 +252,8 @@ NAMES = {
         'a reshape straight to (n_heads, seq, d_head), without the transpose: positions and heads mixed',
     ('11.1', 'interleaved'):
         'every n_heads-th column (interleaved) instead of a block of d_head neighbouring columns',
+    ('11.1', 'reversed'):
+        'the heads in the wrong order: head 1 first, then head 0',
     ('11.2', 'd_model'):
         'scaled by √d_model = 2 instead of √d_head = √2',
     ('11.2', 'one_mask'):
@@ -312,6 +319,9 @@ NAMES = {
         'd merged cut into heads by a reshape without the transpose: positions and heads mixed',
     ('11.8', 'swap_qk'):
         'the query and key gradients swapped: dQ sent back through W_K and dK through W_Q',
+    ('11.8', 'qk_args'):
+        'the queries and keys handed to each head\'s attention backward the wrong way round: dQ_h came out as '
+        'dS Q_h instead of dS K_h',
     ('11.8', 'proj_not_T'):
         'the projections not transposed on the way back (square weights: the shapes cannot tell)',
     ('11.8', 'value_only'):
