@@ -18,7 +18,9 @@ SNAP = snapshot(CHAPTER)  # tests/snapshots/chapter04.npz: inputs, the reference
 # The worksheet's Q = K = 0.1·I is symmetric, so Q @ K equals Q @ Kᵀ there. These worksheet-sized (2×2)
 # queries and keys have distinct values: Q @ K is computable and different, so the mistake shows.
 Q_ASYM, K_ASYM, V_ASYM = SNAP["asym/Q"], SNAP["asym/K"], SNAP["asym/V"]
-NOT_TRANSPOSED = "K not transposed (Q @ K instead of Q @ Kᵀ)"
+NOT_TRANSPOSED = "K not transposed (Q K instead of Q Kᵀ)"
+SCORES_TRANSPOSED = ("the scores transposed, K Qᵀ = (Q Kᵀ)ᵀ: the keys as rows and the queries as columns, where "
+                     "row i should be query i's scores")
 NO_DIAGONAL = "the diagonal masked: a position that cannot see itself (which triangle, and is its diagonal in it?)"
 SUM_NOT_KEPT = ("the row sums not kept as a column (no keepdims): they broadcast along the row, so each entry is "
                 "divided by another row's sum")
@@ -32,7 +34,10 @@ def test_raw_score_of_b_is_zero_against_a_and_a_hundredth_against_itself(ch, ws)
     close(ch.raw_scores(Q_ASYM, K_ASYM), Q_ASYM @ K_ASYM.T,
           "4.1 raw_scores on a 2×2 Q and K with distinct entries (the worksheet's 0.1·I hides a missing transpose)",
           inputs={"Q": Q_ASYM, "K": K_ASYM}, mistakes=[(NOT_TRANSPOSED, Q_ASYM @ K_ASYM),
-                                                     ("Kᵀ Q instead of Q Kᵀ", K_ASYM @ Q_ASYM.T)], kind="array")
+                                                     (SCORES_TRANSPOSED, K_ASYM @ Q_ASYM.T),
+                                                     ("Kᵀ Q instead of Q Kᵀ: a (d_k, d_k) product of the features, "
+                                                      "not a score for each query and key", K_ASYM.T @ Q_ASYM)],
+          kind="array")
 
 
 @pytest.mark.step("4.2")

@@ -31,6 +31,7 @@ UNMASKED = "the new rows not masked among themselves: a row of the prefill reads
 KEYS_AT_ZERO = "the new keys rotated from position 0: the queries turned by their position t + i, the keys by i"
 KEYS_FIRST = "the new keys put before the cached ones: every key at another position than its value"
 BLOCK0 = "every block read block 0's cache: each block attends over its own keys and values, so it needs its own cache"
+G1_TWICE = "g1 used in the second RMSNorm too (g2 never read)"
 FIRST_ROW = "the first token drawn from the prefill's first row: the next token follows the prompt's last row"
 
 
@@ -55,6 +56,41 @@ def cache_pair(got, what: str):
     if not isinstance(cache, dict) or not {"K", "V"} <= set(cache):
         pytest.fail(f"{what}: new_cache must be a dict with the keys K and V, got {cache!r:.200}", pytrace=False)
     return returned(out, "array", what), cache
+
+
+def forward_pair(got, what: str):
+    """(logits, caches) from gpt_forward: the logits an array; the caches as they came (see ``caches_of``)."""
+    if not isinstance(got, tuple) or len(got) != 2:
+        pytest.fail(f"{what} must return a pair (logits, new_caches), got {type(got).__name__}: {got!r:.200}",
+                    pytrace=False)
+    return returned(got[0], "array", what), got[1]
+
+
+def caches_of(caches, what: str, n_blocks: int, given=None) -> list:
+    """gpt_forward's new caches: a list with one dict per block holding the arrays K and V, whatever came back.
+
+    ``given``: the caches the call was given (None for none); new caches that are those, or a list of Nones after
+    a call given none, are named as the mistake of handing back the given caches.
+    """
+    if given is None:  # the first call: given no caches, it must hand back new ones
+        handed_back = caches is None or (isinstance(caches, list) and bool(caches)
+                                         and all(cache is None for cache in caches))
+    else:
+        handed_back = caches is given or (isinstance(caches, list) and len(caches) == len(given)
+                                          and all(a is b for a, b in zip(caches, given, strict=True)))
+    if handed_back:
+        pytest.fail(f"{what}: its new caches are the ones it was given ({caches!r:.200})\n  looks like: the caches "
+                    "it was given handed back instead of the new ones: the next call would not see the positions "
+                    "this call added", pytrace=False)
+    if not isinstance(caches, list) or len(caches) != n_blocks:
+        pytest.fail(f"{what}: the new caches must be a list with one cache per block ({n_blocks}), got "
+                    f"{type(caches).__name__}: {caches!r:.200}", pytrace=False)
+    for b, cache in enumerate(caches):
+        if not isinstance(cache, dict) or not {"K", "V"} <= set(cache) \
+                or not all(isinstance(cache[name], np.ndarray) for name in ("K", "V")):
+            pytest.fail(f"{what}: block {b}'s new cache must be a dict holding the arrays K and V, got "
+                        f"{type(cache).__name__}: {cache!r:.200}", pytrace=False)
+    return caches
 
 
 def model_of(k):
@@ -122,10 +158,10 @@ def test_the_block_decodes_one_row_from_the_cache(ch, ws):
 ])
 def test_the_whole_model_prefills_then_decodes_from_the_caches(ch, ws, which):
     model, n_heads = float_tree(ws.inputs["model"]), ws.inputs["n_heads"]
-    prefill, caches = ch.gpt_forward(np.array(ws.inputs["prompt"]), model, n_heads)
-    step, _ = ch.gpt_forward(np.array([ws.inputs["next_id"]]), model, n_heads, caches)
-    returned(prefill, "array", f"gpt_forward of the prompt, {which}")
-    returned(step, "array", f"gpt_forward of the next id with the caches, {which}")
+    prefill, caches = forward_pair(ch.gpt_forward(np.array(ws.inputs["prompt"]), model, n_heads),
+                                   f"gpt_forward of the prompt, {which}")
+    step, _ = forward_pair(ch.gpt_forward(np.array([ws.inputs["next_id"]]), model, n_heads, caches),
+                           f"gpt_forward of the next id with the caches, {which}")
     expect(ws, np.vstack([prefill, step]), kind="array")
 
 
@@ -300,7 +336,8 @@ def test_block_with_cache_gives_the_rows_of_the_full_block(ch, case):
     y, new = cache_pair(ch.block_with_cache(x[t:], params, n, {"K": K[:, :t].copy(), "V": V[:, :t].copy()}),
                         "block_with_cache")
     what = f"block_with_cache, {t} cached, {len(x) - t} new, d_model {x.shape[1]}, {n} heads"
-    close(y, SNAP[f"{k}/y"], what, **EXACT, kind="array", mistakes=[(RESTART, SNAP[f"{k}/restart"])])
+    close(y, SNAP[f"{k}/y"], what, **EXACT, kind="array",
+          mistakes=[(RESTART, SNAP[f"{k}/restart"]), (G1_TWICE, SNAP[f"{k}/g1_twice"])])
     close(new["K"], K, f"{what}: the new cache's K (the normalised rows' keys, rotated)", **EXACT, kind="array")
     close(new["V"], V, f"{what}: the new cache's V", **EXACT, kind="array")
 
@@ -314,7 +351,9 @@ def test_every_decoded_step_equals_the_full_forward(ch, case):
     caches, at = None, 0
     shape = f"vocab {full.shape[1]}, d_model {model['tok_emb'].shape[1]}, {len(model['blocks'])} blocks, {n} heads"
     for size in chunks:
-        logits, caches = ch.gpt_forward(ids[at:at + size], model, n, caches)
+        given = caches
+        logits, caches = forward_pair(ch.gpt_forward(ids[at:at + size], model, n, caches),
+                                      f"gpt_forward of ids {ids[at:at + size].tolist()} after {at} cached positions")
         close(logits, full[at:at + size], f"gpt_forward of ids {ids[at:at + size].tolist()} after {at} cached "
               f"positions ({shape}): the full forward's rows {at}…{at + size - 1}", **EXACT, kind="array",
               mistakes=[(RESTART, SNAP[f"{k}/restart"][at:at + size]), (TWICE, SNAP[f"{k}/twice"][at:at + size]),
@@ -323,9 +362,7 @@ def test_every_decoded_step_equals_the_full_forward(ch, case):
                         (KEYS_FIRST, SNAP[f"{k}/keys_first"][at:at + size]),
                         (BLOCK0, SNAP[f"{k}/block0_cache"][at:at + size])])
         at += size
-        if not isinstance(caches, list) or len(caches) != len(model["blocks"]):
-            pytest.fail(f"gpt_forward must return a list with one cache per block ({len(model['blocks'])}), got "
-                        f"{caches!r:.200}", pytrace=False)
+        caches = caches_of(caches, f"gpt_forward after {at} positions", len(model["blocks"]), given)
         for b, cache in enumerate(caches):
             close(np.shape(cache["K"]), (n, at, model["tok_emb"].shape[1] // n),
                   f"block {b}'s cache after {at} positions: K of shape (n_heads, {at}, d_head)")
@@ -336,7 +373,7 @@ def test_gpt_forward_without_caches_is_the_full_forward(ch):
     for case in range(SNAP.count("model")):
         k = f"model/{case}"
         model, n = model_of(k)
-        logits, _ = ch.gpt_forward(SNAP[f"{k}/ids"], model, n)
+        logits, _ = forward_pair(ch.gpt_forward(SNAP[f"{k}/ids"], model, n), "gpt_forward with no caches")
         close(logits, SNAP[f"{k}/logits"], f"gpt_forward of all {len(SNAP[f'{k}/ids'])} ids, no caches", **EXACT,
               kind="array", mistakes=[(UNMASKED, SNAP[f"{k}/unmasked"])])
 
@@ -345,9 +382,10 @@ def test_a_cache_can_be_decoded_from_twice(ch):
     """the same next token decoded twice from the same caches gives the full forward's row both times (caches kept)"""
     model, n = model_of("model/0")
     ids = SNAP["model/0/ids"]
-    _, caches = ch.gpt_forward(ids[:3], model, n)
-    first, _ = ch.gpt_forward(ids[3:4], model, n, caches)
-    again, _ = ch.gpt_forward(ids[3:4], model, n, caches)
+    _, caches = forward_pair(ch.gpt_forward(ids[:3], model, n), "gpt_forward of 3 ids with no caches")
+    caches_of(caches, "gpt_forward of 3 ids with no caches", len(model["blocks"]))
+    first, _ = forward_pair(ch.gpt_forward(ids[3:4], model, n, caches), "gpt_forward of the next id")
+    again, _ = forward_pair(ch.gpt_forward(ids[3:4], model, n, caches), "gpt_forward of the next id, again")
     close(again, first, "the same next token decoded twice from the same caches (the first call must leave them as "
           "they were)", **EXACT, kind="array")
     close(first, SNAP["model/0/logits"][3:4], "the decode from the caches against the full forward", **EXACT)
@@ -394,7 +432,8 @@ def test_nothing_given_is_modified(ch):
     ch.choose_next(z, 0.4, temperature=0.9, top_k=4, top_p=0.8)
     ch.attention_with_cache(x[t:], params, 2, cache)
     ch.block_with_cache(SNAP["block/0/x"][bt:], block, SNAP.number("block/0/n_heads"), bcache)
-    _, caches = ch.gpt_forward(ids[:3], model, n)
+    _, caches = forward_pair(ch.gpt_forward(ids[:3], model, n), "gpt_forward of 3 ids with no caches")
+    caches = caches_of(caches, "gpt_forward of 3 ids with no caches", len(model["blocks"]))
     kept = [{"K": c["K"].copy(), "V": c["V"].copy()} for c in caches]
     ch.gpt_forward(ids[3:5], model, n, caches)
     ch.generate(ids[:2], model, n, [0.3, 0.6])

@@ -297,15 +297,22 @@ def plain(value: Any) -> Any:
 DOCS = "  docs      "  # how a failing step's last line starts: its page and anchor
 
 
-def footer(step: Step) -> list[str]:
+BEYOND = "(the test's expected value)"  # how `close` marks its expected value: a case other than the worksheet's
+OTHER_CASE = "  hint      the step's hints work the worksheet's own case, not the inputs above"
+
+
+def footer(step: Step, said: Iterable[str] = ()) -> list[str]:
     """A failing step's last lines: its first hint, how to get the others, and its section of the page.
 
     `expect` and `close` end with them; the judge adds them to a failure a chapter test wrote itself (a mistake
     the key cannot name, a warning, a wrong type), so that every failing step ends the same way. The notebook
-    rewrites the hint command as its own.
+    rewrites the hint command as its own. ``said``: the failure's lines so far; when they hold a `close` check
+    (inputs other than the worksheet's, marked ``BEYOND``), the first hint, a nudge about the worksheet's own
+    numbers, would not fit the case shown: the footer says so instead of printing it.
     """
     more = [f"            more hints: nox -s hint -- {step.id}"] if len(step.hints) > 1 else []
-    first = [f"  hint      {step.hints[0]}", *more] if step.hints else []
+    other = any(BEYOND in line for line in said)
+    first = [OTHER_CASE if other else f"  hint      {step.hints[0]}", *more] if step.hints else []
     return [*first, f"{DOCS}{load(step.chapter).page}#{step.anchor}"]
 
 
@@ -340,7 +347,7 @@ def close(got: Any, want: Any, what: str, *, rtol: float = DEFAULT_RTOL, atol: f
         return
     lines = [what]
     lines += input_lines(inputs or {}, show)
-    lines.append(f"  expected  {show(want_arr)}  (the test's expected value)")
+    lines.append(f"  expected  {show(want_arr)}  {BEYOND}")
     lines.append(_got(got, arr, want_arr))
     if want_arr.dtype != bool and not _whole(arr, want_arr):  # whole numbers and booleans compare exactly
         lines.append(f"  tolerance rtol {rtol:g}, atol {atol:g}")

@@ -442,7 +442,7 @@ def _result_for(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestRep
     if result.status == "failed" and result.step and result.chapter is not None and DOCS not in result.message:
         step = answer_key.load(result.chapter).step(result.step)
         said = result.message.rstrip("\n").splitlines()
-        result.message = "\n".join([*said, *(line for line in footer(step) if line not in said)])
+        result.message = "\n".join([*said, *(line for line in footer(step, said) if line not in said)])
     return result
 
 

@@ -167,7 +167,8 @@ def build(seed: int | None = None) -> dict[str, np.ndarray]:
         h = rms_norm(x, params["g1"])
         K_all, V_all = apply_rope(heads(h @ params["WK"], n)), heads(h @ params["WV"], n)
         put(f"block/{i}", x=x, params=params, n_heads=n, t=t, K=K_all, V=V_all, y=prenorm_block(x, params, n)[0][t:],
-            restart=cached_block(x[t:], params, n, (K_all[:, :t], V_all[:, :t]), "restart")[0])
+            restart=cached_block(x[t:], params, n, (K_all[:, :t], V_all[:, :t]), "restart")[0],
+            g1_twice=prenorm_block(x, {**params, "g2": params["g1"]}, n)[0][t:])  # the first norm right: no cache
     models = [(11, 8, 12, 2, 2, [3, 1, 1, 1, 1]), (13, 16, 8, 4, 1, [1, 1, 1, 1, 1, 1]), (7, 4, 6, 1, 3, [2, 3, 1, 1]),
               (17, 12, 16, 3, 2, [4, 2, 1, 1, 1])]
     for i, (vocab, d_model, d_ff, n, n_blocks, chunks) in enumerate(models):
