@@ -99,3 +99,43 @@ def test_the_rule_refuses_a_derived_gradient(text):
 def test_the_rule_accepts_forward_transposes_and_words(text):
     """forward expressions the pages give, and a gradient named in words without a transpose: accepted"""
     assert not _writes_a_transposed_gradient(text)
+
+
+# -- no code in what a learner is shown: names, whys and hints say the idea ------------------------------------
+# Maths stays (Q Kᵀ, x W_Q, softmax(z / T)); Python does not: a backquoted snippet, the matrix operator @
+# between two operands, NumPy's .T, a method call (Q.reshape(2, 3, 2)), or an index in brackets written onto a
+# name (logits[-1], X[0][0]), which a page writes as a subscript or in words (X₀₀, "the last row").
+CODE = re.compile(r"`|(?<=[\w\])])\s*@\s*(?=[\w\[(])|\w\.T\b|[A-Za-z_]\w*(?:\[-?\d+\])+|\b[A-Za-z_]\w*\.[a-z_]\w*\(")
+
+
+def _texts_shown(chapter) -> list[tuple[str, str]]:
+    """(where, text) of every mistake name and why and every hint of a chapter's answer key."""
+    found = []
+    for step in chapter.steps:
+        found += [(f"step {step.id}, hint {i + 1}", hint) for i, hint in enumerate(step.hints)]
+        for m in step.mistakes:
+            found += [(f"step {step.id}, mistake name", m.name)] + ([(f"step {step.id}, why", m.why)] if m.why else [])
+    return found
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.module)
+def test_no_name_why_or_hint_of_a_key_is_code(chapter):
+    """each answer key's mistake names, whys and hints hold no code: no backquotes, no @, no .T, no name[0]"""
+    bad = [f"{where}: {CODE.search(text).group()!r} in {text[:120]!r}" for where, text in _texts_shown(chapter)
+           if CODE.search(text)]
+    assert not bad, (f"{chapter.path.name}: a text a failing check or a hint shows is written as code; say the idea "
+                     "(which row, which product) or write the maths:\n  " + "\n  ".join(bad))
+
+
+@pytest.mark.parametrize("text", ["the last row, `logits[-1]`, follows the whole prompt", "logits[-1]", "X[0][0]²",
+                                  "logits = context @ W_O", "[1, 2] @ [[3], [4]]", "Q.reshape(2, 3, 2)", "K.T"])
+def test_the_code_rule_refuses_python(text):
+    """snippets the keys once held: refused"""
+    assert CODE.search(text)
+
+
+@pytest.mark.parametrize("text", ["Q Kᵀ instead of K Qᵀ", "X₀₀ = 3", "x_k R_kj", "[[1, 2], [3, 4]]",
+                                  "weights [0.3302, 0.6698]", "softmax(z / T) with T = 2", "dS Q_h instead of dS K_h"])
+def test_the_code_rule_accepts_maths(text):
+    """maths, lists of numbers and subscripts: accepted"""
+    assert not CODE.search(text)
