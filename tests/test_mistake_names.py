@@ -89,7 +89,7 @@ def test_the_rule_refuses_a_derived_gradient(text):
 
 
 @pytest.mark.parametrize("text", [
-    "K not transposed (Q @ K instead of Q @ Kᵀ)",
+    "K not transposed (Q K instead of Q Kᵀ)",
     "the projections transposed: x W_Qᵀ, x W_Kᵀ, x W_Vᵀ instead of x W_Q, x W_K, x W_V",
     "the merge transposed: W + (α / r) (A B)ᵀ",
     "dx through W without its transpose (W is square here: the shapes cannot tell)",

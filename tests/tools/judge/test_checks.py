@@ -144,3 +144,19 @@ def test_a_model_given_as_input_is_shown_an_entry_a_line_and_never_cut():
     assert re.search(r'^  input     model\["blocks"\]\[0\]\["WQ"\] = \[\[', said, re.M), said
     assert re.search(r'^  input     model\["tok_emb"\] = \[\[', said, re.M), said
     assert re.search(r"^  input     n_heads = \d+$", said, re.M), said
+
+
+def test_a_failing_check_of_other_inputs_does_not_print_the_worksheets_nudge():
+    """a step's first hint works its worksheet case: under a `close` of other inputs it is not printed as if it fit"""
+    from kata import load
+    from kata.judge.checks import BEYOND, close, footer
+
+    step = load(4).step("4.3")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        close([0.5, 0.5], [0.02, 0.98], "4.3 softmax of other scores", inputs={"scores": [-2.47, 1.41]})
+    said = str(failed.value).splitlines()
+    assert any(BEYOND in line for line in said), said
+    tail = footer(step, said)
+    assert f"  hint      {step.hints[0]}" not in tail and any("worksheet's own case" in line for line in tail), tail
+    assert f"more hints: nox -s hint -- {step.id}" in "\n".join(tail), tail
+    assert f"  hint      {step.hints[0]}" in footer(step, ["4.3 the worksheet's case", "  expected  0.5"])
