@@ -226,7 +226,7 @@ def test_attention_matches_a_loop_over_positions(ch, case):
     mistakes = [("no 1/√d_model scaling", SNAP[f"{k}/no_scaling"]),
                 ("the causal mask was left out", SNAP[f"{k}/no_mask"])]
     if f"{k}/k_not_transposed" in SNAP.data:
-        mistakes.append(("K not transposed (Q @ K instead of Q @ Kᵀ)", SNAP[f"{k}/k_not_transposed"]))
+        mistakes.append(("K not transposed (Q K instead of Q Kᵀ)", SNAP[f"{k}/k_not_transposed"]))
     close(out, SNAP[f"{k}/out"], f"causal attention, seq {x.shape[0]}, d_model {x.shape[1]}", kind="array",
           inputs={"x": x}, mistakes=mistakes)
 
