@@ -164,8 +164,7 @@ def returned(got: Any, kind: str | None, what: str = "the result") -> Any:
     if kind == "array":
         if not isinstance(got, np.ndarray):
             pytest.fail(f"{what}: expected a NumPy array, got {_type_name(got)}: {show(got)}\n"
-                        f"  the docstring promises an array: return np.array(...) (or build it with NumPy), "
-                        f"not a Python {type(got).__name__}", pytrace=False)
+                        f"  the docstring promises a NumPy array, not a Python {type(got).__name__}", pytrace=False)
         return got
     if kind == "int":
         if not isinstance(got, (int, np.integer)) or isinstance(got, (bool, np.bool_)):
@@ -178,7 +177,7 @@ def returned(got: Any, kind: str | None, what: str = "the result") -> Any:
         zero_d = isinstance(got, np.ndarray) and got.ndim == 0 and got.dtype.kind in "fiu"
         if not (number or zero_d):
             pytest.fail(f"{what}: expected a float (one number), got {_type_name(got)}: {show(got)}\n"
-                        "  the docstring promises a float: return float(...) of a single value", pytrace=False)
+                        "  the docstring promises a float: one number, not a container of one", pytrace=False)
         return float(got)
     raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
 
