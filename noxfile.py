@@ -49,32 +49,54 @@ def authors_session(*args, **kwargs):
     return args[0] if args and callable(args[0]) else (lambda function: function)
 
 
-def install(session: nox.Session, *groups: str, compile_bytecode: bool = False, location: Path | None = None) -> None:
+def install(session: nox.Session, *groups: str, compile_bytecode: bool = False, location: Path | None = None,
+            adding: bool = False) -> None:
     """Install dependency groups, at the versions uv.lock pins, once per environment.
 
     Every session installs from the lock (``uv sync --locked``), so learners, the grader and CI run the same
-    NumPy, pytest and matplotlib; `nox -s lock` refreshes it. A warm chapter run skips the installer while the
-    environment already holds these groups at this lock (a stamp of the groups and the lock's digest).
+    NumPy, pytest and matplotlib; `nox -s lock` refreshes it. A warm run skips the installer while the
+    environment already holds these groups at this lock (a stamp: the lock's digest, then the groups).
     ``compile_bytecode``: compile every installed module once, at install (the suite starts Python processes
     by the thousand, and where PYTHONDONTWRITEBYTECODE is set each would compile pytest and NumPy afresh).
-    ``location``: another session's environment instead of this one's (``proofs`` runs in selfcheck's).
+    ``location``: another environment than this session's own (``proofs`` runs in selfcheck's).
+    ``adding``: add the groups to what the environment holds (``uv sync --inexact``) instead of making it hold
+    exactly them (the course's environment, which many sessions share: ``course_env``).
     """
     location = location or getattr(session.virtualenv, "location", None)
     if location is None:  # `nox --no-venv`: the caller's environment, as it is
         return
-    lock = ROOT / "uv.lock"
-    said = " ".join(sorted(groups)) + (" (compiled)" if compile_bytecode else "")
-    digest = hashlib.sha256(said.encode() + lock.read_bytes()).hexdigest()
+    lock = (ROOT / "uv.lock").read_bytes() + (b" (compiled)" if compile_bytecode else b"")
+    digest = hashlib.sha256(lock).hexdigest()
     stamp = Path(location) / ".kata-installed"
-    if stamp.exists() and stamp.read_text() == digest:
+    said = stamp.read_text().split() if stamp.exists() else []
+    have = set(said[1:]) if said[:1] == [digest] else set()
+    if set(groups) <= have if adding else set(groups) == have:
         return
+    wanted = sorted(set(groups) | set(said[1:])) if adding else sorted(groups)  # a new lock: what was there too
     ran = session.run_install(
-        "uv", "sync", "--locked", "--no-install-project", "--no-default-groups",
-        *(f"--group={group}" for group in groups), *(["--compile-bytecode"] if compile_bytecode else []),
-        env={"UV_PROJECT_ENVIRONMENT": location},
+        "uv", "sync", "--locked", *(["--inexact"] if adding else []), "--no-install-project", "--no-default-groups",
+        *(f"--group={group}" for group in wanted), *(["--compile-bytecode"] if compile_bytecode else []),
+        env={"UV_PROJECT_ENVIRONMENT": str(location)},
         external=True, silent=True)
     if ran is not None:  # None: `nox -R` skipped the install, so the stamp must not claim it
-        stamp.write_text(digest)
+        stamp.write_text(" ".join([digest, *wanted]))
+
+
+def activate(session: nox.Session, location: Path) -> str:
+    """Run the session's commands in the environment at ``location``, as if activated; return its Python.
+
+    For a session with no environment of its own (``venv_backend="none"``): the tools it starts by name are
+    that environment's.
+    """
+    python = python_of(location)
+    session.env["VIRTUAL_ENV"] = str(location)
+    session.env["PATH"] = os.pathsep.join([str(python.parent), os.environ.get("PATH", "")])
+    return str(python)
+
+
+def python_of(location: Path) -> Path:
+    """The Python of the environment at ``location``."""
+    return location / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
 def course_env(session: nox.Session, *groups: str) -> str:
@@ -83,29 +105,14 @@ def course_env(session: nox.Session, *groups: str) -> str:
     Every session of the learner's and the instructor's (``chapterN``, ``progress``, ``hint``, ``lab``, ``train``,
     ``grade``, ``grade-class``...) runs in it, rather than in an environment of its own: a chapter's first check
     starts at once, where each session used to make its own (about a second and 66 MB each, 24 chapters). A
-    session adds the groups it needs
-    (``uv sync --inexact``: what another session installed stays), at the versions uv.lock pins; the stamp lists
-    the groups installed at this lock, so a warm check installs nothing.
+    session adds the groups it needs (what another session installed stays), at the versions uv.lock pins.
     """
     location = session.env_dir.parent / "course"  # in nox's --envdir, .nox/ by default
-    python = location / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    if not python.exists():
+    if not python_of(location).exists():
         session.run_install("uv", "venv", "--quiet", "--allow-existing", "--python", sys.executable, str(location),
                             external=True, silent=True)
-    lock = ROOT / "uv.lock"
-    stamp = location / ".kata-installed"
-    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
-    said = stamp.read_text().split() if stamp.exists() else []
-    have = set(said[1:]) if said[:1] == [digest] else set()
-    if not set(groups) <= have:
-        wanted = sorted(have | set(groups) | set(said[1:]))  # a new lock: what was there, at its new versions
-        session.run_install("uv", "sync", "--locked", "--inexact", "--no-install-project", "--no-default-groups",
-                            *(f"--group={group}" for group in wanted), env={"UV_PROJECT_ENVIRONMENT": str(location)},
-                            external=True, silent=True)
-        stamp.write_text(" ".join([digest, *wanted]))
-    session.env["VIRTUAL_ENV"] = str(location)  # as if activated: the tools started by name are its own
-    session.env["PATH"] = os.pathsep.join([str(python.parent), os.environ.get("PATH", "")])
-    return str(python)
+    install(session, *groups, location=location, adding=True)
+    return activate(session, location)
 
 
 def chapters() -> list[tuple[int, str, str]]:
@@ -210,16 +217,12 @@ def in_suite_env(session: nox.Session) -> str:
     `proofs` and `docs-browser` are the rest of the suite `.ci/run` runs after selfcheck: they run in its
     environment (every dependency group, at the locked versions) rather than installing the same again.
     """
-    bin_dir = SUITE_ENV / ("Scripts" if os.name == "nt" else "bin")
-    python = bin_dir / ("python.exe" if os.name == "nt" else "python")
-    if python.exists():
+    if python_of(SUITE_ENV).exists():
         install(session, *SUITE_GROUPS, compile_bytecode=True, location=SUITE_ENV)
     else:
         session.run(sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"), "-s", "selfcheck",
                     "--install-only", external=True)
-    session.env["VIRTUAL_ENV"] = str(SUITE_ENV)  # as if activated: the tools started by name are its own
-    session.env["PATH"] = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
-    return str(python)
+    return activate(session, SUITE_ENV)
 
 
 @authors_session(default=False)

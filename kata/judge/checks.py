@@ -294,8 +294,6 @@ def plain(value: Any) -> Any:
 
 
 DOCS = "  docs      "  # how a failing step's last line starts: its page and anchor
-
-
 BEYOND = "(the test's expected value)"  # how `close` marks its expected value: a case other than the worksheet's
 OTHER_CASE = "  hint      the step's hints work the worksheet's own case, not the inputs above"
 
@@ -303,8 +301,9 @@ OTHER_CASE = "  hint      the step's hints work the worksheet's own case, not th
 def footer(step: Step, said: Iterable[str] = ()) -> list[str]:
     """A failing step's last lines: its first hint, how to get the others, and its section of the page.
 
-    `expect` and `close` end with them; the judge adds them to a failure a chapter test wrote itself (a mistake
-    the key cannot name, a warning, a wrong type), so that every failing step ends the same way. The notebook
+    `expect` ends with them; the judge adds them to every other failing step (a `close` check, a failure a
+    chapter test wrote itself: a mistake the key cannot name, a warning, a wrong type), so that every failing
+    step ends the same way. The notebook
     rewrites the hint command as its own. ``said``: the failure's lines so far; when they hold a `close` check
     (inputs other than the worksheet's, marked ``BEYOND``), the first hint, a nudge about the worksheet's own
     numbers, would not fit the case shown: the footer says so instead of printing it.
