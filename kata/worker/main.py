@@ -436,6 +436,8 @@ class Server:
         for i, a in enumerate(arrays):
             if value is a:
                 return {"r": i}
+        if value.base is None:  # it owns its memory: the arguments, decoded fresh for this call, are no view of it
+            return None
         for i, a in enumerate(arrays):
             if value.size and a.size and value.dtype == a.dtype and a.flags.c_contiguous \
                     and np.may_share_memory(value, a):
