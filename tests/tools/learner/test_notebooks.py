@@ -154,9 +154,12 @@ def warm_runtime():
 def warm_checks(warm_runtime, monkeypatch):
     """Check cells answered by a warm judge, as in a learner's JupyterLab (the suite switches it off elsewhere).
 
-    Off in CI, as everywhere (``warm.enabled``); the cold way is proved by the other notebook tests.
+    On in CI too, where ``warm.enabled`` would leave it off (``CI`` set): these proofs are of what a learner's
+    notebook does, and their judges live in this private runtime folder. The cold way is proved by the other
+    notebook tests.
     """
     monkeypatch.setenv("KATA_WARM", "1")
+    monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(warm_runtime))
 
 

@@ -532,6 +532,21 @@ def test_arrays_are_read_without_evaluating_their_header():
         wire.read_array(odd)
 
 
+def test_arrays_are_written_as_numpy_writes_them():
+    """the header written once per dtype, shape and order: byte for byte NumPy's write_array, views and odd shapes too"""
+    import io
+
+    for a in (np.ones(2), np.arange(6.0).reshape(2, 3), np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+              np.array(3.5), np.zeros((0, 3)), np.zeros((2, 0, 3)), np.asfortranarray(np.zeros((2, 0, 3))),
+              np.array([True, False]), np.arange(5, dtype=np.int32), np.ones((2, 2), dtype=np.complex128),
+              np.arange(24.0).reshape(2, 3, 4)[:, ::2], np.arange(10.0)[::3], np.arange(12.0).reshape(3, 4).T,
+              np.ones((3, 1)).T, np.ones(3, dtype=">f8"), np.ones((1,) * 32), np.array(np.int64(5))):
+        expected = io.BytesIO()
+        np.lib.format.write_array(expected, a, allow_pickle=False)
+        assert wire.array_bytes(a) == expected.getvalue(), (a.shape, a.dtype, a.strides)
+        assert np.array_equal(wire.read_array(wire.array_bytes(a)), a)
+
+
 def test_a_counted_call_gives_the_lines_of_the_learners_code_it_ran(worker):
     got, lines = proxy.FunctionProxy(worker, "chapter99_worker", "add").counted(1000, np.ones(2), np.ones(2))
     assert np.array_equal(got, [2.0, 2.0]) and lines == 1, "add is one line: `return a + b`"
