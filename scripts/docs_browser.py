@@ -369,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site", type=Path, required=True, help="built site directory")
     parser.add_argument("--screenshots", type=Path, help="where chapter screenshots go")
+    parser.add_argument("--no-screenshots", action="store_true",
+                        help="take none, whatever --screenshots says (`.ci/run`: nobody looks at them there)")
     parser.add_argument("--search", default="attention",
                         help="word to search for from file:// (empty: skip the search check)")
     parser.add_argument("--shoot", default="chapters/",
@@ -378,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.browsers < 1:
         parser.error(f"--browsers must be at least 1, got {args.browsers}")
+    if args.no_screenshots:
+        args.screenshots = None
     site = args.site.resolve()
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                    if "assets" not in p.relative_to(site).parts)
