@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import hashlib
 import json
 import os
@@ -37,8 +38,17 @@ def exercise_file(chapter, root: Path = project.ROOT) -> Path:
 
 def functions_of(chapter, root: Path = project.ROOT) -> list[str]:
     """The chapter's public functions, in the order of its file in ``exercises/``."""
-    tree = ast.parse(exercise_file(chapter, root).read_text(encoding="utf-8"))
-    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    return list(_functions_in(exercise_file(chapter, root).read_text(encoding="utf-8")))
+
+
+@functools.lru_cache(maxsize=64)
+def _functions_in(text: str) -> tuple[str, ...]:
+    """The public functions a chapter file's text defines, in order.
+
+    Each text is parsed once: a notebook's every ``kata.check`` asks for every chapter's.
+    """
+    tree = ast.parse(text)
+    return tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_"))
 
 
 GIVEN = "_check"  # the prefix of the input checks a chapter file ships, and its stubs call (CONTRIBUTING.md)
@@ -81,7 +91,12 @@ def notebook_of(chapter, root: Path = project.ROOT) -> Path:
 
 def code_cells(path: Path) -> list[str]:
     """The source of every code cell of a saved notebook (read as JSON; nothing is run)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    return _cells_of(path.read_text(encoding="utf-8"))
+
+
+def _cells_of(text: str) -> list[str]:
+    """The source of every code cell of a notebook's text (its JSON)."""
+    data = json.loads(text)
     cells = []
     for cell in data.get("cells", []):
         if cell.get("cell_type") == "code":
@@ -144,9 +159,20 @@ def saved_answers(chapter, root: Path = project.ROOT,
     if not path.is_file() or path.is_symlink():
         return [], {}
     try:
-        return answers(code_cells(path), functions_of(chapter, root))
+        imports, found = _saved(path.read_text(encoding="utf-8"), tuple(functions_of(chapter, root)))
     except (ValueError, OSError, AttributeError, TypeError):  # not a notebook (JSON): nothing to take from it
         return [], {}
+    return list(imports), dict(found)
+
+
+@functools.lru_cache(maxsize=64)
+def _saved(text: str, names: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """``answers`` of a notebook's text, each text read once; callers get copies.
+
+    A notebook's every ``kata.check`` reads every other saved notebook: that was a third of a check's time in the
+    kernel.
+    """
+    return answers(_cells_of(text), list(names))
 
 
 # -- the implementation folder: exercises/ with the notebooks' answers in place ----------------------------------

@@ -30,6 +30,7 @@ import argparse
 import ast
 import builtins
 import dis
+import functools
 import html
 import importlib
 import inspect
@@ -88,6 +89,7 @@ class Refused(Exception):
     """Why ``kata.check`` cannot check what it was given, in one sentence (shown instead of a verdict)."""
 
 
+@functools.lru_cache(maxsize=1)
 def _library_paths() -> list[Path]:
     paths = sysconfig.get_paths()
     return [Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
@@ -123,6 +125,12 @@ def _globals_of_code(code: types.CodeType) -> set[str]:
         if isinstance(const, types.CodeType):
             names |= _globals_of_code(const)
     return names
+
+
+@functools.lru_cache(maxsize=512)
+def _read(source: str) -> tuple[ast.AST, types.CodeType]:
+    """A function's source, parsed and compiled (each source once: every check re-reads the kernel's functions)."""
+    return ast.parse(source).body[0], compile(source, "<kata>", "exec")
 
 
 def _header_names(node: ast.AST) -> set[str]:
@@ -275,7 +283,7 @@ class _Transplant:
             raise Refused(f"{label} is made inside another function; define it at the top of a cell or a file.")
         try:
             source = textwrap.dedent(inspect.getsource(value))
-            node = ast.parse(source).body[0]
+            node, compiled = _read(source)
         except (OSError, TypeError, SyntaxError, IndexError):
             raise Refused(f"the source of {label} cannot be read; define it in a cell, run the cell, then check "
                           f"again.") from None
@@ -284,7 +292,7 @@ class _Transplant:
                           f"again.")
         codes = [value.__code__] if isinstance(value, types.FunctionType) else _class_codes(value)
         if isinstance(value, types.FunctionType):
-            fresh = next((c for c in compile(source, "<kata>", "exec").co_consts
+            fresh = next((c for c in compiled.co_consts
                           if isinstance(c, types.CodeType) and c.co_name == value.__name__), None)
             if fresh is None or _fingerprint(fresh) != _fingerprint(value.__code__):
                 raise Refused(f"{label} was changed after it was run or imported: run its cell again (or "
@@ -377,8 +385,13 @@ def owners(chapter, root: Path = project.ROOT) -> dict[str, str | None]:
     A test is about the last (in the chapter's file) of the chapter functions it calls as ``ch.NAME``,
     directly or through the test module's helpers and fixtures; None when it calls none that way.
     """
-    order = functions_of(chapter, root)
-    tree = ast.parse((root / chapter.test_file).read_text(encoding="utf-8"))
+    return dict(_owners((root / chapter.test_file).read_text(encoding="utf-8"), tuple(functions_of(chapter, root))))
+
+
+@functools.lru_cache(maxsize=32)
+def _owners(text: str, order: tuple[str, ...]) -> dict[str, str | None]:
+    """``owners`` of a test file's text (each read once: every check cell asks). Callers get copies."""
+    tree = ast.parse(text)
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
     def called(node: ast.AST, seen: set[str]) -> set[str]:
