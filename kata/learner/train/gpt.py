@@ -323,17 +323,19 @@ def mean_loss(ch, model: dict, n_heads: int, windows: np.ndarray, seen=None) -> 
     return total / (len(windows) * (windows.shape[1] - 1))
 
 
-def loss_and_grads(ch, model: dict, n_heads: int, windows: np.ndarray) -> tuple[float, dict[str, np.ndarray]]:
-    """The batch's mean cross-entropy and its gradient for every parameter, under flat names.
+def loss(ch, model: dict, n_heads: int, windows: np.ndarray, each=None) -> float:
+    """The batch's mean cross-entropy, plus a mixture's balancing loss: the number ``loss_and_grads`` differentiates.
 
     ``windows`` is (batch, context + 1) token ids: each row's first ``context`` tokens go in, and each position
-    predicts the next one. Forward and backward through your chapter 13 functions, one window at a time.
+    predicts the next one, through your chapter 13 functions, one window at a time. A mixture of experts
+    (``model["moe"]``) adds ``balance`` times each window's load-balancing losses (summed over the layers),
+    averaged over the windows (moe.py).
 
-    A mixture of experts (``model["moe"]``) adds ``balance`` times each window's load-balancing losses (summed
-    over the layers), averaged over the windows (moe.py).
+    ``each(ids, x, caches, h, dz, weight)``, if given, is called after each window's forward with the gradient of
+    the loss at its logits (``loss_and_grads`` runs the backward there); without it, nothing is run backward: the
+    gradient check's central differences call this twice per parameter entry.
     """
     count = windows.size - len(windows)  # predicted tokens
-    grads = {name: np.zeros_like(a) for name, a in flat(model).items()}
     total, balance = 0.0, 0.0
     weight = model["moe"].balance / len(windows) if "moe" in model else 0.0
     for w in windows:
@@ -345,11 +347,22 @@ def loss_and_grads(ch, model: dict, n_heads: int, windows: np.ndarray) -> tuple[
         total += -float(np.sum(logp[rows, targets]))
         if weight:
             balance += weight * mixture.balance_and_loads(caches)[0]
-        dz = np.exp(logp)
-        dz[rows, targets] -= 1.0
-        dz /= count
+        if each is not None:
+            dz = np.exp(logp)
+            dz[rows, targets] -= 1.0
+            dz /= count
+            each(ids, x, caches, h, dz, weight)
+    return total / count + balance
+
+
+def loss_and_grads(ch, model: dict, n_heads: int, windows: np.ndarray) -> tuple[float, dict[str, np.ndarray]]:
+    """``loss`` and its gradient for every parameter, under flat names (forward and backward, a window at a time)."""
+    grads = {name: np.zeros_like(a) for name, a in flat(model).items()}
+
+    def backward_of(ids, x, caches, h, dz, weight) -> None:
         backward(ch, model, ids, x, caches, h, dz, grads, weight)
-    return total / count + balance, grads
+
+    return loss(ch, model, n_heads, windows, backward_of), grads
 
 
 def backward(ch, model: dict, ids: np.ndarray, x: np.ndarray, caches: list, h: np.ndarray, dz: np.ndarray,
@@ -927,7 +940,7 @@ class Gpt(Model):
     def probe(self, ch, rng: np.random.Generator) -> Probe:
         model, heads = tiny_gpt(rng, moe=hasattr(ch, "c22")), TINY["n_heads"]  # chapter 22 given: --experts
         windows = np.array([[1, 3, 1, 0, 6, 2, 5], [4, 4, 2, 6, 0, 1, 3]])
-        return Probe(flat(model), lambda: loss_and_grads(ch, model, heads, windows)[0],
+        return Probe(flat(model), lambda: loss(ch, model, heads, windows),
                      lambda: loss_and_grads(ch, model, heads, windows), lambda ids: logits_of(ch, ids, model, heads),
                      windows[0, :-1], TINY["vocab"])
 

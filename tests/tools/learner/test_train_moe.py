@@ -59,7 +59,10 @@ def test_the_check_covers_the_router_the_experts_and_the_balancing_loss(tmp_path
 
 
 def test_the_balancing_loss_is_in_the_loss_and_its_gradient(tmp_path):
-    """loss = cross-entropy + balance · Σ_layers L_bal (the windows' mean): the coefficient moves the loss by L_bal"""
+    """loss = cross-entropy + balance · Σ_layers L_bal (the windows' mean): the coefficient moves the loss by L_bal
+
+    ``gpt.loss`` (the forward alone, which the gradient check differentiates) gives loss_and_grads' loss exactly.
+    """
     folder = copy_solutions(tmp_path / "bal")
     try:
         ch = _chapters(folder, "bal")
@@ -71,8 +74,12 @@ def test_the_balancing_loss_is_in_the_loss_and_its_gradient(tmp_path):
         loss1, grads1 = gpt.loss_and_grads(ch, weighted, 2, windows)
         seen: list = []
         ce = gpt.mean_loss(ch, plain, 2, windows, seen.append)
+        forward_only = [gpt.loss(ch, m, 2, windows) for m in (plain, weighted, gpt.tiny_gpt(np.random.default_rng(3)))]
+        dense = gpt.loss_and_grads(ch, gpt.tiny_gpt(np.random.default_rng(3)), 2, windows)[0]
     finally:
         _forget(folder, "bal")
+    # the gradient check's central differences read the loss without its backward: the very same number
+    assert forward_only == [loss0, loss1, dense]
     entry = moe.loads_entry(seen)
     assert loss0 == pytest.approx(ce, abs=1e-12)
     assert loss1 - loss0 == pytest.approx(entry["balance"], abs=1e-12) and entry["balance"] >= 2 - 1e-12
