@@ -49,6 +49,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 GROUPS = pytest.StashKey[Path]()  # the folder where pytest-xdist's workers write each test's group
+PROOF = re.compile(r"\bmark\.proof\b")  # how a test file marks its tests proof (decorator, pytestmark, param)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``-m proof`` (``nox -s proofs``): a test file that marks no test ``proof`` is not even collected.
+
+    Collecting the whole suite in every pytest-xdist worker, to deselect all but the proofs, cost each worker
+    3 s of CPU. ``pytest_collection_modifyitems`` below refuses a proof marked where this cannot see it.
+    """
+    if (config.option.markexpr or "").strip() != "proof" or collection_path.suffix != ".py" \
+            or not collection_path.name.startswith("test_"):
+        return None
+    return True if PROOF.search(collection_path.read_text(encoding="utf-8")) is None else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -145,7 +158,16 @@ def group_of(item: pytest.Item) -> str:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    """``--chapter N``: keep chapter N's tests. Under pytest-xdist: group the tests, the long ones' groups first."""
+    """``--chapter N``: keep chapter N's tests. Under pytest-xdist: group the tests, the long ones' groups first.
+
+    First, a test marked ``proof`` in a file whose text does not say ``mark.proof`` is refused: ``-m proof``
+    would not collect it (``pytest_ignore_collect``).
+    """
+    hidden = sorted({str(item.path) for item in items if item.get_closest_marker("proof") is not None
+                     and PROOF.search(item.path.read_text(encoding="utf-8")) is None})
+    if hidden:
+        raise pytest.UsageError(f"tests marked proof where `-m proof` does not look (write pytest.mark.proof in the "
+                                f"file): {', '.join(hidden)}")
     wanted = set(config.getoption("chapter"))
     if wanted:
         keep, drop = [], []
