@@ -76,8 +76,12 @@ class Mutant:
 
 
 # -- making the mutants (mutmut's operators) -----------------------------------------------------------------
-def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
-    """Every mutant mutmut makes of the chapter's solution file, as plain source."""
+def make_mutants(chapter: answer_key.Chapter, functions: set[str] | None = None) -> list[Mutant]:
+    """Every mutant mutmut makes of the chapter's solution file, as plain source (``functions``: of those only).
+
+    Named and numbered the same either way; writing out each mutant's source is most of the time, so a caller
+    that wants a few functions' mutants (tests/test_mutation_equivalent.py) says which.
+    """
     from mutmut.mutation.file_mutation import create_mutations
 
     path = ROOT / "solutions" / f"{chapter.module}.py"
@@ -99,6 +103,8 @@ def make_mutants(chapter: answer_key.Chapter) -> list[Mutant]:
             continue
         name = func.name.value
         counters[name] += 1
+        if functions is not None and name not in functions:
+            continue
         if id(func) not in around:
             text = module.code_for_node(func)
             at = whole.find(text)

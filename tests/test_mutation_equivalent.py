@@ -24,7 +24,7 @@ pytestmark = pytest.mark.spread  # each chapter's entries are checked in a proce
 
 @cache
 def mutants(chapter: int) -> tuple:
-    return tuple(mutation.make_mutants(answer_key.load(chapter)))
+    return tuple(mutation.make_mutants(answer_key.load(chapter), {e["function"] for e in ENTRIES if e["chapter"] == chapter}))
 
 
 def entry_id(e: dict) -> str:
