@@ -300,7 +300,9 @@ def link_problems(href: str, base: str, site: Path, ids: dict[str, set[str]]) ->
         return [f"broken link: {href} (no file {path})"]
     if parts.fragment and path.endswith(".html"):
         fragment = urllib.parse.unquote(parts.fragment)
-        if fragment not in ids.setdefault(path, page_ids(site / path)):
+        if path not in ids:  # each page parsed once (``setdefault`` would parse it for every link to it)
+            ids[path] = page_ids(site / path)
+        if fragment not in ids[path]:
             return [f"broken anchor: {href} (no id {fragment!r} in {path})"]
     return []
 
