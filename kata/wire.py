@@ -148,6 +148,8 @@ def _read_plain(blob: bytes) -> np.ndarray | None:
     if blob[:8] != _NPY_V1 or len(blob) < 10:
         return None
     (size,) = struct.unpack("<H", blob[8:10])
+    if size > _CACHED_HEADER:  # NumPy's own headers for numbers are short; a long one is a worker's, read afresh
+        return None
     header = _plain_header(blob[10:10 + size])
     if header is None:
         return None
@@ -156,6 +158,9 @@ def _read_plain(blob: bytes) -> np.ndarray | None:
         return None
     flat = np.frombuffer(blob, dtype=dtype, count=count, offset=10 + size)
     return flat.reshape(shape, order=order).copy(order="K")
+
+
+_CACHED_HEADER = 512  # bytes: NumPy writes 118 for most shapes, 182 for 32 dimensions; 4096 of them hold 2 MB at most
 
 
 @functools.lru_cache(maxsize=4096)

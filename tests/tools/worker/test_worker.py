@@ -547,6 +547,26 @@ def test_arrays_are_written_as_numpy_writes_them():
         assert np.array_equal(wire.read_array(wire.array_bytes(a)), a)
 
 
+def test_a_worker_sending_long_headers_cannot_fill_the_judges_memory():
+    """a header padded to 8 kB still reads (NumPy's reader) and is not kept; one of 60 kB is refused, as NumPy does"""
+    import struct
+
+    blob = wire.array_bytes(np.arange(3.0))
+    (size,) = struct.unpack("<H", blob[8:10])
+    header, data = blob[10:10 + size], blob[10 + size:]
+
+    def padded_to(n: int) -> bytes:
+        text = header[:-1] + b" " * (n - len(header)) + b"\n"
+        return blob[:8] + struct.pack("<H", len(text)) + text + data
+
+    before = wire._plain_header.cache_info().currsize
+    for k in range(20):  # twenty distinct headers of 8 kB
+        assert np.array_equal(wire.read_array(padded_to(8_000 + k)), np.arange(3.0))
+    assert wire._plain_header.cache_info().currsize == before
+    with pytest.raises(wire.WireError, match="not valid .npy data"):
+        wire.read_array(padded_to(60_000))
+
+
 def test_a_counted_call_gives_the_lines_of_the_learners_code_it_ran(worker):
     got, lines = proxy.FunctionProxy(worker, "chapter99_worker", "add").counted(1000, np.ones(2), np.ones(2))
     assert np.array_equal(got, [2.0, 2.0]) and lines == 1, "add is one line: `return a + b`"
