@@ -163,8 +163,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     First, a test marked ``proof`` in a file whose text does not say ``mark.proof`` is refused: ``-m proof``
     would not collect it (``pytest_ignore_collect``).
     """
-    hidden = sorted({str(item.path) for item in items if item.get_closest_marker("proof") is not None
-                     and PROOF.search(item.path.read_text(encoding="utf-8")) is None})
+    marked = {item.path for item in items if item.get_closest_marker("proof") is not None}
+    hidden = sorted(str(path) for path in marked if PROOF.search(path.read_text(encoding="utf-8")) is None)
     if hidden:
         raise pytest.UsageError(f"tests marked proof where `-m proof` does not look (write pytest.mark.proof in the "
                                 f"file): {', '.join(hidden)}")
