@@ -131,6 +131,7 @@ def pytest(session: nox.Session, *args: str, **kwargs) -> None:
     started; the first check runs the usual way and starts it (``KATA_WARM=0`` switches it off).
     """
     python = course_env(session, "test")
+    session.env.update(process.ONE_THREAD)  # the judge's matrices are tiny: BLAS threads would only cost
     if sys.platform.startswith("linux"):
         session.run(python, "-S", "-m", "kata.judge.warm", "run", *args, external=True, **kwargs)
     else:
@@ -174,6 +175,7 @@ def suite(session: nox.Session, *args: str, python: str = "python") -> None:
     would have every one of the suite's Python processes compile them afresh.
     """
     session.env["KATA_WARM"] = "0"  # the suite's course copies come and go: no warm judge for each
+    session.env.update(process.ONE_THREAD)  # NumPy's BLAS threads would only compete with the other workers
     session.env["PYTHONPYCACHEPREFIX"] = str(ROOT / "build" / "pycache")
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: unset (the prefix keeps the source folders clean)
     session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--impl", "solutions", "--given", "-n",

@@ -3,6 +3,7 @@
 - ``kill_tree``: end a process and everything it started (it is started in a session of its own).
 - ``process_tree``, ``tree_cpu_seconds``: a child and everything it started, and the CPU time they have used.
 - ``cores``: how many processes the machine lets this one run side by side (the suite's workers, the browsers).
+- ``ONE_THREAD``: the environment that keeps NumPy's BLAS (and OpenMP) to one thread in a child.
 - ``Drain``: read a child's pipe to its end on a thread, so the child never blocks on a full pipe; keep
   only the last bytes (a flood of prints cannot fill memory) and hand each line to whoever wants it.
 
@@ -20,6 +21,13 @@ from collections import deque
 from collections.abc import Callable
 
 KEEP_OUTPUT = 16_384  # bytes of a child's output a drain keeps
+# One thread for NumPy's BLAS in the processes the tools start (the judge's pytest, its worker, a trainer, the
+# suite's workers). Their matrices are a few rows: a second thread never speeds them up, yet OpenBLAS starts one
+# per core when NumPy is imported (0.13 CPU-s an import instead of 0.06 on two cores) and spins it while it
+# waits, on cores that the judge, its worker or the suite's other workers need. One thread also gives the same
+# sums on every run.
+ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 
 
 def cores() -> int:

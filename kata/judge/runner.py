@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..process import Drain, kill_tree
+from ..process import ONE_THREAD, Drain, kill_tree
 from ..project import ROOT  # the folder that holds the kata package
 
 if TYPE_CHECKING:  # the tools that read a stream never load pytest for it
@@ -93,6 +93,7 @@ def child_env(root: Path, extra_paths: list[Path] = (), hide: list[Path] = (), s
     if shown_as:
         env["KATA_SHOWN_AS"] = shown_as  # the learner's folder as they know it, for file:line
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(ONE_THREAD)
     return env
 
 

@@ -69,9 +69,9 @@ def environment(home: str) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
     }
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                 "VECLIB_MAXIMUM_THREADS"):
-        env[name] = "1"  # one thread: an address-space limit does not break NumPy's thread pool
+    from ..process import ONE_THREAD  # the judge's side only: the worker itself never imports it
+
+    env.update(ONE_THREAD)  # and so an address-space limit does not break NumPy's thread pool
     if sys.platform == "win32":  # Python and NumPy do not start on Windows without these
         for name in ("SYSTEMROOT", "WINDIR", "TEMP", "TMP", "COMSPEC"):
             if name in os.environ:

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ... import learners_code, project
-from ...process import Drain, kill_tree
+from ...process import ONE_THREAD, Drain, kill_tree
 from .corpus import TrainError
 from .gradcheck import check_gradients
 from .loop import read_progress, train
@@ -41,10 +41,6 @@ BACKSTOP = 20  # the wall-clock limit of one call, in multiples of --timeout: fo
 
 
 POLL = 0.2  # seconds between two looks of the watchdog at the process's CPU time
-
-
-THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-           "NUMEXPR_NUM_THREADS")
 
 
 def backstop(timeout: float) -> float:
@@ -272,8 +268,7 @@ class Child:
         self.job = dict(self.job, log=str(self.log_path))
         path = [str(project.ROOT), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
-                   PYTHONIOENCODING="utf-8", PYTHONFAULTHANDLER="1")
-        env.update({name: "1" for name in THREADS})  # one thread: faster at this size, and the same sums each run
+                   PYTHONIOENCODING="utf-8", PYTHONFAULTHANDLER="1", **ONE_THREAD)
         self.log = self.log_path.open("a", encoding="utf-8")
         self.proc = subprocess.Popen(
             [sys.executable, "-X", "utf8", "-m", self.entry, "--child"], stdin=subprocess.PIPE,
