@@ -136,6 +136,11 @@ def apply(f, x):
     return f(x) * 2
 
 
+def threads():  # this process's threads, NumPy imported (Linux)
+    with open("/proc/self/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("Threads:")))
+
+
 def exists(path):
     import os
     return os.path.exists(path)
@@ -515,6 +520,31 @@ def test_sealed_the_worker_sees_neither_the_course_nor_other_files(worker, tmp_p
     for path in (ROOT / "solutions", ROOT / "reference", ROOT / "tests", secret):
         assert not call(worker, "exists", str(path)), path
     assert call(worker, "exists", "/usr/lib")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="counts threads in /proc (Linux)")
+def test_numpy_runs_on_one_thread_in_the_worker_and_in_the_judges_pytest(worker, monkeypatch):
+    """the worker and the judge's child pytest start NumPy's BLAS with one thread (``kata.process.ONE_THREAD``)
+
+    OpenBLAS otherwise starts a thread per core at ``import numpy`` (twice the CPU time of the import on two
+    cores) and keeps it spinning beside matrices this small; on a one-core machine this cannot fail.
+    """
+    import subprocess
+    import sys
+
+    from kata.judge import runner
+    from kata.process import ONE_THREAD
+
+    from ..conftest import ROOT
+
+    assert call(worker, "threads") == 1
+    for name in ONE_THREAD:  # as if the grader's own environment said nothing (the suite's says one thread)
+        monkeypatch.delenv(name, raising=False)
+    env = runner.child_env(ROOT)
+    count = ("import numpy\nwith open('/proc/self/status') as f:\n"
+             "    print(next(l.split()[1] for l in f if l.startswith('Threads:')))")
+    out = subprocess.run([sys.executable, "-c", count], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1", f"the judge's pytest would run NumPy on {out.stdout.strip()} threads"
 
 
 def test_arrays_are_read_without_evaluating_their_header():
