@@ -26,6 +26,13 @@ nox.options.error_on_missing_interpreters = True
 # uv trusts the system's certificate store, as pip does: behind a proxy that re-signs TLS with a CA found only
 # there (university and company networks), uv's own bundled roots fail with "invalid peer certificate".
 os.environ.setdefault("UV_SYSTEM_CERTS", "true")
+# The sessions run uv by name. start.py puts its folder of tools (.venv-tools/: nox, and uv beside it) first on
+# PATH; nox called by its own path (`.venv-tools/bin/nox -s …`) does the same here, or it would find no uv, or
+# another version than the one start.py installed.
+_TOOLS = Path(sys.executable).parent
+if (_TOOLS / ("uv.exe" if os.name == "nt" else "uv")).is_file() and (
+        os.environ.get("PATH", "").split(os.pathsep)[0] != str(_TOOLS)):
+    os.environ["PATH"] = os.pathsep.join([str(_TOOLS), os.environ.get("PATH", "")])
 
 ROOT = Path(__file__).parent
 if str(ROOT) not in sys.path:
