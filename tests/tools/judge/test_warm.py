@@ -62,9 +62,15 @@ class Course:
             time.sleep(0.1)
 
     def stop(self) -> None:
-        """End the copy's warm judge."""
+        """End the copy's warm judges.
+
+        ``stop`` ends this environment's; a notebook's checks (through the runner, whose environment differs)
+        started another, which ends within a second of its socket going.
+        """
         subprocess.run([sys.executable, "-m", "kata.judge.warm", "stop"], cwd=self.root, env=self.env,
                        capture_output=True, check=False, timeout=30)
+        for path in (self.run_dir / "kata").glob("*.sock"):
+            path.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")
