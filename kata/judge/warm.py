@@ -14,7 +14,7 @@ code still loads fresh, in a fresh worker, on every check: nothing of it is ever
 - It exits by itself after ``IDLE`` seconds without a check, or when its course folder is gone.
 - Ctrl-C reaches the check as it would a plain pytest run.
 - Linux only (it passes the terminal over a Unix socket and forks); elsewhere, in CI, or with
-  ``KATA_WARM=0``, every check runs the usual way (and ``KATA_WARM=0`` stops one that runs). Grading
+  ``KATA_WARM=0``, every check runs the usual way (and ``KATA_WARM=0`` stops those of this course that run). Grading
   never uses it.
 
 A hand-written fork server rather than a library: pytest-xdist and pytest's own tools re-import
@@ -70,19 +70,29 @@ def _runtime_dir() -> Path:
     return folder
 
 
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()[:16]
+
+
 def address() -> Path:
     """This course folder's socket, for this Python and these packages (and how Python is told to start).
 
     The chapter sessions' environments hold the same packages (noxfile.py's ``install`` stamps each with
-    their digest), so one warm judge serves them all.
+    their digest), so one warm judge serves them all. A notebook's checks start Python another way (the
+    runner's PYTHONPATH), so they get a judge of their own; the name begins with the course folder's digest
+    (``courses_judges``), so that ``stop`` and ``KATA_WARM=0`` end both.
     """
     said = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
     try:
         packages = (Path(sys.executable).parent.parent / ".kata-installed").read_text()  # (-S: no sys.prefix)
     except OSError:
         packages = sys.executable
-    key = json.dumps([str(ROOT), sys.version, packages, sorted(said.items())])
-    return _runtime_dir() / f"judge-{hashlib.sha256(key.encode()).hexdigest()[:16]}.sock"
+    return _runtime_dir() / f"judge-{_digest(str(ROOT))}-{_digest([sys.version, packages, sorted(said.items())])}.sock"
+
+
+def courses_judges() -> list[Path]:
+    """The sockets of every warm judge of this course folder, however Python was started for it."""
+    return sorted(_runtime_dir().glob(f"judge-{_digest(str(ROOT))}-*.sock"))
 
 
 # -- the client: what `nox -s chapterN` runs -------------------------------------------------------------
@@ -511,18 +521,30 @@ def serve() -> int:
     return 0
 
 
+def _stop_all() -> int:
+    """Remove the sockets of this course's warm judges (each stops within a second); how many there were."""
+    stopped = 0
+    for path in courses_judges():
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            stopped += 1
+    return stopped
+
+
 def _stop_quietly() -> None:
     with contextlib.suppress(OSError):
-        os.unlink(address())
+        _stop_all()
 
 
 def stop() -> int:
-    """End this course's warm judge, if one runs (the next check starts as usual)."""
+    """End this course's warm judges, if any run (the next check starts as usual)."""
     try:
-        os.unlink(address())
-        print("the warm judge will stop within a second")
-    except OSError:
-        print("no warm judge runs for this course and Python")
+        stopped = _stop_all()
+    except OSError as err:
+        print(f"no warm judge can run here: {err}")
+        return 0
+    print(f"{stopped} warm judge(s) of this course will stop within a second" if stopped
+          else "no warm judge runs for this course")
     return 0
 
 

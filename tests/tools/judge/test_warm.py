@@ -235,6 +235,33 @@ def test_kata_warm_0_stops_one_that_runs(course):
     assert course.socket() is None
 
 
+def test_stop_ends_every_warm_judge_of_the_course_however_python_was_started(course):
+    """`python -m kata.judge.warm stop` (as KATA_WARM=0) ends the notebook's warm judge too, not only its own
+
+    A notebook's checks start Python another way (the runner's PYTHONPATH), so their warm judge is another.
+    """
+    course.check("tests/test_chapter01_sequences.py", "--impl", "solutions")
+    course.wait_warm()
+    warmed, stopped = course.log().count("warm: pytest"), course.log().count("stopped")
+    other = dict(course.env, PYTHONPATH=os.pathsep.join(filter(None, [str(course.root), course.env.get("PYTHONPATH")])))
+    for _ in range(2):  # the first runs cold and starts the other judge
+        subprocess.run([sys.executable, "-S", "-m", "kata.judge.warm", "run", "tests/test_chapter01_sequences.py",
+                        "--impl", "solutions"], cwd=course.root, env=other, capture_output=True, timeout=120,
+                       check=False)
+    deadline = time.monotonic() + PATIENCE
+    while course.log().count("warm: pytest") == warmed:
+        assert time.monotonic() < deadline, course.log()
+        time.sleep(0.1)
+    assert len(list((course.run_dir / "kata").glob("*.sock"))) == 2, course.log()
+    said = subprocess.run([sys.executable, "-m", "kata.judge.warm", "stop"], cwd=course.root, env=course.env,
+                          capture_output=True, text=True, timeout=30, check=False).stdout
+    assert "2 warm judge(s) of this course will stop" in said, said
+    while course.log().count("stopped") < stopped + 2:
+        assert time.monotonic() < deadline + PATIENCE, course.log()
+        time.sleep(0.1)
+    assert not list((course.run_dir / "kata").glob("*.sock"))
+
+
 @pytest.mark.parametrize("impl", ["solutions", "loops"])
 def test_a_notebooks_check_asks_the_warm_judge_and_gets_the_cold_runs_results(course, impl, monkeypatch, tmp_path):
     """``run_tests(warm=True)`` (a notebook's check cell): the warm judge takes it, every result as the cold run's"""
