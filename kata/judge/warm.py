@@ -80,7 +80,7 @@ def address() -> Path:
     The chapter sessions' environments hold the same packages (noxfile.py's ``install`` stamps each with
     their digest), so one warm judge serves them all. A notebook's checks start Python another way (the
     runner's PYTHONPATH), so they get a judge of their own; the name begins with the course folder's digest
-    (``courses_judges``), so that ``stop`` and ``KATA_WARM=0`` end both.
+    (``course_judges``), so that ``stop`` and ``KATA_WARM=0`` end both.
     """
     said = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
     try:
@@ -90,7 +90,7 @@ def address() -> Path:
     return _runtime_dir() / f"judge-{_digest(str(ROOT))}-{_digest([sys.version, packages, sorted(said.items())])}.sock"
 
 
-def courses_judges() -> list[Path]:
+def course_judges() -> list[Path]:
     """The sockets of every warm judge of this course folder, however Python was started for it."""
     return sorted(_runtime_dir().glob(f"judge-{_digest(str(ROOT))}-*.sock"))
 
@@ -524,7 +524,7 @@ def serve() -> int:
 def _stop_all() -> int:
     """Remove the sockets of this course's warm judges (each stops within a second); how many there were."""
     stopped = 0
-    for path in courses_judges():
+    for path in course_judges():
         with contextlib.suppress(OSError):
             os.unlink(path)
             stopped += 1
