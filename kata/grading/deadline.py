@@ -49,7 +49,7 @@ VERSION = 1
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _TEXT = {"type": "string"}
 _TEXT_OR_NULL = {"type": ["string", "null"]}
-# The record's layout, checked with the project's own checker (kata.grading.schema) before it is trusted.
+# The record's layout, checked with kata.grading.schema (jsonschema) before it is trusted.
 RECORD_SCHEMA = {
     "type": "object",
     "required": ["kind", "version", "taken", "finished", "git_host", "roster", "learners", "digest"],

@@ -218,6 +218,9 @@ DAMAGE = {
         lambda r: _rewrite(r, lambda b: (b["learners"][0].update(folder="../../etc"),
                                          b.update(digest=deadline.digest(b)))),
         "the entry of 'fay' is not one --snapshot writes"),
+    "a commit not text, digest recomputed": (
+        lambda r: _rewrite(r, lambda b: (b["learners"][0].update(commit=["0" * 40]), b.update(digest=deadline.digest(b)))),
+        "snapshot.json is not laid out as a snapshot: $.learners[0].commit: ['0000"),
 }
 
 
