@@ -239,7 +239,7 @@ def mutation(session: nox.Session) -> None:
     """Mutation testing: mutmut's mutants of solutions/chapterNN_*.py against that chapter's tests: `-- 4`.
 
     Reports killed / survived per chapter and a line per survivor (`-- 4 5 --json out.json`, `-- --help`);
-    survivors that cannot change behaviour are listed in tests/mutation_equivalent.toml. Takes minutes.
+    survivors that cannot change behaviour are listed in tests/mutants/chapterNN.toml. Takes minutes.
     """
     install(session, "test", "mutation")
     session.run("python", "scripts/mutation.py", *session.posargs)

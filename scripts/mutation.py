@@ -17,8 +17,8 @@ run against it with ``--impl`` exactly as a learner's code would be checked, in 
   first failure (``-x``);
 - a mutant is killed when some test fails (a timeout counts: the judge stops a call after 2 s), survives
   when every selected test passes;
-- survivors listed in ``tests/mutation_equivalent.toml`` (they cannot change behaviour; each has its
-  reason) are reported apart and left out of the score.
+- survivors listed as ``[[equivalent]]`` in ``tests/mutants/chapterNN.toml`` (they cannot change behaviour;
+  each has its reason) are reported apart and left out of the score.
 
 Prints killed / survived per chapter and a line per survivor; ``--json FILE`` writes every mutant's result.
 """
@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -48,8 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from kata import project  # noqa: E402
 from kata.judge import answer_key, runner  # noqa: E402
-
-EQUIVALENT = ROOT / "tests" / "mutation_equivalent.toml"
+from tests.mutants import equivalents  # noqa: E402 - each chapter's equivalent mutants, in tests/mutants/
 
 
 @dataclass
@@ -433,12 +431,6 @@ def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, ar
         if not m.status:  # the shard's process died on this mutant (the worker or pytest itself crashed)
             run_mutant(m, tests, work, python, args.timeout)
 
-
-def equivalents() -> list[dict]:
-    """The entries of tests/mutation_equivalent.toml."""
-    if not EQUIVALENT.exists():
-        return []
-    return tomllib.loads(EQUIVALENT.read_text(encoding="utf-8")).get("equivalent", [])
 
 
 def equivalent_reason(mutant: Mutant, entries: list[dict]) -> str | None:

@@ -3,12 +3,12 @@
 For every chapter ``kata/project.py`` finds (an answer key in ``reference/`` and a test file), in the words of
 CONTRIBUTING.md's "What a chapter is":
 
-- its files: stub, solution, key, tests, page, notebook source and built notebook, for a chapter beyond the
+- its files: stub, solution, key, tests, page, notebook source and built notebook, its mutants
+  (``tests/mutants/chapterNN.toml``: at least one planted mistake), for a chapter beyond the
   book (Part II on) its audit script, and, only if its tests read a snapshot (``snapshot(CHAPTER)``), the
   snapshot and its builder;
 - its entries: the page in mkdocs.yml's nav, under its part's section (the nav is where a chapter's part is said:
-  ``kata.project.parts``), at least one planted mistake in tests/mutants.toml, a row in CONTRIBUTING.md's mutation
-  table, a line in docs/index.md's table of chapters (under its part's title);
+  ``kata.project.parts``), a row in CONTRIBUTING.md's mutation table, a line in docs/index.md's table of chapters (under its part's title);
 - grading.toml names only real chapters, steps and tests (by ``kata.grading.strict``, as the grade checks it);
 - README.md and docs/index.md state only the chapter counts the course has.
 
@@ -21,14 +21,13 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from kata import project
 from kata.grading import points, strict
-from tests.mutants import MUTANTS, Mutant, load
+from tests.mutants import MUTANTS, Mutant, equivalents, load
 
 ROOT = project.ROOT
 CHAPTERS = project.chapters()
@@ -121,17 +120,18 @@ def nav_problems(chapter, mkdocs_yml: str) -> list[str]:
     return []
 
 
-# -- tests/mutants.toml ------------------------------------------------------------------------------------
+# -- tests/mutants/chapterNN.toml ------------------------------------------------------------------------
 def mutant_problems(chapter, mutants: list[Mutant]) -> list[str]:
     if not any(m.chapter == chapter.number for m in mutants):
-        return [f"chapter {chapter.number} has no planted mistake in tests/mutants.toml (add a [[mistake]] with "
-                f"chapter = {chapter.number}, old, new and named for each classic mistake)"]
+        return [f"chapter {chapter.number} has no planted mistake in tests/mutants/chapter{chapter.number:02d}.toml "
+                "(add a [[mistake]] with old, new and named for each classic mistake)"]
     return []
 
 
 def stray_mutant_problems(mutants: list[Mutant], numbers: set[int]) -> list[str]:
-    return [f"tests/mutants.toml: the mistake {m.named!r} names chapter {m.chapter}, which there is not "
-            f"(chapters: {', '.join(str(n) for n in sorted(numbers))})" for m in mutants if m.chapter not in numbers]
+    return [f"tests/mutants/chapter{m.chapter:02d}.toml: the mistake {m.named!r} is of chapter {m.chapter}, which "
+            f"there is not (chapters: {', '.join(str(n) for n in sorted(numbers))})" for m in mutants
+            if m.chapter not in numbers]
 
 
 # -- CONTRIBUTING.md's mutation table ----------------------------------------------------------------------
@@ -151,7 +151,7 @@ def mutation_sum_problems(contributing: str, equivalent_entries: dict[int, int])
     """Whether CONTRIBUTING.md's mutation table adds up, a line per problem.
 
     Each row: mutants = killed + equivalent + survived, its percentage, and its equivalents are the chapter's
-    entries in tests/mutation_equivalent.toml. The sentence under the table: the sum of the rows.
+    ``[[equivalent]]`` entries in tests/mutants/chapterNN.toml. The sentence under the table: the sum of the rows.
     """
     section = contributing.split("## Mutation testing", 1)[-1]
     rows = re.findall(r"^\|\s*(\d+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d.]+)%\s*\|\s*$",
@@ -169,7 +169,7 @@ def mutation_sum_problems(contributing: str, equivalent_entries: dict[int, int])
                             f"but {killed} of {mutants - equiv} is {share}%")
         if equiv != equivalent_entries.get(n, 0):
             problems.append(f"CONTRIBUTING.md's mutation table, chapter {n}: {equiv} equivalent, but "
-                            f"tests/mutation_equivalent.toml lists {equivalent_entries.get(n, 0)}")
+                            f"tests/mutants/chapter{n:02d}.toml lists {equivalent_entries.get(n, 0)}")
     said = re.search(r"\(([\d,]+) mutants, ([\d,]+) of them equivalent\)", section)
     if not said or (int(said[1].replace(",", "")), int(said[2].replace(",", ""))) != (total, equivalent):
         problems.append(f"CONTRIBUTING.md's sentence under the mutation table should say ({total:,} mutants, "
@@ -252,13 +252,13 @@ def test_every_chapter_page_is_in_the_nav_of_its_part(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
 def test_every_chapter_has_a_planted_mistake(chapter):
-    """tests/mutants.toml plants at least one mistake into the chapter's solution"""
+    """tests/mutants/chapterNN.toml plants at least one mistake into the chapter's solution"""
     problems = mutant_problems(chapter, MUTANTS)
     assert not problems, "\n".join(problems)
 
 
 def test_every_planted_mistake_names_a_chapter():
-    """each [[mistake]] of tests/mutants.toml names a chapter there is"""
+    """each file of tests/mutants/ is of a chapter there is"""
     problems = stray_mutant_problems(MUTANTS, {c.number for c in CHAPTERS})
     assert not problems, "\n".join(problems)
 
@@ -271,7 +271,7 @@ def test_every_chapter_has_a_row_in_the_mutation_table(chapter):
 
 
 def _equivalent_entries() -> dict[int, int]:
-    entries = tomllib.loads(_read("tests/mutation_equivalent.toml")).get("equivalent", [])
+    entries = equivalents()
     return {n: sum(1 for e in entries if e["chapter"] == n) for n in {e["chapter"] for e in entries}}
 
 
@@ -369,23 +369,26 @@ def test_a_page_in_the_wrong_part_is_named():
 
 
 def test_a_chapter_without_a_planted_mistake_is_named():
-    """tests/mutants.toml without chapter 11's mistakes, or with one for a chapter 99: named"""
+    """no planted mistake for chapter 11, or one for a chapter 99: named"""
     assert mutant_problems(_chapter(11), [m for m in MUTANTS if m.chapter != 11]) == [
-        "chapter 11 has no planted mistake in tests/mutants.toml (add a [[mistake]] with chapter = 11, old, new "
-        "and named for each classic mistake)"]
+        "chapter 11 has no planted mistake in tests/mutants/chapter11.toml (add a [[mistake]] with old, new and "
+        "named for each classic mistake)"]
     stray = Mutant(99, "a", "b", "a stray")
     assert stray_mutant_problems([*MUTANTS, stray], {1, 2}) == [
-        f"tests/mutants.toml: the mistake {m.named!r} names chapter {m.chapter}, which there is not (chapters: 1, 2)"
-        for m in [*MUTANTS, stray] if m.chapter not in {1, 2}]
+        f"tests/mutants/chapter{m.chapter:02d}.toml: the mistake {m.named!r} is of chapter {m.chapter}, which there is "
+        "not (chapters: 1, 2)" for m in [*MUTANTS, stray] if m.chapter not in {1, 2}]
 
 
 def test_a_planted_mistake_without_its_words_is_named(tmp_path):
-    """a [[mistake]] lacking `named` (or with a key too many) stops the list's loading, naming the entry"""
-    bad = tmp_path / "mutants.toml"
-    bad.write_text("[[mistake]]\nchapter = 1\nold = 'a'\nnew = 'b'\nnamed = 'c'\n\n"
-                   "[[mistake]]\nchapter = 2\nold = 'a'\nnew = 'b'\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"mutants.toml: mistake 2 has the keys \['chapter', 'new', 'old'\]"):
-        load(bad)
+    """a [[mistake]] lacking `named` (or with a key too many), or a file not named by its chapter, stops the loading"""
+    (tmp_path / "chapter02.toml").write_text("[[mistake]]\nold = 'a'\nnew = 'b'\nnamed = 'c'\n\n"
+                                             "[[mistake]]\nchapter = 2\nold = 'a'\nnew = 'b'\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"chapter02.toml: mistake 2 has the keys \['chapter', 'new', 'old'\]"):
+        load(tmp_path)
+    (tmp_path / "chapter02.toml").unlink()
+    (tmp_path / "chapter2.toml").write_text("", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"mutants/chapter2.toml: a chapter's mutants are in chapterNN.toml"):
+        load(tmp_path)
 
 
 def test_a_chapter_without_a_mutation_table_row_is_named():
@@ -404,7 +407,7 @@ def test_a_mutation_row_that_does_not_add_up_is_named():
     swapped = "| " + " | ".join([cells[0], cells[1], cells[2], "3", "4", cells[5]]) + " |"
     problems = mutation_sum_problems(text.replace(row, swapped), _equivalent_entries())
     assert any("chapter 12" in p and "is not" in p for p in problems), problems
-    assert any("chapter 12: 3 equivalent, but tests/mutation_equivalent.toml lists" in p for p in problems), problems
+    assert any("chapter 12: 3 equivalent, but tests/mutants/chapter12.toml lists" in p for p in problems), problems
     assert any("sentence under the mutation table" in p for p in problems), problems
 
 

@@ -6,7 +6,7 @@ the right expression of a gradient the page leaves to derive ("dY W instead of d
 "dQ itself, not Xᵀ dQ"). The hints' "formula" rung is where a derived result may be read, when asked for.
 
 The rule checked, on every text a learner is shown when a check fails — each ``[[steps.mistakes]]`` ``name`` of
-every answer key, each ``named`` of ``tests/mutants.toml`` (the words a planted mistake must be named by), and
+every answer key, each ``named`` of ``tests/mutants/`` (the words a planted mistake must be named by), and
 every string in a chapter's test file (mistake names, check titles, messages) — is: **no text writes a gradient
 next to a transpose.** A text fails when it holds a transpose mark ``ᵀ`` and a gradient: a name that starts with
 ``d`` and an upper-case letter (``dY``, ``dQ``, ``dW_e``), ``dL/d…``, ``d_out``, ``dlogits``, ``d merged``, or
@@ -69,10 +69,10 @@ def test_no_text_of_a_test_file_writes_a_transposed_gradient(chapter):
 
 
 def test_no_planted_mistake_is_named_by_a_transposed_gradient():
-    """tests/mutants.toml names no planted mistake by a gradient written next to a transpose"""
+    """tests/mutants/ names no planted mistake by a gradient written next to a transpose"""
     bad = [f"chapter {m.chapter}: {m.named!r}" for m in mutants.load()
            if m.chapter not in PAGE_GIVES_THE_GRADIENT and _writes_a_transposed_gradient(m.named)]
-    assert not bad, "tests/mutants.toml: a `named` writes a gradient with a transpose:\n  " + "\n  ".join(bad)
+    assert not bad, "tests/mutants/: a `named` writes a gradient with a transpose:\n  " + "\n  ".join(bad)
 
 
 @pytest.mark.parametrize("text", [

@@ -1,6 +1,6 @@
-"""tests/mutation_equivalent.toml stays honest: each entry is a mutant mutmut still makes, that still survives.
+"""The equivalent mutants of tests/mutants/chapterNN.toml stay honest: each entry is a mutant mutmut still makes, that still survives.
 
-The file lists surviving mutants of solutions/ that cannot change behaviour (with the reason), which
+Each chapter's file lists surviving mutants of solutions/ that cannot change behaviour (with the reason), which
 `nox -s mutation` leaves out of a chapter's score. An entry whose mutant no longer exists (the code changed)
 or that a test now kills must be removed, so the list never hides a real gap.
 """
@@ -52,7 +52,7 @@ def test_every_entry_is_still_a_mutant_and_still_survives(chapter, tmp_path):
     entries = [e for e in ENTRIES if e["chapter"] == chapter]
     gone = [entry_id(e) for e in entries if len(find(e)) != 1]
     assert not gone, ("no mutant of solutions/ matches these entries any more (the code changed): remove them from "
-                      "tests/mutation_equivalent.toml:\n" + "\n".join(gone))
+                      f"tests/mutants/chapter{chapter:02d}.toml:\n" + "\n".join(gone))
     number = answer_key.load(chapter)
     jobs = []
     for k, e in enumerate(entries):  # one pytest process checks them all, as `nox -s mutation` does
@@ -66,4 +66,4 @@ def test_every_entry_is_still_a_mutant_and_still_survives(chapter, tmp_path):
     killed = [f"{name} ({r['killed_by']})" for name, r in results.items() if r["status"] != "survived"]
     assert len(results) == len(jobs), f"only {len(results)} of {len(jobs)} mutants were run"
     assert not killed, ("a test now kills these, so they are not equivalent: remove them from "
-                        "tests/mutation_equivalent.toml\n" + "\n".join(killed))
+                        f"tests/mutants/chapter{chapter:02d}.toml\n" + "\n".join(killed))

@@ -1,7 +1,7 @@
 """The suite proves itself.
 
 Every test fails on the untouched stubs, passes on solutions/, and catches and names the planted
-mistakes in tests/mutants.toml. The tests marked ``given`` check the input checks the stubs give (the
+mistakes in tests/mutants/chapterNN.toml. The tests marked ``given`` check the input checks the stubs give (the
 course's code, not the learner's): they pass on solutions/ too, and on the stubs they pass, or wait for a
 function the learner writes (a cache from the forward pass); they never fail there.
 
@@ -195,7 +195,7 @@ def test_a_planted_mistake_fails_and_is_named(mutant, planted):
                                     + failed[0]["message"][:400])
     assert failed[0]["step"] or mutant.chapter <= BOOK or mutant.beyond, (f"the mistake '{mutant.named}' is first caught beyond the worksheet "
                                f"({failed[0]['nodeid']}): a worksheet step should show it (issue 31, item 3), or its "
-                               f"entry in tests/mutants.toml says in 'beyond' why none can")
+                               f"entry in tests/mutants/chapter{mutant.chapter:02d}.toml says in 'beyond' why none can")
 
 
 def names(result: dict, mutant) -> bool:

@@ -1,0 +1,76 @@
+r"""A chapter's mutants of its solution, in ``tests/mutants/chapterNN.toml``: planted mistakes and equivalent mutants.
+
+**Planted mistakes** (``[[mistake]]``): each replaces the exact ``old`` text of the chapter's solution (where it
+occurs exactly once) with ``new``, and says the words it must be ``named`` by. ``tests/test_suite_proves.py``
+plants each one and requires (1) that some test of the chapter fails and (2) that the first failing check says
+"looks like: <named>", i.e. the mistake is named where the learner reads first, and (3) from Part II on, that
+this check is a worksheet step. A mistake that hand-sized numbers cannot show by its nature (an overflow, a
+speed, a batch axis the worksheet does not have) says why in ``beyond``; it must still be named first. A chapter
+plants at least one for each classic mistake of its page (``tests/test_course_files.py``).
+
+**Equivalent mutants** (``[[equivalent]]``): survivors of ``nox -s mutation -- N`` that cannot change what a
+learner's code is required to do, each matched by its ``function`` and the changed text (``original``,
+``mutated``, as the report prints it) and given its ``reason``. They are left out of the chapter's score;
+``tests/test_mutation_equivalent.py`` keeps them honest (each must still be a mutant mutmut makes, and still
+survive).
+
+Strings in '...' are taken as written; strings in "..." use TOML's escapes (\n, \").
+"""
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from kata import project
+
+FOLDER = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One planted mistake."""
+
+    chapter: int
+    old: str  # exact text in the chapter's solution
+    new: str  # what the mistake writes instead
+    named: str  # words the failure must say after "looks like:"
+    beyond: str = ""  # why no worksheet step can show it (then a check beyond the worksheet names it first)
+
+    @property
+    def file(self) -> str:
+        """The chapter's solution file in solutions/ (``chapter04_attention.py``)."""
+        return f"{project.chapter(self.chapter).module}.py"
+
+
+def chapters(folder: Path = FOLDER) -> dict[int, dict]:
+    """Each chapter's file, read: {number: its tables}; a file not named ``chapterNN.toml`` is a ``ValueError``."""
+    found = {}
+    for path in sorted(folder.glob("*.toml")):
+        name = re.fullmatch(r"chapter(\d\d)\.toml", path.name)
+        if not name:
+            raise ValueError(f"tests/mutants/{path.name}: a chapter's mutants are in chapterNN.toml (chapter04.toml)")
+        found[int(name[1])] = tomllib.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def load(folder: Path = FOLDER) -> list[Mutant]:
+    """Every ``[[mistake]]``, by chapter, in order; a malformed entry is a ``ValueError`` naming it."""
+    fields = {"old", "new", "named"}
+    found = []
+    for number, tables in chapters(folder).items():
+        for k, entry in enumerate(tables.get("mistake", []), start=1):
+            if not fields <= set(entry) <= fields | {"beyond"}:
+                raise ValueError(f"chapter{number:02d}.toml: mistake {k} has the keys {sorted(entry)}; each needs "
+                                 f"exactly {sorted(fields)}, and may say why no worksheet step shows it in 'beyond'")
+            found.append(Mutant(chapter=number, **entry))
+    return found
+
+
+def equivalents(folder: Path = FOLDER) -> list[dict]:
+    """Every ``[[equivalent]]``, by chapter, each with its ``chapter``."""
+    return [{"chapter": number, **entry} for number, tables in chapters(folder).items()
+            for entry in tables.get("equivalent", [])]
+
+
+MUTANTS = load()
