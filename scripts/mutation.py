@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from kata import project  # noqa: E402
 from kata.judge import answer_key, runner  # noqa: E402
-from tests.mutants import equivalents  # noqa: E402 - each chapter's equivalent mutants, in tests/mutants/
+from tests import mutants as chapter_files  # noqa: E402 - tests/mutants/chapterNN.toml, a chapter's mutants
 
 
 @dataclass
@@ -454,7 +454,7 @@ def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mut
         alive = {r["name"] for r in json.loads(Path(args.survivors).read_text(encoding="utf-8"))
                  if r["status"] in ("survived", "no tests", "equivalent")}
         mutants = [m for m in mutants if m.name in alive]
-    entries = [e for e in equivalents() if e.get("chapter") == number]
+    entries = [e for e in chapter_files.equivalents() if e.get("chapter") == number]
     with tempfile.TemporaryDirectory(prefix=f"kata-mutation-{number}-") as tmp:
         work = Path(tmp)
         reached, durations = baseline(chapter, work, python)
@@ -503,6 +503,7 @@ def score(mutants: list[Mutant]) -> dict:
             "score": killed / total if total else 1.0}
 
 
+TABLE = ("<!-- kata:mutation-table -->", "<!-- /kata:mutation-table -->")  # where CONTRIBUTING.md's table is
 TABLE_HEAD = """| chapter | mutants | killed | equivalent | survived | killed of non-equivalent |
 | ---: | ---: | ---: | ---: | ---: | ---: |"""
 """The head of CONTRIBUTING.md's mutation table: ``row`` prints the columns in its order."""
@@ -514,12 +515,35 @@ def row(number: int, s: dict) -> str:
             f"{100 * s['score']:.1f}% |")
 
 
+def table() -> str:
+    """CONTRIBUTING.md's mutation table: every chapter's recorded figures (``tests/mutants/``), and their sum."""
+    recorded = chapter_files.figures()
+    total = sum(s["mutants"] for s in recorded.values())
+    equivalent = sum(s["equivalent"] for s in recorded.values())
+    gaps = [str(n) for n, s in recorded.items() if s["survived"]]
+    said = (f"Chapters {', '.join(gaps)} leave non-equivalent mutants alive" if gaps else
+            "Every chapter kills all its non-equivalent mutants")
+    return "\n".join([TABLE_HEAD, *(row(n, s) for n, s in recorded.items()), "",
+                      f"{said} ({total:,} mutants, {equivalent:,} of them equivalent)."])
+
+
+def fill(text: str) -> str:
+    """``text`` with the mutation table written between its markers (``TABLE``); without them, as it is."""
+    start, end = TABLE
+    if start not in text:
+        return text
+    if end not in text.split(start, 1)[1]:
+        raise ValueError(f"{start} is not closed by {end}")
+    before, rest = text.split(start, 1)
+    return f"{before}{start}\n{table()}\n{end}{rest.split(end, 1)[1]}"
+
+
 def report(number: int, chapter: answer_key.Chapter, mutants: list[Mutant]) -> None:
     """Print the chapter's figures and a line per survivor."""
     s = score(mutants)
     print(f"chapter {number}: {s['mutants']} mutants, {s['killed']} killed, {s['equivalent']} equivalent, "
           f"{s['survived']} survived: {100 * s['score']:.1f}% of non-equivalent mutants killed")
-    print(f"  its row in CONTRIBUTING.md's mutation table: {row(number, s)}")
+    print(f"  its row of the mutation table: {row(number, s)}")
     for m in mutants:
         if m.status in ("survived", "no tests"):
             print(f"  survived{' (no test reaches it)' if m.status == 'no tests' else ''}: "
@@ -536,12 +560,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--survivors", metavar="JSON", help="only the mutants that survived in an earlier --json run")
     parser.add_argument("--timeout", type=float, default=120, help="seconds one test may take (default 120)")
     parser.add_argument("--json", help="write every mutant's result to this file")
+    parser.add_argument("--record", action="store_true",
+                        help="write each chapter's figures into tests/mutants/chapterNN.toml and CONTRIBUTING.md's "
+                             "mutation table (a whole run of the chapter's mutants only)")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", "-v", action="store_true", help="a line per mutant as it finishes")
     parser.add_argument("--fresh", action="store_true",
                         help="a fresh pytest process per mutant (slower; the default reuses one per job)")
     parser.add_argument("--shard", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.record and (args.function or args.mutant or args.survivors):
+        parser.error("--record writes a chapter's figures: run all its mutants (no --function, --mutant, --survivors)")
     if args.shard:
         return run_shard(args.shard)
     numbers = [int(c) for c in args.chapters] or [c.number for c in answer_key.chapters()]
@@ -560,6 +589,12 @@ def main(argv: list[str] | None = None) -> int:
     print(TABLE_HEAD)
     for n, s in table:
         print(row(n, s))
+    if args.record:
+        for n, s in table:
+            print(f"wrote: {chapter_files.record(n, s).relative_to(ROOT).as_posix()}")
+        contributing = ROOT / "CONTRIBUTING.md"
+        contributing.write_text(fill(contributing.read_text(encoding="utf-8")), encoding="utf-8")
+        print("wrote: CONTRIBUTING.md (its mutation table)")
     if args.json:
         Path(args.json).write_text(json.dumps([{k: v for k, v in asdict(m).items() if k != "source"}
                                                for m in results], indent=1), encoding="utf-8")

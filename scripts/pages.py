@@ -5,7 +5,8 @@ Every ``<!-- kata:worksheet N -->``, ``<!-- kata:hints N -->`` and ``<!-- kata:e
 ``reference/`` with the docs hook's own functions (``docs/hooks/answer_key.py``); every ``<!-- kata:figure
 NAME -->`` gets the Markdown image of ``docs/figures/NAME.svg`` and its caption from ``docs/hooks/figures.toml``
 (``docs/hooks/figures.py``; ``scripts/figures.py`` draws the file). A page read in the repository, in an editor
-or on GitHub, is then whole; the site renders the same blocks afresh.
+or on GitHub, is then whole; the site renders the same blocks afresh. CONTRIBUTING.md's ``<!-- kata:mutation-table
+-->`` gets every chapter's mutation figures (``tests/mutants/chapterNN.toml``, ``scripts/mutation.py``'s table).
 
 ``--check`` changes nothing and exits 1 naming every page that is out of date (``tests/test_pages_whole.py``
 runs it in selfcheck). Run it after editing an answer key or adding a marker.
@@ -28,10 +29,15 @@ def stale(write: bool) -> list[Path]:
     """Every page whose blocks differ from a fresh rendering; with ``write``, rewrite them."""
     fills = (docs_hook("answer_key").fill, docs_hook("figures").fill)
     found = []
-    for page in sorted(DOCS.rglob("*.md")):
+    for page in [*sorted(DOCS.rglob("*.md")), ROOT / "CONTRIBUTING.md"]:
         text = fresh = page.read_text(encoding="utf-8")
-        for fill in fills:
-            fresh = fill(fresh, page.relative_to(DOCS).as_posix())
+        if page.parent != ROOT:
+            for fill in fills:
+                fresh = fill(fresh, page.relative_to(DOCS).as_posix())
+        elif "<!-- kata:mutation-table -->" in text:  # the authors' edition: its figures are in tests/mutants/
+            from scripts import mutation
+
+            fresh = mutation.fill(fresh)
         if fresh != text:
             found.append(page)
             if write:

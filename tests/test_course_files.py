@@ -27,7 +27,8 @@ import pytest
 
 from kata import project
 from kata.grading import points, strict
-from tests.mutants import MUTANTS, Mutant, equivalents, load
+from tests import mutants
+from tests.mutants import MUTANTS, Mutant, figures, load
 
 ROOT = project.ROOT
 CHAPTERS = project.chapters()
@@ -134,47 +135,21 @@ def stray_mutant_problems(mutants: list[Mutant], numbers: set[int]) -> list[str]
             if m.chapter not in numbers]
 
 
-# -- CONTRIBUTING.md's mutation table ----------------------------------------------------------------------
-def mutation_table_rows(contributing: str) -> set[int]:
-    section = contributing.split("## Mutation testing", 1)[-1]
-    return {int(m) for m in re.findall(r"^\|\s*(\d+)\s*\|(?:\s*[\d,]+\s*\|){4}\s*[\d.]+%\s*\|\s*$", section, re.M)}
-
-
-def mutation_table_problems(chapter, contributing: str) -> list[str]:
-    if chapter.number in mutation_table_rows(contributing):
-        return []
-    return [f"chapter {chapter.number} has no row in CONTRIBUTING.md's mutation table "
-            f"(run nox -s mutation -- {chapter.number} and add its figures)"]
-
-
-def mutation_sum_problems(contributing: str, equivalent_entries: dict[int, int]) -> list[str]:
-    """Whether CONTRIBUTING.md's mutation table adds up, a line per problem.
-
-    Each row: mutants = killed + equivalent + survived, its percentage, and its equivalents are the chapter's
-    ``[[equivalent]]`` entries in tests/mutants/chapterNN.toml. The sentence under the table: the sum of the rows.
-    """
-    section = contributing.split("## Mutation testing", 1)[-1]
-    rows = re.findall(r"^\|\s*(\d+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d,]+)\s*\|\s*([\d.]+)%\s*\|\s*$",
-                      section, re.M)
-    problems, total, equivalent = [], 0, 0
-    for row in rows:
-        n, mutants, killed, equiv, survived = (int(x.replace(",", "")) for x in row[:5])
-        total, equivalent = total + mutants, equivalent + equiv
-        if mutants != killed + equiv + survived:
-            problems.append(f"CONTRIBUTING.md's mutation table, chapter {n}: {mutants} mutants is not {killed} killed + "
-                            f"{equiv} equivalent + {survived} survived (columns: mutants | killed | equivalent | survived)")
-        share = f"{100 * killed / (mutants - equiv):.1f}" if mutants > equiv else "100.0"
-        if row[5] != share:
-            problems.append(f"CONTRIBUTING.md's mutation table, chapter {n}: {row[5]}% killed of non-equivalent, "
-                            f"but {killed} of {mutants - equiv} is {share}%")
-        if equiv != equivalent_entries.get(n, 0):
-            problems.append(f"CONTRIBUTING.md's mutation table, chapter {n}: {equiv} equivalent, but "
-                            f"tests/mutants/chapter{n:02d}.toml lists {equivalent_entries.get(n, 0)}")
-    said = re.search(r"\(([\d,]+) mutants, ([\d,]+) of them equivalent\)", section)
-    if not said or (int(said[1].replace(",", "")), int(said[2].replace(",", ""))) != (total, equivalent):
-        problems.append(f"CONTRIBUTING.md's sentence under the mutation table should say ({total:,} mutants, "
-                        f"{equivalent:,} of them equivalent): the sum of its rows")
-    return problems
+# -- the chapter's mutation figures (tests/mutants/chapterNN.toml's [mutation]) -----------------------------
+def mutation_problems(chapter, recorded: dict[int, dict]) -> list[str]:
+    """Whether the chapter has its figures, they add up with its equivalent mutants, and meet the goal (95 %)."""
+    n = chapter.number
+    if n not in recorded:
+        return [f"chapter {n} has no mutation figures in tests/mutants/chapter{n:02d}.toml (run nox -s mutation -- {n} "
+                "--record)"]
+    s = recorded[n]
+    if s["mutants"] != s["killed"] + s["equivalent"] + s["survived"]:
+        return [f"tests/mutants/chapter{n:02d}.toml: {s['mutants']} mutants is not {s['killed']} killed + "
+                f"{s['equivalent']} equivalent (its [[equivalent]] entries) + {s['survived']} survived (run nox -s "
+                f"mutation -- {n} --record)"]
+    if s["score"] < 0.95:
+        return [f"chapter {n} kills {100 * s['score']:.1f}% of its non-equivalent mutants; the goal is 95%"]
+    return []
 
 
 # -- docs/index.md's table of chapters ---------------------------------------------------------------------
@@ -264,32 +239,21 @@ def test_every_planted_mistake_names_a_chapter():
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
-def test_every_chapter_has_a_row_in_the_mutation_table(chapter):
-    """CONTRIBUTING.md's mutation table has the chapter's figures"""
-    problems = mutation_table_problems(chapter, _read("CONTRIBUTING.md"))
+def test_every_chapter_has_its_mutation_figures(chapter):
+    """tests/mutants/chapterNN.toml has the chapter's figures, adding up with its equivalent mutants, at the goal"""
+    problems = mutation_problems(chapter, figures())
     assert not problems, "\n".join(problems)
-
-
-def _equivalent_entries() -> dict[int, int]:
-    entries = equivalents()
-    return {n: sum(1 for e in entries if e["chapter"] == n) for n in {e["chapter"] for e in entries}}
 
 
 def test_the_mutation_table_has_the_columns_nox_s_mutation_prints():
-    """CONTRIBUTING.md's table head is scripts/mutation.py's, whose row (both printouts) reads back in that order"""
+    """CONTRIBUTING.md's table head is scripts/mutation.py's, and its rows are the chapters' recorded figures"""
     from scripts import mutation
 
-    assert mutation.TABLE_HEAD in _read("CONTRIBUTING.md").split("## Mutation testing", 1)[-1]
+    text = _read("CONTRIBUTING.md")
+    assert mutation.TABLE_HEAD in text.split("## Mutation testing", 1)[-1]
     s = {"mutants": 1234, "killed": 1200, "equivalent": 30, "survived": 4, "score": 1200 / 1204}
     assert mutation.row(7, s) == "| 7 | 1234 | 1200 | 30 | 4 | 99.7% |"
-    assert mutation_table_rows(mutation.row(7, s)) == {7}
-    assert mutation_sum_problems(f"{mutation.row(7, s)}\n(1,234 mutants, 30 of them equivalent)", {7: 30}) == []
-
-
-def test_the_mutation_table_adds_up():
-    """each row's columns add up and its equivalents are the listed ones; the total sentence sums the rows"""
-    problems = mutation_sum_problems(_read("CONTRIBUTING.md"), _equivalent_entries())
-    assert not problems, "\n".join(problems)
+    assert all(mutation.row(n, s) in text for n, s in figures().items())
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, **IDS)
@@ -391,24 +355,40 @@ def test_a_planted_mistake_without_its_words_is_named(tmp_path):
         load(tmp_path)
 
 
-def test_a_chapter_without_a_mutation_table_row_is_named():
-    """CONTRIBUTING.md without chapter 12's row: named"""
-    text = _read("CONTRIBUTING.md")
-    row = next(x for x in text.splitlines() if x.startswith("| 12 |"))
-    assert mutation_table_problems(_chapter(12), text.replace(row + "\n", "")) == [
-        "chapter 12 has no row in CONTRIBUTING.md's mutation table (run nox -s mutation -- 12 and add its figures)"]
+def test_a_chapter_without_figures_or_whose_figures_do_not_add_up_is_named():
+    """no [mutation] for chapter 12, a count swapped (as the old printout's order invited), a score below the goal"""
+    recorded = figures()
+    assert mutation_problems(_chapter(12), {n: s for n, s in recorded.items() if n != 12}) == [
+        "chapter 12 has no mutation figures in tests/mutants/chapter12.toml (run nox -s mutation -- 12 --record)"]
+    s = recorded[12]
+    swapped = {**s, "survived": s["equivalent"] + 1}
+    assert mutation_problems(_chapter(12), {12: swapped}) == [
+        f"tests/mutants/chapter12.toml: {s['mutants']} mutants is not {s['killed']} killed + {s['equivalent']} "
+        f"equivalent (its [[equivalent]] entries) + {s['equivalent'] + 1} survived (run nox -s mutation -- 12 --record)"]
+    weak = {"mutants": 100, "killed": 90, "equivalent": 0, "survived": 10, "score": 0.9}
+    assert mutation_problems(_chapter(12), {12: weak}) == [
+        "chapter 12 kills 90.0% of its non-equivalent mutants; the goal is 95%"]
 
 
-def test_a_mutation_row_that_does_not_add_up_is_named():
-    """a row with two columns swapped (as the old printout's order invited), or a stale total: named"""
+def test_recorded_figures_are_written_into_the_chapters_file_and_the_table(tmp_path):
+    """record() rewrites a [mutation] in place or adds one; figures() reads it back or names it malformed; fill() the table"""
+    from scripts import mutation
+
+    path = tmp_path / "chapter12.toml"
+    path.write_text(_read("tests/mutants/chapter12.toml"), encoding="utf-8")
+    mutants.record(12, {"mutants": 300, "killed": 280, "survived": 6}, tmp_path)
+    again = mutants.figures(tmp_path)[12]
+    assert (again["mutants"], again["killed"], again["survived"]) == (300, 280, 6)
+    assert path.read_text(encoding="utf-8").count("[mutation]") == 1
+    assert len(mutants.load(tmp_path)) == sum(m.chapter == 12 for m in MUTANTS)
+    mutants.record(25, {"mutants": 3, "killed": 3, "survived": 0}, tmp_path)
+    assert mutants.figures(tmp_path)[25]["score"] == 1.0
+    (tmp_path / "chapter25.toml").write_text("[mutation]\nmutants = 3\nkilled = 'all'\nsurvived = 0\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"chapter25.toml: \[mutation\] holds .*it needs exactly the counts mutants"):
+        mutants.figures(tmp_path)
     text = _read("CONTRIBUTING.md")
-    row = next(x for x in text.splitlines() if x.startswith("| 12 |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    swapped = "| " + " | ".join([cells[0], cells[1], cells[2], "3", "4", cells[5]]) + " |"
-    problems = mutation_sum_problems(text.replace(row, swapped), _equivalent_entries())
-    assert any("chapter 12" in p and "is not" in p for p in problems), problems
-    assert any("chapter 12: 3 equivalent, but tests/mutants/chapter12.toml lists" in p for p in problems), problems
-    assert any("sentence under the mutation table" in p for p in problems), problems
+    row = mutation.row(12, figures()[12])
+    assert mutation.fill(text.replace(row, "| 12 | 1 | 1 | 0 | 0 | 100.0% |")) == text  # pages.py writes it back
 
 
 def test_a_chapter_missing_from_the_home_page_is_named():

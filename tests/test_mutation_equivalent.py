@@ -12,13 +12,14 @@ from functools import cache
 import pytest
 
 from kata.judge import answer_key
+from tests.mutants import equivalents
 
 ROOT = answer_key.ROOT
 _spec = importlib.util.spec_from_file_location("kata_mutation", ROOT / "scripts" / "mutation.py")
 mutation = importlib.util.module_from_spec(_spec)
 sys.modules["kata_mutation"] = mutation  # dataclasses look their module up there
 _spec.loader.exec_module(mutation)
-ENTRIES = mutation.equivalents()
+ENTRIES = equivalents()
 pytestmark = pytest.mark.spread  # each chapter's entries are checked in a process of their own (`nox -s proofs`)
 
 

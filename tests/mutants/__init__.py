@@ -14,6 +14,10 @@ learner's code is required to do, each matched by its ``function`` and the chang
 ``tests/test_mutation_equivalent.py`` keeps them honest (each must still be a mutant mutmut makes, and still
 survive).
 
+**Mutation figures** (``[mutation]``: ``mutants``, ``killed``, ``survived``): the chapter's last
+``nox -s mutation -- N --record``, which writes them here (its equivalent mutants are the ``[[equivalent]]``
+entries); ``python scripts/pages.py`` gathers every chapter's into CONTRIBUTING.md's mutation table.
+
 Strings in '...' are taken as written; strings in "..." use TOML's escapes (\n, \").
 """
 
@@ -25,6 +29,7 @@ from pathlib import Path
 from kata import project
 
 FOLDER = Path(__file__).parent
+FIGURES = ("mutants", "killed", "survived")  # a chapter's [mutation] table
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,38 @@ def chapters(folder: Path = FOLDER) -> dict[int, dict]:
             raise ValueError(f"tests/mutants/{path.name}: a chapter's mutants are in chapterNN.toml (chapter04.toml)")
         found[int(name[1])] = tomllib.loads(path.read_text(encoding="utf-8"))
     return found
+
+
+def figures(folder: Path = FOLDER) -> dict[int, dict]:
+    """Each chapter's ``[mutation]`` figures, with ``equivalent`` (its entries) and ``score``, killed of non-equivalent.
+
+    A chapter without them is left out; figures other than three counts are a ``ValueError`` naming the file.
+    """
+    found = {}
+    for number, tables in chapters(folder).items():
+        if "mutation" not in tables:
+            continue
+        counts = tables["mutation"]
+        if set(counts) != set(FIGURES) or not all(isinstance(v, int) and v >= 0 for v in counts.values()):
+            raise ValueError(f"chapter{number:02d}.toml: [mutation] holds {counts}; it needs exactly the counts "
+                             f"{', '.join(FIGURES)} (nox -s mutation -- {number} --record writes them)")
+        done = counts["killed"] + counts["survived"]
+        found[number] = {**counts, "equivalent": len(tables.get("equivalent", [])),
+                         "score": counts["killed"] / done if done else 1.0}
+    return found
+
+
+def record(number: int, counts: dict, folder: Path = FOLDER) -> Path:
+    """Write chapter ``number``'s figures (``FIGURES`` of ``counts``) as its file's ``[mutation]``, in place."""
+    path = folder / f"chapter{number:02d}.toml"
+    block = "[mutation]\n" + "".join(f"{k} = {counts[k]}\n" for k in FIGURES)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if re.search(r"^\[mutation\]$", text, re.M):
+        text = re.sub(r"^\[mutation\]\n(?:\w+ = \d+\n)*", lambda _: block, text, count=1, flags=re.M)
+    else:
+        text = f"{block}\n{text}"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def load(folder: Path = FOLDER) -> list[Mutant]:
