@@ -238,7 +238,8 @@ def in_suite_env(session: nox.Session) -> str:
 def mutation(session: nox.Session) -> None:
     """Mutation testing: mutmut's mutants of solutions/chapterNN_*.py against that chapter's tests: `-- 4`.
 
-    Reports killed / survived per chapter and a line per survivor (`-- 4 5 --json out.json`, `-- --help`);
+    Reports killed / survived per chapter and a line per survivor (`-- 4 5 --json out.json`, `-- --help`;
+    `-- 4 --record` writes chapter 4's figures into tests/mutants/chapter04.toml and CONTRIBUTING.md's table);
     survivors that cannot change behaviour are listed in tests/mutants/chapterNN.toml. Takes minutes.
     """
     install(session, "test", "mutation")

@@ -20,7 +20,8 @@ run against it with ``--impl`` exactly as a learner's code would be checked, in 
 - survivors listed as ``[[equivalent]]`` in ``tests/mutants/chapterNN.toml`` (they cannot change behaviour;
   each has its reason) are reported apart and left out of the score.
 
-Prints killed / survived per chapter and a line per survivor; ``--json FILE`` writes every mutant's result.
+Prints killed / survived per chapter and a line per survivor; ``--json FILE`` writes every mutant's result;
+``--record`` writes each chapter's figures into ``tests/mutants/chapterNN.toml`` and CONTRIBUTING.md's table.
 """
 
 from __future__ import annotations

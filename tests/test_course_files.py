@@ -4,11 +4,12 @@ For every chapter ``kata/project.py`` finds (an answer key in ``reference/`` and
 CONTRIBUTING.md's "What a chapter is":
 
 - its files: stub, solution, key, tests, page, notebook source and built notebook, its mutants
-  (``tests/mutants/chapterNN.toml``: at least one planted mistake), for a chapter beyond the
+  (``tests/mutants/chapterNN.toml``: at least one planted mistake, and its mutation figures adding up with its
+  equivalent mutants, at the goal), for a chapter beyond the
   book (Part II on) its audit script, and, only if its tests read a snapshot (``snapshot(CHAPTER)``), the
   snapshot and its builder;
 - its entries: the page in mkdocs.yml's nav, under its part's section (the nav is where a chapter's part is said:
-  ``kata.project.parts``), a row in CONTRIBUTING.md's mutation table, a line in docs/index.md's table of chapters (under its part's title);
+  ``kata.project.parts``), a line in docs/index.md's table of chapters (under its part's title);
 - grading.toml names only real chapters, steps and tests (by ``kata.grading.strict``, as the grade checks it);
 - README.md and docs/index.md state only the chapter counts the course has.
 
