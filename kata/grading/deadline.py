@@ -258,7 +258,7 @@ def load(path: Path, class_roster: roster.Roster, students: list[str]) -> Loaded
         record = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise SnapshotError(f"--at: cannot read the snapshot {path}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:  # RecursionError: nested too deep
         raise SnapshotError(f"--at: {name} is not a snapshot's record (not JSON: {err}); "
                             "is it damaged, or the FILE of --snapshot?") from None
     if not isinstance(record, dict) or record.get("kind") != KIND:

@@ -213,6 +213,8 @@ DAMAGE = {
                           "snapshot.json was changed after it was taken"),
     "the record cut short": (lambda r: r.write_text(r.read_text(encoding="utf-8")[:200], encoding="utf-8"),
                              "snapshot.json is not a snapshot's record (not JSON"),
+    "the record nested too deep": (lambda r: r.write_text("[" * 100_000, encoding="utf-8"),
+                                   "snapshot.json is not a snapshot's record (not JSON: maximum recursion depth"),
     "the files folder gone": (lambda r: shutil.rmtree(deadline.files_folder(r)), "snapshot.files is missing"),
     "a folder elsewhere, digest recomputed": (
         lambda r: _rewrite(r, lambda b: (b["learners"][0].update(folder="../../etc"),
