@@ -422,9 +422,7 @@ def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, ar
                 m.status, m.killed_by, m.seconds = r["status"], r["killed_by"], r["seconds"]
                 if r["name"] not in seen:
                     seen.add(r["name"])
-                    if args.verbose or m.status == "survived":
-                        print(f"  [{len(seen)}/{len(jobs)}] {m.status:<8} {m.name}  line {m.line}: {m.original}  ->  "
-                              f"{m.mutated}", flush=True)
+                    progress(m, f"{len(seen)}/{len(jobs)}", args.verbose)
         if not running:
             break
         time.sleep(2)
@@ -443,10 +441,36 @@ def equivalent_reason(mutant: Mutant, entries: list[dict]) -> str | None:
     return None
 
 
+def progress(m: Mutant, count: str, verbose: bool) -> None:
+    """A mutant's line as it finishes: every one with ``verbose``, else each survivor not listed as equivalent."""
+    status = "equivalent" if m.status == "survived" and equivalent_reason(m, chapter_files.equivalents()) else m.status
+    if verbose or status == "survived":
+        print(f"  [{count}] {status:<10} {m.name}  line {m.line}: {m.original}  ->  {m.mutated}", flush=True)
+
+
+def earlier_run(path: str, mutants: list[Mutant]) -> dict[str, str]:
+    """Each mutant's status in an earlier ``--json`` run that ran all of them on the same solution (``--record``).
+
+    A mutant it does not have, or has with other text (the solution changed since), is a ``SystemExit`` saying so.
+    """
+    results = {r["name"]: r for r in json.loads(Path(path).read_text(encoding="utf-8"))}
+    text = {name: (r.get("original"), r.get("mutated")) for name, r in results.items()}
+    differ = [m.name for m in mutants if text.get(m.name) != (m.original, m.mutated)]
+    if differ:
+        raise SystemExit(f"--record --survivors {path}: that run does not hold {len(differ)} of the "
+                         f"{len(mutants)} mutants as they are now (the first: {differ[0]}); run them all with --record")
+    return {m.name: results[m.name]["status"] for m in mutants}
+
+
 def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mutant]:
-    """Make and run every mutant of one chapter; print its report."""
+    """Make and run every mutant of one chapter; print its report.
+
+    With ``--record --survivors JSON``: only the earlier run's survivors run again, and every other mutant keeps
+    its status from that run, so the chapter's figures are whole (after equivalents were listed, say).
+    """
     chapter = answer_key.load(number)
-    mutants = make_mutants(chapter)
+    mutants = every = make_mutants(chapter)
+    earlier = earlier_run(args.survivors, every) if args.record and args.survivors else {}
     if args.function:
         mutants = [m for m in mutants if m.function in args.function]
     if args.mutant:
@@ -476,9 +500,7 @@ def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mut
             m, tests = job
             run_mutant(m, tests, work, python, args.timeout)
             done += 1
-            if args.verbose or m.status == "survived":
-                print(f"  [{done}/{len(jobs)}] {m.status:<8} {m.name}  line {m.line}: {m.original}  ->  {m.mutated}",
-                      flush=True)
+            progress(m, f"{done}/{len(jobs)}", args.verbose)
 
         if args.fresh:
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -490,6 +512,10 @@ def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mut
             reason = equivalent_reason(m, entries)
             if reason is not None:
                 m.status, m.reason = "equivalent", reason
+    if earlier:
+        for m in every:
+            m.status = m.status or earlier[m.name]
+        mutants = every
     report(number, chapter, mutants)
     return mutants
 
@@ -522,8 +548,9 @@ def table() -> str:
     total = sum(s["mutants"] for s in recorded.values())
     equivalent = sum(s["equivalent"] for s in recorded.values())
     gaps = [str(n) for n, s in recorded.items() if s["survived"]]
-    said = (f"Chapters {', '.join(gaps)} leave non-equivalent mutants alive" if gaps else
-            "Every chapter kills all its non-equivalent mutants")
+    said = ("Every chapter kills all its non-equivalent mutants" if not gaps else
+            f"Chapter {gaps[0]} leaves non-equivalent mutants alive" if len(gaps) == 1 else
+            f"Chapters {', '.join(gaps)} leave non-equivalent mutants alive")
     return "\n".join([TABLE_HEAD, *(row(n, s) for n, s in recorded.items()), "",
                       f"{said} ({total:,} mutants, {equivalent:,} of them equivalent)."])
 
@@ -563,15 +590,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write every mutant's result to this file")
     parser.add_argument("--record", action="store_true",
                         help="write each chapter's figures into tests/mutants/chapterNN.toml and CONTRIBUTING.md's "
-                             "mutation table (a whole run of the chapter's mutants only)")
+                             "mutation table: a run of all the chapter's mutants, or with --survivors JSON of those "
+                             "an earlier --json run of all of them left alive (the others keep its status)")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", "-v", action="store_true", help="a line per mutant as it finishes")
     parser.add_argument("--fresh", action="store_true",
                         help="a fresh pytest process per mutant (slower; the default reuses one per job)")
     parser.add_argument("--shard", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.record and (args.function or args.mutant or args.survivors):
-        parser.error("--record writes a chapter's figures: run all its mutants (no --function, --mutant, --survivors)")
+    if args.record and (args.function or args.mutant):
+        parser.error("--record writes a chapter's figures: run all its mutants (no --function or --mutant), or "
+                     "those an earlier --json run of all of them left alive (--survivors JSON)")
     if args.shard:
         return run_shard(args.shard)
     numbers = [int(c) for c in args.chapters] or [c.number for c in answer_key.chapters()]

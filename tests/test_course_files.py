@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -384,6 +385,11 @@ def test_recorded_figures_are_written_into_the_chapters_file_and_the_table(tmp_p
     assert len(mutants.load(tmp_path)) == sum(m.chapter == 12 for m in MUTANTS)
     mutants.record(25, {"mutants": 3, "killed": 3, "survived": 0}, tmp_path)
     assert mutants.figures(tmp_path)[25]["score"] == 1.0
+    (tmp_path / "chapter26.toml").write_text("# Chapter 26's mutants\n\n# -- planted\n\n[[mistake]]\nold = 'a'\n"
+                                             "new = 'b'\nnamed = 'c'\n", encoding="utf-8")
+    mutants.record(26, {"mutants": 4, "killed": 4, "survived": 0}, tmp_path)
+    assert (tmp_path / "chapter26.toml").read_text(encoding="utf-8").startswith(
+        "# Chapter 26's mutants\n\n[mutation]\nmutants = 4\nkilled = 4\nsurvived = 0\n\n# -- planted\n\n[[mistake]]")
     (tmp_path / "chapter25.toml").write_text("[mutation]\nmutants = 3\nkilled = 'all'\nsurvived = 0\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"chapter25.toml: \[mutation\] holds .*it needs exactly the counts mutants"):
         mutants.figures(tmp_path)
@@ -432,3 +438,18 @@ def test_a_hard_coded_chapter_count_is_named():
     assert count_problems("x.md", "Part I, the book, is twelve chapters long.")[0].startswith(
         "x.md says \"twelve chapters\": the course has 10 chapters in Part I")
     assert count_problems("x.md", "Part I, the book, is ten chapters long.") == []
+
+
+def test_recording_from_an_earlier_run_keeps_its_statuses_only_for_the_same_mutants(tmp_path):
+    """--record --survivors JSON: each mutant's earlier status, if that run holds every mutant as it is now"""
+    from scripts import mutation
+
+    now = [mutation.Mutant(f"solutions.m.x_f__mutmut_{k}", 1, "m", "f", 3, "a + b", f"a - b{k}") for k in (1, 2)]
+    earlier = tmp_path / "run.json"
+    earlier.write_text(json.dumps([{"name": m.name, "original": m.original, "mutated": m.mutated,
+                                    "status": status} for m, status in zip(now, ("killed", "survived"), strict=True)]))
+    assert mutation.earlier_run(str(earlier), now) == {now[0].name: "killed", now[1].name: "survived"}
+    changed = [now[0], mutation.Mutant(now[1].name, 1, "m", "f", 3, "a + b", "a * b")]
+    with pytest.raises(SystemExit, match=r"does not hold 1 of the 2 mutants as they are now \(the first: "
+                                         r"solutions.m.x_f__mutmut_2\)"):
+        mutation.earlier_run(str(earlier), changed)

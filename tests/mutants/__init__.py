@@ -5,8 +5,10 @@ occurs exactly once) with ``new``, and says the words it must be ``named`` by. `
 plants each one and requires (1) that some test of the chapter fails and (2) that the first failing check says
 "looks like: <named>", i.e. the mistake is named where the learner reads first, and (3) from Part II on, that
 this check is a worksheet step. A mistake that hand-sized numbers cannot show by its nature (an overflow, a
-speed, a batch axis the worksheet does not have) says why in ``beyond``; it must still be named first. A chapter
-plants at least one for each classic mistake of its page (``tests/test_course_files.py``).
+speed, a batch axis the worksheet does not have) says why in ``beyond``; it must still be named first. ``named``
+is matched in any case as part of a failing message that says "looks like:": the words the check prints, i.e.
+the answer key's ``[[steps.mistakes]]`` name, or the test's own. A chapter plants one for each classic mistake
+of its page; ``tests/test_course_files.py`` can only check that it plants at least one.
 
 **Equivalent mutants** (``[[equivalent]]``): survivors of ``nox -s mutation -- N`` that cannot change what a
 learner's code is required to do, each matched by its ``function`` and the changed text (``original``,
@@ -85,8 +87,11 @@ def record(number: int, counts: dict, folder: Path = FOLDER) -> Path:
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     if re.search(r"^\[mutation\]$", text, re.M):
         text = re.sub(r"^\[mutation\]\n(?:\w+ = \d+\n)*", lambda _: block, text, count=1, flags=re.M)
-    else:
-        text = f"{block}\n{text}"
+    else:  # after the file's opening comment, where the other chapters have it
+        lines = text.splitlines(keepends=True)
+        k = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+        head, rest = "".join(lines[:k]), "".join(lines[k:]).lstrip("\n")
+        text = f"{head}\n{block}\n{rest}" if head else f"{block}\n{rest}"
     path.write_text(text, encoding="utf-8")
     return path
 
