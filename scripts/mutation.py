@@ -393,7 +393,8 @@ def run_in_one_process(jobs: list[dict], files: list[str], work: Path, timeout: 
     return {r["name"]: r for r in results}, proc
 
 
-def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, args: argparse.Namespace) -> None:
+def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, args: argparse.Namespace,
+               entries: list[dict]) -> None:
     """Split the mutants over ``args.jobs`` pytest processes, each running ``MutantLoop``; set their statuses."""
     by_name = {m.name: m for m, _ in jobs}
     shards = [jobs[i::args.jobs] for i in range(args.jobs)]
@@ -422,7 +423,7 @@ def run_shards(jobs: list[tuple[Mutant, list[str]]], work: Path, python: str, ar
                 m.status, m.killed_by, m.seconds = r["status"], r["killed_by"], r["seconds"]
                 if r["name"] not in seen:
                     seen.add(r["name"])
-                    progress(m, f"{len(seen)}/{len(jobs)}", args.verbose)
+                    progress(m, f"{len(seen)}/{len(jobs)}", args.verbose, entries)
         if not running:
             break
         time.sleep(2)
@@ -441,9 +442,9 @@ def equivalent_reason(mutant: Mutant, entries: list[dict]) -> str | None:
     return None
 
 
-def progress(m: Mutant, count: str, verbose: bool) -> None:
-    """A mutant's line as it finishes: every one with ``verbose``, else each survivor not listed as equivalent."""
-    status = "equivalent" if m.status == "survived" and equivalent_reason(m, chapter_files.equivalents()) else m.status
+def progress(m: Mutant, count: str, verbose: bool, entries: list[dict]) -> None:
+    """A mutant's line as it finishes: every one with ``verbose``, else each survivor not listed in ``entries``."""
+    status = "equivalent" if m.status == "survived" and equivalent_reason(m, entries) is not None else m.status
     if verbose or status == "survived":
         print(f"  [{count}] {status:<10} {m.name}  line {m.line}: {m.original}  ->  {m.mutated}", flush=True)
 
@@ -500,13 +501,13 @@ def test_chapter(number: int, args: argparse.Namespace, python: str) -> list[Mut
             m, tests = job
             run_mutant(m, tests, work, python, args.timeout)
             done += 1
-            progress(m, f"{done}/{len(jobs)}", args.verbose)
+            progress(m, f"{done}/{len(jobs)}", args.verbose, entries)
 
         if args.fresh:
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
                 list(pool.map(one, jobs))
         else:
-            run_shards(jobs, work, python, args)
+            run_shards(jobs, work, python, args, entries)
     for m in mutants:
         if m.status in ("survived", "no tests"):
             reason = equivalent_reason(m, entries)

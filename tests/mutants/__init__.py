@@ -12,7 +12,7 @@ of its page; ``tests/test_course_files.py`` can only check that it plants at lea
 
 **Equivalent mutants** (``[[equivalent]]``): survivors of ``nox -s mutation -- N`` that cannot change what a
 learner's code is required to do, each matched by its ``function`` and the changed text (``original``,
-``mutated``, as the report prints it) and given its ``reason``. They are left out of the chapter's score;
+``mutated``, copied from a ``--json`` run's file) and given its ``reason``. They are left out of the chapter's score;
 ``tests/test_mutation_equivalent.py`` keeps them honest (each must still be a mutant mutmut makes, and still
 survive).
 
